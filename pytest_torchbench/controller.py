@@ -1,0 +1,123 @@
+"""The gathering side of a run: the process that owns the terminal (serial run or xdist controller).
+
+Test processes attach their results and verdicts to the call-phase TestReport (``report.torchbench``),
+which pytest and xdist already carry between processes; this plugin collects them in
+``pytest_runtest_logreport`` and, once, at the end of the session writes baselines, the JSON
+report and the terminal table. Baselines are written once, by this process only.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .judgement import MISSING, Verdict, missing_verdicts
+from .options import BenchSettings
+from .reports import jsonreport, terminal
+from .results import BenchmarkResult
+from .storage import BaselineError, BaselineSet, save_set
+
+REPORT_ATTRIBUTE = "torchbench"
+
+
+class Controller:
+    def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None) -> None:
+        self.config = config
+        self.settings = settings
+        self.baseline = baseline
+        self.results: list[BenchmarkResult] = []
+        self.verdicts: list[Verdict] = []
+        self.modules_run: set[str] = set()
+        self.nodeids_run: set[str] = set()
+        self.collected: set[str] = set()  # before -k/-m deselection: a test not here was removed
+        self.saved: list[Path] = []
+        self.notes: list[str] = []
+        self.interrupted = False
+
+    # -- gathering -------------------------------------------------------------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        payload: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
+        if report.when == "call":
+            self.nodeids_run.add(report.nodeid)
+        if report.when != "call" or not payload:
+            return
+        self.results.extend(BenchmarkResult.from_json(r) for r in payload.get("results", []))
+        self.verdicts.extend(Verdict.from_json(v) for v in payload.get("verdicts", []))
+        self.modules_run.update(r["module"] for r in payload.get("results", []))
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist: a worker reports the test ids it collected, so removed tests can be told apart."""
+        self.collected.update(getattr(node, "workeroutput", {}).get("torchbench_collected", ()))
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.interrupted = True
+
+    # -- the end ---------------------------------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.baseline is not None:
+            seen = {r.key for r in self.results}
+            measured = set(self.settings.modes)
+            # Missing: in a baseline module that ran, not produced now: either its test ran and
+            # recorded nothing of that name, or its test no longer exists. Tests deselected with
+            # -k/-m were collected, did not run, and are not missing.
+            candidates = {
+                key: entry for key, entry in self.baseline.entries.items()
+                if entry.module in self.modules_run
+                and (key.split(" [", 1)[0] in self.nodeids_run or key.split(" [", 1)[0] not in self.collected)
+            }
+            self.verdicts.extend(missing_verdicts(candidates, seen, measured))
+        if self.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED:
+            if self.settings.save:
+                self.notes.append("run interrupted: baselines were not written")
+            return
+        if self.settings.save and self.results:
+            folder = self.settings.baselines_dir / self.settings.save
+            try:
+                self.saved = save_set(folder, self.results)
+            except (BaselineError, OSError) as exc:
+                self.notes.append(f"ERROR: baselines not written: {exc}")
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+            else:
+                self.notes.append(
+                    f"saved {len(self.results)} benchmark result(s) to baseline set "
+                    f"'{self.settings.save}' ({folder}; {len(self.saved)} file(s) changed)"
+                )
+        elif self.settings.save:
+            self.notes.append(f"no benchmark results: baseline set '{self.settings.save}' left as it was")
+        if self.settings.json_path is not None:
+            meta = {
+                "modes": list(self.settings.modes),
+                "compared_with": self.baseline.source if self.baseline else None,
+                "saved_as": self.settings.save,
+            }
+            try:
+                jsonreport.write(self.settings.json_path, self.results, self.verdicts, meta)
+            except OSError as exc:
+                self.notes.append(f"ERROR: --bench-json={self.settings.json_path}: cannot write ({exc})")
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        write = terminalreporter.write_line
+        if self.results or self.verdicts or self.notes:
+            terminalreporter.section("torchbench", sep="=")
+        name = self.baseline.name if self.baseline is not None else None
+        width = getattr(terminalreporter, "_tw", None)
+        width = width.fullwidth if width is not None else 100
+        for line in terminal.render_tables(self.results, self.verdicts, name, width=min(width, 120)):
+            write(line)
+        shown = [v for v in self.verdicts if v.status not in ("unchanged",)]
+        if self.baseline is not None:
+            for line in terminal.render_verdict_lines(shown):
+                write(line)
+            if not shown and self.results:
+                write(f"no changes beyond the limits against baseline '{name}' ({self.baseline.source})")
+        for note in self.notes:
+            write(f"torchbench: {note}")
+
+    @property
+    def missing(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.status == MISSING]

@@ -1,0 +1,131 @@
+"""Command-line options and ini settings, and the validated settings object built from them.
+
+Everything a user can type is checked here once, at configure time, so a typo is one clear line
+and exit status 4 before any test runs (pytest.UsageError), not a traceback at the end.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+import pytest
+
+from .judgement import DEFAULT_LIMITS, LimitSpecError, Policy, parse_limits
+from .results import METRICS
+from .storage import BaselineError, validate_set_name
+
+MODES = ("time", "instructions", "ops", "memory")
+
+
+def addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("torchbench", "pytest-torchbench: performance regression testing")
+    group.addoption(
+        "--bench-mode", metavar="MODES", default=None,
+        help="measure benchmarks: time (wall time, default), instructions (Callgrind), ops "
+        "(aten op counts), memory (peak bytes); several as 'time,ops'. Marked tests run once "
+        "as plain tests when no --bench-* option is given.",
+    )
+    group.addoption("--bench-save", metavar="NAME", default=None,
+                    help="write this run's results as baseline set NAME in the baselines folder")
+    group.addoption("--bench-compare", metavar="REF", default=None,
+                    help="compare with baseline set REF: a saved name, a git revision, or a path")
+    group.addoption("--bench-fail", metavar="SPEC", default=None,
+                    help="regression limits, e.g. 'instructions:1%%,time:10%%' (defaults: "
+                    + ", ".join(f"{m} {v * 100:g}%%" for m, v in DEFAULT_LIMITS.items()) + ")")
+    group.addoption("--bench-json", metavar="PATH", default=None,
+                    help="write the run's results and verdicts as JSON to PATH")
+    group.addoption("--bench-strict", action="store_true", default=False,
+                    help="fail benchmarks whose baseline comes from a different environment "
+                    "(default: report them as not comparable)")
+    group.addoption("--bench-fail-stale", action="store_true", default=False,
+                    help="fail instruction/op/memory counts that improved beyond the limit, so "
+                    "baselines are kept exact")
+    group.addoption("--bench-baselines-dir", metavar="DIR", default=None,
+                    help="the baselines folder (default: ini bench_baselines_dir, else 'baselines')")
+    group.addoption("--bench-min-run-time", metavar="SECONDS", type=float, default=None,
+                    help="time mode: measure each benchmark for at least this long (default 0.1)")
+    parser.addini("bench_baselines_dir", "folder of baseline sets, relative to rootdir",
+                  default="baselines")
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchSettings:
+    """The run's benchmark settings, validated."""
+
+    active: bool
+    modes: tuple[str, ...]
+    save: str | None
+    compare: str | None
+    json_path: Path | None
+    baselines_dir: Path
+    policy: Policy
+    min_run_time: float | None
+    rootdir: Path
+
+    @property
+    def measuring(self) -> bool:
+        return self.active and bool(self.modes)
+
+
+def _parse_modes(raw: str | None) -> tuple[str, ...]:
+    if raw is None:
+        return ("time",)
+    modes = tuple(dict.fromkeys(m.strip() for m in raw.split(",") if m.strip()))
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        raise pytest.UsageError(
+            f"--bench-mode={raw!r}: unknown mode {', '.join(map(repr, unknown)) or '(empty)'}; "
+            f"choose from {', '.join(MODES)} (several as 'time,ops')"
+        )
+    if "instructions" in modes and "time" in modes:
+        raise pytest.UsageError(
+            "--bench-mode: 'time' and 'instructions' cannot run together (wall time under "
+            "valgrind means nothing); run them as two pytest invocations"
+        )
+    return modes
+
+
+def settings_from_config(config: pytest.Config) -> BenchSettings:
+    opt = config.option
+    rootdir = Path(config.rootpath)
+    # A folder typed on the command line is relative to where the user is; the ini's to rootdir.
+    if opt.bench_baselines_dir:
+        baselines_dir = Path(opt.bench_baselines_dir).absolute()
+    else:
+        baselines_dir = rootdir / (config.getini("bench_baselines_dir") or "baselines")
+    active = any(
+        value is not None and value is not False
+        for value in (opt.bench_mode, opt.bench_save, opt.bench_compare, opt.bench_json, opt.bench_fail)
+    )
+    modes = _parse_modes(opt.bench_mode)
+    try:
+        limits = parse_limits(opt.bench_fail) if opt.bench_fail is not None else {}
+    except LimitSpecError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    if opt.bench_save is not None:
+        try:
+            validate_set_name(opt.bench_save)
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    if opt.bench_min_run_time is not None and opt.bench_min_run_time <= 0:
+        raise pytest.UsageError(f"--bench-min-run-time={opt.bench_min_run_time}: must be > 0 seconds")
+    policy = Policy(
+        limits={**DEFAULT_LIMITS, **limits},
+        strict_environment=bool(opt.bench_strict),
+        fail_stale=bool(opt.bench_fail_stale),
+    )
+    json_path = Path(opt.bench_json).absolute() if opt.bench_json else None
+    return BenchSettings(
+        active=active,
+        modes=modes,
+        save=opt.bench_save,
+        compare=opt.bench_compare,
+        json_path=json_path,
+        baselines_dir=baselines_dir,
+        policy=policy,
+        min_run_time=opt.bench_min_run_time,
+        rootdir=rootdir,
+    )
+
+
+def metrics_for_modes(modes: tuple[str, ...]) -> set[str]:
+    return {m for m in modes if m in METRICS}

@@ -1,0 +1,230 @@
+"""pytest glue: options, the marker, fixtures and hooks. Registered as plugin ``torchbench``.
+
+Roles, as in pytest-xdist: every process that runs tests owns a BenchSession (measure, judge);
+the process that owns the terminal (serial run or xdist controller) owns a Controller (gather,
+save, report). A plain ``pytest`` (no --bench-* option) creates neither: marked tests run once and
+the plugin's cost is a marker lookup per test.
+"""
+from __future__ import annotations
+
+import inspect
+import warnings
+from pathlib import Path
+from typing import Any, Generator
+
+import pytest
+
+from . import options as options_module
+from .controller import REPORT_ATTRIBUTE, Controller
+from .fixtures import BenchmarkFixture, ItemRecorder, make_timer_factory
+from .judgement import failure_message
+from .marker import MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
+from .options import BenchSettings
+from .refs import resolve_compare
+from .session import BenchSession, Naming
+from .storage import BaselineError, BaselineSet, load_set_from_folder
+
+settings_key = pytest.StashKey[BenchSettings]()
+session_key = pytest.StashKey["BenchSession | None"]()
+recorder_key = pytest.StashKey[ItemRecorder]()
+
+BENCH_FIXTURES = ("benchmark", "bench_timer")
+
+
+class TorchbenchWarning(pytest.PytestWarning):
+    """Warnings of pytest-torchbench (noisy settings, skipped traces...)."""
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options_module.addoption(parser)
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    return not _is_xdist_worker(config) and getattr(config.option, "dist", "no") != "no" \
+        and bool(getattr(config.option, "tx", None))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_DOC)
+    settings = options_module.settings_from_config(config)
+    config.stash[settings_key] = settings
+    config.stash[session_key] = None
+    if not settings.active:
+        return
+    baseline: BaselineSet | None = None
+    try:
+        if settings.compare is not None:
+            baseline = resolve_compare(settings.compare, settings.baselines_dir, Path.cwd())
+        if settings.save is not None and not _is_xdist_worker(config):
+            # Parse the set we will write into now: a corrupt file stops the run before any
+            # benchmark runs, instead of after, and is never overwritten.
+            folder = settings.baselines_dir / settings.save
+            if folder.is_dir():
+                load_set_from_folder(folder, settings.save)
+    except BaselineError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+    session = BenchSession(
+        modes=settings.modes,
+        policy=settings.policy,
+        load_baseline=lambda: baseline,
+        min_run_time=settings.min_run_time,
+    )
+    config.stash[session_key] = session
+    if not _is_xdist_worker(config):
+        config.pluginmanager.register(Controller(config, settings, baseline), "torchbench-controller")
+        if _is_xdist_controller(config) and "time" in settings.modes:
+            config.issue_config_time_warning(
+                TorchbenchWarning(
+                    "wall time measured by parallel xdist workers shares the CPU with other tests: "
+                    "expect noisier results (use -n 0, or --bench-mode=instructions, for a gate)"
+                ),
+                stacklevel=2,
+            )
+
+
+# -- per-test naming and options ------------------------------------------------------------------
+
+
+def _naming(item: pytest.Item, options: BenchOptions) -> Naming:
+    path = Path(str(item.path))
+    try:
+        module = path.relative_to(item.config.rootpath).as_posix()
+    except ValueError:
+        module = path.as_posix()
+    test_part = item.nodeid.split("::", 1)[1] if "::" in item.nodeid else item.name
+    label = test_part.split("[", 1)[0]
+    callspec = getattr(item, "callspec", None)
+    sub_label = callspec.id if callspec is not None else ""
+    return Naming(
+        nodeid=item.nodeid,
+        module=module,
+        label=options.label if options.label is not None else label,
+        sub_label=options.sub_label if options.sub_label is not None else sub_label,
+        description=options.description or "",
+    )
+
+
+def _recorder(item: pytest.Item) -> ItemRecorder:
+    recorder = item.stash.get(recorder_key, None)
+    if recorder is None:
+        marker = item.get_closest_marker(MARKER_NAME)
+        try:
+            options = options_from_marker(marker, item.nodeid)
+        except MarkerError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        recorder = ItemRecorder(_naming(item, options), options)
+        item.stash[recorder_key] = recorder
+    return recorder
+
+
+def _session(config: pytest.Config) -> BenchSession | None:
+    return config.stash.get(session_key, None)
+
+
+# -- collection ------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Remember every collected test before -k/-m deselect some: to tell removed from deselected."""
+    if not config.stash[settings_key].active:
+        return
+    collected = [item.nodeid for item in items]
+    if _is_xdist_worker(config):
+        config.workeroutput.setdefault("torchbench_collected", []).extend(collected)  # type: ignore[attr-defined]
+    else:
+        controller = config.pluginmanager.get_plugin("torchbench-controller")
+        if controller is not None:
+            controller.collected.update(collected)
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker(MARKER_NAME) is not None:
+        _recorder(item)  # validates the marker: a bad keyword is an error at setup, naming it
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A marked test without the benchmark fixtures: its whole body is the measured region."""
+    session = _session(pyfuncitem.config)
+    if session is None or pyfuncitem.get_closest_marker(MARKER_NAME) is None:
+        return None
+    if any(name in pyfuncitem.fixturenames for name in BENCH_FIXTURES):
+        return None
+    function = pyfuncitem.obj
+    if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
+        return None  # left to the async plugin; measuring an event loop is out of scope
+    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    function(**arguments)  # the real run: a failure fails the test and nothing is measured
+    recorder = _recorder(pyfuncitem)
+    recorder.add(session.measure(lambda: function(**arguments), recorder.options, recorder.naming))
+    return True
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    try:
+        outcome = yield
+    except BaseException:
+        recorder = item.stash.get(recorder_key, None)
+        if recorder is not None:
+            recorder.results.clear()  # a benchmark that raises stores no result
+        raise
+    session = _session(item.config)
+    recorder = item.stash.get(recorder_key, None)
+    if session is None or recorder is None or not recorder.results:
+        return outcome
+    verdicts = []
+    for result in recorder.results:
+        verdicts.extend(session.judge(result, dict(recorder.options.limits)))
+    item.stash[verdicts_key] = verdicts
+    if any(v.failed for v in verdicts):
+        settings = item.config.stash[settings_key]
+        refresh = f"pytest {item.nodeid} --bench-mode={','.join(settings.modes)} --bench-save={settings.compare}"
+        pytest.fail(failure_message(verdicts, refresh), pytrace=False)
+    return outcome
+
+
+verdicts_key = pytest.StashKey[list]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report = yield
+    if call.when == "call":
+        recorder = item.stash.get(recorder_key, None)
+        if recorder is not None and recorder.results:
+            verdicts = item.stash.get(verdicts_key, [])
+            setattr(report, REPORT_ATTRIBUTE, {
+                "results": [r.to_json() for r in recorder.results],
+                "verdicts": [v.to_json() for v in verdicts],
+            })
+    return report
+
+
+# -- fixtures --------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def benchmark(request: pytest.FixtureRequest) -> BenchmarkFixture:
+    """``benchmark(fn, *args, **kwargs)`` measures ``fn`` in the session's mode and returns its result."""
+    return BenchmarkFixture(_recorder(request.node), _session(request.config))
+
+
+@pytest.fixture
+def bench_timer(request: pytest.FixtureRequest) -> Any:
+    """``bench_timer(stmt, setup="pass", globals=None, **kw)``: a torch Timer whose results are recorded."""
+    return make_timer_factory(_recorder(request.node), _session(request.config))
+
+
+def _warn(message: str) -> None:
+    warnings.warn(TorchbenchWarning(message), stacklevel=2)

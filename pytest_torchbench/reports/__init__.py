@@ -1,0 +1,1 @@
+"""Reports: how a run's results and verdicts are shown (terminal, JSON; more formats build on these)."""

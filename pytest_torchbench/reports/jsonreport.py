@@ -1,0 +1,26 @@
+"""``--bench-json``: the run's results and verdicts for other tools, written atomically."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from .. import __version__
+from ..judgement import Verdict
+from ..results import SCHEMA_VERSION, BenchmarkResult
+from ..storage import atomic_write_many
+
+
+def render(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], meta: dict[str, Any]) -> str:
+    document = {
+        "schema": SCHEMA_VERSION,
+        "tool": f"pytest-torchbench {__version__}",
+        **meta,
+        "benchmarks": [r.to_json() for r in sorted(results, key=lambda r: r.key)],
+        "verdicts": [v.to_json() for v in verdicts],
+    }
+    return json.dumps(document, indent=1, sort_keys=True, default=str) + "\n"
+
+
+def write(path: Path, results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], meta: dict[str, Any]) -> None:
+    atomic_write_many({path: render(results, verdicts, meta)})

@@ -1,0 +1,133 @@
+"""The measuring side of a run: one per process that runs tests (the only one serially, each xdist
+worker otherwise). It turns a callable into a BenchmarkResult by running the engines of the session's
+modes, and judges the result against the baseline right away, so that a regression fails the
+benchmark's own test.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Callable
+
+from .judgement import Policy, Verdict, judge_result
+from .marker import BenchOptions
+from .results import BenchmarkResult, Environment, TimeMetric, collect_environment
+from .storage import BaselineSet
+
+
+@dataclasses.dataclass(frozen=True)
+class Naming:
+    """Where a recording belongs: its stable key, its baseline file, and its table coordinates."""
+
+    nodeid: str
+    module: str
+    label: str
+    sub_label: str
+    description: str
+
+
+class BenchSession:
+    """Measures and judges in the current process; knows the engines, not pytest's hooks."""
+
+    def __init__(
+        self,
+        modes: tuple[str, ...],
+        policy: Policy,
+        load_baseline: Callable[[], BaselineSet | None],
+        min_run_time: float | None = None,
+        output_dir: Path | None = None,
+    ) -> None:
+        self.modes = modes
+        self.policy = policy
+        self._load_baseline = load_baseline
+        self._baseline: BaselineSet | None = None
+        self._baseline_loaded = False
+        self.min_run_time = min_run_time
+        self.output_dir = output_dir
+        self._environments: dict[tuple[str, int], Environment] = {}
+
+    # -- environment and baseline, computed once per process ------------------------------------
+
+    def environment(self, metric: str, num_threads: int) -> Environment:
+        cache_key = (metric, num_threads)
+        env = self._environments.get(cache_key)
+        if env is None:
+            env = collect_environment(num_threads)
+            if metric == "instructions":
+                from .engines import callgrind
+
+                env = env.merged(callgrind.environment_facts())
+            self._environments[cache_key] = env
+        return env
+
+    @property
+    def baseline(self) -> BaselineSet | None:
+        if not self._baseline_loaded:
+            self._baseline = self._load_baseline()
+            self._baseline_loaded = True
+        return self._baseline
+
+    # -- measuring -------------------------------------------------------------------------------
+
+    def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> BenchmarkResult:
+        """Run every engine of the session's modes on ``fn`` (already called once by the caller)."""
+        result = BenchmarkResult(
+            key=naming.nodeid,
+            module=naming.module,
+            label=naming.label,
+            sub_label=naming.sub_label,
+            description=naming.description,
+        )
+        for mode in self.modes:
+            metric = self._measure_one(mode, fn, options, naming)
+            result.metrics[mode] = metric
+            result.environments[mode] = self.environment(mode, options.num_threads)
+        return result
+
+    def _measure_one(self, mode: str, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> Any:
+        if mode == "time":
+            from .engines import walltime
+
+            spec = walltime.TimeSpec(
+                label=naming.label,
+                sub_label=naming.sub_label,
+                description=naming.description,
+                num_threads=options.num_threads,
+                threshold=options.threshold,
+                min_run_time=options.min_run_time or self.min_run_time or walltime.TimeSpec.min_run_time,
+                max_run_time=options.max_run_time,
+            )
+            return TimeMetric.from_measurement(walltime.measure(fn, spec))
+        if mode == "instructions":
+            from .engines import callgrind
+
+            return callgrind.measure_metric(fn, number=options.number, warmup=options.warmup,
+                                            num_threads=options.num_threads)
+        if mode == "ops":
+            from .engines import profiler
+
+            return profiler.ops_metric(fn, by_shape=options.ops_by_shape)
+        if mode == "memory":
+            from .engines import profiler
+
+            return profiler.memory_metric(fn)
+        raise AssertionError(f"unknown mode {mode!r}")  # options validated the modes
+
+    def record_measurement(self, metric: str, value: Any, num_threads: int, naming: Naming) -> BenchmarkResult:
+        """A result measured by the user through bench_timer (their own Timer call)."""
+        result = BenchmarkResult(
+            key=naming.nodeid, module=naming.module, label=naming.label,
+            sub_label=naming.sub_label, description=naming.description,
+        )
+        result.metrics[metric] = value
+        result.environments[metric] = self.environment(metric, num_threads)
+        return result
+
+    # -- judging ---------------------------------------------------------------------------------
+
+    def judge(self, result: BenchmarkResult, limits: dict[str, float]) -> list[Verdict]:
+        baseline = self.baseline
+        if baseline is None:
+            return []
+        policy = self.policy.with_limits(limits) if limits else self.policy
+        return judge_result(result, baseline.get(result.key), policy)
