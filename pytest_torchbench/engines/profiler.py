@@ -17,6 +17,7 @@ work instead of dividing a total and hoping the result is an integer.
 """
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
 import gzip
@@ -45,6 +46,7 @@ __all__ = [
     "peak_memory",
     "profile_run",
     "safe_file_stem",
+    "write_trace",
 ]
 
 #: Name of the ``record_function`` range wrapped around each call of the measured callable. It is not
@@ -295,8 +297,6 @@ def _per_iteration_counts(
     if not windows:
         return counters
     starts = [w[0] for w in windows]
-    import bisect
-
     for ev in events:
         name = ev.name
         if not name.startswith(prefixes):
