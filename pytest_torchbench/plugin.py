@@ -50,6 +50,11 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_DOC)
+    if config.pluginmanager.has_plugin("pytest_benchmark.plugin") or config.pluginmanager.has_plugin("benchmark"):
+        raise pytest.UsageError(
+            "pytest-benchmark is also active and defines the same 'benchmark' fixture and marker; "
+            "disable one of them: -p no:benchmark (pytest-benchmark) or -p no:torchbench"
+        )
     settings = options_module.settings_from_config(config)
     config.stash[settings_key] = settings
     config.stash[session_key] = None
@@ -116,7 +121,11 @@ def _recorder(item: pytest.Item) -> ItemRecorder:
         try:
             options = options_from_marker(marker, item.nodeid)
         except MarkerError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            error = str(exc)
+        else:
+            error = None
+        if error is not None:
+            pytest.fail(error, pytrace=False)
         recorder = ItemRecorder(_naming(item, options), options)
         item.stash[recorder_key] = recorder
     return recorder

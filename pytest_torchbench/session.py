@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from .judgement import Policy, Verdict, judge_result
 from .marker import BenchOptions
-from .results import BenchmarkResult, Environment, TimeMetric, collect_environment
+from .results import BenchmarkResult, Environment, MemoryMetric, OpsMetric, TimeMetric, collect_environment
 from .storage import BaselineSet
 
 
@@ -106,11 +106,16 @@ class BenchSession:
         if mode == "ops":
             from .engines import profiler
 
-            return profiler.ops_metric(fn, by_shape=options.ops_by_shape)
+            return OpsMetric(profiler.count_ops(fn, by_shape=options.ops_by_shape))
         if mode == "memory":
             from .engines import profiler
 
-            return profiler.memory_metric(fn)
+            peaks = profiler.peak_memory(fn)
+            return MemoryMetric({
+                device: int(value) for device, value in
+                (("cpu", peaks.get("cpu_peak_bytes")), ("cuda", peaks.get("cuda_peak_bytes")))
+                if value is not None
+            })
         raise AssertionError(f"unknown mode {mode!r}")  # options validated the modes
 
     def record_measurement(self, metric: str, value: Any, num_threads: int, naming: Naming) -> BenchmarkResult:

@@ -157,7 +157,13 @@ def render_baseline_document(module: str, entries: Iterable[BenchmarkResult]) ->
         "environments": environments,
         "benchmarks": benchmarks,
     }
-    return json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False)
+    # Lists of numbers (raw replicate times) on one line each: a re-save changes one line per
+    # benchmark in the diff instead of a hundred.
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text) + "\n"
+
+
+_NUMBER_LIST = re.compile(r"\[\s*((?:-?[0-9.eE+-]+,?\s*)+)\]")
 
 
 def merge_entries(
