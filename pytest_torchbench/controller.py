@@ -32,6 +32,7 @@ class Controller:
         self.nodeids_run: set[str] = set()
         self.collected: set[str] = set()  # before -k/-m deselection: a test not here was removed
         self.saved: list[Path] = []
+        self.profiles: list[dict[str, Any]] = []  # bench_profiler blocks, as profile_extras
         self.notes: list[str] = []
         self.interrupted = False
 
@@ -41,6 +42,8 @@ class Controller:
         payload: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
         if report.when == "call":
             self.nodeids_run.add(report.nodeid)
+        if payload and payload.get("profiles"):
+            self.profiles.extend(payload["profiles"])
         if report.when != "call" or not payload:
             return
         self.results.extend(BenchmarkResult.from_json(r) for r in payload.get("results", []))
@@ -102,7 +105,7 @@ class Controller:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         write = terminalreporter.write_line
-        if self.results or self.verdicts or self.notes:
+        if self.results or self.verdicts or self.notes or self.profiles:
             terminalreporter.section("torchbench", sep="=")
         name = self.baseline.name if self.baseline is not None else None
         width = getattr(terminalreporter, "_tw", None)
@@ -115,6 +118,9 @@ class Controller:
                 write(line)
             if not shown and self.results:
                 write(f"no changes beyond the limits against baseline '{name}' ({self.baseline.source})")
+        profiled = [{"nodeid": r.key, **r.extras["profile"]} for r in self.results if "profile" in r.extras]
+        for line in terminal.render_profiles(profiled + self.profiles):
+            write(line)
         for note in self.notes:
             write(f"torchbench: {note}")
 

@@ -127,6 +127,13 @@ class RecordingTimer(Timer):
         result = self._session.record_measurement(
             "time", TimeMetric.from_measurement(measurement), self._task_spec.num_threads, naming
         )
+        other_modes = tuple(m for m in self._session.modes if m != "time")
+        if other_modes or self._session.profile:  # e.g. --bench-mode=time,ops: count the statement too
+            options = dataclasses.replace(self._recorder.options, num_threads=self._task_spec.num_threads)
+            counted = self._session.measure(self._statement(), options, naming, modes=other_modes)
+            result.metrics.update(counted.metrics)
+            result.environments.update(counted.environments)
+            result.extras.update(counted.extras)
         self._recorder.add(result, self._explicit_description)
         return measurement
 
@@ -207,3 +214,43 @@ def make_timer_factory(recorder: ItemRecorder, session: BenchSession | None) -> 
                               _recorder=recorder, _session=session, **kwargs)
 
     return bench_timer
+
+
+class ProfilerFixture:
+    """What ``bench_profiler`` hands out: enter it directly, or call it with options first.
+
+    Each profiled block gets its own trace file (``<test>.json``, then ``<test>-2.json``...), named
+    from the test id so any parametrisation gives a safe, stable file name.
+    """
+
+    def __init__(self, defaults: dict[str, Any], trace_dir: Any, nodeid: str) -> None:
+        self._defaults = defaults
+        self._trace_dir = trace_dir
+        self._nodeid = nodeid
+        self._sessions: list[Any] = []
+        self._current: Any = None
+
+    def __call__(self, **options: Any) -> Any:
+        from .engines.profiler import ProfilerOptions, ProfilerSession, safe_file_stem
+
+        suffix = "" if not self._sessions else f"-{len(self._sessions) + 1}"
+        session = ProfilerSession(
+            ProfilerOptions.from_kwargs(**{**self._defaults, **options}),
+            trace_path=self._trace_dir / f"{safe_file_stem(self._nodeid)}{suffix}.json",
+        )
+        self._sessions.append(session)
+        return session
+
+    def __enter__(self) -> Any:
+        self._current = self()
+        return self._current.__enter__()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._current.__exit__(*exc_info)
+        self._current = None
+
+    def errors(self) -> list[str]:
+        return [s.error for s in self._sessions if s.error]
+
+    def summaries(self) -> list[Any]:
+        return [s.summary() for s in self._sessions if s.profiler is not None]

@@ -43,6 +43,11 @@ def addoption(parser: pytest.Parser) -> None:
                     help="the baselines folder (default: ini bench_baselines_dir, else 'baselines')")
     group.addoption("--bench-min-run-time", metavar="SECONDS", type=float, default=None,
                     help="time mode: measure each benchmark for at least this long (default 0.1)")
+    group.addoption("--bench-profile", action="store_true", default=False,
+                    help="after measuring, run each benchmark a few more times under torch.profiler: "
+                    "top ops by self time in the report, a trace per benchmark in the output folder")
+    group.addoption("--bench-output", metavar="DIR", default=None,
+                    help="folder for traces and other artifacts (default: .torchbench under rootdir)")
     parser.addini("bench_baselines_dir", "folder of baseline sets, relative to rootdir",
                   default="baselines")
 
@@ -60,6 +65,8 @@ class BenchSettings:
     policy: Policy
     min_run_time: float | None
     rootdir: Path
+    profile: bool = False
+    output_dir: Path | None = None
 
     @property
     def measuring(self) -> bool:
@@ -94,7 +101,8 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         baselines_dir = rootdir / (config.getini("bench_baselines_dir") or "baselines")
     active = any(
         value is not None and value is not False
-        for value in (opt.bench_mode, opt.bench_save, opt.bench_compare, opt.bench_json, opt.bench_fail)
+        for value in (opt.bench_mode, opt.bench_save, opt.bench_compare, opt.bench_json, opt.bench_fail,
+                      opt.bench_profile)
     )
     modes = _parse_modes(opt.bench_mode)
     try:
@@ -124,6 +132,8 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         policy=policy,
         min_run_time=opt.bench_min_run_time,
         rootdir=rootdir,
+        profile=bool(opt.bench_profile),
+        output_dir=Path(opt.bench_output).absolute() if opt.bench_output else rootdir / ".torchbench",
     )
 
 

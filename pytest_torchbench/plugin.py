@@ -16,7 +16,7 @@ import pytest
 
 from . import options as options_module
 from .controller import REPORT_ATTRIBUTE, Controller
-from .fixtures import BenchmarkFixture, ItemRecorder, make_timer_factory
+from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
 from .judgement import failure_message
 from .marker import MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
 from .options import BenchSettings
@@ -78,6 +78,8 @@ def pytest_configure(config: pytest.Config) -> None:
         policy=settings.policy,
         load_baseline=lambda: baseline,
         min_run_time=settings.min_run_time,
+        output_dir=settings.output_dir,
+        profile=settings.profile,
     )
     config.stash[session_key] = session
     if not _is_xdist_worker(config):
@@ -217,6 +219,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 "results": [r.to_json() for r in recorder.results],
                 "verdicts": [v.to_json() for v in verdicts],
             })
+    elif call.when == "teardown" and item.stash.get(profiles_key, None):
+        from .session import profile_extras
+
+        setattr(report, REPORT_ATTRIBUTE, {
+            "profiles": [{"nodeid": item.nodeid, **profile_extras(s)} for s in item.stash[profiles_key]],
+        })
     return report
 
 
@@ -233,6 +241,30 @@ def benchmark(request: pytest.FixtureRequest) -> BenchmarkFixture:
 def bench_timer(request: pytest.FixtureRequest) -> Any:
     """``bench_timer(stmt, setup="pass", globals=None, **kw)``: a torch Timer whose results are recorded."""
     return make_timer_factory(_recorder(request.node), _session(request.config))
+
+
+@pytest.fixture
+def bench_profiler(request: pytest.FixtureRequest) -> Generator[ProfilerFixture, None, None]:
+    """A configured ``torch.profiler.profile`` for the test: ``with bench_profiler as prof: ...``.
+
+    Options come from the marker's ``profile={...}`` or from calling it:
+    ``with bench_profiler(record_shapes=True, schedule=dict(wait=1, warmup=1, active=2)) as prof``.
+    On exit the Chrome/Perfetto trace lands in the output folder and the op table in the report.
+    """
+    settings = request.config.stash[settings_key]
+    recorder = _recorder(request.node)
+    fixture = ProfilerFixture(
+        defaults=dict(recorder.options.profile or {}),
+        trace_dir=(settings.output_dir or Path(request.config.rootpath) / ".torchbench") / "traces",
+        nodeid=request.node.nodeid,
+    )
+    yield fixture
+    for error in fixture.errors():
+        _warn(f"{request.node.nodeid}: {error}")
+    request.node.stash[profiles_key] = fixture.summaries()
+
+
+profiles_key = pytest.StashKey[list]()
 
 
 def _warn(message: str) -> None:

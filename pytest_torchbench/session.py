@@ -26,6 +26,16 @@ class Naming:
     description: str
 
 
+def profile_extras(summary: Any) -> dict[str, Any]:
+    """The part of a profile summary that travels with results (JSON): top ops and the trace."""
+    return {
+        "trace": str(summary.trace_path) if summary.trace_path else None,
+        "iterations": summary.iterations,
+        "top_ops": [op.to_dict() for op in summary.top_ops],
+        "error": summary.error,
+    }
+
+
 class BenchSession:
     """Measures and judges in the current process; knows the engines, not pytest's hooks."""
 
@@ -36,6 +46,7 @@ class BenchSession:
         load_baseline: Callable[[], BaselineSet | None],
         min_run_time: float | None = None,
         output_dir: Path | None = None,
+        profile: bool = False,
     ) -> None:
         self.modes = modes
         self.policy = policy
@@ -44,6 +55,8 @@ class BenchSession:
         self._baseline_loaded = False
         self.min_run_time = min_run_time
         self.output_dir = output_dir
+        self.profile = profile
+        self.notes: list[str] = []  # one-line problems to show once (e.g. an unwritable trace folder)
         self._environments: dict[tuple[str, int], Environment] = {}
 
     # -- environment and baseline, computed once per process ------------------------------------
@@ -69,7 +82,8 @@ class BenchSession:
 
     # -- measuring -------------------------------------------------------------------------------
 
-    def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> BenchmarkResult:
+    def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
+                modes: tuple[str, ...] | None = None) -> BenchmarkResult:
         """Run every engine of the session's modes on ``fn`` (already called once by the caller)."""
         result = BenchmarkResult(
             key=naming.nodeid,
@@ -78,11 +92,32 @@ class BenchSession:
             sub_label=naming.sub_label,
             description=naming.description,
         )
-        for mode in self.modes:
+        for mode in self.modes if modes is None else modes:
             metric = self._measure_one(mode, fn, options, naming)
             result.metrics[mode] = metric
             result.environments[mode] = self.environment(mode, options.num_threads)
+        if self.profile:
+            result.extras["profile"] = self._profile(fn, options, naming)
         return result
+
+    def trace_path(self, nodeid: str, suffix: str = "") -> Path | None:
+        if self.output_dir is None:
+            return None
+        from .engines.profiler import safe_file_stem
+
+        return self.output_dir / "traces" / f"{safe_file_stem(nodeid)}{suffix}.json"
+
+    def _profile(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> dict[str, Any]:
+        """--bench-profile: a few more runs under torch.profiler, after (never during) measuring."""
+        from .engines import profiler
+
+        profiler_options = profiler.ProfilerOptions.from_kwargs(**dict(options.profile or {}))
+        summary = profiler.profile_run(
+            fn, iterations=3, options=profiler_options, trace_path=self.trace_path(naming.nodeid), top_n=5
+        )
+        if summary.error and summary.error not in self.notes:
+            self.notes.append(summary.error)
+        return profile_extras(summary)
 
     def _measure_one(self, mode: str, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> Any:
         if mode == "time":

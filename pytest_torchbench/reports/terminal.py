@@ -136,3 +136,18 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
             if status in (REGRESSION, IMPROVEMENT):
                 lines.extend(f"      {d}" for d in verdict.details[:9])
     return lines
+
+
+def render_profiles(profiles: Sequence[dict]) -> list[str]:
+    """Top ops by self CPU time per profiled benchmark, and where its trace is."""
+    if not profiles:
+        return []
+    lines = [" torchbench profiles (top ops by self CPU time, totals over the profiled runs) ".center(100, "-")]
+    for profile in profiles:
+        trace = profile.get("trace") or f"no trace ({profile.get('error') or 'not written'})"
+        lines.append(f"{profile['nodeid']}: {trace}")
+        for op in profile.get("top_ops", [])[:5]:
+            device = op.get("self_device_time_us")
+            device_text = f"  device {device:.1f} us" if device else ""
+            lines.append(f"    {op['name']:<40} {op['calls']:>6} calls  self {op['self_cpu_time_us']:.1f} us{device_text}")
+    return lines
