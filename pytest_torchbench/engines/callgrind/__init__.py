@@ -1,0 +1,64 @@
+"""Callgrind instruction counts for many benchmarks in one valgrind process.
+
+This engine knows nothing of pytest. The caller launches the counted process with
+:func:`valgrind_argv` and :func:`counted_environment` (so that every launch is identical by
+construction), optionally preloading the deterministic allocator from :func:`build_allocator`;
+inside that process :func:`measure` counts one callable and returns torch's ``CallgrindStats``.
+"""
+from __future__ import annotations
+
+from .allocator import ALLOCATOR_NAME, allocator_hash, build_allocator
+from .client_requests import UnsupportedPlatform, running_on_valgrind
+from .launch import (
+    ValgrindUnavailable,
+    check_valgrind,
+    counted_environment,
+    counting_fingerprint,
+    out_file_pattern,
+    valgrind_argv,
+)
+
+__all__ = [
+    "ALLOCATOR_NAME",
+    "CallgrindPart",
+    "DumpNotFound",
+    "NotUnderValgrind",
+    "UnsupportedPlatform",
+    "ValgrindUnavailable",
+    "allocator_hash",
+    "build_allocator",
+    "check_valgrind",
+    "counted_environment",
+    "counting_fingerprint",
+    "function_counts",
+    "measure",
+    "out_file_pattern",
+    "parse_callgrind",
+    "parse_callgrind_file",
+    "running_on_valgrind",
+    "session_start",
+    "valgrind_argv",
+]
+
+
+_LAZY = {
+    "measure": "collect",
+    "session_start": "collect",
+    "NotUnderValgrind": "collect",
+    "DumpNotFound": "collect",
+    "CallgrindPart": "parse",
+    "function_counts": "parse",
+    "parse_callgrind": "parse",
+    "parse_callgrind_file": "parse",
+}
+
+
+def __getattr__(name: str) -> object:
+    # parse and collect import torch; the launching side (which may not need torch yet) only
+    # pays for that when it uses them.
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)

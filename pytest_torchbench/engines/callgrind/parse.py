@@ -1,0 +1,260 @@
+"""A pure-Python reader of Callgrind output files, giving per-function instruction counts.
+
+Why not ``callgrind_annotate`` (what torch runs): it is a Perl process per dump, about 40 ms for
+a small dump and close to a second for a few MB, twice per statement (exclusive and inclusive).
+This reader walks the file once and yields both views, with function names spelled exactly as
+``callgrind_annotate --threshold=100 --show-percs=no`` prints them (``file:function [object]``),
+so torch's ``FunctionCounts``/``CallgrindStats`` tools (``as_standardized``, ``delta``,
+``denoise``) work on them unchanged. The attribution rules below mirror callgrind_annotate 3.19:
+
+* a function's name is ``<current file>:<fn>``, where ``fi=``/``fe=`` (inlined code) change the
+  current file, so inlined lines are charged to ``inlined_file.h:caller``;
+* the ``[object]`` suffix is the ``ob=`` in force at the last ``fn=`` line naming the function;
+* inclusive cost is the sum of the call costs *into* a function when it is ever called, and its
+  own cost plus its calls' costs otherwise (the roots);
+* functions whose cost is zero are not listed (torch's reader stops at the first such row).
+
+Files with several parts (``--combine-dumps=yes``) are split into parts; name compression tables
+are shared across the whole file, as Callgrind writes them.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Iterable
+
+from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
+    FunctionCount,
+    FunctionCounts,
+)
+
+__all__ = ["CallgrindPart", "parse_callgrind", "parse_callgrind_file", "function_counts"]
+
+_HEADER_KEYS = frozenset(
+    {"version", "creator", "pid", "thread", "cmd", "desc", "positions", "event", "events", "part"}
+)
+_COST_START = frozenset("0123456789+-*")
+
+
+@dataclasses.dataclass
+class CallgrindPart:
+    """One profile part: per-function costs of the event ``Ir`` (or the first event)."""
+
+    part: int
+    trigger: str
+    events: list[str]
+    totals: int | None
+    summary: int | None
+    self_cost: dict[str, int]
+    calls_out: dict[str, int]  # inclusive cost of the calls each function made
+    calls_in: dict[str, int]  # inclusive cost of the calls made to each function
+    objects: dict[str, str]
+
+    @property
+    def total(self) -> int:
+        """The part's total, as callgrind_annotate's PROGRAM TOTALS: summary, else totals, else
+        the sum of the functions' own costs (the ``summary:`` line is 0 in client-request dumps)."""
+        if self.summary:
+            return self.summary
+        if self.totals:
+            return self.totals
+        return sum(self.self_cost.values())
+
+    def exclusive(self) -> dict[str, int]:
+        return {name: cost for name, cost in self.self_cost.items() if cost}
+
+    def inclusive(self) -> dict[str, int]:
+        names = set(self.self_cost) | set(self.calls_in)
+        result: dict[str, int] = {}
+        for name in names:
+            if name in self.calls_in:
+                cost = self.calls_in[name]
+            else:
+                cost = self.self_cost.get(name, 0) + self.calls_out.get(name, 0)
+            if cost:
+                result[name] = cost
+        return result
+
+    def display_name(self, name: str) -> str:
+        obj = self.objects.get(name)
+        return f"{name} [{obj}]" if obj else name
+
+
+class _Names:
+    """Callgrind's name compression: ``(id) name`` defines, ``(id)`` refers back."""
+
+    def __init__(self) -> None:
+        self.tables: dict[str, dict[str, str]] = {"fl": {}, "fn": {}, "ob": {}}
+
+    def get(self, context: str, raw: str) -> str:
+        if raw.startswith("("):
+            close = raw.find(")")
+            if close > 1 and raw[1:close].isdigit():
+                index = raw[1:close]
+                rest = raw[close + 1 :].lstrip()
+                table = self.tables[context]
+                if rest:
+                    table[index] = rest
+                    return rest
+                return table.get(index, "")
+        return raw
+
+
+def _new_part(number: int) -> CallgrindPart:
+    return CallgrindPart(number, "", [], None, None, {}, {}, {}, {})
+
+
+def parse_callgrind(text: str | Iterable[str], strip_prefix: str | None = None) -> list[CallgrindPart]:
+    """Parse Callgrind output (a string or an iterable of lines) into its parts.
+
+    ``strip_prefix`` mirrors callgrind_annotate removing its working directory (with a trailing
+    ``/``) from ``fl=``/``fi=``/``fe=`` file names; None strips nothing.
+    """
+    lines = text.splitlines() if isinstance(text, str) else text
+    names = _Names()
+    parts: list[CallgrindPart] = []
+    part = _new_part(1)
+    in_body = False
+    npos = 1
+    ir_index = 0
+
+    curr_file = ""
+    curr_fn = ""
+    curr_name: str | None = None
+    curr_obj = ""
+    cfile = ""
+    cname = ""
+    pending_calls = False
+
+    self_cost = part.self_cost
+    calls_out = part.calls_out
+    calls_in = part.calls_in
+
+    def strip(path: str) -> str:
+        if strip_prefix and path.startswith(strip_prefix):
+            return path[len(strip_prefix) :]
+        return path
+
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if not line or line[0] == "#":
+            continue
+        first = line[0]
+        if first in _COST_START:
+            if curr_name is None:
+                continue
+            tokens = line.split()
+            index = npos + ir_index
+            cost = int(tokens[index]) if len(tokens) > index else 0
+            if pending_calls:
+                pending_calls = False
+                calls_out[curr_name] = calls_out.get(curr_name, 0) + cost
+                calls_in[cname] = calls_in.get(cname, 0) + cost
+            else:
+                self_cost[curr_name] = self_cost.get(curr_name, 0) + cost
+            continue
+        key, sep, value = line.partition("=")
+        if sep and key.isalpha():
+            if key == "fn":
+                curr_fn = names.get("fn", value)
+                curr_name = f"{curr_file}:{curr_fn}"
+                part.objects[curr_name] = curr_obj
+                self_cost.setdefault(curr_name, 0)
+            elif key == "fl":
+                curr_file = strip(names.get("fl", value))
+            elif key in ("fi", "fe"):
+                curr_file = strip(names.get("fl", value))
+                curr_name = f"{curr_file}:{curr_fn}"
+                self_cost.setdefault(curr_name, 0)
+            elif key == "ob":
+                curr_obj = names.get("ob", value)
+            elif key == "cob":
+                names.get("ob", value)
+            elif key in ("cfi", "cfl"):
+                cfile = names.get("fl", value)
+            elif key == "cfn":
+                cfunc = names.get("fn", value)
+                if cfile:
+                    cname = f"{cfile}:{cfunc}"
+                    cfile = ""
+                else:
+                    cname = f"{curr_file}:{cfunc}"
+            elif key == "calls":
+                pending_calls = True
+            elif key in ("jfi",):
+                names.get("fl", value)
+            elif key in ("jfn",):
+                names.get("fn", value)
+            # jump=/jcnd= carry no cost we report
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        value = value.strip()
+        if key == "totals":
+            part.totals = _first_cost(value, ir_index)
+        elif key == "summary":
+            part.summary = _first_cost(value, ir_index)
+        elif key in _HEADER_KEYS:
+            if key == "part":
+                if in_body or parts:
+                    parts.append(part)
+                    part = _new_part(int(value) if value.isdigit() else part.part + 1)
+                    self_cost, calls_out, calls_in = part.self_cost, part.calls_out, part.calls_in
+                    curr_name = None
+                    pending_calls = False
+                else:
+                    part.part = int(value) if value.isdigit() else 1
+                in_body = False
+            elif key == "desc" and value.startswith("Trigger:"):
+                part.trigger = value[len("Trigger:") :].strip()
+            elif key == "positions":
+                npos = max(1, len(value.split()))
+            elif key == "events":
+                part.events = value.split()
+                ir_index = part.events.index("Ir") if "Ir" in part.events else 0
+                in_body = True
+    parts.append(part)
+    return parts
+
+
+def _first_cost(value: str, index: int) -> int:
+    tokens = value.split()
+    return int(tokens[index]) if len(tokens) > index else 0
+
+
+def parse_callgrind_file(
+    path: str | os.PathLike[str], strip_prefix: str | None = None
+) -> list[CallgrindPart]:
+    """Parse a Callgrind output file; see :func:`parse_callgrind`."""
+    with open(path, encoding="utf-8", errors="surrogateescape") as handle:
+        return parse_callgrind(handle, strip_prefix=strip_prefix)
+
+
+def function_counts(
+    parts: CallgrindPart | Iterable[CallgrindPart],
+    inclusive: bool,
+    *,
+    drop_program_totals: bool = False,
+) -> FunctionCounts:
+    """torch ``FunctionCounts`` over one part or the sum of several, sorted as torch sorts them.
+
+    ``drop_program_totals`` mirrors torch's reader, which drops rows whose count equals the
+    PROGRAM TOTALS line (in inclusive views: the roots that enclose the whole region).
+    """
+    if isinstance(parts, CallgrindPart):
+        parts = [parts]
+    merged: dict[str, int] = {}
+    program_total = 0
+    for part in parts:
+        program_total += part.total
+        costs = part.inclusive() if inclusive else part.exclusive()
+        for name, cost in costs.items():
+            display = part.display_name(name)
+            merged[display] = merged.get(display, 0) + cost
+    rows = [
+        FunctionCount(cost, name)
+        for name, cost in merged.items()
+        if cost and not (drop_program_totals and cost == program_total)
+    ]
+    return FunctionCounts(tuple(sorted(rows, reverse=True)), inclusive=inclusive)

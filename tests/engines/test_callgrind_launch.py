@@ -1,0 +1,159 @@
+"""Launch pieces of the Callgrind engine that need no valgrind run: environment, argv,
+client requests outside valgrind, and the preloaded allocator (natively)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_torchbench.engines import callgrind as cg
+from pytest_torchbench.engines.callgrind import client_requests
+from pytest_torchbench.engines.callgrind.launch import ENV_PAD_VARIABLE
+
+
+def env_size(env: dict[str, str]) -> int:
+    return sum(len(k.encode()) + len(v.encode()) + 2 for k, v in env.items())
+
+
+def test_environment_is_a_whitelist_with_fixed_values(tmp_path: Path) -> None:
+    source = {
+        "PATH": "/usr/bin",
+        "HOME": "/home/u",
+        "LC_ALL": "C",
+        "PYTHONHASHSEED": "random",
+        "LD_PRELOAD": "/evil.so",
+        "PYTHONMALLOC": "pymalloc_debug",
+        "SECRET_TOKEN": "x",
+        "OMP_NUM_THREADS": "8",
+        "PYTEST_ADDOPTS": "-x",
+        "PYTEST_CURRENT_TEST": "t",
+    }
+    allocator = tmp_path / "liballoc.so"
+    env = cg.counted_environment(source, allocator)
+    assert env["PATH"] == "/usr/bin" and env["HOME"] == "/home/u" and env["LC_ALL"] == "C"
+    assert env["PYTEST_ADDOPTS"] == "-x"
+    assert "SECRET_TOKEN" not in env and "PYTEST_CURRENT_TEST" not in env
+    assert env["PYTHONHASHSEED"] == "0"
+    assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == "1"
+    assert env["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert env["PYTHONMALLOC"] == "malloc" and env["LD_PRELOAD"] == str(allocator)
+    without = cg.counted_environment(source, None)
+    assert "LD_PRELOAD" not in without and "PYTHONMALLOC" not in without
+
+
+def test_environment_block_has_a_fixed_size() -> None:
+    short = cg.counted_environment({"PATH": "/bin"}, None)
+    long = cg.counted_environment({"PATH": "/bin:" + "x" * 1000}, None, extra={"TORCHBENCH_A": "b"})
+    assert env_size(short) == env_size(long) == 8192
+    huge = cg.counted_environment({"PATH": "x" * 9000}, None)
+    assert env_size(huge) % 4096 == 0 and ENV_PAD_VARIABLE in huge
+
+
+def test_valgrind_argv(tmp_path: Path) -> None:
+    pattern = cg.out_file_pattern(tmp_path)
+    assert pattern.endswith("callgrind.out.%p")
+    argv = cg.valgrind_argv(sys.executable, pattern)
+    assert argv[1] == "--tool=callgrind"
+    for flag in ("--instr-atstart=no", "--collect-atstart=no", "--dump-instr=no", "-q"):
+        assert flag in argv
+    assert f"--callgrind-out-file={pattern}" in argv
+    with pytest.raises(FileNotFoundError):
+        cg.valgrind_argv(str(tmp_path / "no-python"), pattern)
+
+
+def test_check_valgrind_reports_version_or_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    if shutil.which("valgrind"):
+        assert cg.check_valgrind().startswith("valgrind-")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(cg.ValgrindUnavailable, match="apt-get install valgrind"):
+        cg.check_valgrind()
+
+
+def test_client_requests_are_harmless_outside_valgrind() -> None:
+    assert cg.running_on_valgrind() is False
+    client_requests.toggle_collect()
+    client_requests.zero_stats()
+    client_requests.dump_stats_at("outside")
+
+
+def test_unsupported_platform_is_clear(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(client_requests, "_function", None)
+    monkeypatch.setattr(client_requests.platform, "machine", lambda: "aarch64")
+    with pytest.raises(cg.UnsupportedPlatform, match="x86-64"):
+        client_requests.running_on_valgrind()
+
+
+def test_measure_outside_valgrind_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(cg.NotUnderValgrind, match="valgrind"):
+        cg.measure(lambda: None, out_dir=tmp_path)
+
+
+@pytest.fixture(scope="module")
+def allocator(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = cg.build_allocator(tmp_path_factory.mktemp("alloc-cache"))
+    if path is None:
+        pytest.skip("no C compiler")
+    return path
+
+
+def test_allocator_build_is_cached_and_named_by_hash(allocator: Path) -> None:
+    assert allocator.is_file() and cg.allocator_hash() in allocator.name
+    mtime = allocator.stat().st_mtime_ns
+    assert cg.build_allocator(allocator.parent) == allocator
+    assert allocator.stat().st_mtime_ns == mtime
+
+
+def test_allocator_without_compiler_returns_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("CC", raising=False)
+    assert cg.build_allocator(tmp_path) is None
+
+
+TORCH_UNDER_ALLOCATOR = r"""
+import ctypes, os, threading
+import torch
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.memalign.restype = ctypes.c_void_p
+libc.realloc.restype = ctypes.c_void_p
+libc.realloc.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+libc.malloc_usable_size.argtypes = [ctypes.c_void_p]
+libc.free.argtypes = [ctypes.c_void_p]
+p = libc.memalign(4096, 100)
+assert p % 4096 == 0 and libc.malloc_usable_size(p) >= 100
+libc.free(p)
+q = libc.malloc(10)
+q = libc.realloc(q, 5000)
+assert libc.malloc_usable_size(q) >= 5000
+libc.free(q)
+big = torch.randn(1000, 1000)
+assert torch.allclose(big @ torch.eye(1000), big)
+def work():
+    for _ in range(50):
+        torch.randn(64, 64).mm(torch.randn(64, 64)).sum()
+threads = [threading.Thread(target=work) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("OK", os.environ["PYTHONMALLOC"])
+"""
+
+
+def test_torch_runs_with_the_allocator_preloaded(allocator: Path) -> None:
+    env = cg.counted_environment(os.environ, allocator)
+    repo = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = repo
+    result = subprocess.run(
+        [sys.executable, "-c", TORCH_UNDER_ALLOCATOR],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "OK malloc"
