@@ -182,16 +182,16 @@ class RecordingTimer(Timer):
         option is given, where the statement runs once and empty stats come back.
         """
         if self._session is not None and "instructions" in self._session.modes:
-            from .engines import callgrind
+            from .results import InstructionsMetric
+            from .session import count_instructions
 
             statement = self._statement()
             statement()
-            stats = callgrind.collect_stats(statement, number=number,
-                                            warmup=self._recorder.options.warmup,
-                                            task_spec=self._task_spec)
-            metric = callgrind.metric_from_stats(stats)
+            stats = count_instructions(statement, number=number, warmup=self._recorder.options.warmup,
+                                       task_spec=self._task_spec)
             result = self._session.record_measurement(
-                "instructions", metric, self._task_spec.num_threads, self._naming()
+                "instructions", InstructionsMetric.from_stats(stats), self._task_spec.num_threads,
+                self._naming(),
             )
             self._recorder.add(result, self._explicit_description)
             return stats if repeats is None else (stats,) * repeats

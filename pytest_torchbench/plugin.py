@@ -82,6 +82,10 @@ def pytest_configure(config: pytest.Config) -> None:
         profile=settings.profile,
     )
     config.stash[session_key] = session
+    if "instructions" in settings.modes and not _is_xdist_worker(config):
+        from .valgrind import configure_controller
+
+        configure_controller(config)
     if not _is_xdist_worker(config):
         config.pluginmanager.register(Controller(config, settings, baseline), "torchbench-controller")
         if _is_xdist_controller(config) and "time" in settings.modes:

@@ -13,7 +13,6 @@ import json
 import math
 import os
 import platform
-import sys
 from typing import Any, Mapping
 
 SCHEMA_VERSION = 1
@@ -163,6 +162,25 @@ class InstructionsMetric:
     functions: dict[str, float]  # standardized function name -> exclusive instructions per run
     stats: Any = None  # torch CallgrindStats, when measured in this process
 
+    #: Functions kept in baselines: the largest, until they cover this share of the total.
+    COVERAGE = 0.99
+
+    @classmethod
+    def from_stats(cls, stats: Any) -> InstructionsMetric:
+        """From torch's CallgrindStats: names standardized (``as_standardized``), counts per run."""
+        number = int(stats.number_per_run)
+        exclusive = stats.as_standardized().stats(inclusive=False)
+        total = stats.counts()
+        functions: dict[str, float] = {}
+        covered = 0
+        for count, name in sorted(exclusive, key=lambda fc: (-abs(fc.count), fc.function)):
+            if total > 0 and covered >= cls.COVERAGE * total:
+                break
+            functions[name] = functions.get(name, 0.0) + count / number
+            covered += count
+        return cls(instructions_per_run=total / number, number_per_run=number,
+                   functions=functions, stats=stats)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "instructions_per_run": round_sig(self.instructions_per_run, 9),
@@ -285,7 +303,3 @@ class BenchmarkResult:
             },
             extras=dict(data.get("extras", {})),
         )
-
-
-def python_executable_facts() -> dict[str, str]:
-    return {"executable": sys.executable}

@@ -6,13 +6,31 @@ benchmark's own test.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any, Callable
 
 from .judgement import Policy, Verdict, judge_result
 from .marker import BenchOptions
-from .results import BenchmarkResult, Environment, MemoryMetric, OpsMetric, TimeMetric, collect_environment
+from .results import BenchmarkResult, Environment, InstructionsMetric, MemoryMetric, OpsMetric, TimeMetric, collect_environment
 from .storage import BaselineSet
+
+
+#: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
+DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
+
+
+def count_instructions(fn: Callable[[], Any], *, number: int, warmup: int, task_spec: Any) -> Any:
+    """Count ``fn`` in this counted worker; torch's CallgrindStats back (total over ``number``)."""
+    from .engines import callgrind
+
+    dump_dir = os.environ.get(DUMP_DIR_VARIABLE)
+    if not dump_dir:
+        raise callgrind.NotUnderValgrind(
+            "instruction counting runs in workers that pytest-torchbench launches under valgrind; "
+            "this process was not (run pytest with --bench-mode=instructions)"
+        )
+    return callgrind.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=dump_dir)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +87,7 @@ class BenchSession:
             if metric == "instructions":
                 from .engines import callgrind
 
-                env = env.merged(callgrind.environment_facts())
+                env = env.merged(callgrind.counting_fingerprint())
             self._environments[cache_key] = env
         return env
 
@@ -134,10 +152,13 @@ class BenchSession:
             )
             return TimeMetric.from_measurement(walltime.measure(fn, spec))
         if mode == "instructions":
-            from .engines import callgrind
+            from torch.utils.benchmark.utils.common import TaskSpec
 
-            return callgrind.measure_metric(fn, number=options.number, warmup=options.warmup,
-                                            num_threads=options.num_threads)
+            task_spec = TaskSpec(stmt=naming.nodeid, setup="", label=naming.label,
+                                 sub_label=naming.sub_label, description=naming.description,
+                                 num_threads=options.num_threads)
+            stats = count_instructions(fn, number=options.number, warmup=options.warmup, task_spec=task_spec)
+            return InstructionsMetric.from_stats(stats)
         if mode == "ops":
             from .engines import profiler
 
