@@ -30,7 +30,8 @@ def count_instructions(fn: Callable[[], Any], *, number: int, warmup: int, task_
             "instruction counting runs in workers that pytest-torchbench launches under valgrind; "
             "this process was not (run pytest with --bench-mode=instructions)"
         )
-    return callgrind.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=dump_dir)
+    return callgrind.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=dump_dir,
+                             per_region=True)
 
 
 @dataclasses.dataclass(frozen=True)
