@@ -59,6 +59,10 @@ def main() -> None:
             "seconds": elapsed,
             "n_exclusive": len(stats.stats(inclusive=False)),
             "n_inclusive": len(stats.stats(inclusive=True)),
+            # torch's own tools must work on what measure() returns
+            "standardized_counts": stats.as_standardized().counts(),
+            "self_delta_rows": len(stats.delta(stats)),
+            "denoised_counts": stats.counts(denoise=True),
         }
         if keep and stats.stmt_callgrind_out is not None:
             dump = os.path.join(out_dir, f"kept-{name}.callgrind")

@@ -56,8 +56,10 @@ def test_environment_block_has_a_fixed_size() -> None:
 def test_valgrind_argv(tmp_path: Path) -> None:
     pattern = cg.out_file_pattern(tmp_path)
     assert pattern.endswith("callgrind.out.%p")
-    argv = cg.valgrind_argv(sys.executable, pattern)
+    argv = cg.valgrind_argv(sys.executable, pattern, no_aslr=False)
     assert argv[1] == "--tool=callgrind"
+    if shutil.which("setarch"):
+        assert cg.valgrind_argv(sys.executable, pattern)[:3] == [shutil.which("setarch"), "x86_64", "-R"]
     for flag in ("--instr-atstart=no", "--collect-atstart=no", "--dump-instr=no", "-q"):
         assert flag in argv
     assert f"--callgrind-out-file={pattern}" in argv

@@ -47,11 +47,16 @@ class DumpNotFound(RuntimeError):
 _session_started = False
 _sequence = itertools.count(1)
 
+# The toggles live inside the fresh loop, so the code around the counted region is the same
+# (freshly compiled, run once before for the warm-up) for every benchmark, whatever ran before.
 _LOOP_SOURCE = (
-    "def _torchbench_timing_loop(_fn, _n):\n"
+    "def _torchbench_timing_loop(_fn, _n, _on, _off):\n"
+    "    _on()\n"
     "    for _ in range(_n):\n"
     "        _fn()\n"
+    "    _off()\n"
 )
+_Loop = Callable[[Callable[[], object], int, Callable[[], object], Callable[[], object]], None]
 
 
 def session_start() -> None:
@@ -76,10 +81,25 @@ def session_start() -> None:
     _session_started = True
 
 
-def _fresh_loop() -> Callable[[Callable[[], object], int], None]:
+def _fresh_loop() -> _Loop:
     namespace: dict[str, object] = {}
     exec(compile(_LOOP_SOURCE, "<torchbench-timing-loop>", "exec"), namespace)  # noqa: S102
     return namespace["_torchbench_timing_loop"]  # type: ignore[return-value]
+
+
+def _run_loop(loop: _Loop, fn: Callable[[], object], n: int, toggle: Callable[[], object]) -> None:
+    try:
+        loop(fn, n, toggle, toggle)
+    except BaseException:
+        # fn raised between the two toggles: switch collection back off and drop the costs
+        toggle()
+        client_requests.zero_stats()
+        raise
+
+
+@functools.lru_cache(maxsize=1)
+def _toggle() -> Callable[[], object]:
+    return client_requests.toggle_collect_fast()
 
 
 def _default_task_spec(fn: Callable[[], object]) -> TaskSpec:
@@ -126,7 +146,7 @@ def measure(
     fixed per benchmark between runs that are compared: the per-call count depends on it a
     little (specialisation). ``out_dir`` is the folder of the ``--callgrind-out-file`` pattern.
     The baseline stats are empty (no empty-statement baseline is collected); the region includes
-    a constant overhead of a few thousand instructions (the loop set-up and the two toggles).
+    a constant overhead of some hundred instructions (the loop set-up and the two toggles).
     With ``keep_output`` the dump's text is kept in ``stmt_callgrind_out``.
 
     With ``per_region`` instrumentation is switched on just before the warm-up and off after the
@@ -136,35 +156,31 @@ def measure(
     """
     if number < 1 or warmup < 0:
         raise ValueError(f"need number >= 1 and warmup >= 0 (got {number}, {warmup})")
-    if per_region:
-        if not client_requests.running_on_valgrind():
-            raise NotUnderValgrind(
-                "instruction counting must run inside valgrind --tool=callgrind "
-                "(launch the process with launch.valgrind_argv(...))"
-            )
-        torch.set_num_threads(1)
-    else:
+    if not per_region:
         session_start()
+    elif not client_requests.running_on_valgrind():
+        raise NotUnderValgrind(
+            "instruction counting must run inside valgrind --tool=callgrind "
+            "(launch the process with launch.valgrind_argv(...))"
+        )
     task_spec = task_spec or _default_task_spec(fn)
     label = f"torchbench-{os.getpid()}-{next(_sequence)}"
     loop = _fresh_loop()
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(task_spec.num_threads)
     gc_was_enabled = gc.isenabled()
+    toggle = _toggle()
     if per_region:
         client_requests.start_instrumentation()
     try:
-        loop(fn, warmup)
+        # The warm-up runs the very same loop, toggles included; what it collects is zeroed.
+        _run_loop(loop, fn, warmup, toggle)
         gc.collect()
         gc.freeze()
         gc.disable()
         client_requests.zero_stats()
-        client_requests.toggle_collect()
-        try:
-            loop(fn, number)
-        finally:
-            client_requests.toggle_collect()
-            client_requests.dump_stats_at(label)
+        _run_loop(loop, fn, number, toggle)
+        client_requests.dump_stats_at(label)
     finally:
         if per_region:
             client_requests.stop_instrumentation()

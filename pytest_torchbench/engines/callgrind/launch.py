@@ -121,8 +121,13 @@ def out_file_pattern(out_dir: str | os.PathLike[str]) -> str:
     return str(Path(out_dir).resolve() / "callgrind.out.%p")
 
 
-def valgrind_argv(python: str, out_file_pattern: str) -> list[str]:
+def valgrind_argv(python: str, out_file_pattern: str, *, no_aslr: bool = True) -> list[str]:
     """The valgrind command line to put in front of ``[python, ...]``.
+
+    With ``no_aslr`` (and util-linux's ``setarch`` on PATH) it starts with
+    ``setarch x86_64 -R``: address-space randomisation moved some region's count (a ``memcmp``
+    whose path depends on where its data lies) by ~600 instructions in one run out of a few;
+    with it off, reruns were bit-identical.
 
     Instrumentation and collection start off (imports are not counted and run ~3x faster),
     instruction-level data is not dumped (only per-function costs are used, and the
@@ -133,7 +138,9 @@ def valgrind_argv(python: str, out_file_pattern: str) -> list[str]:
     if not os.path.isfile(python):
         raise FileNotFoundError(f"interpreter {python!r} does not exist")
     valgrind = shutil.which("valgrind") or "valgrind"
-    return [
+    setarch = shutil.which("setarch") if no_aslr else None
+    prefix = [setarch, "x86_64", "-R"] if setarch else []
+    return prefix + [
         valgrind,
         "--tool=callgrind",
         "--instr-atstart=no",
