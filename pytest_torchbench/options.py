@@ -33,6 +33,11 @@ def addoption(parser: pytest.Parser) -> None:
                     + ", ".join(f"{m} {v * 100:g}%%" for m, v in DEFAULT_LIMITS.items()) + ")")
     group.addoption("--bench-json", metavar="PATH", default=None,
                     help="write the run's results and verdicts as JSON to PATH")
+    group.addoption("--bench-markdown", metavar="PATH", default=None,
+                    help="write a Markdown summary (regressions first, explanations folded) to PATH; "
+                    "in GitHub Actions it is also appended to GITHUB_STEP_SUMMARY")
+    group.addoption("--bench-html", metavar="PATH", default=None,
+                    help="write a self-contained HTML report with plots to PATH")
     group.addoption("--bench-strict", action="store_true", default=False,
                     help="fail benchmarks whose baseline comes from a different environment "
                     "(default: report them as not comparable)")
@@ -60,6 +65,8 @@ class BenchSettings:
     policy: Policy
     min_run_time: float | None
     rootdir: Path
+    markdown_path: Path | None = None
+    html_path: Path | None = None
 
     @property
     def measuring(self) -> bool:
@@ -94,7 +101,8 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         baselines_dir = rootdir / (config.getini("bench_baselines_dir") or "baselines")
     active = any(
         value is not None and value is not False
-        for value in (opt.bench_mode, opt.bench_save, opt.bench_compare, opt.bench_json, opt.bench_fail)
+        for value in (opt.bench_mode, opt.bench_save, opt.bench_compare, opt.bench_json, opt.bench_fail,
+                      opt.bench_markdown, opt.bench_html)
     )
     modes = _parse_modes(opt.bench_mode)
     try:
@@ -124,6 +132,8 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         policy=policy,
         min_run_time=opt.bench_min_run_time,
         rootdir=rootdir,
+        markdown_path=Path(opt.bench_markdown).absolute() if opt.bench_markdown else None,
+        html_path=Path(opt.bench_html).absolute() if opt.bench_html else None,
     )
 
 
