@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import pytest
+
+if TYPE_CHECKING:
+    from pytest_torchbench.results import BenchmarkResult
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = "--bench-min-run-time=0.02"
@@ -73,3 +76,52 @@ def git_fixture() -> Callable[..., str]:
 def bench_module() -> str:
     """A test module with two tiny benchmarks (marker only, and the benchmark fixture)."""
     return BENCH_MODULE
+
+
+def make_result(key: str, times: list[float] | None = None, instructions: float | None = None,
+                functions: dict[str, float] | None = None, ops: dict[str, float] | None = None,
+                extras: dict | None = None) -> BenchmarkResult:
+    """A synthetic result (no measuring): reports and the CLI are tested on exact numbers."""
+    from pytest_torchbench.results import BenchmarkResult, InstructionsMetric, OpsMetric, TimeMetric
+
+    metrics: dict = {}
+    if times is not None:
+        metrics["time"] = TimeMetric(number_per_run=10, raw_times=[t * 10 for t in times])
+    if instructions is not None:
+        metrics["instructions"] = InstructionsMetric(instructions, 100, dict(functions or {}))
+    if ops is not None:
+        metrics["ops"] = OpsMetric(dict(ops))
+    module, _, name = key.partition("::")
+    return BenchmarkResult(key=key, module=module, label=name, sub_label="", description="",
+                           metrics=metrics, extras=dict(extras or {}))
+
+
+@pytest.fixture
+def sample_comparison() -> tuple[list, list, dict]:
+    """(current results, verdicts, baseline entries): one regression with function- and op-level
+    explanations, one improvement, one new and one missing benchmark."""
+    from pytest_torchbench.judgement import Policy, judge_result, missing_verdicts
+
+    base = {
+        "bench/test_m.py::test_slow": make_result(
+            "bench/test_m.py::test_slow", times=[1.00e-5, 1.02e-5, 0.99e-5, 1.01e-5, 1.00e-5, 1.03e-5],
+            instructions=100_000, functions={"aten::add_impl": 60_000, "PyEval": 40_000},
+            ops={"aten::add": 1, "aten::empty": 1}),
+        "bench/test_m.py::test_fast": make_result(
+            "bench/test_m.py::test_fast", instructions=50_000, functions={"f": 50_000}, ops={"aten::mul": 2}),
+        "bench/test_m.py::test_gone": make_result("bench/test_m.py::test_gone", instructions=10_000, ops={"aten::mul": 1}),
+    }
+    current = [
+        make_result("bench/test_m.py::test_slow", times=[1.30e-5, 1.31e-5, 1.29e-5, 1.33e-5, 1.30e-5, 1.32e-5],
+                    instructions=130_000, functions={"aten::add_impl": 85_000, "PyEval": 40_000, "aten::copy_": 5_000},
+                    ops={"aten::add": 1, "aten::empty": 2, "aten::copy_": 1},
+                    extras={"trace": "/tmp/traces/test_slow.json.gz"}),
+        make_result("bench/test_m.py::test_fast", instructions=40_000, functions={"f": 40_000}, ops={"aten::mul": 2}),
+        make_result("bench/test_m.py::test_new", instructions=1_000, ops={"aten::sum": 1}),
+    ]
+    policy = Policy()
+    verdicts = []
+    for result in current:
+        verdicts += judge_result(result, base.get(result.key), policy)
+    verdicts += missing_verdicts(base, {r.key for r in current}, {"instructions", "ops", "time"})
+    return current, verdicts, base
