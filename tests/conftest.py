@@ -98,13 +98,18 @@ def make_result(key: str, times: list[float] | None = None, instructions: float 
 
 @pytest.fixture
 def sample_comparison() -> tuple[list, list, dict]:
+    """See :func:`sample_data`."""
+    return sample_data()
+
+
+def sample_data() -> tuple[list, list, dict]:
     """(current results, verdicts, baseline entries): one regression with function- and op-level
     explanations, one improvement, one new and one missing benchmark."""
     from pytest_torchbench.judgement import Policy, judge_result, missing_verdicts
 
     base = {
         "bench/test_m.py::test_slow": make_result(
-            "bench/test_m.py::test_slow", times=[1.00e-5, 1.02e-5, 0.99e-5, 1.01e-5, 1.00e-5, 1.03e-5],
+            "bench/test_m.py::test_slow", times=[1.00e-5, 1.02e-5, 0.99e-5, 1.01e-5, 1.00e-5, 1.03e-5, 0.98e-5, 1.04e-5, 1.01e-5, 1.0e-5],
             instructions=100_000, functions={"aten::add_impl": 60_000, "PyEval": 40_000},
             ops={"aten::add": 1, "aten::empty": 1}),
         "bench/test_m.py::test_fast": make_result(
@@ -112,7 +117,7 @@ def sample_comparison() -> tuple[list, list, dict]:
         "bench/test_m.py::test_gone": make_result("bench/test_m.py::test_gone", instructions=10_000, ops={"aten::mul": 1}),
     }
     current = [
-        make_result("bench/test_m.py::test_slow", times=[1.30e-5, 1.31e-5, 1.29e-5, 1.33e-5, 1.30e-5, 1.32e-5],
+        make_result("bench/test_m.py::test_slow", times=[1.30e-5, 1.31e-5, 1.29e-5, 1.33e-5, 1.30e-5, 1.32e-5, 1.27e-5, 1.36e-5, 1.31e-5, 1.29e-5],
                     instructions=130_000, functions={"aten::add_impl": 85_000, "PyEval": 40_000, "aten::copy_": 5_000},
                     ops={"aten::add": 1, "aten::empty": 2, "aten::copy_": 1},
                     extras={"trace": "/tmp/traces/test_slow.json.gz"}),

@@ -41,7 +41,7 @@ section.card h2{font-size:15px;margin:0 0 6px;font-family:ui-monospace,Menlo,Con
 .card.regression{border-left:5px solid #c62828}.card.improvement{border-left:5px solid #2e7d32}
 .meta{color:#5b6475;font-size:12px;margin-bottom:6px}
 .plots{display:flex;flex-wrap:wrap;gap:14px;align-items:flex-start}
-.plot{flex:1 1 360px;min-width:320px}.plot h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:#5b6475;margin:8px 0 2px}
+.plot{flex:1 1 420px;min-width:320px}.plot h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:#5b6475;margin:8px 0 2px}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #e6e8ec}
 th{background:#eef0f4;font-weight:600}
@@ -49,6 +49,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;font-family:ui-monospa
 td.key{font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
 .status{font-weight:600}
 pre{background:#f3f4f7;padding:8px;border-radius:4px;overflow:auto;font-size:12px;margin:4px 0}
+svg{max-width:100%;height:auto;display:block}
 svg text{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif}
 a{color:#1565c0}
 footer{color:#5b6475;font-size:12px;padding:8px 28px 24px}
@@ -74,11 +75,9 @@ def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     magnitude = 10 ** math.floor(math.log10(raw))
     step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
     start = math.floor(low / step) * step
-    ticks = []
-    value = start
-    while value <= high + step * 0.5 and len(ticks) < 20:
-        ticks.append(round(value, 12))
-        value += step
+    ticks = [round(start, 12)]
+    while ticks[-1] < high - step * 1e-9 and len(ticks) < 40:  # the last tick covers ``high``
+        ticks.append(round(start + len(ticks) * step, 12))
     return ticks
 
 
@@ -144,8 +143,11 @@ def strip_box_svg(current: Sequence[float], baseline: Sequence[float] | None, wi
     return "".join(parts)
 
 
-def delta_bars_svg(items: Sequence[tuple[str, float]], unit: str, width: int = 440, label_width: int = 190) -> str:
-    """Horizontal bars around zero: red for more work than the baseline, green for less."""
+def delta_bars_svg(
+    items: Sequence[tuple[str, float]], unit: str, width: int = 440, label_width: int = 190, neutral: bool = False,
+) -> str:
+    """Horizontal bars around zero: red for more work than the baseline, green for less
+    (``neutral``: plain counts without a baseline, in one colour)."""
     if not items:
         return '<p class="meta">no changes</p>'
     bar_h, top = 18, 6
@@ -160,12 +162,13 @@ def delta_bars_svg(items: Sequence[tuple[str, float]], unit: str, width: int = 4
         y = top + index * bar_h
         length = abs(value) / largest * half
         bx = mid if value >= 0 else mid - length
-        color = _MORE if value > 0 else _LESS
+        color = _CURRENT if neutral else _MORE if value > 0 else _LESS
         short = name if len(name) <= 30 else "…" + name[-29:]
         parts.append(f'<text x="{label_width - 6}" y="{y + 13}" font-size="10.5" text-anchor="end" '
                      f'fill="#1d2330">{_e(short)}<title>{_e(name)}</title></text>')
         parts.append(f'<rect x="{bx:.1f}" y="{y + 3}" width="{max(length, 1):.1f}" height="{bar_h - 6}" fill="{color}" rx="2"/>')
-        text = f"{value:+,.0f}" if abs(value) >= 100 else f"{value:+g}"
+        sign = "" if neutral else "+"
+        text = f"{value:{sign},.0f}" if abs(value) >= 100 else f"{value:{sign}g}"
         tx = mid + length + 4 if value >= 0 else mid - length - 4
         anchor = "start" if value >= 0 else "end"
         if value < 0 and tx - 60 < label_width:
@@ -239,7 +242,7 @@ def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: S
         plots.append("<h3>aten op calls per run: change vs baseline</h3>" + delta_bars_svg(op_changes[:top], "calls per run"))
     elif ops_now is not None:
         ordered_ops = sorted(ops_now.ops.items(), key=lambda i: (-i[1], i[0]))[:top]
-        plots.append("<h3>aten op calls per run (no baseline)</h3>" + delta_bars_svg(ordered_ops, "calls per run"))
+        plots.append("<h3>aten op calls per run (no baseline)</h3>" + delta_bars_svg(ordered_ops, "calls per run", neutral=True))
     if plots:
         parts.append('<div class="plots">' + "".join(f'<div class="plot">{p}</div>' for p in plots) + "</div>")
     details = [v for v in verdicts if v.details and v.status not in (UNCHANGED,)]
