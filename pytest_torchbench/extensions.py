@@ -9,12 +9,13 @@ from typing import Mapping, Sequence
 
 import pytest
 
-from .judgement import Verdict
+from .judgement import USER_FACT_PREFIX, Verdict
 from .results import BenchmarkResult
 
 
 def environment_facts(config: pytest.Config) -> dict[str, str]:
-    """Merge the dicts returned by pytest_torchbench_environment (later hooks win on a clash)."""
+    """Merge the dicts returned by pytest_torchbench_environment (later hooks win on a clash);
+    names are stored with the ``user.`` prefix."""
     merged: dict[str, str] = {}
     # pluggy calls the last registered implementation first: reverse so the conftest closest to
     # the tests (registered last) has the final word.
@@ -25,8 +26,14 @@ def environment_facts(config: pytest.Config) -> dict[str, str]:
             raise pytest.UsageError(
                 f"pytest_torchbench_environment must return a dict of facts or None, got {type(facts).__name__}"
             )
-        merged.update({str(k): str(v) for k, v in facts.items()})
+        merged.update({_fact_name(str(k)): str(v) for k, v in facts.items()})
     return merged
+
+
+def _fact_name(name: str) -> str:
+    """User facts are stored as ``user.NAME``: they can never clash with the built-in facts, and
+    judgement knows that every one of them decides comparability, for every metric."""
+    return name if name.startswith(USER_FACT_PREFIX) else USER_FACT_PREFIX + name
 
 
 def review_verdicts(
