@@ -26,7 +26,8 @@ def pytest_torchbench_environment(config: pytest.Config) -> Mapping[str, Any] | 
 
     Called once per process that measures (each xdist worker too), the first time a metric's
     environment is needed. All returned dicts are merged into every metric's environment and
-    stored with the baseline; values are turned into strings. A fact whose value differs between
+    stored with the baseline as ``user.NAME`` (values turned into strings); every such fact
+    decides comparability for every metric. A fact whose value differs between
     the baseline and the run is shown in the "not comparable" verdict; with ``--bench-strict``
     such a difference fails. Return None to add nothing. Example::
 
