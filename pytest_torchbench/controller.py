@@ -14,7 +14,8 @@ import pytest
 
 from .judgement import MISSING, Verdict, missing_verdicts
 from .options import BenchSettings
-from .reports import jsonreport, terminal
+from . import extensions
+from .reports import jsonreport, markdown, publish, terminal
 from .results import BenchmarkResult
 from .storage import BaselineError, BaselineSet, save_set
 
@@ -102,6 +103,17 @@ class Controller:
             except OSError as exc:
                 self.notes.append(f"ERROR: --bench-json={self.settings.json_path}: cannot write ({exc})")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        # Markdown / job summary / HTML, then the users' report hooks: errors are notes only.
+        self.notes.extend(publish.write_reports(
+            self.results, self.verdicts,
+            self.baseline.entries if self.baseline is not None else None,
+            self.baseline.name if self.baseline is not None else None,
+            self.baseline.source if self.baseline is not None else None,
+            self.settings.markdown_path, self.settings.html_path, markdown.step_summary_path(),
+        ))
+        error = extensions.report(self.config, self.results, self.verdicts)
+        if error:
+            self.notes.append(error)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         write = terminalreporter.write_line

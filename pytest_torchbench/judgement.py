@@ -29,6 +29,9 @@ DEFAULT_LIMITS: dict[str, float] = {"time": 0.10, "instructions": 0.01, "ops": 0
 DEFAULT_ALPHA = 0.001
 
 #: Environment facts that must match for a metric to be comparable with its baseline.
+#: Prefix of environment facts added by the pytest_torchbench_environment hook.
+USER_FACT_PREFIX = "user."
+
 COMPARABILITY_FACTS: dict[str, tuple[str, ...]] = {
     "time": (
         "python", "python_implementation", "torch", "torch_git", "torch_cuda", "cpu_model",
@@ -236,7 +239,10 @@ def environment_differences(metric: str, current: Environment | None, baseline: 
     if current is None or baseline is None:
         return []
     differences = []
-    for fact in COMPARABILITY_FACTS.get(metric, ()):
+    # Facts added by pytest_torchbench_environment hooks ("user." names) count for every metric:
+    # the user added them because they decide comparability.
+    user_facts = sorted(f for f in {*current.facts, *baseline.facts} if f.startswith(USER_FACT_PREFIX))
+    for fact in (*COMPARABILITY_FACTS.get(metric, ()), *user_facts):
         now, then = current.facts.get(fact), baseline.facts.get(fact)
         if now != then:
             differences.append(f"{fact}: {then if then is not None else '-'} -> {now if now is not None else '-'}")

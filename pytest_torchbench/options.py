@@ -33,6 +33,11 @@ def addoption(parser: pytest.Parser) -> None:
                     + ", ".join(f"{m} {v * 100:g}%%" for m, v in DEFAULT_LIMITS.items()) + ")")
     group.addoption("--bench-json", metavar="PATH", default=None,
                     help="write the run's results and verdicts as JSON to PATH")
+    group.addoption("--bench-markdown", metavar="PATH", default=None,
+                    help="write a Markdown summary (regressions first, explanations folded) to PATH; "
+                    "in GitHub Actions it is also appended to GITHUB_STEP_SUMMARY")
+    group.addoption("--bench-html", metavar="PATH", default=None,
+                    help="write a self-contained HTML report with plots to PATH")
     group.addoption("--bench-strict", action="store_true", default=False,
                     help="fail benchmarks whose baseline comes from a different environment "
                     "(default: report them as not comparable)")
@@ -67,6 +72,8 @@ class BenchSettings:
     rootdir: Path
     profile: bool = False
     output_dir: Path | None = None
+    markdown_path: Path | None = None
+    html_path: Path | None = None
 
     @property
     def measuring(self) -> bool:
@@ -102,7 +109,7 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
     active = any(
         value is not None and value is not False
         for value in (opt.bench_mode, opt.bench_save, opt.bench_compare, opt.bench_json, opt.bench_fail,
-                      opt.bench_profile)
+                      opt.bench_profile, opt.bench_markdown, opt.bench_html)
     )
     modes = _parse_modes(opt.bench_mode)
     try:
@@ -132,8 +139,7 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         policy=policy,
         min_run_time=opt.bench_min_run_time,
         rootdir=rootdir,
-        profile=bool(opt.bench_profile),
-        output_dir=Path(opt.bench_output).absolute() if opt.bench_output else rootdir / ".torchbench",
+                      opt.bench_profile, opt.bench_markdown, opt.bench_html)
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any, Generator
 
 import pytest
 
+from . import extensions
 from . import options as options_module
 from .controller import REPORT_ATTRIBUTE, Controller
 from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
@@ -21,6 +22,7 @@ from .judgement import failure_message
 from .marker import MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
 from .options import BenchSettings
 from .refs import resolve_compare
+from .reports import junit
 from .session import BenchSession, Naming
 from .storage import BaselineError, BaselineSet, load_set_from_folder
 
@@ -37,6 +39,13 @@ class TorchbenchWarning(pytest.PytestWarning):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options_module.addoption(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Our extension hooks (hookspecs.py): environment facts, verdict review, reports."""
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
@@ -80,6 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
         min_run_time=settings.min_run_time,
         output_dir=settings.output_dir,
         profile=settings.profile,
+        extra_environment=lambda: extensions.environment_facts(config),
     )
     config.stash[session_key] = session
     if "instructions" in settings.modes and not _is_xdist_worker(config):
@@ -200,7 +210,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         return outcome
     verdicts = []
     for result in recorder.results:
-        verdicts.extend(session.judge(result, dict(recorder.options.limits)))
+        judged = session.judge(result, dict(recorder.options.limits))
+        if session.baseline is not None:
+            extensions.review_verdicts(item.config, result, judged, session.baseline.get(result.key))
+        item.user_properties.extend(junit.properties(result, judged, qualify=len(recorder.results) > 1))
+        verdicts.extend(judged)
     item.stash[verdicts_key] = verdicts
     if any(v.failed for v in verdicts):
         settings = item.config.stash[settings_key]

@@ -4,13 +4,27 @@ Precedence, first match wins (documented in the README): a set of that name in t
 folder; a git revision (``REV`` or ``REV:SET``) whose commit holds committed baselines; a path to
 a set folder or a single baseline file. A REF that is none of them is an error that lists the sets
 that do exist.
+
+Why this order: the saved name is what ``--bench-save`` wrote and what a developer just typed, so
+it must never be shadowed by a branch of the same name; a revision comes before a path because
+``main`` or ``origin/main`` are far more often meant as git names than as folders in the current
+directory. Reading a revision uses ``git ls-tree``/``git cat-file`` on the commit only: nothing is
+checked out, the working tree is untouched, and a shallow clone works as long as it holds the
+revision (when it does not, the error says so and how to fetch it).
 """
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from .storage import BaselineError, BaselineSet, available_sets, load_set_from_folder, parse_baseline_document
+from .storage import (
+    SET_NAME_PATTERN,
+    BaselineError,
+    BaselineSet,
+    available_sets,
+    load_set_from_folder,
+    parse_baseline_document,
+)
 
 DEFAULT_SET = "main"
 
@@ -35,8 +49,16 @@ def _git_commit(revision: str, toplevel: Path) -> str | None:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
-def load_set_from_git(revision: str, set_name: str | None, baselines_dir: Path, toplevel: Path) -> BaselineSet | None:
-    """The baselines committed at ``revision``; None when the revision does not exist."""
+def load_set_from_git(
+    revision: str, set_name: str | None, baselines_dir: Path, toplevel: Path,
+    option: str = "--bench-compare",
+) -> BaselineSet | None:
+    """The baselines committed at ``revision``; None when the revision does not exist.
+
+    A revision that exists but holds no baselines, or a corrupt file in it, is a BaselineError:
+    the user clearly meant that revision, so falling through to "maybe it is a path" would hide
+    the real problem.
+    """
     commit = _git_commit(revision, toplevel)
     if commit is None:
         return None
@@ -44,15 +66,20 @@ def load_set_from_git(revision: str, set_name: str | None, baselines_dir: Path, 
         relative = baselines_dir.resolve().relative_to(toplevel.resolve()).as_posix()
     except ValueError:
         raise BaselineError(
-            f"--bench-compare={revision}: the baselines folder {baselines_dir} is outside the git "
+            f"{option}={revision}: the baselines folder {baselines_dir} is outside the git "
             f"repository {toplevel}, so it cannot be read from a revision"
         ) from None
-    listing = _git(["ls-tree", "-r", "--name-only", commit, "--", relative], toplevel)
-    files = [line for line in listing.stdout.splitlines() if line.endswith(".json")]
+    listing = _git(["ls-tree", "-r", "-z", "--name-only", commit, "--", relative], toplevel)
+    if listing.returncode != 0:
+        raise BaselineError(
+            f"{option}={revision}: cannot list {relative}/ at {commit[:12]}: "
+            f"{_first_line(listing.stderr)}"
+        )
+    files = [name for name in listing.stdout.split("\0") if name.endswith(".json")]
     sets = sorted({f[len(relative) + 1:].split("/", 1)[0] for f in files if "/" in f[len(relative) + 1:]})
     if not sets:
         raise BaselineError(
-            f"--bench-compare={revision}: revision {commit[:12]} has no committed baselines under "
+            f"{option}={revision}: revision {commit[:12]} has no committed baselines under "
             f"{relative}/; save and commit some first (pytest --bench-save={DEFAULT_SET})"
         )
     if set_name is None:
@@ -62,12 +89,12 @@ def load_set_from_git(revision: str, set_name: str | None, baselines_dir: Path, 
             set_name = DEFAULT_SET
         else:
             raise BaselineError(
-                f"--bench-compare={revision}: revision {commit[:12]} holds several baseline sets "
+                f"{option}={revision}: revision {commit[:12]} holds several baseline sets "
                 f"({', '.join(sets)}); name one as {revision}:SET"
             )
     if set_name not in sets:
         raise BaselineError(
-            f"--bench-compare={revision}:{set_name}: revision {commit[:12]} has no set "
+            f"{option}={revision}:{set_name}: revision {commit[:12]} has no set "
             f"{set_name!r} (it has: {', '.join(sets)})"
         )
     prefix = f"{relative}/{set_name}/"
@@ -75,25 +102,54 @@ def load_set_from_git(revision: str, set_name: str | None, baselines_dir: Path, 
     for path in files:
         if not path.startswith(prefix):
             continue
-        shown = _git(["show", f"{commit}:{path}"], toplevel)
+        shown = _git(["cat-file", "blob", f"{commit}:{path}"], toplevel)
         if shown.returncode != 0:
-            raise BaselineError(f"--bench-compare={revision}: cannot read {path} at {commit[:12]}: {shown.stderr.strip()}")
-        result.entries.update(parse_baseline_document(shown.stdout, f"{path} at {revision}"))
+            raise BaselineError(
+                f"{option}={revision}: cannot read {path} at {commit[:12]}: {_first_line(shown.stderr)}"
+            )
+        result.entries.update(parse_baseline_document(shown.stdout, f"{path} at {revision} ({commit[:12]})"))
     return result
 
 
-def resolve_compare(ref: str, baselines_dir: Path, cwd: Path) -> BaselineSet:
-    """Load the baseline set that REF names; BaselineError with one clear line otherwise."""
+def _first_line(text: str) -> str:
+    """git's stderr can run to several lines; our errors are one line."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0] if lines else "unknown git error"
+
+
+def is_shallow(toplevel: Path) -> bool:
+    """A shallow clone lacks history: a missing revision there needs a fetch, not a typo fix."""
+    done = _git(["rev-parse", "--is-shallow-repository"], toplevel)
+    return done.returncode == 0 and done.stdout.strip() == "true"
+
+
+def _looks_like_revision(ref: str) -> bool:
+    """``HEAD~1``, ``main^``, ``v1.2:main``, a hex sha: the user meant git, not a file."""
+    revision = ref.partition(":")[0]
+    return bool(revision) and (
+        any(c in revision for c in "~^@") or ":" in ref or revision == "HEAD"
+        or (len(revision) >= 7 and all(c in "0123456789abcdef" for c in revision.lower()))
+    )
+
+
+def resolve_compare(ref: str, baselines_dir: Path, cwd: Path, option: str = "--bench-compare") -> BaselineSet:
+    """Load the baseline set that REF names; BaselineError with one clear line otherwise.
+
+    ``option`` is how the reference was given (``--bench-compare`` or a ``torchbench`` argument),
+    so that messages name what the user typed.
+    """
     if not ref:
-        raise BaselineError("--bench-compare needs a baseline set name, a git revision or a path")
+        raise BaselineError(f"{option} needs a baseline set name, a git revision or a path")
     saved = baselines_dir / ref
-    if "/" not in ref and saved.is_dir():
+    if "/" not in ref and ":" not in ref and saved.is_dir():
         return load_set_from_folder(saved, ref)
     toplevel = git_toplevel(baselines_dir if baselines_dir.exists() else cwd)
+    if toplevel is None:
+        toplevel = git_toplevel(cwd)
     if toplevel is not None:
         revision, _, set_name = ref.partition(":")
         if revision:
-            from_git = load_set_from_git(revision, set_name or None, baselines_dir, toplevel)
+            from_git = load_set_from_git(revision, set_name or None, baselines_dir, toplevel, option)
             if from_git is not None:
                 return from_git
     path = Path(ref)
@@ -109,10 +165,24 @@ def resolve_compare(ref: str, baselines_dir: Path, cwd: Path) -> BaselineSet:
             raise BaselineError(f"baseline file {path} cannot be read ({exc})") from None
         baseline_set.entries.update(parse_baseline_document(text, str(path)))
         return baseline_set
+    if toplevel is not None and _looks_like_revision(ref):
+        revision = ref.partition(":")[0]
+        if is_shallow(toplevel):
+            raise BaselineError(
+                f"{option}={ref}: revision {revision!r} is not in this shallow clone of {toplevel}; "
+                f"fetch it first (git fetch --depth=1 origin {revision}, or actions/checkout with "
+                "fetch-depth: 0)"
+            )
+        raise BaselineError(f"{option}={ref}: unknown git revision {revision!r} in {toplevel}")
     existing = available_sets(baselines_dir)
     where = f"in {baselines_dir}" if baselines_dir.is_dir() else f"({baselines_dir} does not exist)"
     listing = f"existing sets: {', '.join(existing)}" if existing else "no sets are saved yet"
+    git_part = "no git revision" if toplevel is not None else "not inside a git repository"
+    shallow = ""
+    if toplevel is not None and is_shallow(toplevel):
+        shallow = f" (this is a shallow clone: if {ref!r} is a branch, fetch it with git fetch --depth=1 origin {ref})"
+    suggestion = ref if SET_NAME_PATTERN.match(ref) else DEFAULT_SET
     raise BaselineError(
-        f"--bench-compare={ref}: no baseline set {ref!r} {where}, no git revision and no path of "
-        f"that name; {listing}; create one with pytest --bench-save={ref if '/' not in ref else DEFAULT_SET}"
+        f"{option}={ref}: no baseline set {ref!r} {where}, {git_part}{shallow} and no path of "
+        f"that name; {listing}; create one with pytest --bench-save={suggestion}"
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from .judgement import Policy, Verdict, judge_result
 from .marker import BenchOptions
@@ -66,6 +66,7 @@ class BenchSession:
         min_run_time: float | None = None,
         output_dir: Path | None = None,
         profile: bool = False,
+        extra_environment: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self.modes = modes
         self.policy = policy
@@ -77,6 +78,9 @@ class BenchSession:
         self.profile = profile
         self.notes: list[str] = []  # one-line problems to show once (e.g. an unwritable trace folder)
         self._environments: dict[tuple[str, int], Environment] = {}
+        # Facts added by pytest_torchbench_environment hooks; asked for once per process.
+        self._extra_environment = extra_environment
+        self._extra_facts: dict[str, str] | None = None
 
     # -- environment and baseline, computed once per process ------------------------------------
 
@@ -89,8 +93,18 @@ class BenchSession:
                 from .engines import callgrind
 
                 env = env.merged(callgrind.counting_fingerprint())
+            env = env.merged(self.extra_facts())
             self._environments[cache_key] = env
         return env
+
+    def extra_facts(self) -> dict[str, str]:
+        """The user's facts (pytest_torchbench_environment), merged in hook order, once."""
+        if self._extra_facts is None:
+            facts: dict[str, str] = {}
+            if self._extra_environment is not None:
+                facts = {str(k): str(v) for k, v in self._extra_environment().items()}
+            self._extra_facts = facts
+        return self._extra_facts
 
     @property
     def baseline(self) -> BaselineSet | None:

@@ -1,0 +1,158 @@
+"""``torchbench``: compare or show baseline sets without running tests.
+
+Why: in CI the measuring job and the gating job are often separate (results uploaded as an
+artifact, compared later), and on a laptop one wants to see what a pull request changed between two
+commits without re-running anything. References resolve exactly as ``--bench-compare`` does (saved
+set name, then git revision ``REV``/``REV:SET``, then path), judgement and the terminal table are
+the plugin's own, so the CLI and the plugin can never disagree.
+
+Exit status: 0 no failing verdict, 1 a failing verdict (regression), 4 usage error (bad
+arguments, unknown reference, corrupt baseline) with one ``torchbench: error:`` line, as pytest's
+usage errors. A report file that cannot be written is an ERROR line and leaves the status alone.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+from typing import NoReturn, Sequence
+
+from .judgement import DEFAULT_LIMITS, LimitSpecError, Policy, Verdict, judge_result, missing_verdicts, parse_limits
+from .refs import resolve_compare
+from .reports import jsonreport, publish, terminal
+from .results import BenchmarkResult
+from .storage import BaselineError, BaselineSet
+
+EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 4
+
+
+class UsageError(Exception):
+    """A problem with what the user typed; printed as one line, exit status 4."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one clear line instead of usage + message
+        raise UsageError(f"{message} (see {self.prog} --help)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="torchbench",
+        description="Compare or show pytest-torchbench baseline sets without running tests. "
+        "A reference is a saved set name in the baselines folder, else a git revision (REV or "
+        "REV:SET, read from git without a checkout), else a path to a set folder or baseline file.",
+    )
+    parser.add_argument("--baselines-dir", metavar="DIR", default="baselines",
+                        help="the baselines folder (default: ./baselines)")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    compare = commands.add_parser("compare", help="compare B (current) with A (baseline); exit 1 on regressions")
+    compare.add_argument("baseline", metavar="A", help="the baseline: set name, git revision or path")
+    compare.add_argument("current", metavar="B", help="the current results: set name, git revision or path")
+    compare.add_argument("--fail", metavar="SPEC", default=None,
+                         help="limits, e.g. 'instructions:1%%,time:10%%' (defaults: "
+                         + ", ".join(f"{m} {v * 100:g}%%" for m, v in DEFAULT_LIMITS.items()) + ")")
+    compare.add_argument("--strict", action="store_true", help="fail benchmarks from different environments")
+    compare.add_argument("--fail-stale", action="store_true", help="fail counts that improved beyond the limit")
+    show = commands.add_parser("show", help="print the table of one baseline set")
+    show.add_argument("baseline", metavar="A", help="set name, git revision or path")
+    for sub in (compare, show):
+        sub.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        sub.add_argument("--markdown", metavar="PATH", type=Path, help="also write a Markdown summary")
+        sub.add_argument("--html", metavar="PATH", type=Path, help="also write a self-contained HTML report")
+        sub.add_argument("--json", metavar="PATH", type=Path, help="also write results and verdicts as JSON")
+    return parser
+
+
+def _resolve(ref: str, role: str, baselines_dir: Path) -> BaselineSet:
+    try:
+        return resolve_compare(ref, baselines_dir, Path.cwd(), option=role)
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def compare_sets(baseline: BaselineSet, current: BaselineSet, policy: Policy) -> list[Verdict]:
+    """The plugin's judgement applied to two stored sets: every current entry, then missing ones."""
+    verdicts: list[Verdict] = []
+    for key, result in sorted(current.entries.items()):
+        verdicts.extend(judge_result(result, baseline.get(key), policy))
+    metrics = {metric for result in current.entries.values() for metric in result.metrics}
+    verdicts.extend(missing_verdicts(baseline.entries, set(current.entries), metrics))
+    return verdicts
+
+
+def _print_table(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline: BaselineSet | None) -> None:
+    width = min(shutil.get_terminal_size((100, 24)).columns, 120)
+    for line in terminal.render_tables(results, verdicts, baseline.name if baseline else None, width=width):
+        print(line)
+    if baseline is not None:
+        shown = [v for v in verdicts if v.status != "unchanged"]
+        for line in terminal.render_verdict_lines(shown):
+            print(line)
+        if not shown and results:
+            print(f"no changes beyond the limits against baseline '{baseline.name}' ({baseline.source})")
+
+
+def _write_reports(args: argparse.Namespace, results: list[BenchmarkResult], verdicts: list[Verdict],
+                   baseline: BaselineSet | None, meta: dict[str, object]) -> None:
+    notes = publish.write_reports(
+        results, verdicts, baseline.entries if baseline else None, baseline.name if baseline else None,
+        baseline.source if baseline else None, args.markdown, args.html, None, option_prefix="--",
+    )
+    if args.json is not None:
+        try:
+            jsonreport.write(args.json, results, verdicts, meta)
+            notes.append(f"JSON written to {args.json}")
+        except OSError as exc:
+            notes.append(f"ERROR: --json={args.json}: cannot write ({exc.strerror or exc})")
+    for note in notes:
+        print(f"torchbench: {note}", file=sys.stderr if note.startswith("ERROR") else sys.stdout)
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """The CLI without sys.exit: returns the exit status (tests call this)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        raise UsageError("name a command: torchbench compare A B, or torchbench show A (see torchbench --help)")
+    baselines_dir = Path(args.baselines_dir).absolute()
+    if args.command == "show":
+        shown = _resolve(args.baseline, "show", baselines_dir)
+        results = [shown.entries[k] for k in sorted(shown.entries)]
+        print(f"baseline set '{shown.name}' ({shown.source}): {len(results)} benchmark(s)")
+        _print_table(results, [], None)
+        _write_reports(args, results, [], None, {"set": shown.name, "source": shown.source})
+        return EXIT_OK
+    try:
+        limits = parse_limits(args.fail, "--fail") if args.fail is not None else {}
+    except LimitSpecError as exc:
+        raise UsageError(str(exc)) from None
+    policy = Policy(limits={**DEFAULT_LIMITS, **limits}, strict_environment=args.strict, fail_stale=args.fail_stale)
+    baseline = _resolve(args.baseline, "baseline", baselines_dir)
+    current = _resolve(args.current, "current", baselines_dir)
+    results = [current.entries[k] for k in sorted(current.entries)]
+    verdicts = compare_sets(baseline, current, policy)
+    print(f"comparing '{current.name}' ({current.source}) with baseline '{baseline.name}' ({baseline.source})")
+    _print_table(results, verdicts, baseline)
+    _write_reports(args, results, verdicts, baseline,
+                   {"compared_with": baseline.source, "current": current.source, "modes": sorted({v.metric for v in verdicts})})
+    failed = [v for v in verdicts if v.failed]
+    if failed:
+        print(f"torchbench: {len(failed)} failing verdict(s)")
+        return EXIT_REGRESSION
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``torchbench`` script and ``python -m pytest_torchbench``."""
+    try:
+        return run(argv)
+    except UsageError as exc:
+        print(f"torchbench: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

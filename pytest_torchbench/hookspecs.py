@@ -1,0 +1,63 @@
+"""Extension hooks of pytest-torchbench, for conftest.py files and other plugins.
+
+Why hooks: teams need to add facts that decide comparability (a docker image digest, a driver
+version), to apply house rules to verdicts (waive a known regression, make a metric advisory) and
+to send results elsewhere (a dashboard, a database) without forking the plugin. They are ordinary
+pluggy hook specifications, registered in ``pytest_addhooks``; implement them by defining a
+function of the same name in a ``conftest.py`` or a plugin.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import pytest
+from pluggy import HookspecMarker
+
+if TYPE_CHECKING:
+    from .judgement import Verdict
+    from .results import BenchmarkResult
+
+_spec = HookspecMarker("pytest")
+
+
+@_spec
+def pytest_torchbench_environment(config: pytest.Config) -> Mapping[str, Any] | None:
+    """Return extra environment facts (name -> value) for this process's fingerprint.
+
+    Called once per process that measures (each xdist worker too), the first time a metric's
+    environment is needed. All returned dicts are merged into every metric's environment and
+    stored with the baseline as ``user.NAME`` (values turned into strings); every such fact
+    decides comparability for every metric. A fact whose value differs between
+    the baseline and the run is shown in the "not comparable" verdict; with ``--bench-strict``
+    such a difference fails. Return None to add nothing. Example::
+
+        def pytest_torchbench_environment(config):
+            return {"image": os.environ.get("IMAGE_DIGEST", "local")}
+    """
+
+
+@_spec
+def pytest_torchbench_verdict(
+    config: pytest.Config, verdict: Verdict, result: BenchmarkResult, baseline: BenchmarkResult | None
+) -> None:
+    """See, or change in place, one verdict of one benchmark, before it can fail the test.
+
+    Called in the process that ran the test (an xdist worker too), right after judging and before
+    the test is failed: setting ``verdict.failed = False`` waives a regression, setting it to True
+    makes any status fail; ``verdict.details`` can be extended with your own explanation. The
+    changed verdict is what the terminal, JSON, Markdown and HTML reports show. ``baseline`` is
+    the baseline entry of the benchmark (None for a new one). The return value is ignored.
+    """
+
+
+@_spec
+def pytest_torchbench_report(
+    config: pytest.Config, results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]
+) -> None:
+    """Write your own report at the end of the session, once, from all results and verdicts.
+
+    Called in the process that owns the terminal (the serial run or the xdist controller), after
+    baselines and the built-in reports were written, whether benchmarks failed or not (not after
+    an interrupted run). An exception raised here is reported as one ``torchbench: ERROR`` line
+    and does not change the run's exit status.
+    """

@@ -1,0 +1,43 @@
+"""Benchmark metrics as JUnit XML test properties (``--junitxml``).
+
+Why: many CI dashboards (GitLab, Jenkins, Azure, test-report actions) read JUnit XML and show
+``<property>`` entries of a test case, but know nothing of our JSON. So each benchmark's headline
+numbers and verdicts go into ``item.user_properties`` — the same list ``record_property`` fills —
+under stable dotted names such as ``torchbench.time.median_s`` or ``torchbench.verdict.time``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..judgement import Verdict
+from ..results import BenchmarkResult, round_sig
+
+
+def properties(result: BenchmarkResult, verdicts: Sequence[Verdict], qualify: bool = False) -> list[tuple[str, object]]:
+    """``(name, value)`` pairs for one result; ``qualify`` adds the description when a test
+    recorded several results, so the names stay unique within the test case."""
+    prefix = "torchbench."
+    if qualify and result.description:
+        prefix += result.description.replace(" ", "_") + "."
+    out: list[tuple[str, object]] = []
+    for name, metric in sorted(result.metrics.items()):
+        if name == "time":
+            out += [
+                (f"{prefix}time.median_s", round_sig(metric.median)),
+                (f"{prefix}time.iqr_s", round_sig(metric.iqr)),
+                (f"{prefix}time.replicates", len(metric.raw_times)),
+                (f"{prefix}time.number_per_run", metric.number_per_run),
+            ]
+        elif name == "instructions":
+            out += [(f"{prefix}instructions.per_run", round_sig(metric.instructions_per_run, 9))]
+        elif name == "ops":
+            out += [(f"{prefix}ops.calls_per_run", round_sig(sum(metric.ops.values()))),
+                    (f"{prefix}ops.distinct", len(metric.ops))]
+        elif name == "memory":
+            out += [(f"{prefix}memory.peak_bytes.{device}", int(value))
+                    for device, value in sorted(metric.peak_bytes.items())]
+    for verdict in verdicts:
+        out.append((f"{prefix}verdict.{verdict.metric}", verdict.status + (" (failed)" if verdict.failed else "")))
+        if verdict.delta is not None:
+            out.append((f"{prefix}delta.{verdict.metric}", round_sig(verdict.delta, 4)))
+    return out

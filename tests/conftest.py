@@ -1,0 +1,132 @@
+"""Shared test helpers.
+
+pytest-benchmark is installed on the development machines and defines the same ``benchmark``
+fixture, so every pytest run we start passes ``-p no:benchmark``; subprocess runs also get this
+checkout on PYTHONPATH so they import the code under test, not another installed copy.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_torchbench.results import BenchmarkResult
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = "--bench-min-run-time=0.02"
+
+
+@pytest.fixture
+def bench_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PYTHONPATH for subprocesses (pytester subprocess runs, the CLI, git hooks)."""
+    existing = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + (os.pathsep + existing if existing else ""))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.fixture
+def run_bench(pytester: pytest.Pytester, bench_env: None) -> Callable[..., pytest.RunResult]:
+    """``run_bench(*args)``: a pytester subprocess run with ``-p no:benchmark`` added.
+
+    A subprocess, because in-process pytester restores sys.modules after each run and torch does
+    not survive being imported twice in one process (its operator libraries register once).
+    """
+
+    def run(*args: str, subprocess: bool = True) -> pytest.RunResult:
+        full = ("-p", "no:benchmark", *args)
+        if subprocess:
+            return pytester.runpytest_subprocess(*full)
+        return pytester.runpytest(*full)
+
+    return run
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git with a fixed identity; fail the test with git's message on error."""
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@e", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
+    assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
+    return done.stdout
+
+
+BENCH_MODULE = '''
+import pytest, torch
+
+@pytest.mark.benchmark
+def test_add():
+    torch.ones(4) + 1
+
+def test_mul(benchmark):
+    benchmark(lambda: torch.ones(3) * 2)
+'''
+
+
+@pytest.fixture(name="git")
+def git_fixture() -> Callable[..., str]:
+    """``git(cwd, *args)``: see :func:`git` (a fixture, because tests/ is not a package)."""
+    return git
+
+
+@pytest.fixture
+def bench_module() -> str:
+    """A test module with two tiny benchmarks (marker only, and the benchmark fixture)."""
+    return BENCH_MODULE
+
+
+def make_result(key: str, times: list[float] | None = None, instructions: float | None = None,
+                functions: dict[str, float] | None = None, ops: dict[str, float] | None = None,
+                extras: dict | None = None) -> BenchmarkResult:
+    """A synthetic result (no measuring): reports and the CLI are tested on exact numbers."""
+    from pytest_torchbench.results import BenchmarkResult, InstructionsMetric, OpsMetric, TimeMetric
+
+    metrics: dict = {}
+    if times is not None:
+        metrics["time"] = TimeMetric(number_per_run=10, raw_times=[t * 10 for t in times])
+    if instructions is not None:
+        metrics["instructions"] = InstructionsMetric(instructions, 100, dict(functions or {}))
+    if ops is not None:
+        metrics["ops"] = OpsMetric(dict(ops))
+    module, _, name = key.partition("::")
+    return BenchmarkResult(key=key, module=module, label=name, sub_label="", description="",
+                           metrics=metrics, extras=dict(extras or {}))
+
+
+@pytest.fixture
+def sample_comparison() -> tuple[list, list, dict]:
+    """See :func:`sample_data`."""
+    return sample_data()
+
+
+def sample_data() -> tuple[list, list, dict]:
+    """(current results, verdicts, baseline entries): one regression with function- and op-level
+    explanations, one improvement, one new and one missing benchmark."""
+    from pytest_torchbench.judgement import Policy, judge_result, missing_verdicts
+
+    base = {
+        "bench/test_m.py::test_slow": make_result(
+            "bench/test_m.py::test_slow", times=[1.00e-5, 1.02e-5, 0.99e-5, 1.01e-5, 1.00e-5, 1.03e-5, 0.98e-5, 1.04e-5, 1.01e-5, 1.0e-5],
+            instructions=100_000, functions={"aten::add_impl": 60_000, "PyEval": 40_000},
+            ops={"aten::add": 1, "aten::empty": 1}),
+        "bench/test_m.py::test_fast": make_result(
+            "bench/test_m.py::test_fast", instructions=50_000, functions={"f": 50_000}, ops={"aten::mul": 2}),
+        "bench/test_m.py::test_gone": make_result("bench/test_m.py::test_gone", instructions=10_000, ops={"aten::mul": 1}),
+    }
+    current = [
+        make_result("bench/test_m.py::test_slow", times=[1.30e-5, 1.31e-5, 1.29e-5, 1.33e-5, 1.30e-5, 1.32e-5, 1.27e-5, 1.36e-5, 1.31e-5, 1.29e-5],
+                    instructions=130_000, functions={"aten::add_impl": 85_000, "PyEval": 40_000, "aten::copy_": 5_000},
+                    ops={"aten::add": 1, "aten::empty": 2, "aten::copy_": 1},
+                    extras={"trace": "/tmp/traces/test_slow.json.gz"}),
+        make_result("bench/test_m.py::test_fast", instructions=40_000, functions={"f": 40_000}, ops={"aten::mul": 2}),
+        make_result("bench/test_m.py::test_new", instructions=1_000, ops={"aten::sum": 1}),
+    ]
+    policy = Policy()
+    verdicts = []
+    for result in current:
+        verdicts += judge_result(result, base.get(result.key), policy)
+    verdicts += missing_verdicts(base, {r.key for r in current}, {"instructions", "ops", "time"})
+    return current, verdicts, base

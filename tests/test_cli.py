@@ -1,0 +1,85 @@
+"""The torchbench command line tool: exit codes, same resolution as --bench-compare, reports."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from pytest_torchbench.cli import main
+from pytest_torchbench.storage import save_set
+
+
+def _sets(root: Path) -> None:
+    from conftest import sample_data  # tests/ is on sys.path (rootdir conftest)
+
+    current, _, base = sample_data()
+    save_set(root / "baselines/main", base.values())
+    save_set(root / "baselines/pr", current)
+    save_set(root / "baselines/same", base.values())
+
+
+def test_compare_exit_codes_and_outputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    _sets(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", "main", "same"]) == 0
+    assert "no changes beyond the limits against baseline 'main'" in capsys.readouterr().out
+    code = main(["compare", "main", "pr", "--markdown", "out.md", "--html", "out.html", "--json", "out.json"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "regression (3):" in out and "+25,000  aten::add_impl" in out and "missing (2):" in out
+    assert "Regressions" in (tmp_path / "out.md").read_text()
+    assert "<svg" in (tmp_path / "out.html").read_text()
+    assert json.loads((tmp_path / "out.json").read_text())["verdicts"]
+    # Looser limits: the instruction and time regressions pass, op counts are exact and still fail.
+    assert main(["compare", "main", "pr", "--fail", "instructions:50%,time:50%"]) == 1
+    assert main(["compare", "baselines/main/bench/test_m.json", "same"]) == 0  # a file path
+
+
+def test_usage_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    _sets(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for argv, expected in [
+        (["compare", "main"], "the following arguments are required: B"),
+        (["compare", "nosuch", "pr"], "baseline=nosuch: no baseline set 'nosuch'"),
+        (["compare", "main", "pr", "--fail", "speed:5%"], "--fail: unknown metric 'speed'"),
+        ([], "name a command"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ]:
+        assert main(argv) == 4, argv
+        err = capsys.readouterr().err
+        assert err.startswith("torchbench: error: ") and expected in err, err
+        assert err.count("\n") == 1, err
+    (tmp_path / "blocker").write_text("")
+    assert main(["compare", "main", "same", "--html", "blocker/x.html"]) == 0  # report errors keep the status
+    assert "ERROR: --html=blocker/x.html: cannot write" in capsys.readouterr().err
+
+
+def test_show_and_git_revisions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git: Callable[..., str],
+                                capsys: pytest.CaptureFixture[str]) -> None:
+    _sets(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    git(tmp_path, "init", "-q", "-b", "main")
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "commit", "-q", "-m", "sets")
+    assert main(["show", "HEAD:pr"]) == 0
+    out = capsys.readouterr().out
+    assert "baseline set 'pr' (git HEAD" in out and "test_new" in out
+    assert main(["compare", "HEAD:main", "HEAD:pr"]) == 1
+    assert main(["compare", "HEAD~3", "pr"]) == 4
+    assert "unknown git revision 'HEAD~3'" in capsys.readouterr().err
+
+
+def test_entry_points(tmp_path: Path, bench_env: None) -> None:
+    _sets(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "pytest_torchbench", "compare", "main", "pr"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
+    assert "comparing 'pr'" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "pytest_torchbench", "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "compare" in done.stdout
