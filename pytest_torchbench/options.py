@@ -139,7 +139,10 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         policy=policy,
         min_run_time=opt.bench_min_run_time,
         rootdir=rootdir,
-                      opt.bench_profile, opt.bench_markdown, opt.bench_html)
+        profile=bool(opt.bench_profile),
+        output_dir=Path(opt.bench_output).absolute() if opt.bench_output else rootdir / ".torchbench",
+        markdown_path=Path(opt.bench_markdown).absolute() if opt.bench_markdown else None,
+        html_path=Path(opt.bench_html).absolute() if opt.bench_html else None,
     )
 
 
