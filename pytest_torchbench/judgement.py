@@ -40,6 +40,7 @@ COMPARABILITY_FACTS: dict[str, tuple[str, ...]] = {
     "instructions": (
         "python", "python_build", "python_compiler", "torch", "torch_git", "torch_debug",
         "cpu_capability", "machine", "libc", "pythonmalloc", "num_threads", "valgrind", "allocator",
+        "pythonhashseed", "counting_method",
     ),
     "ops": ("torch", "torch_git", "gpu"),
     "memory": ("torch", "torch_git", "machine", "gpu", "pythonmalloc"),

@@ -16,6 +16,9 @@ from .results import BenchmarkResult, Environment, InstructionsMetric, MemoryMet
 from .storage import BaselineSet
 
 
+#: Bump when a change to the counting procedure moves counts (see environment()).
+COUNTING_METHOD = "per-region-toggle-in-loop/1"
+
 #: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
 DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
 
@@ -93,6 +96,9 @@ class BenchSession:
                 from .engines import callgrind
 
                 env = env.merged(callgrind.counting_fingerprint())
+                # How regions are counted (toggles, warm-up, per-region instrumentation) moves
+                # counts too: a baseline from another method is not comparable, not a regression.
+                env = env.merged({"counting_method": COUNTING_METHOD})
             env = env.merged(self.extra_facts())
             self._environments[cache_key] = env
         return env
