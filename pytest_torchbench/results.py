@@ -13,6 +13,7 @@ import json
 import math
 import os
 import platform
+import re
 from typing import Any, Mapping
 
 SCHEMA_VERSION = 1
@@ -153,6 +154,19 @@ class TimeMetric:
         return cls(number_per_run=number, raw_times=[float(t) for t in raw])
 
 
+_RECURSION_SUFFIX = re.compile(r"'\d+$")
+_ANONYMOUS_CODE = re.compile(r"^\?\?\?:0x[0-9a-fA-F]+$")
+_BUILD_PREFIX = re.compile(r"^/tmp/python-build\.[^/]+/Python-[^/]+/(?:\./)?")
+
+
+def _stable_function_name(name: str) -> str:
+    """Names that mean the same code in every run: no recursion depth (``f'2``), no address of
+    anonymous code (an mmap'd trampoline lands elsewhere with another history), no build dir."""
+    name = _RECURSION_SUFFIX.sub("", name)
+    name = _BUILD_PREFIX.sub("", name)
+    return "???:<anonymous code>" if _ANONYMOUS_CODE.match(name) else name
+
+
 @dataclasses.dataclass
 class InstructionsMetric:
     """Callgrind counts of the measured region; ``functions`` are exclusive counts per run."""
@@ -169,7 +183,7 @@ class InstructionsMetric:
     def from_stats(cls, stats: Any) -> InstructionsMetric:
         """From torch's CallgrindStats: names standardized (``as_standardized``), counts per run."""
         number = int(stats.number_per_run)
-        exclusive = stats.as_standardized().stats(inclusive=False)
+        exclusive = stats.as_standardized().stats(inclusive=False).transform(_stable_function_name)
         total = stats.counts()
         functions: dict[str, float] = {}
         covered = 0
