@@ -22,6 +22,7 @@ from .storage import (
     BaselineError,
     BaselineSet,
     available_sets,
+    load_baseline_file,
     load_set_from_folder,
     parse_baseline_document,
 )
@@ -158,13 +159,7 @@ def resolve_compare(ref: str, baselines_dir: Path, cwd: Path, option: str = "--b
     if path.is_dir():
         return load_set_from_folder(path, path.name)
     if path.is_file():
-        baseline_set = BaselineSet(name=path.stem, source=str(path))
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BaselineError(f"baseline file {path} cannot be read ({exc})") from None
-        baseline_set.entries.update(parse_baseline_document(text, str(path)))
-        return baseline_set
+        return BaselineSet(name=path.stem, source=str(path), entries=load_baseline_file(path))
     if toplevel is not None and _looks_like_revision(ref):
         revision = ref.partition(":")[0]
         if is_shallow(toplevel):

@@ -102,14 +102,18 @@ def parse_baseline_document(text: str, where: str) -> dict[str, BenchmarkResult]
     return entries
 
 
+def load_baseline_file(path: Path) -> dict[str, BenchmarkResult]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"baseline file {path} cannot be read ({exc})") from None
+    return parse_baseline_document(text, str(path))
+
+
 def load_set_from_folder(folder: Path, name: str) -> BaselineSet:
     baseline_set = BaselineSet(name=name, source=str(folder))
     for path in sorted(folder.rglob("*.json")):
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BaselineError(f"baseline file {path} cannot be read ({exc})") from None
-        baseline_set.entries.update(parse_baseline_document(text, str(path)))
+        baseline_set.entries.update(load_baseline_file(path))
     return baseline_set
 
 
