@@ -6,10 +6,9 @@ call phase. With no bench option they only run the code once, so a normal ``pyte
 from __future__ import annotations
 
 import dataclasses
+import functools
 import textwrap
 from typing import Any, Callable
-
-from torch.utils.benchmark import Measurement, Timer
 
 from .marker import BenchOptions
 from .results import BenchmarkResult, TimeMetric
@@ -72,145 +71,159 @@ class BenchmarkFixture:
         return result
 
 
-class RecordingTimer(Timer):
-    """A ``torch.utils.benchmark.Timer`` whose measurements are recorded for the test.
+@functools.lru_cache(maxsize=None)
+def _recording_timer_class() -> type:
+    """Built on first use: importing torch (~0.7 s) must not be paid by a plain ``pytest`` run
+    whose tests never touch the bench fixtures (the plugin is loaded by every pytest run)."""
+    from torch.utils.benchmark import Measurement, Timer
 
-    In time mode the timing methods run for real; in instructions (or ops, memory) mode every
-    measuring method counts the statement with the session's engines instead, so one test file
-    serves every mode. With no bench option each method runs the statement once.
-    """
+    class RecordingTimer(Timer):
+        """A ``torch.utils.benchmark.Timer`` whose measurements are recorded for the test.
 
-    def __init__(self, *args: Any, _recorder: ItemRecorder, _session: BenchSession | None, **kwargs: Any) -> None:
-        naming = _recorder.naming
-        kwargs.setdefault("label", naming.label)
-        kwargs.setdefault("sub_label", naming.sub_label or None)
-        self._explicit_description = kwargs.get("description")
-        kwargs.setdefault("description", naming.description or None)
-        kwargs.setdefault("num_threads", _recorder.options.num_threads)
-        super().__init__(*args, **kwargs)
-        self._recorder = _recorder
-        self._session = _session
-
-    # -- helpers ---------------------------------------------------------------------------------
-
-    def _naming(self) -> Naming:
-        spec = self._task_spec
-        return dataclasses.replace(
-            self._recorder.naming,
-            label=spec.label or "",
-            sub_label=spec.sub_label or "",
-            description=spec.description or "",
-        )
-
-    def _statement(self) -> Callable[[], None]:
-        """The statement as a callable for the counting engines.
-
-        It runs at module level in its own namespace, as torch's collect_callgrind does, so
-        ``x = x + 1`` style statements behave as they do under Timer.
+        In time mode the timing methods run for real; in instructions (or ops, memory) mode every
+        measuring method counts the statement with the session's engines instead, so one test file
+        serves every mode. With no bench option each method runs the statement once.
         """
-        namespace = dict(self._globals)
-        spec = self._task_spec
-        exec(compile(spec.setup or "pass", "<bench_timer setup>", "exec"), namespace)
-        code = compile(spec.stmt or "pass", "<bench_timer stmt>", "exec")
 
-        def run() -> None:
-            exec(code, namespace)
+        def __init__(self, *args: Any, _recorder: ItemRecorder, _session: BenchSession | None, **kwargs: Any) -> None:
+            naming = _recorder.naming
+            kwargs.setdefault("label", naming.label)
+            kwargs.setdefault("sub_label", naming.sub_label or None)
+            self._explicit_description = kwargs.get("description")
+            kwargs.setdefault("description", naming.description or None)
+            kwargs.setdefault("num_threads", _recorder.options.num_threads)
+            super().__init__(*args, **kwargs)
+            self._recorder = _recorder
+            self._session = _session
 
-        return run
+        # -- helpers ---------------------------------------------------------------------------------
 
-    def _counting_modes(self) -> bool:
-        return self._session is not None and "time" not in self._session.modes
+        def _naming(self) -> Naming:
+            spec = self._task_spec
+            return dataclasses.replace(
+                self._recorder.naming,
+                label=spec.label or "",
+                sub_label=spec.sub_label or "",
+                description=spec.description or "",
+            )
 
-    def _record_time(self, measurement: Measurement) -> Measurement:
-        assert self._session is not None
-        naming = self._naming()
-        result = self._session.record_measurement(
-            "time", TimeMetric.from_measurement(measurement), self._task_spec.num_threads, naming
-        )
-        other_modes = tuple(m for m in self._session.modes if m != "time")
-        if other_modes or self._session.profile:  # e.g. --bench-mode=time,ops: count the statement too
-            options = dataclasses.replace(self._recorder.options, num_threads=self._task_spec.num_threads)
-            counted = self._session.measure(self._statement(), options, naming, modes=other_modes)
-            result.metrics.update(counted.metrics)
-            result.environments.update(counted.environments)
-            result.extras.update(counted.extras)
-        self._recorder.add(result, self._explicit_description)
-        return measurement
+        def _statement(self) -> Callable[[], None]:
+            """The statement as a callable for the counting engines.
 
-    def _count(self) -> Measurement:
-        assert self._session is not None
-        statement = self._statement()
-        statement()
-        options = dataclasses.replace(self._recorder.options, num_threads=self._task_spec.num_threads)
-        result = self._session.measure(statement, options, self._naming())
-        self._recorder.add(result, self._explicit_description)
-        return super().timeit(1)
+            It runs at module level in its own namespace, as torch's collect_callgrind does, so
+            ``x = x + 1`` style statements behave as they do under Timer.
+            """
+            namespace = dict(self._globals)
+            spec = self._task_spec
+            exec(compile(spec.setup or "pass", "<bench_timer setup>", "exec"), namespace)
+            code = compile(spec.stmt or "pass", "<bench_timer stmt>", "exec")
 
-    # -- Timer API -------------------------------------------------------------------------------
+            def run() -> None:
+                exec(code, namespace)
 
-    def timeit(self, number: int = 1000000) -> Measurement:
-        if self._session is None:
-            return super().timeit(1)
-        if self._counting_modes():
-            return self._count()
-        return self._record_time(super().timeit(number))
+            return run
 
-    def blocked_autorange(self, callback: Any = None, min_run_time: float = 0.2) -> Measurement:
-        if self._session is None:
-            return super().timeit(1)
-        if self._counting_modes():
-            return self._count()
-        return self._record_time(super().blocked_autorange(callback=callback, min_run_time=min_run_time))
+        def _counting_modes(self) -> bool:
+            return self._session is not None and "time" not in self._session.modes
 
-    def adaptive_autorange(
-        self, threshold: float = 0.1, *, min_run_time: float = 0.01, max_run_time: float = 10.0,
-        callback: Any = None,
-    ) -> Measurement:
-        if self._session is None:
-            return super().timeit(1)
-        if self._counting_modes():
-            return self._count()
-        return self._record_time(super().adaptive_autorange(
-            threshold, min_run_time=min_run_time, max_run_time=max_run_time, callback=callback
-        ))
+        def _record_time(self, measurement: Measurement) -> Measurement:
+            assert self._session is not None
+            naming = self._naming()
+            result = self._session.record_measurement(
+                "time", TimeMetric.from_measurement(measurement), self._task_spec.num_threads, naming
+            )
+            other_modes = tuple(m for m in self._session.modes if m != "time")
+            if other_modes or self._session.profile:  # e.g. --bench-mode=time,ops: count the statement too
+                options = dataclasses.replace(self._recorder.options, num_threads=self._task_spec.num_threads)
+                counted = self._session.measure(self._statement(), options, naming, modes=other_modes)
+                result.metrics.update(counted.metrics)
+                result.environments.update(counted.environments)
+                result.extras.update(counted.extras)
+            self._recorder.add(result, self._explicit_description)
+            return measurement
 
-    def collect_callgrind(self, number: int = 100, *, repeats: int | None = None,
-                          collect_baseline: bool = True, retain_out_file: bool = False) -> Any:
-        """In instructions mode: counted in this session's valgrind process (seconds, not ~40 s).
-
-        Otherwise torch's own collect_callgrind runs (a fresh valgrind per call) unless no bench
-        option is given, where the statement runs once and empty stats come back.
-        """
-        if self._session is not None and "instructions" in self._session.modes:
-            from .results import InstructionsMetric
-            from .session import count_instructions
-
+        def _count(self) -> Measurement:
+            assert self._session is not None
             statement = self._statement()
             statement()
-            stats = count_instructions(statement, number=number, warmup=self._recorder.options.warmup,
-                                       task_spec=self._task_spec)
-            result = self._session.record_measurement(
-                "instructions", InstructionsMetric.from_stats(stats), self._task_spec.num_threads,
-                self._naming(),
-            )
+            options = dataclasses.replace(self._recorder.options, num_threads=self._task_spec.num_threads)
+            result = self._session.measure(statement, options, self._naming())
             self._recorder.add(result, self._explicit_description)
-            return stats if repeats is None else (stats,) * repeats
-        if self._session is None:
-            super().timeit(1)
-            from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
-                CallgrindStats, FunctionCounts,
-            )
-            empty = FunctionCounts((), inclusive=False)
-            stats = CallgrindStats(self._task_spec, number, False, empty, empty, empty, empty, None)
-            return stats if repeats is None else (stats,) * repeats
-        return super().collect_callgrind(number, repeats=repeats, collect_baseline=collect_baseline,
-                                         retain_out_file=retain_out_file)
+            return super().timeit(1)
+
+        # -- Timer API -------------------------------------------------------------------------------
+
+        def timeit(self, number: int = 1000000) -> Measurement:
+            if self._session is None:
+                return super().timeit(1)
+            if self._counting_modes():
+                return self._count()
+            return self._record_time(super().timeit(number))
+
+        def blocked_autorange(self, callback: Any = None, min_run_time: float = 0.2) -> Measurement:
+            if self._session is None:
+                return super().timeit(1)
+            if self._counting_modes():
+                return self._count()
+            return self._record_time(super().blocked_autorange(callback=callback, min_run_time=min_run_time))
+
+        def adaptive_autorange(
+            self, threshold: float = 0.1, *, min_run_time: float = 0.01, max_run_time: float = 10.0,
+            callback: Any = None,
+        ) -> Measurement:
+            if self._session is None:
+                return super().timeit(1)
+            if self._counting_modes():
+                return self._count()
+            return self._record_time(super().adaptive_autorange(
+                threshold, min_run_time=min_run_time, max_run_time=max_run_time, callback=callback
+            ))
+
+        def collect_callgrind(self, number: int = 100, *, repeats: int | None = None,
+                              collect_baseline: bool = True, retain_out_file: bool = False) -> Any:
+            """In instructions mode: counted in this session's valgrind process (seconds, not ~40 s).
+
+            Otherwise torch's own collect_callgrind runs (a fresh valgrind per call) unless no bench
+            option is given, where the statement runs once and empty stats come back.
+            """
+            if self._session is not None and "instructions" in self._session.modes:
+                from .results import InstructionsMetric
+                from .session import count_instructions
+
+                statement = self._statement()
+                statement()
+                stats = count_instructions(statement, number=number, warmup=self._recorder.options.warmup,
+                                           task_spec=self._task_spec)
+                result = self._session.record_measurement(
+                    "instructions", InstructionsMetric.from_stats(stats), self._task_spec.num_threads,
+                    self._naming(),
+                )
+                self._recorder.add(result, self._explicit_description)
+                return stats if repeats is None else (stats,) * repeats
+            if self._session is None:
+                super().timeit(1)
+                from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
+                    CallgrindStats, FunctionCounts,
+                )
+                empty = FunctionCounts((), inclusive=False)
+                stats = CallgrindStats(self._task_spec, number, False, empty, empty, empty, empty, None)
+                return stats if repeats is None else (stats,) * repeats
+            return super().collect_callgrind(number, repeats=repeats, collect_baseline=collect_baseline,
+                                             retain_out_file=retain_out_file)
+
+    return RecordingTimer
 
 
-def make_timer_factory(recorder: ItemRecorder, session: BenchSession | None) -> Callable[..., RecordingTimer]:
+def __getattr__(name: str) -> Any:
+    if name == "RecordingTimer":
+        return _recording_timer_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def make_timer_factory(recorder: ItemRecorder, session: BenchSession | None) -> Callable[..., Any]:
     def bench_timer(stmt: str = "pass", setup: str = "pass", globals: dict[str, Any] | None = None,
-                    **kwargs: Any) -> RecordingTimer:
-        return RecordingTimer(textwrap.dedent(stmt), textwrap.dedent(setup), globals=globals,
+                    **kwargs: Any) -> Any:
+        return _recording_timer_class()(textwrap.dedent(stmt), textwrap.dedent(setup), globals=globals,
                               _recorder=recorder, _session=session, **kwargs)
 
     return bench_timer

@@ -207,11 +207,11 @@ def atomic_write_many(files: Mapping[Path, str]) -> None:
         for path, text in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            staged.append((path, tmp))  # before writing: a failed write must not leave it behind
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
-            staged.append((path, tmp))
         for path, tmp in staged:
             os.replace(tmp, path)
         staged.clear()

@@ -6,6 +6,7 @@ checkout on PYTHONPATH so they import the code under test, not another installed
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -130,3 +131,35 @@ def sample_data() -> tuple[list, list, dict]:
         verdicts += judge_result(result, base.get(result.key), policy)
     verdicts += missing_verdicts(base, {r.key for r in current}, {"instructions", "ops", "time"})
     return current, verdicts, base
+
+
+# -- helper for the foundation's end-to-end tests -----------------------------------------------
+
+#: pytest-benchmark is installed on the machines this runs on and defines the same names.
+BASE_ARGS = ("-p", "no:benchmark", "-p", "no:cacheprovider")
+
+
+class BenchRunner:
+    """Runs pytest in a subprocess in pytester's folder, always without pytest-benchmark."""
+
+    def __init__(self, pytester: pytest.Pytester) -> None:
+        self.pytester = pytester
+        self.path: Path = pytester.path
+
+    def run(self, *args: str, timeout: float = 120) -> pytest.RunResult:
+        return self.pytester.runpytest_subprocess(*BASE_ARGS, *args, timeout=timeout)
+
+    def baseline(self, name: str, module: str = "test_bench.json") -> Path:
+        return self.path / "baselines" / name / module
+
+    def load(self, name: str, module: str = "test_bench.json") -> dict:
+        return json.loads(self.baseline(name, module).read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def bench(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, bench_env: None) -> BenchRunner:
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    # rootdir = pytester's folder, so baselines/ lands there
+    pytester.makeini("[pytest]\n")
+    return BenchRunner(pytester)

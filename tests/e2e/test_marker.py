@@ -1,0 +1,163 @@
+"""The marker, the fixtures and plain (no bench option) runs, through real pytest subprocesses."""
+from __future__ import annotations
+
+import json
+
+from conftest import FAST
+
+COUNTING = """
+import os, pytest
+
+def _count(name):
+    with open(os.path.join(os.environ["COUNT_DIR"], name), "a") as f:
+        f.write("x")
+
+@pytest.mark.benchmark
+def test_body():
+    _count("body")
+
+@pytest.mark.benchmark(label="adds", description="fixture")
+def test_fixture(benchmark):
+    _count("fixture_test")
+    assert benchmark(lambda a, b: (_count("fixture_fn"), a + b)[1], 2, b=3) == 5
+
+def test_unmarked():
+    _count("unmarked")
+"""
+
+
+def _counts(path):
+    return {p.name: len(p.read_text()) for p in path.iterdir()}
+
+
+def test_plain_run_calls_each_marked_test_once(bench, monkeypatch):
+    counts = bench.path / "counts"
+    counts.mkdir()
+    monkeypatch.setenv("COUNT_DIR", str(counts))
+    bench.pytester.makepyfile(test_bench=COUNTING)
+    result = bench.run()
+    result.assert_outcomes(passed=3)
+    assert _counts(counts) == {"body": 1, "fixture_test": 1, "fixture_fn": 1, "unmarked": 1}
+    assert "torchbench" not in result.stdout.str().split("passed")[0].split("collected")[-1]
+    assert not (bench.path / "baselines").exists()
+
+
+def test_time_mode_measures_body_without_fixture_and_only_fn_with_it(bench, monkeypatch):
+    counts = bench.path / "counts"
+    counts.mkdir()
+    monkeypatch.setenv("COUNT_DIR", str(counts))
+    bench.pytester.makepyfile(test_bench=COUNTING)
+    result = bench.run("--bench-mode=time", FAST, f"--bench-json={bench.path / 'out.json'}")
+    result.assert_outcomes(passed=3)
+    found = _counts(counts)
+    assert found["body"] > 10  # the whole body is the measured region
+    assert found["fixture_test"] == 1  # with the fixture only fn is repeated
+    assert found["fixture_fn"] > 10
+    assert found["unmarked"] == 1
+    document = json.loads((bench.path / "out.json").read_text())
+    by_key = {b["key"]: b for b in document["benchmarks"]}
+    assert set(by_key) == {"test_bench.py::test_body", "test_bench.py::test_fixture"}
+    assert by_key["test_bench.py::test_fixture"]["label"] == "adds"
+    assert by_key["test_bench.py::test_fixture"]["description"] == "fixture"
+    assert by_key["test_bench.py::test_body"]["label"] == "test_body"
+
+
+def test_marker_is_registered_under_strict_markers(bench):
+    bench.pytester.makepyfile(test_bench="""
+        import pytest
+        @pytest.mark.benchmark(label="x")
+        def test_a():
+            pass
+    """)
+    bench.run("--strict-markers").assert_outcomes(passed=1)
+    bench.run("--strict-markers", "--bench-mode=time", FAST).assert_outcomes(passed=1)
+    result = bench.run("--markers")
+    result.stdout.fnmatch_lines(["@pytest.mark.benchmark(label=None, sub_label=None*"])
+
+
+def test_unknown_marker_keyword_is_an_error_naming_it(bench):
+    bench.pytester.makepyfile(test_bench="""
+        import pytest
+        @pytest.mark.benchmark(min_runtime=0.5)
+        def test_typo():
+            pass
+        @pytest.mark.benchmark(num_threads=0)
+        def test_bad_value():
+            pass
+        @pytest.mark.benchmark(limits="time:lots")
+        def test_bad_limit():
+            pass
+    """)
+    for args in ((), ("--bench-mode=time", FAST)):
+        result = bench.run(*args)
+        result.assert_outcomes(errors=3)
+        out = result.stdout.str()
+        assert "unknown @pytest.mark.benchmark keyword 'min_runtime'" in out
+        assert "num_threads=0 must be an integer >= 1" in out
+        assert "cannot read 'time:lots'" in out or "time:lots" in out
+        assert "Traceback" not in out
+
+
+def test_marker_keywords_reach_the_measurement(bench):
+    bench.pytester.makepyfile(test_bench="""
+        import pytest, torch
+        seen = []
+        @pytest.mark.benchmark(num_threads=2, threshold=0.5, min_run_time=0.01, max_run_time=0.5,
+                               limits={"time": "50%"}, sub_label="two threads")
+        def test_threads():
+            seen.append(torch.get_num_threads())
+        def test_after():
+            # the first call is the test's real run (torch's default threads); every measured
+            # call runs under the marker's num_threads, as Timer(num_threads=2) does
+            assert set(seen[1:]) == {2}, seen
+    """)
+    result = bench.run("--bench-mode=time", f"--bench-json={bench.path / 'out.json'}")
+    result.assert_outcomes(passed=2)
+    document = json.loads((bench.path / "out.json").read_text())
+    (entry,) = document["benchmarks"]
+    assert entry["sub_label"] == "two threads"
+    assert entry["environments"]["time"]["num_threads"] == "2"
+
+
+def test_bench_timer_records_with_defaults_from_test_id_and_params(bench):
+    bench.pytester.makepyfile(test_bench="""
+        import pytest, torch
+
+        @pytest.mark.parametrize("n", [4, 16])
+        def test_add(bench_timer, n):
+            x = torch.ones(n)
+            t = bench_timer("x + x", globals={"x": x})
+            m = t.blocked_autorange(min_run_time=0.02)
+            assert m.median > 0
+            t.timeit(100)
+            t.adaptive_autorange(min_run_time=0.01, max_run_time=0.2)
+            bench_timer("y * 2", setup="y = torch.ones(3)", globals={"torch": torch},
+                        description="mul").timeit(10)
+    """)
+    result = bench.run("--bench-mode=time", f"--bench-json={bench.path / 'out.json'}")
+    result.assert_outcomes(passed=2)
+    document = json.loads((bench.path / "out.json").read_text())
+    keys = sorted(b["key"] for b in document["benchmarks"])
+    assert keys == sorted(
+        f"test_bench.py::test_add[{n}]{suffix}"
+        for n in (4, 16) for suffix in ("", " #2", " #3", " [mul]")
+    )
+    for b in document["benchmarks"]:
+        assert b["label"] == "test_add"
+        assert b["sub_label"] in ("4", "16")
+        assert b["metrics"]["time"]["raw_times"]
+    assert {b["description"] for b in document["benchmarks"]} == {"", "mul"}
+    # plain run: each timing method runs the statement once, nothing recorded, no table
+    plain = bench.run()
+    plain.assert_outcomes(passed=2)
+    assert "torchbench time" not in plain.stdout.str()
+
+
+def test_benchmark_fixture_unmarked_test_is_measured(bench):
+    bench.pytester.makepyfile(test_bench="""
+        def test_plain_fixture(benchmark):
+            assert benchmark(sorted, [3, 1, 2]) == [1, 2, 3]
+    """)
+    result = bench.run("--bench-mode=time", FAST)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*torchbench time*", "[[] test_plain_fixture []]"])

@@ -1,0 +1,228 @@
+"""Time mode end to end: the table, saved baselines, comparing, the regression gate, --bench-json."""
+from __future__ import annotations
+
+import json
+
+from conftest import FAST
+
+# Each benchmark busy-waits a fixed time scaled by a factor read from factors.json beside the
+# test file, so the same test can be made slower (or faster) between two runs. Busy-waiting on
+# perf_counter gives a ~1 ms workload whose 2x slowdown is unmistakable on a loaded machine.
+WORKLOADS = """
+import json, os, time, pytest
+
+FACTORS = json.load(open(os.path.join(os.path.dirname(__file__), "factors.json")))
+
+def work(name):
+    end = time.perf_counter() + 0.001 * FACTORS.get(name, 1.0)
+    while time.perf_counter() < end:
+        pass
+
+@pytest.mark.benchmark(max_run_time=0.5)
+def test_steady():
+    work("steady")
+
+@pytest.mark.benchmark(max_run_time=0.5)
+def test_slows():
+    work("slows")
+
+@pytest.mark.benchmark(max_run_time=0.5)
+def test_speeds():
+    work("speeds")
+"""
+
+
+def _write(bench, factors=None, extra=""):
+    (bench.path / "factors.json").write_text(json.dumps(factors or {}))
+    bench.pytester.makepyfile(test_bench=WORKLOADS + extra)
+
+
+def test_table_shows_rows_columns_median_and_iqr(bench):
+    bench.pytester.makepyfile(test_bench="""
+        import pytest, torch
+        @pytest.mark.parametrize("n", [16, 1024])
+        @pytest.mark.benchmark(label="add", description="x + y", max_run_time=0.5)
+        def test_add(benchmark, n):
+            x, y = torch.ones(n), torch.ones(n)
+            benchmark(torch.add, x, y)
+        @pytest.mark.parametrize("n", [16, 1024])
+        @pytest.mark.benchmark(label="add", description="x.add_(y)", max_run_time=0.5)
+        def test_add_(benchmark, n):
+            x, y = torch.ones(n), torch.ones(n)
+            benchmark(x.add_, y)
+    """)
+    result = bench.run("--bench-mode=time", FAST)
+    result.assert_outcomes(passed=4)
+    out = result.stdout.str()
+    result.stdout.re_match_lines([
+        r".*torchbench time \(median ± IQR per call, (ns|us)\).*",
+        r"\[ add \]",
+        r"\s+x \+ y\|\s+x\.add_\(y\)",
+        r"  16\s+[0-9.]+ ± [0-9.]+\|\s+[0-9.]+ ± [0-9.]+",
+        r"  1024\s+[0-9.]+ ± [0-9.]+\|\s+[0-9.]+ ± [0-9.]+",
+    ])
+    assert "delta vs baseline" not in out
+
+
+def test_save_writes_deterministic_json_with_schema_environment_and_raw_times(bench):
+    _write(bench)
+    result = bench.run("--bench-save=main", FAST)  # --bench-save alone turns time mode on
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*saved 3 benchmark result(s) to baseline set 'main'*"])
+    path = bench.baseline("main")
+    text = path.read_text()
+    document = json.loads(text)
+    assert document["schema"] == 1
+    assert document["module"] == "test_bench.py"
+    assert sorted(document["benchmarks"]) == [
+        "test_bench.py::test_slows", "test_bench.py::test_speeds", "test_bench.py::test_steady"]
+    (env,) = document["environments"].values()
+    import torch
+    assert env["torch"] == torch.__version__ and env["python"] and env["cpu_model"]
+    time = document["benchmarks"]["test_bench.py::test_steady"]["metrics"]["time"]
+    assert time["env"] in document["environments"]
+    assert len(time["raw_times"]) >= 30
+    assert abs(time["median"] - 0.001) < 0.0005
+    # diff-friendly: sorted keys, one line per raw time list, trailing newline; re-rendering the
+    # parsed document gives the same bytes
+    assert text.endswith("}\n")
+    assert any(line.strip().startswith('"raw_times": [0.') and line.rstrip().rstrip(",").endswith("]")
+               for line in text.splitlines())
+    from pytest_torchbench.storage import parse_baseline_document, render_baseline_document
+    entries = parse_baseline_document(text, str(path))
+    assert render_baseline_document("test_bench.py", entries.values()) == text
+
+
+def test_saving_again_updates_what_ran_and_keeps_the_rest(bench):
+    _write(bench)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    before = bench.load("main")
+    # add a metric the time run does not produce: it must survive (metric-level merge)
+    before["benchmarks"]["test_bench.py::test_steady"]["metrics"]["ops"] = {"ops": {"aten::add": 1.0}}
+    bench.baseline("main").write_text(json.dumps(before, indent=1, sort_keys=True))
+    result = bench.run("--bench-save=main", FAST, "-k", "steady")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*saved 1 benchmark result(s)*"])
+    after = bench.load("main")
+    assert after["benchmarks"]["test_bench.py::test_slows"] == before["benchmarks"]["test_bench.py::test_slows"]
+    assert after["benchmarks"]["test_bench.py::test_speeds"] == before["benchmarks"]["test_bench.py::test_speeds"]
+    steady_before = before["benchmarks"]["test_bench.py::test_steady"]["metrics"]
+    steady_after = after["benchmarks"]["test_bench.py::test_steady"]["metrics"]
+    assert steady_after["ops"] == {"ops": {"aten::add": 1.0}}
+    assert steady_after["time"]["raw_times"] != steady_before["time"]["raw_times"]
+
+
+def test_regression_fails_its_own_test_with_the_numbers(bench):
+    _write(bench)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    _write(bench, {"slows": 2.0, "speeds": 0.5}, extra="""
+@pytest.mark.benchmark(max_run_time=0.5)
+def test_new():
+    work("new")
+""")
+    json_path = bench.path / "run.json"
+    result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}", "-rA")
+    result.assert_outcomes(passed=3, failed=1)
+    assert result.ret == 1
+    out = result.stdout.str()
+    result.stdout.re_match_lines([
+        r"_+ test_slows _+",
+        r"torchbench: test_bench.py::test_slows: time regressed: "
+        r"time 1\.\d+ ms -> 2\.\d+ ms \(\+\d+\.\d%, limit 10%, Mann-Whitney p=\S+ < 0\.001, n=\d+/\d+\)",
+    ])
+    assert "improvement (1):" in out and "test_bench.py::test_speeds: time 1." in out
+    assert "new (1):" in out and "test_bench.py::test_new" in out
+    assert "delta vs baseline 'main'" in out
+    assert "test_steady" not in out.split("FAILED")[-1]
+    document = json.loads(json_path.read_text())
+    statuses = {v["key"]: v["status"] for v in document["verdicts"]}
+    assert statuses == {
+        "test_bench.py::test_new": "new", "test_bench.py::test_slows": "regression",
+        "test_bench.py::test_speeds": "improvement", "test_bench.py::test_steady": "unchanged",
+    }
+    slows = next(v for v in document["verdicts"] if v["key"] == "test_bench.py::test_slows")
+    assert slows["failed"] and 0.6 < slows["delta"] < 1.6 and slows["p_value"] < 0.001
+    assert document["compared_with"].endswith("main")
+    assert {b["key"] for b in document["benchmarks"]} == set(statuses)
+
+
+def test_missing_benchmark_is_reported_and_limits_come_from_option_and_marker(bench):
+    _write(bench)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    # test_speeds removed; test_slows 30% slower is under --bench-fail=time:50%; test_steady 30%
+    # slower fails through its marker's 5% limit
+    bench.pytester.makepyfile(test_bench=WORKLOADS.replace(
+        "@pytest.mark.benchmark(max_run_time=0.5)\ndef test_steady",
+        "@pytest.mark.benchmark(max_run_time=0.5, limits='time:5%')\ndef test_steady"
+    ).split("@pytest.mark.benchmark(max_run_time=0.5)\ndef test_speeds")[0])
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 1.3, "steady": 1.3}))
+    result = bench.run("--bench-compare=main", "--bench-fail=time:50%", FAST)
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "missing (1):" in out and "test_bench.py::test_speeds: time: in the baseline, not measured" in out
+    result.stdout.re_match_lines([r"torchbench: test_bench.py::test_steady: time regressed: .*limit 5%.*"])
+    result.stdout.fnmatch_lines(["FAILED test_bench.py::test_steady*"])
+
+
+def test_deselected_tests_are_not_missing(bench):
+    _write(bench)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    result = bench.run("--bench-compare=main", FAST, "-k", "steady")
+    result.assert_outcomes(passed=1)
+    assert "missing (" not in result.stdout.str()
+
+
+def test_compare_with_a_path_to_a_folder_or_file(bench):
+    _write(bench)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    (bench.path / "elsewhere").mkdir()
+    moved = bench.path / "elsewhere" / "main"
+    (bench.path / "baselines" / "main").rename(moved)
+    for ref in (str(moved), "elsewhere/main", str(moved / "test_bench.json")):
+        result = bench.run(f"--bench-compare={ref}", FAST, "-k", "steady")
+        result.assert_outcomes(passed=1)
+        assert "no changes beyond the limits against baseline" in result.stdout.str()
+
+
+def _edit_environment(bench, **facts):
+    document = bench.load("main")
+    for env in document["environments"].values():
+        env.update(facts)
+    text = json.dumps(document, indent=1, sort_keys=True)
+    bench.baseline("main").write_text(text)
+    return text
+
+
+def test_other_environment_is_reported_not_failed_unless_strict(bench):
+    _write(bench)
+    bench.run("--bench-save=main", FAST, "-k", "slows").assert_outcomes(passed=1)
+    text = _edit_environment(bench, torch="1.0.0")
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
+    result = bench.run("--bench-compare=main", FAST, "-k", "slows")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "not comparable (1):",
+        "*test_bench.py::test_slows: time: baseline from a different environment (torch: 1.0.0 -> *)",
+    ])
+    strict = bench.run("--bench-compare=main", FAST, "-k", "slows", "--bench-strict")
+    strict.assert_outcomes(failed=1)
+    strict.stdout.fnmatch_lines([
+        "torchbench: test_bench.py::test_slows: time not comparable (strict environment): *torch: 1.0.0 -> *",
+        "FAILED test_bench.py::test_slows*",
+    ])
+    assert bench.baseline("main").read_text() == text
+
+
+def test_bench_json_alone_turns_time_mode_on(bench):
+    _write(bench)
+    path = bench.path / "sub" / "results.json"
+    path.parent.mkdir()
+    result = bench.run(f"--bench-json={path}", FAST, "-k", "steady")
+    result.assert_outcomes(passed=1)
+    document = json.loads(path.read_text())
+    assert document["schema"] == 1 and document["modes"] == ["time"]
+    assert document["compared_with"] is None and document["saved_as"] is None
+    (entry,) = document["benchmarks"]
+    assert entry["key"] == "test_bench.py::test_steady" and entry["module"] == "test_bench.py"
+    assert entry["metrics"]["time"]["raw_times"] and entry["environments"]["time"]["torch"]
+    assert not (bench.path / "baselines").exists()

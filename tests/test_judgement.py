@@ -1,0 +1,146 @@
+"""judgement: Mann-Whitney against scipy, limit parsing, verdicts on synthetic samples."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from scipy.stats import mannwhitneyu
+
+from pytest_torchbench.judgement import (
+    IMPROVEMENT, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, LimitSpecError, Policy,
+    failure_message, judge_metric, mann_whitney_greater, parse_limits,
+)
+from pytest_torchbench.results import Environment, TimeMetric
+
+
+def _scipy(current, baseline, method="auto"):
+    return mannwhitneyu(current, baseline, alternative="greater", method=method).pvalue
+
+
+@pytest.mark.parametrize("m, n", [(3, 4), (5, 5), (8, 8), (4, 12), (8, 30)])
+def test_exact_branch_matches_scipy(m, n):
+    rng = random.Random(m * 100 + n)
+    for shift in (0.0, 0.5, 2.0):
+        current = [rng.random() + shift for _ in range(m)]
+        baseline = [rng.random() for _ in range(n)]
+        assert mann_whitney_greater(current, baseline) == pytest.approx(
+            _scipy(current, baseline, "exact"), rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("m, n", [(9, 9), (30, 30), (20, 45)])
+def test_asymptotic_branch_matches_scipy(m, n):
+    rng = random.Random(m + n)
+    for shift in (0.0, 0.1, 0.5):
+        current = [rng.gauss(1 + shift, 0.2) for _ in range(m)]
+        baseline = [rng.gauss(1, 0.2) for _ in range(n)]
+        assert mann_whitney_greater(current, baseline) == pytest.approx(
+            _scipy(current, baseline, "asymptotic"), rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.parametrize("m, n", [(5, 5), (30, 30)])
+def test_ties_use_the_tie_corrected_normal_approximation(m, n):
+    rng = random.Random(7)
+    current = [rng.choice([1.0, 2.0, 3.0]) for _ in range(m)]
+    baseline = [rng.choice([1.0, 2.0]) for _ in range(n)]
+    assert mann_whitney_greater(current, baseline) == pytest.approx(
+        _scipy(current, baseline, "asymptotic"), rel=1e-9)
+
+
+def test_degenerate_samples():
+    assert mann_whitney_greater([], [1.0]) == 1.0
+    assert mann_whitney_greater([1.0] * 5, [1.0] * 5) == 1.0  # all tied: zero variance
+    assert 0 < mann_whitney_greater([2.0] * 3, [1.0] * 3) < 0.06
+
+
+@pytest.mark.parametrize("spec, expected", [
+    ("time:5%", {"time": 0.05}),
+    ("instructions:1%,time:10%", {"instructions": 0.01, "time": 0.10}),
+    (" time : 2.5 % , ops:0 ", {"time": 0.025, "ops": 0.0}),
+    ("memory:0.2", {"memory": 0.2}),
+    ({"time": "5%", "ops": 0}, {"time": 0.05, "ops": 0.0}),
+    (None, {}),
+])
+def test_parse_limits_good(spec, expected):
+    assert parse_limits(spec) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("time", "cannot read 'time'"),
+    ("time:-5%", "cannot read"),
+    ("time:5%%", "cannot read"),
+    ("speed:5%", "unknown metric 'speed'"),
+    ("", "empty limits"),
+    (",", "empty limits"),
+    ({"time": True}, "must be a percentage"),
+    ({"time": -1}, "must be >= 0"),
+    ({"time": "x"}, "must be a percentage"),
+    (5, "must be a string"),
+])
+def test_parse_limits_bad(spec, needle):
+    with pytest.raises(LimitSpecError, match=needle.replace("(", r"\(")):
+        parse_limits(spec)
+
+
+def _metric(rng, median, spread, n=30, number=100):
+    return TimeMetric(number_per_run=number,
+                      raw_times=[number * median * (1 + rng.gauss(0, spread)) for _ in range(n)])
+
+
+def test_a_a_is_unchanged():
+    rng = random.Random(1)
+    for _ in range(50):
+        verdict = judge_metric("k", "time", _metric(rng, 1e-3, 0.02), _metric(rng, 1e-3, 0.02), Policy())
+        assert verdict.status == UNCHANGED and not verdict.failed
+
+
+def test_twenty_percent_slower_is_a_regression_with_numbers():
+    rng = random.Random(2)
+    verdict = judge_metric("k", "time", _metric(rng, 1.2e-3, 0.02), _metric(rng, 1e-3, 0.02), Policy())
+    assert verdict.status == REGRESSION and verdict.failed
+    assert verdict.delta == pytest.approx(0.2, abs=0.03)
+    assert verdict.p_value < 0.001
+    assert verdict.summary.startswith("time 994.6 us -> 1.192 ms (+19.8%, limit 10%, ")
+    assert "Mann-Whitney p=" in verdict.summary and "n=30/30" in verdict.summary
+    message = failure_message([verdict])
+    assert message == f"torchbench: k: time regressed: {verdict.summary}"
+
+
+def test_twenty_percent_faster_is_an_improvement_not_a_failure():
+    rng = random.Random(3)
+    verdict = judge_metric("k", "time", _metric(rng, 0.8e-3, 0.02), _metric(rng, 1e-3, 0.02),
+                           Policy(fail_stale=True))
+    assert verdict.status == IMPROVEMENT and not verdict.failed
+
+
+def test_twenty_percent_but_insignificant_is_unchanged():
+    # three noisy samples each: the medians differ by 20% but no test can call that significant
+    verdict = judge_metric("k", "time", TimeMetric(1, [1.2e-3, 0.8e-3, 1.7e-3]),
+                           TimeMetric(1, [1.0e-3, 1.4e-3, 0.7e-3]), Policy())
+    assert verdict.delta == pytest.approx(0.2)
+    assert verdict.p_value is not None and verdict.p_value >= 0.001
+    assert verdict.status == UNCHANGED and not verdict.failed
+
+
+def test_limits_from_policy_override_the_default():
+    rng = random.Random(4)
+    current, baseline = _metric(rng, 1.2e-3, 0.01), _metric(rng, 1e-3, 0.01)
+    assert judge_metric("k", "time", current, baseline, Policy().with_limits({"time": 0.3})).status == UNCHANGED
+    assert judge_metric("k", "time", current, baseline, Policy().with_limits({"time": 0.05})).status == REGRESSION
+
+
+def test_new_and_not_comparable():
+    rng = random.Random(5)
+    current = _metric(rng, 2e-3, 0.01)
+    assert judge_metric("k", "time", current, None, Policy()).status == NEW
+    env_now = Environment({"torch": "2.13", "python": "3.11"})
+    env_then = Environment({"torch": "2.1", "python": "3.11"})
+    baseline = _metric(rng, 1e-3, 0.01)
+    verdict = judge_metric("k", "time", current, baseline, Policy(), env_now, env_then)
+    assert verdict.status == NOT_COMPARABLE and not verdict.failed
+    assert "torch: 2.1 -> 2.13" in verdict.summary
+    strict = judge_metric("k", "time", current, baseline, Policy(strict_environment=True), env_now, env_then)
+    assert strict.failed
+    # facts that do not matter for time (cpu_count) keep it comparable
+    same = judge_metric("k", "time", current, baseline, Policy(),
+                        env_now.merged({"cpu_count": "2"}), env_now.merged({"cpu_count": "64"}))
+    assert same.status == REGRESSION

@@ -1,0 +1,71 @@
+"""results: metrics from torch Measurements, JSON forms, environment ids."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from torch.utils.benchmark import Timer
+
+from pytest_torchbench.results import (
+    BenchmarkResult, Environment, TimeMetric, collect_environment, metric_from_json, round_sig,
+)
+
+
+def test_time_metric_from_a_real_measurement_and_back():
+    measurement = Timer("x + 1", globals={"x": 1}).blocked_autorange(min_run_time=0.01)
+    metric = TimeMetric.from_measurement(measurement)
+    assert metric.number_per_run == measurement.number_per_run
+    assert metric.median == pytest.approx(measurement.median)
+    data = json.loads(json.dumps(metric.to_json()))
+    again = TimeMetric.from_json(data)
+    assert again.times == pytest.approx(metric.times, rel=1e-5)
+    assert set(data) == {"number_per_run", "median", "iqr", "raw_times"}
+
+
+@pytest.mark.parametrize("data", [
+    {"number_per_run": 1, "raw_times": []},
+    {"number_per_run": 0, "raw_times": [1.0]},
+    {"number_per_run": 1, "raw_times": "1.0"},
+])
+def test_time_metric_rejects_bad_json(data):
+    with pytest.raises(ValueError):
+        TimeMetric.from_json(data)
+
+
+def test_unknown_metric():
+    with pytest.raises(ValueError, match="unknown metric 'speed'"):
+        metric_from_json("speed", {})
+
+
+def test_round_sig():
+    assert round_sig(0.00123456789) == 0.00123457
+    assert round_sig(0.0) == 0.0
+    assert round_sig(123456789.0, 3) == 123000000.0
+
+
+def test_environment_id_is_content_based_and_order_free():
+    a = Environment({"torch": "2", "python": "3.11"})
+    b = Environment({"python": "3.11", "torch": "2"})
+    assert a.id == b.id and len(a.id) == 12
+    assert a.merged({"valgrind": "3.19"}).id != a.id
+    assert Environment.from_json(a.to_json()) == a
+    with pytest.raises(ValueError):
+        Environment.from_json(["not", "a", "dict"])
+
+
+def test_collect_environment_has_the_comparability_facts():
+    import torch
+
+    env = collect_environment(num_threads=3)
+    for fact in ("python", "torch", "cpu_model", "cpu_capability", "machine", "num_threads"):
+        assert env.facts[fact]
+    assert env.facts["num_threads"] == "3" and env.facts["torch"] == torch.__version__
+
+
+def test_benchmark_result_wire_form_round_trip():
+    result = BenchmarkResult("m.py::t", "m.py", "t", "4", "d")
+    result.metrics["time"] = TimeMetric(2, [2e-3, 2.2e-3])
+    result.environments["time"] = Environment({"torch": "2"})
+    result.extras["note"] = "x"
+    again = BenchmarkResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.to_json() == result.to_json()

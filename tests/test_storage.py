@@ -1,0 +1,157 @@
+"""storage: round trips, atomic writes, metric-level merges, file names."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from pytest_torchbench import storage
+from pytest_torchbench.results import BenchmarkResult, Environment, OpsMetric, TimeMetric
+from pytest_torchbench.storage import (
+    BaselineError, atomic_write_many, load_set_from_folder, merge_entries, module_file_name,
+    parse_baseline_document, render_baseline_document, save_set,
+)
+
+ENV = Environment({"torch": "2.13", "python": "3.11"})
+
+
+def _result(key, module="tests/test_a.py", times=(1e-3, 1.1e-3, 0.9e-3), ops=None, env=ENV):
+    result = BenchmarkResult(key=key, module=module, label=key.split("::")[-1], sub_label="", description="")
+    result.metrics["time"] = TimeMetric(10, [t * 10 for t in times])
+    result.environments["time"] = env
+    if ops is not None:
+        result.metrics["ops"] = OpsMetric(ops)
+        result.environments["ops"] = env
+    return result
+
+
+@pytest.mark.parametrize("module, expected", [
+    ("tests/bench/test_ops.py", "tests/bench/test_ops.json"),
+    ("test_a.py", "test_a.json"),
+    ("/abs/tests/test_a.py", "abs/tests/test_a.json"),
+    ("tests\\win\\test_b.py", "tests/win/test_b.json"),
+    ("../escape/test_c.py", "escape/test_c.json"),
+    ("", "_.json"),
+])
+def test_module_file_name(module, expected):
+    assert module_file_name(module) == expected
+
+
+def test_round_trip_is_byte_identical(tmp_path):
+    results = [_result("tests/test_a.py::test_b", ops={"aten::add": 2.0}), _result("tests/test_a.py::test_a")]
+    paths = save_set(tmp_path / "main", results)
+    assert paths == [tmp_path / "main" / "tests" / "test_a.json"]
+    text = paths[0].read_text()
+    loaded = load_set_from_folder(tmp_path / "main", "main")
+    assert sorted(loaded.entries) == ["tests/test_a.py::test_a", "tests/test_a.py::test_b"]
+    entry = loaded.get("tests/test_a.py::test_b")
+    assert entry.metrics["time"].raw_times == pytest.approx([0.01, 0.011, 0.009])
+    assert entry.metrics["ops"].ops == {"aten::add": 2.0}
+    assert entry.environments["time"] == ENV
+    assert render_baseline_document("tests/test_a.py", loaded.entries.values()) == text
+    assert save_set(tmp_path / "main", results[::-1]) == []  # same results: nothing changes
+    document = json.loads(text)
+    assert list(document["environments"]) == [ENV.id]
+
+
+def test_atomic_write_leaves_the_old_file_when_rendering_or_writing_fails(tmp_path, monkeypatch):
+    folder = tmp_path / "main"
+    save_set(folder, [_result("tests/test_a.py::test_a"), _result("tests/test_b.py::test_b", module="tests/test_b.py")])
+    files = sorted(folder.rglob("*.json"))
+    before = {p: p.read_bytes() for p in files}
+
+    def broken_render(module, entries):
+        raise RuntimeError("render failed")
+
+    monkeypatch.setattr(storage, "render_baseline_document", broken_render)
+    with pytest.raises(RuntimeError):
+        save_set(folder, [_result("tests/test_a.py::test_a", times=(5e-3,))])
+    monkeypatch.undo()
+    assert {p: p.read_bytes() for p in files} == before
+
+    # a failure while staging the second file: the first is not renamed into place either
+    real_replace = os.replace
+    monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError("disk full"))
+                        if len(list(folder.rglob(".*.tmp"))) > 1 else None)
+    with pytest.raises(OSError):
+        atomic_write_many({p: "changed\n" for p in files})
+    assert {p: p.read_bytes() for p in files} == before
+    assert not list(folder.rglob("*.tmp"))
+    assert os.replace is real_replace
+
+
+def test_corrupt_file_is_not_overwritten_by_save(tmp_path):
+    folder = tmp_path / "main"
+    path = folder / "tests" / "test_a.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"schema": 1, ')
+    with pytest.raises(BaselineError, match="is not valid JSON"):
+        save_set(folder, [_result("tests/test_a.py::test_a")])
+    assert path.read_text() == '{"schema": 1, '
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("nope", "not valid JSON"),
+    ("[]", "not a JSON object"),
+    ('{"schema": 2}', "has schema 2"),
+    ('{"module": "m"}', "has schema None"),
+    ('{"schema": 1, "module": "m"}', "missing field 'benchmarks'"),
+    ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"speed": {}}}}}', "unknown metric 'speed'"),
+    ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '
+     '{"number_per_run": 1, "raw_times": [1], "env": "abc"}}}}}', "unknown environment id 'abc'"),
+    ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '
+     '{"number_per_run": 0, "raw_times": [1]}}}}}', "number_per_run >= 1"),
+])
+def test_parse_errors_name_the_file(text, needle):
+    with pytest.raises(BaselineError) as info:
+        parse_baseline_document(text, "baselines/main/x.json")
+    message = str(info.value)
+    assert "baselines/main/x.json" in message and needle in message and "\n" not in message
+
+
+def test_merge_entries_replaces_metrics_one_by_one():
+    old_env = Environment({"torch": "old"})
+    existing = {
+        "a": _result("a", ops={"aten::mm": 1.0}, env=old_env),
+        "b": _result("b", env=old_env),
+    }
+    new_a = _result("a", times=(2e-3,))
+    new_a.label = "renamed"
+    new_c = _result("c")
+    new_c.extras["trace"] = "x"
+    merged = merge_entries(existing, [new_a, new_c])
+    assert sorted(merged) == ["a", "b", "c"]
+    assert merged["a"].metrics["time"].raw_times == [0.02]
+    assert merged["a"].environments["time"] == ENV
+    assert merged["a"].metrics["ops"].ops == {"aten::mm": 1.0}  # kept: not measured now
+    assert merged["a"].environments["ops"] == old_env
+    assert merged["a"].label == "renamed"
+    assert merged["b"] is not existing["b"] and merged["b"].metrics == existing["b"].metrics
+    assert merged["c"].extras == {}
+    # the inputs are not modified
+    assert existing["a"].metrics["time"].raw_times == pytest.approx([0.01, 0.011, 0.009])
+    assert existing["a"].label == "a"
+
+
+def test_save_keeps_other_modules_and_entries(tmp_path):
+    folder = tmp_path / "main"
+    save_set(folder, [_result("tests/test_a.py::x"), _result("tests/test_b.py::y", module="tests/test_b.py")])
+    b_before = (folder / "tests" / "test_b.json").read_bytes()
+    changed = save_set(folder, [_result("tests/test_a.py::z")])
+    assert changed == [folder / "tests" / "test_a.json"]
+    assert (folder / "tests" / "test_b.json").read_bytes() == b_before
+    assert sorted(load_set_from_folder(folder, "main").entries) == [
+        "tests/test_a.py::x", "tests/test_a.py::z", "tests/test_b.py::y"]
+
+
+def test_available_sets_and_names(tmp_path):
+    assert storage.available_sets(tmp_path / "none") == []
+    for name in ("main", "pr-1", ".hidden"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "file.json").write_text("{}")
+    assert storage.available_sets(tmp_path) == ["main", "pr-1"]
+    storage.validate_set_name("v1.2_rc-3")
+    for bad in ("", "../x", "a/b", ".hidden", "a b"):
+        with pytest.raises(BaselineError):
+            storage.validate_set_name(bad)
