@@ -218,7 +218,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     item.stash[verdicts_key] = verdicts
     if any(v.failed for v in verdicts):
         settings = item.config.stash[settings_key]
-        refresh = f"pytest {item.nodeid} --bench-mode={','.join(settings.modes)} --bench-save={settings.compare}"
+        session = _session(item.config)
+        baseline = session.baseline if session is not None else None
+        set_name = baseline.name if baseline is not None else "main"
+        refresh = f"pytest {item.nodeid} --bench-mode={','.join(settings.modes)} --bench-save={set_name}"
         pytest.fail(failure_message(verdicts, refresh), pytrace=False)
     return outcome
 
