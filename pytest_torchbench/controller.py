@@ -78,7 +78,13 @@ class Controller:
             if self.settings.save:
                 self.notes.append("run interrupted: baselines were not written")
             return
-        if self.settings.save and self.results:
+        crashed = self.crashed_tests()
+        if crashed and self.settings.save:
+            self.notes.append(
+                f"a test process died while running {', '.join(crashed)}: "
+                f"baseline set '{self.settings.save}' was not written"
+            )
+        elif self.settings.save and self.results:
             folder = self.settings.baselines_dir / self.settings.save
             try:
                 self.saved = save_set(folder, self.results)
@@ -135,6 +141,11 @@ class Controller:
             write(line)
         for note in self.notes:
             write(f"torchbench: {note}")
+
+    def crashed_tests(self) -> list[str]:
+        """Tests whose (valgrind) worker died mid-run: a partial run must not become a baseline."""
+        workers = self.config.pluginmanager.get_plugin("torchbench-callgrind-workers")
+        return list(getattr(workers, "crashed", ()))
 
     @property
     def missing(self) -> list[Verdict]:

@@ -1,0 +1,148 @@
+"""Ops, memory and profile modes end to end (no valgrind): real pytest subprocesses."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+MODULE = '''
+import os, pytest, torch
+
+FLAG = {flag!r}
+
+@pytest.mark.benchmark
+def test_marker():
+    x = torch.ones(4, 4)
+    y = x + x
+    if os.path.exists(FLAG):
+        y = y.clone()
+
+def test_fixture(benchmark):
+    x = torch.ones(4, 4)
+    benchmark(lambda: torch.mm(x, x).sum())
+
+@pytest.mark.parametrize("n", [4, 8])
+def test_param(benchmark, n):
+    x = torch.ones(n, n)
+    benchmark(lambda: (x * 2).relu())
+'''
+
+
+def _ops(path: Path) -> dict[str, dict[str, float]]:
+    document = json.loads(path.read_text())
+    return {r["key"]: r["metrics"]["ops"]["ops"] for r in document["benchmarks"]}
+
+
+@pytest.fixture
+def ops_module(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    flag = tmp_path_factory.mktemp("flag") / "extra.flag"
+    pytester.makepyfile(test_bench=MODULE.format(flag=str(flag)))
+    return flag
+
+
+def test_op_counts_saved_identical_across_runs_and_workers_and_an_extra_op_fails(
+    pytester: pytest.Pytester, run_bench, ops_module: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    out = pytester.path.parent / f"{pytester.path.name}-out"
+    out.mkdir()
+    assert run_bench("--bench-mode=ops", "--bench-save=main", f"--bench-json={out}/a.json").ret == 0
+    saved = json.loads((pytester.path / "baselines/main/test_bench.json").read_text())
+    marker = saved["benchmarks"]["test_bench.py::test_marker"]["metrics"]["ops"]["ops"]
+    assert marker.get("aten::add") == 1 and "aten::clone" not in marker
+    assert run_bench("--bench-mode=ops", f"--bench-json={out}/b.json").ret == 0
+    assert run_bench("--bench-mode=ops", "-n", "2", f"--bench-json={out}/c.json").ret == 0
+    first = _ops(out / "a.json")
+    assert len(first) == 4
+    assert _ops(out / "b.json") == first
+    assert _ops(out / "c.json") == first
+    compare = run_bench("--bench-mode=ops", "--bench-compare=main")
+    assert compare.ret == 0
+    ops_module.write_text("")  # one extra .clone() in test_marker
+    result = run_bench("--bench-mode=ops", "--bench-compare=main")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines([
+        "*torchbench: test_bench.py::test_marker: ops op counts changed: ops * -> * calls per call (*)",
+        "*aten::clone 0 -> 1 per call*",
+    ])
+    assert "FAILED test_bench.py::test_marker" in result.stdout.str()
+
+
+def test_memory_saved_and_gated_with_a_limit(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+    flag = pytester.path.parent / f"{pytester.path.name}-big.flag"
+    pytester.makepyfile(test_mem=f'''
+import os, torch
+def test_alloc(benchmark):
+    n = 512 if os.path.exists({str(flag)!r}) else 256
+    benchmark(lambda: torch.ones(n, n))
+''')
+    assert run_bench("--bench-mode=memory", "--bench-save=main").ret == 0
+    saved = json.loads((pytester.path / "baselines/main/test_mem.json").read_text())
+    peak = saved["benchmarks"]["test_mem.py::test_alloc"]["metrics"]["memory"]
+    assert json.dumps(peak).count(str(256 * 256 * 4)) >= 1 or "cpu" in json.dumps(peak)
+    assert run_bench("--bench-mode=memory", "--bench-compare=main").ret == 0
+    flag.write_text("")  # 4x the memory
+    failed = run_bench("--bench-mode=memory", "--bench-compare=main")
+    assert failed.ret == 1
+    failed.stdout.fnmatch_lines(["*test_alloc: memory regressed: peak memory 262,144 -> 1,048,576 bytes (+300.0%, limit *"])
+    # a limit above the change lets it pass
+    assert run_bench("--bench-mode=memory", "--bench-compare=main", "--bench-fail=memory:400%").ret == 0
+
+
+def test_bench_profile_writes_one_trace_per_benchmark_and_shows_top_ops(
+    pytester: pytest.Pytester, run_bench, ops_module: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    result = run_bench("--bench-mode=ops", "--bench-profile", "--bench-output=prof")
+    assert result.ret == 0
+    traces = sorted(p.name for p in (pytester.path / "prof/traces").iterdir())
+    assert len(traces) == 4, traces
+    assert all(name.endswith((".json", ".json.gz")) for name in traces)
+    for name in traces:
+        if name.endswith(".json"):
+            assert "traceEvents" in json.loads((pytester.path / "prof/traces" / name).read_text())
+    out = result.stdout.str()
+    assert "torchbench profiles (top ops by self CPU time" in out
+    result.stdout.fnmatch_lines(["*test_bench.py::test_fixture: *prof/traces/*", "    aten::* calls  self * us*"])
+
+
+def test_bench_profiler_fixture_safe_name_unwritable_folder_raising_and_nested(
+    pytester: pytest.Pytester, run_bench,  # type: ignore[no-untyped-def]
+) -> None:
+    pytester.makepyfile(test_prof='''
+import pytest, torch
+
+@pytest.mark.parametrize("case", ["a/b-\\u00fc"])
+def test_param(bench_profiler, case):
+    with bench_profiler as prof:
+        torch.ones(4) + 1
+
+def test_raises(bench_profiler):
+    with bench_profiler:
+        torch.ones(4) * 2
+        raise ValueError("inside the profiled block")
+
+def test_nested(bench_profiler):
+    with torch.profiler.profile():
+        with bench_profiler:
+            torch.ones(4) + 1
+''')
+    result = run_bench("--bench-output=out")
+    result.assert_outcomes(passed=1, failed=2)
+    traces = [p.name for p in (pytester.path / "out/traces").iterdir()]
+    param = [n for n in traces if n.startswith("test_prof.py__test_param-")]
+    assert len(param) == 1, traces
+    assert re.fullmatch(r"test_prof\.py__test_param-a_b-[A-Za-z0-9._-]+\.json", param[0]), param
+    assert any(n.startswith("test_prof.py__test_raises") for n in traces)  # profiled up to the raise
+    out = result.stdout.str()
+    assert "ValueError: inside the profiled block" in out
+    assert "a torch profiler is already active in this test" in out
+
+    # An output folder that cannot be written: one line, the run goes on.
+    blocker = pytester.path / "blocked"
+    blocker.write_text("a file, not a folder")
+    result = run_bench("--bench-output=blocked", "-k", "test_param")
+    assert result.ret == 0
+    lines = [line for line in result.stdout.lines if "could not write profiler trace" in line]
+    assert len(lines) == 1, result.stdout.str()
