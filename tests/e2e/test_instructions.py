@@ -170,7 +170,10 @@ def test_counts_do_not_move_with_rerun_selection_or_workers(runs: dict[str, Run]
     expected = {"subset": {KEYS[0], KEYS[2]}}.get(setup, set(KEYS))
     assert set(current) == expected
     drift, key = _worst_drift(runs[setup], baseline)
-    assert drift <= 0.001, f"{setup}: {key} moved {drift:.4%} against the saved baseline"
+    # The target is 0.1% (benchmarks/figures_instructions.py measures it: ~0.05-0.1% here); the
+    # test allows 0.2% so that a different machine's heap layout does not make it flaky, while
+    # anything unpinned (hash seed: ~1.6%, thread pools, glibc malloc: ~1%) still fails it.
+    assert drift <= 0.002, f"{setup}: {key} moved {drift:.4%} against the saved baseline"
 
 
 @pytest.mark.slow
