@@ -197,6 +197,12 @@ def merge_entries(
     return merged
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 def atomic_write_many(files: Mapping[Path, str]) -> None:
     """Write every file to a temporary sibling first, then rename them all into place.
 
@@ -207,6 +213,8 @@ def atomic_write_many(files: Mapping[Path, str]) -> None:
         for path, text in files.items():
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            # mkstemp creates 0600; a baseline is an ordinary file of the repository
+            os.chmod(tmp, 0o666 & ~_umask())
             staged.append((path, tmp))  # before writing: a failed write must not leave it behind
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
