@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from .judgement import MISSING, Verdict, missing_verdicts
-from .options import BenchSettings
 from . import extensions
-from .reports import jsonreport, markdown, publish, terminal
+from .judgement import MISSING, Verdict, failure_message, judge_result, missing_verdicts
+from .options import BenchSettings
+from .reports import jsonreport, junit, markdown, publish, terminal
 from .results import BenchmarkResult
 from .storage import BaselineError, BaselineSet, save_set
 
@@ -36,20 +36,52 @@ class Controller:
         self.profiles: list[dict[str, Any]] = []  # bench_profiler blocks, as profile_extras
         self.notes: list[str] = []
         self.interrupted = False
+        self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
 
     # -- gathering -------------------------------------------------------------------------------
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
+        """Judge a test's results before anyone else sees its report.
+
+        A wrapper runs before every plain implementation, so when a regression turns the report
+        into a failure, the session's failure count, -x/--maxfail, xdist, the terminal and
+        JUnit all see the failed report.
+        """
         payload: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
         if report.when == "call":
             self.nodeids_run.add(report.nodeid)
         if payload and payload.get("profiles"):
             self.profiles.extend(payload["profiles"])
-        if report.when != "call" or not payload:
-            return
-        self.results.extend(BenchmarkResult.from_json(r) for r in payload.get("results", []))
-        self.verdicts.extend(Verdict.from_json(v) for v in payload.get("verdicts", []))
-        self.modules_run.update(r["module"] for r in payload.get("results", []))
+        if report.when == "teardown" and report.nodeid in self._pending_properties:
+            report.user_properties = [*report.user_properties, *self._pending_properties.pop(report.nodeid)]
+        if report.when == "call" and payload and payload.get("results"):
+            self._judge_report(report, payload)
+        return (yield)
+
+    def _judge_report(self, report: pytest.TestReport, payload: dict[str, Any]) -> None:
+        results = [BenchmarkResult.from_json(r) for r in payload["results"]]
+        self.results.extend(results)
+        self.modules_run.update(r.module for r in results)
+        policy = self.settings.policy.with_limits(payload.get("limits") or {})
+        verdicts: list[Verdict] = []
+        properties: list[tuple[str, object]] = []
+        for result in results:
+            judged: list[Verdict] = []
+            if self.baseline is not None:
+                baseline_entry = self.baseline.get(result.key)
+                judged = judge_result(result, baseline_entry, policy)
+                extensions.review_verdicts(self.config, result, judged, baseline_entry)
+            properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
+            verdicts.extend(judged)
+        self.verdicts.extend(verdicts)
+        self._pending_properties[report.nodeid] = properties
+        if any(v.failed for v in verdicts):
+            set_name = self.baseline.name if self.baseline is not None else "main"
+            refresh = (f"pytest {report.nodeid} --bench-mode={','.join(self.settings.modes)} "
+                       f"--bench-save={set_name}")
+            report.outcome = "failed"
+            report.longrepr = failure_message(verdicts, refresh)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist: a worker reports the test ids it collected, so removed tests can be told apart."""

@@ -42,8 +42,8 @@ def pytest_torchbench_verdict(
 ) -> None:
     """See, or change in place, one verdict of one benchmark, before it can fail the test.
 
-    Called in the process that ran the test (an xdist worker too), right after judging and before
-    the test is failed: setting ``verdict.failed = False`` waives a regression, setting it to True
+    Called where results are judged: the process that owns the terminal (the serial run or the
+    xdist controller), when the test's call report arrives and before it is marked failed: setting ``verdict.failed = False`` waives a regression, setting it to True
     makes any status fail; ``verdict.details`` can be extended with your own explanation. The
     changed verdict is what the terminal, JSON, Markdown and HTML reports show. ``baseline`` is
     the baseline entry of the benchmark (None for a new one). The return value is ignored.

@@ -1,8 +1,8 @@
 """pytest glue: options, the marker, fixtures and hooks. Registered as plugin ``torchbench``.
 
-Roles, as in pytest-xdist: every process that runs tests owns a BenchSession (measure, judge);
-the process that owns the terminal (serial run or xdist controller) owns a Controller (gather,
-save, report). A plain ``pytest`` (no --bench-* option) creates neither: marked tests run once and
+Roles, as in pytest-xdist: every process that runs tests owns a BenchSession (measure); the
+process that owns the terminal (serial run or xdist controller) owns a Controller (judge, gather,
+save, report), so measuring processes never read baselines. A plain ``pytest`` (no --bench-* option) creates neither: marked tests run once and
 the plugin's cost is a marker lookup per test.
 """
 from __future__ import annotations
@@ -18,11 +18,9 @@ from . import extensions
 from . import options as options_module
 from .controller import REPORT_ATTRIBUTE, Controller
 from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
-from .judgement import failure_message
 from .marker import MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
 from .options import BenchSettings
 from .refs import resolve_compare
-from .reports import junit
 from .session import BenchSession, Naming
 from .storage import BaselineError, BaselineSet, load_set_from_folder
 
@@ -71,7 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     baseline: BaselineSet | None = None
     try:
-        if settings.compare is not None:
+        if settings.compare is not None and not _is_xdist_worker(config):
             baseline = resolve_compare(settings.compare, settings.baselines_dir, Path.cwd())
         if settings.save is not None and not _is_xdist_worker(config):
             # Parse the set we will write into now: a corrupt file stops the run before any
@@ -84,8 +82,6 @@ def pytest_configure(config: pytest.Config) -> None:
 
     session = BenchSession(
         modes=settings.modes,
-        policy=settings.policy,
-        load_baseline=lambda: baseline,
         min_run_time=settings.min_run_time,
         output_dir=settings.output_dir,
         profile=settings.profile,
@@ -197,36 +193,19 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    """Measuring processes only measure: judging happens where results are gathered (controller).
+
+    Why: a process that loaded and parsed the baselines before measuring has a different heap
+    than one that did not, and instruction counts of Python-heavy code follow heap addresses.
+    Keeping the measuring side identical in save and compare runs keeps their counts identical.
+    """
     try:
-        outcome = yield
+        return (yield)
     except BaseException:
         recorder = item.stash.get(recorder_key, None)
         if recorder is not None:
             recorder.results.clear()  # a benchmark that raises stores no result
         raise
-    session = _session(item.config)
-    recorder = item.stash.get(recorder_key, None)
-    if session is None or recorder is None or not recorder.results:
-        return outcome
-    verdicts = []
-    for result in recorder.results:
-        judged = session.judge(result, dict(recorder.options.limits))
-        if session.baseline is not None:
-            extensions.review_verdicts(item.config, result, judged, session.baseline.get(result.key))
-        item.user_properties.extend(junit.properties(result, judged, qualify=len(recorder.results) > 1))
-        verdicts.extend(judged)
-    item.stash[verdicts_key] = verdicts
-    if any(v.failed for v in verdicts):
-        settings = item.config.stash[settings_key]
-        session = _session(item.config)
-        baseline = session.baseline if session is not None else None
-        set_name = baseline.name if baseline is not None else "main"
-        refresh = f"pytest {item.nodeid} --bench-mode={','.join(settings.modes)} --bench-save={set_name}"
-        pytest.fail(failure_message(verdicts, refresh), pytrace=False)
-    return outcome
-
-
-verdicts_key = pytest.StashKey[list]()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -234,11 +213,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if call.when == "call":
         recorder = item.stash.get(recorder_key, None)
-        if recorder is not None and recorder.results:
-            verdicts = item.stash.get(verdicts_key, [])
+        if recorder is not None and recorder.results and report.passed:
             setattr(report, REPORT_ATTRIBUTE, {
                 "results": [r.to_json() for r in recorder.results],
-                "verdicts": [v.to_json() for v in verdicts],
+                "limits": dict(recorder.options.limits),
             })
     elif call.when == "teardown" and item.stash.get(profiles_key, None):
         from .session import profile_extras

@@ -1,7 +1,6 @@
 """The measuring side of a run: one per process that runs tests (the only one serially, each xdist
 worker otherwise). It turns a callable into a BenchmarkResult by running the engines of the session's
-modes, and judges the result against the baseline right away, so that a regression fails the
-benchmark's own test.
+modes. It never reads baselines: judging is the controller's (see controller.py for why).
 """
 from __future__ import annotations
 
@@ -10,10 +9,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .judgement import Policy, Verdict, judge_result
 from .marker import BenchOptions
 from .results import BenchmarkResult, Environment, InstructionsMetric, MemoryMetric, OpsMetric, TimeMetric, collect_environment
-from .storage import BaselineSet
 
 
 #: Bump when a change to the counting procedure moves counts (see environment()).
@@ -64,18 +61,12 @@ class BenchSession:
     def __init__(
         self,
         modes: tuple[str, ...],
-        policy: Policy,
-        load_baseline: Callable[[], BaselineSet | None],
         min_run_time: float | None = None,
         output_dir: Path | None = None,
         profile: bool = False,
         extra_environment: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self.modes = modes
-        self.policy = policy
-        self._load_baseline = load_baseline
-        self._baseline: BaselineSet | None = None
-        self._baseline_loaded = False
         self.min_run_time = min_run_time
         self.output_dir = output_dir
         self.profile = profile
@@ -111,13 +102,6 @@ class BenchSession:
                 facts = {str(k): str(v) for k, v in self._extra_environment().items()}
             self._extra_facts = facts
         return self._extra_facts
-
-    @property
-    def baseline(self) -> BaselineSet | None:
-        if not self._baseline_loaded:
-            self._baseline = self._load_baseline()
-            self._baseline_loaded = True
-        return self._baseline
 
     # -- measuring -------------------------------------------------------------------------------
 
@@ -204,12 +188,3 @@ class BenchSession:
         result.metrics[metric] = value
         result.environments[metric] = self.environment(metric, num_threads)
         return result
-
-    # -- judging ---------------------------------------------------------------------------------
-
-    def judge(self, result: BenchmarkResult, limits: dict[str, float]) -> list[Verdict]:
-        baseline = self.baseline
-        if baseline is None:
-            return []
-        policy = self.policy.with_limits(limits) if limits else self.policy
-        return judge_result(result, baseline.get(result.key), policy)

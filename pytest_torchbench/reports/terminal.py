@@ -31,7 +31,7 @@ def _sig_digits(median: float, iqr: float, n: int) -> int:
     if median <= 0:
         return 1
     ci = max(1.645 * (iqr / 1.349) / math.sqrt(max(n, 1)), 25e-9)
-    return min(max(int(math.floor(math.log10(median / ci))), 1), 4)
+    return min(max(int(math.floor(math.log10(median / ci))), 2), 4)
 
 
 def _trim(value: float, digits: int) -> str:
