@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -83,27 +82,6 @@ def collect_callgrind_seconds(k: int) -> list[tuple[str, float, int]]:
     return rows
 
 
-def annotate_rows(path: Path) -> dict[str, int]:
-    output = subprocess.run(
-        ["callgrind_annotate", "--inclusive=no", "--threshold=100", "--show-percs=no", str(path)],
-        capture_output=True, text=True, check=True, cwd="/",
-    ).stdout
-    rows: dict[str, int] = {}
-    started = False
-    for line in output.splitlines():
-        if not started:
-            started = bool(re.match(r"\s*Ir\s+file:function", line))
-            continue
-        match = re.match(r"^\s*([0-9,]+)\s+(.+:.+)$", line)
-        if match:
-            rows[match.group(2)] = int(match.group(1).replace(",", ""))
-        elif re.match(r"-+", line):
-            continue
-        else:
-            break
-    return rows
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collect-callgrind-calls", type=int, default=2, metavar="K",
@@ -162,7 +140,7 @@ def main() -> None:
                     "import json, re; json.dumps({'a': [1, 2, 3]}); re.compile('a+b')"],
                    check=True, capture_output=True)
     started = time.perf_counter()
-    theirs = annotate_rows(dump)
+    theirs = cg.annotate_counts(dump)
     annotate_s = time.perf_counter() - started
     started = time.perf_counter()
     ours = {row.function: row.count for row in cg.function_counts(cg.parse_callgrind_file(dump), inclusive=False)}

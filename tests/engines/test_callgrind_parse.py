@@ -5,14 +5,13 @@ installed the same file is also checked against it.
 """
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from pytest_torchbench.engines.callgrind.parse import (
+    annotate_counts,
     function_counts,
     parse_callgrind,
     parse_callgrind_file,
@@ -136,41 +135,10 @@ def test_strip_prefix_and_file_input(tmp_path: Path) -> None:
     assert "a.c:main [/lib/libpython.so]" in as_dict(function_counts(parts, inclusive=False))
 
 
-def annotate_rows(path: Path, inclusive: bool) -> dict[str, int]:
-    """callgrind_annotate's rows, read the way torch reads them."""
-    output = subprocess.run(
-        [
-            "callgrind_annotate",
-            f"--inclusive={'yes' if inclusive else 'no'}",
-            "--threshold=100",
-            "--show-percs=no",
-            str(path),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd="/",  # annotate strips its working directory from file names
-    ).stdout
-    rows: dict[str, int] = {}
-    started = False
-    for line in output.splitlines():
-        if not started:
-            started = bool(re.match(r"\s*Ir\s+file:function", line))
-            continue
-        match = re.match(r"^\s*([0-9,]+)\s+(.+:.+)$", line)
-        if match:
-            rows[match.group(2)] = int(match.group(1).replace(",", ""))
-        elif re.match(r"-+", line):
-            continue
-        else:
-            break
-    return rows
-
-
 @pytest.mark.skipif(shutil.which("callgrind_annotate") is None, reason="needs callgrind_annotate")
 @pytest.mark.parametrize("inclusive", [False, True])
 def test_hand_written_dump_matches_callgrind_annotate(tmp_path: Path, inclusive: bool) -> None:
     path = tmp_path / "dump"
     path.write_text(PART_ONE)
     ours = as_dict(function_counts(parse_callgrind_file(path), inclusive=inclusive))
-    assert ours == annotate_rows(path, inclusive)
+    assert ours == annotate_counts(path, inclusive)

@@ -26,6 +26,7 @@ __all__ = [
     "UnsupportedPlatform",
     "ValgrindUnavailable",
     "allocator_hash",
+    "annotate_counts",
     "build_allocator",
     "check_valgrind",
     "counted_environment",
@@ -48,6 +49,7 @@ _LAZY = {
     "DumpNotFound": "collect",
     "CallgrindPart": "parse",
     "function_counts": "parse",
+    "annotate_counts": "parse",
     "parse_callgrind": "parse",
     "parse_callgrind_file": "parse",
 }

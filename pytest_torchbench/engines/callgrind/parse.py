@@ -258,3 +258,34 @@ def function_counts(
         if cost and not (drop_program_totals and cost == program_total)
     ]
     return FunctionCounts(tuple(sorted(rows, reverse=True)), inclusive=inclusive)
+
+
+def annotate_counts(path: str | os.PathLike[str], inclusive: bool = False) -> dict[str, int]:
+    """``callgrind_annotate``'s per-function rows for ``path``, read the way torch reads them.
+
+    The reference this parser is checked against (tests and benchmarks/figures_instructions.py);
+    the plugin itself never calls it: it is 5-10x slower than :func:`parse_callgrind_file`.
+    """
+    import re
+    import subprocess
+
+    output = subprocess.run(
+        ["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}", "--threshold=100",
+         "--show-percs=no", str(path)],
+        capture_output=True, text=True, check=True,
+        cwd="/",  # annotate strips its working directory from file names
+    ).stdout
+    rows: dict[str, int] = {}
+    started = False
+    for line in output.splitlines():
+        if not started:
+            started = bool(re.match(r"\s*Ir\s+file:function", line))
+            continue
+        match = re.match(r"^\s*([0-9,]+)\s+(.+:.+)$", line)
+        if match:
+            rows[match.group(2)] = int(match.group(1).replace(",", ""))
+        elif re.match(r"-+", line):
+            continue
+        else:
+            break
+    return rows
