@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from . import extensions
-from .judgement import MISSING, Verdict, failure_message, judge_result, missing_verdicts
+from .judgement import UNCHANGED, Verdict, failure_message, judge_result, missing_verdicts
 from .options import BenchSettings
 from .reports import jsonreport, junit, markdown, publish, terminal
-from .results import BenchmarkResult
+from .results import BenchmarkResult, nodeid_of
 from .storage import BaselineError, BaselineSet, save_set
 
 REPORT_ATTRIBUTE = "torchbench"
@@ -103,7 +103,7 @@ class Controller:
             candidates = {
                 key: entry for key, entry in self.baseline.entries.items()
                 if entry.module in self.modules_run
-                and (key.split(" [", 1)[0] in self.nodeids_run or key.split(" [", 1)[0] not in self.collected)
+                and (nodeid_of(key) in self.nodeids_run or nodeid_of(key) not in self.collected)
             }
             self.verdicts.extend(missing_verdicts(candidates, seen, measured))
         if self.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED:
@@ -162,7 +162,7 @@ class Controller:
         width = width.fullwidth if width is not None else 100
         for line in terminal.render_tables(self.results, self.verdicts, name, width=min(width, 120)):
             write(line)
-        shown = [v for v in self.verdicts if v.status not in ("unchanged",)]
+        shown = [v for v in self.verdicts if v.status != UNCHANGED]
         if self.baseline is not None:
             for line in terminal.render_verdict_lines(shown):
                 write(line)
@@ -178,7 +178,3 @@ class Controller:
         """Tests whose (valgrind) worker died mid-run: a partial run must not become a baseline."""
         workers = self.config.pluginmanager.get_plugin("torchbench-callgrind-workers")
         return list(getattr(workers, "crashed", ()))
-
-    @property
-    def missing(self) -> list[Verdict]:
-        return [v for v in self.verdicts if v.status == MISSING]

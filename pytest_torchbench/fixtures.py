@@ -236,20 +236,21 @@ class ProfilerFixture:
     from the test id so any parametrisation gives a safe, stable file name.
     """
 
-    def __init__(self, defaults: dict[str, Any], trace_dir: Any, nodeid: str) -> None:
+    def __init__(self, defaults: dict[str, Any], output_dir: Any, nodeid: str) -> None:
         self._defaults = defaults
-        self._trace_dir = trace_dir
+        self._output_dir = output_dir
         self._nodeid = nodeid
         self._sessions: list[Any] = []
         self._current: Any = None
 
     def __call__(self, **options: Any) -> Any:
-        from .engines.profiler import ProfilerOptions, ProfilerSession, safe_file_stem
+        from .engines.profiler import ProfilerOptions, ProfilerSession
+        from .session import trace_file
 
         suffix = "" if not self._sessions else f"-{len(self._sessions) + 1}"
         session = ProfilerSession(
             ProfilerOptions.from_kwargs(**{**self._defaults, **options}),
-            trace_path=self._trace_dir / f"{safe_file_stem(self._nodeid)}{suffix}.json",
+            trace_path=trace_file(self._output_dir, self._nodeid, suffix),
         )
         self._sessions.append(session)
         return session

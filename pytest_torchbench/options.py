@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from .judgement import DEFAULT_LIMITS, LimitSpecError, Policy, parse_limits
-from .results import METRICS
 from .storage import BaselineError, validate_set_name
 
 MODES = ("time", "instructions", "ops", "memory")
@@ -74,10 +73,6 @@ class BenchSettings:
     output_dir: Path | None = None
     markdown_path: Path | None = None
     html_path: Path | None = None
-
-    @property
-    def measuring(self) -> bool:
-        return self.active and bool(self.modes)
 
 
 def _parse_modes(raw: str | None) -> tuple[str, ...]:
@@ -144,7 +139,3 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         markdown_path=Path(opt.bench_markdown).absolute() if opt.bench_markdown else None,
         html_path=Path(opt.bench_html).absolute() if opt.bench_html else None,
     )
-
-
-def metrics_for_modes(modes: tuple[str, ...]) -> set[str]:
-    return {m for m in modes if m in METRICS}

@@ -67,11 +67,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[session_key] = None
     if not settings.active:
         return
+    worker = _is_xdist_worker(config)
     baseline: BaselineSet | None = None
     try:
-        if settings.compare is not None and not _is_xdist_worker(config):
+        if settings.compare is not None and not worker:
             baseline = resolve_compare(settings.compare, settings.baselines_dir, Path.cwd())
-        if settings.save is not None and not _is_xdist_worker(config):
+        if settings.save is not None and not worker:
             # Parse the set we will write into now: a corrupt file stops the run before any
             # benchmark runs, instead of after, and is never overwritten.
             folder = settings.baselines_dir / settings.save
@@ -88,11 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
         extra_environment=lambda: extensions.environment_facts(config),
     )
     config.stash[session_key] = session
-    if "instructions" in settings.modes and not _is_xdist_worker(config):
+    if "instructions" in settings.modes and not worker:
         from .valgrind import configure_controller
 
         configure_controller(config)
-    if not _is_xdist_worker(config):
+    if not worker:
         config.pluginmanager.register(Controller(config, settings, baseline), "torchbench-controller")
         if _is_xdist_controller(config) and "time" in settings.modes:
             config.issue_config_time_warning(
@@ -254,7 +255,7 @@ def bench_profiler(request: pytest.FixtureRequest) -> Generator[ProfilerFixture,
     recorder = _recorder(request.node)
     fixture = ProfilerFixture(
         defaults=dict(recorder.options.profile or {}),
-        trace_dir=(settings.output_dir or Path(request.config.rootpath) / ".torchbench") / "traces",
+        output_dir=settings.output_dir,
         nodeid=request.node.nodeid,
     )
     yield fixture

@@ -277,6 +277,12 @@ def metric_from_json(name: str, data: Mapping[str, Any]) -> Any:
 # --------------------------------------------------------------------------------------------------
 
 
+def nodeid_of(key: str) -> str:
+    """The test a result key belongs to: keys are ``nodeid``, ``nodeid [description]`` or
+    ``nodeid #2`` (see fixtures.ItemRecorder.key_for)."""
+    return key.split(" [", 1)[0].split(" #", 1)[0]
+
+
 @dataclasses.dataclass
 class BenchmarkResult:
     """Everything one benchmark (a test, or one recorded Timer inside it) produced in this run."""

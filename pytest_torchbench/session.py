@@ -55,8 +55,15 @@ def profile_extras(summary: Any) -> dict[str, Any]:
     }
 
 
+def trace_file(output_dir: Path, nodeid: str, suffix: str = "") -> Path:
+    """Where a test's profiler trace goes: one name rule for --bench-profile and bench_profiler."""
+    from .engines.profiler import safe_file_stem
+
+    return output_dir / "traces" / f"{safe_file_stem(nodeid)}{suffix}.json"
+
+
 class BenchSession:
-    """Measures and judges in the current process; knows the engines, not pytest's hooks."""
+    """Measures in the current process; knows the engines, not pytest's hooks, never baselines."""
 
     def __init__(
         self,
@@ -70,7 +77,6 @@ class BenchSession:
         self.min_run_time = min_run_time
         self.output_dir = output_dir
         self.profile = profile
-        self.notes: list[str] = []  # one-line problems to show once (e.g. an unwritable trace folder)
         self._environments: dict[tuple[str, int], Environment] = {}
         # Facts added by pytest_torchbench_environment hooks; asked for once per process.
         self._extra_environment = extra_environment
@@ -108,13 +114,7 @@ class BenchSession:
     def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
                 modes: tuple[str, ...] | None = None) -> BenchmarkResult:
         """Run every engine of the session's modes on ``fn`` (already called once by the caller)."""
-        result = BenchmarkResult(
-            key=naming.nodeid,
-            module=naming.module,
-            label=naming.label,
-            sub_label=naming.sub_label,
-            description=naming.description,
-        )
+        result = _new_result(naming)
         for mode in self.modes if modes is None else modes:
             metric = self._measure_one(mode, fn, options, naming)
             result.metrics[mode] = metric
@@ -123,24 +123,14 @@ class BenchSession:
             result.extras["profile"] = self._profile(fn, options, naming)
         return result
 
-    def trace_path(self, nodeid: str, suffix: str = "") -> Path | None:
-        if self.output_dir is None:
-            return None
-        from .engines.profiler import safe_file_stem
-
-        return self.output_dir / "traces" / f"{safe_file_stem(nodeid)}{suffix}.json"
-
     def _profile(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> dict[str, Any]:
         """--bench-profile: a few more runs under torch.profiler, after (never during) measuring."""
         from .engines import profiler
 
         profiler_options = profiler.ProfilerOptions.from_kwargs(**dict(options.profile or {}))
-        summary = profiler.profile_run(
-            fn, iterations=3, options=profiler_options, trace_path=self.trace_path(naming.nodeid), top_n=5
-        )
-        if summary.error and summary.error not in self.notes:
-            self.notes.append(summary.error)
-        return profile_extras(summary)
+        trace_path = trace_file(self.output_dir, naming.nodeid) if self.output_dir is not None else None
+        summary = profiler.profile_run(fn, iterations=3, options=profiler_options, trace_path=trace_path, top_n=5)
+        return profile_extras(summary)  # a trace that could not be written shows as its error line
 
     def _measure_one(self, mode: str, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> Any:
         if mode == "time":
@@ -181,10 +171,12 @@ class BenchSession:
 
     def record_measurement(self, metric: str, value: Any, num_threads: int, naming: Naming) -> BenchmarkResult:
         """A result measured by the user through bench_timer (their own Timer call)."""
-        result = BenchmarkResult(
-            key=naming.nodeid, module=naming.module, label=naming.label,
-            sub_label=naming.sub_label, description=naming.description,
-        )
+        result = _new_result(naming)
         result.metrics[metric] = value
         result.environments[metric] = self.environment(metric, num_threads)
         return result
+
+
+def _new_result(naming: Naming) -> BenchmarkResult:
+    return BenchmarkResult(key=naming.nodeid, module=naming.module, label=naming.label,
+                           sub_label=naming.sub_label, description=naming.description)

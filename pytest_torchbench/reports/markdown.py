@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, format_seconds
 from ..results import BenchmarkResult
 from . import terminal
 
@@ -38,16 +38,10 @@ def _value(metric: str, value: float | None) -> str:
     if value is None:
         return "-"
     if metric == "time":
-        return terminal_seconds(value)
+        return format_seconds(value)
     if metric in ("instructions", "memory"):
         return f"{value:,.0f}"
     return f"{value:g}"
-
-
-def terminal_seconds(seconds: float) -> str:
-    from ..judgement import format_seconds
-
-    return format_seconds(seconds)
 
 
 def _delta(verdict: Verdict) -> str:

@@ -19,8 +19,6 @@ import pytest
 
 from pytest_torchbench.engines import callgrind as cg
 
-from test_callgrind_parse import annotate_rows  # same folder (rootdir-relative import)
-
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind"),
@@ -162,7 +160,7 @@ def test_parser_matches_callgrind_annotate_on_real_dumps(runs: dict[str, dict[st
         dump = Path(runs["forward_"]["statements"][name]["dump"])
         for inclusive in (False, True):
             started = time.perf_counter()
-            theirs = annotate_rows(dump, inclusive)
+            theirs = cg.annotate_counts(dump, inclusive)
             annotate_seconds += time.perf_counter() - started
             started = time.perf_counter()
             counts = cg.function_counts(cg.parse_callgrind_file(dump), inclusive=inclusive)
@@ -171,6 +169,6 @@ def test_parser_matches_callgrind_annotate_on_real_dumps(runs: dict[str, dict[st
             assert ours == theirs, (name, inclusive)
         # what measure() returned is that parse (inclusive without the program-total roots)
         exclusive = {f: c for c, f in runs["forward_"]["statements"][name]["exclusive"]}
-        assert exclusive == annotate_rows(dump, False)
+        assert exclusive == cg.annotate_counts(dump, False)
     print(f"\nparse: {ours_seconds * 1000:.1f} ms, callgrind_annotate: {annotate_seconds * 1000:.1f} ms")
     assert ours_seconds < annotate_seconds
