@@ -195,7 +195,7 @@ def strip_box_svg(current: Sequence[float], baseline: Sequence[float] | None, wi
                      f'<title>{name}: median {median:.4g} {unit}, quartiles {q1:.4g}-{q3:.4g}, '
                      f'n={len(scaled)}</title></path>')
         if outside:
-            parts.append(f'<text x="{width - right + 4}" y="{cy + 4:.1f}" class="o">+{outside}<title>{outside} '
+            parts.append(f'<text x="{width - right + 4}" y="{cy + 4:.1f}" class="o">{outside} off-scale<title>{outside} '
                          f'replicate(s) outside the 1st-99th percentile range shown</title></text>')
     parts.append("</svg>")
     return "".join(parts)
