@@ -9,8 +9,8 @@ import dataclasses
 from pathlib import Path
 import pytest
 
-from .reports.paths import option_targets_error
 from .judgement import DEFAULT_LIMITS, LimitSpecError, Policy, parse_limits
+from .reports.paths import option_targets_error
 from .storage import BaselineError, validate_set_name
 
 MODES = ("time", "instructions", "ops", "memory")

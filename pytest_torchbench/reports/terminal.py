@@ -97,7 +97,9 @@ def _blocks(measured: Sequence[BenchmarkResult]) -> dict[tuple[str, str, str], l
         group = group_of(result)
         module = result.module if len(modules_of[(group, result.label)]) > 1 else ""
         blocks.setdefault((group, result.label, module), []).append(result)
-    return blocks
+    # Blocks of one group and label stay together (first-seen order of groups and labels kept).
+    first_seen = {key[:2]: index for index, key in reversed(list(enumerate(blocks)))}
+    return dict(sorted(blocks.items(), key=lambda item: (first_seen[item[0][:2]], item[0][2])))
 
 
 def _row_names(block: Sequence[BenchmarkResult]) -> dict[str, str]:

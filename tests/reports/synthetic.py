@@ -60,7 +60,7 @@ def suite(n: int = 310, modes: tuple[str, ...] = ("time",), seed: int = 0,
                 metrics["time"] = TimeMetric(number, _times(rng, median * scale, count, number))
             if "instructions" in modes:
                 functions = {f"lib{f % 7}.so:function_{index}_{f}(at::Tensor const&)": 1000.0 * (f + 1) for f in range(250)}
-                functions["aten::add_impl"] = 50_000 * scale
+                functions["aten::add_impl"] = 5_000_000 * scale
                 metrics["instructions"] = InstructionsMetric(sum(functions.values()), 100, functions)
             if "ops" in modes:
                 metrics["ops"] = OpsMetric({op: 1.0 + (which if op == "aten::copy_" and scale > 1 else 0)
