@@ -146,7 +146,7 @@ def render(
     changed = [r for r in rows if r[2].status not in (UNCHANGED, "measured")]
     rest = [r for r in rows if r[2].status in (UNCHANGED, "measured")]
     if changed:
-        lines += ["### Changes (regressions first)", "", *_table(changed, grouped), ""]
+        lines += ["### Regressions and other changes", "", *_table(changed, grouped), ""]
     by_key = verdicts_by_key(verdicts)
     regressed: dict[str, list[Verdict]] = {}
     for _, key, verdict in changed:
