@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from .judgement import DEFAULT_LIMITS, LimitSpecError, Policy, parse_limits
+from .reports.paths import option_targets_error
 from .storage import BaselineError, validate_set_name
 
 MODES = ("time", "instructions", "ops", "memory")
@@ -107,6 +108,8 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
                       opt.bench_profile, opt.bench_markdown, opt.bench_html)
     )
     modes = _parse_modes(opt.bench_mode)
+    if (target_error := option_targets_error(opt, active)) is not None:
+        raise pytest.UsageError(target_error)
     try:
         limits = parse_limits(opt.bench_fail) if opt.bench_fail is not None else {}
     except LimitSpecError as exc:

@@ -686,13 +686,15 @@ _WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {f"COM{i}" for i in range(1, 
 
 
 def safe_file_stem(test_id: str, *, max_length: int = _MAX_STEM) -> str:
-    """A file name stem for a pytest node id, safe on every common filesystem and deterministic.
+    """A file name stem for a pytest node id: readable, safe on every common filesystem, deterministic
+    and unique per id.
 
-    ``tests/a/test_x.py::TestC::test_f[param]`` becomes ``tests_a_test_x.py__TestC__test_f-param``.
-    Whenever the mapping could make two ids collide (characters outside ``[A-Za-z0-9._-]`` in the
-    parametrisation, such as unicode or slashes) or the stem is cut to ``max_length``, an 8-hex hash
-    of the full id is appended, so distinct parametrisations never overwrite each other's traces.
-    The stem leaves room for suffixes like ``.pt.trace.json.gz`` under the 255-byte name limit.
+    ``tests/a/test_x.py::TestC::test_f[param]`` becomes ``tests_a_test_x.py__TestC__test_f-param-<hash>``
+    where ``<hash>`` is 8 hex digits of the full id. The readable part folds characters (``/`` and
+    ``::`` to ``_``, anything outside ``[A-Za-z0-9._-]`` to ``_``, trailing ``._-`` stripped), so
+    ids such as ``test[a]``, ``test[a.]``, ``test[a_]`` and ``test[a-]`` share it; the hash, always
+    appended, keeps their traces apart. The stem leaves room for suffixes like
+    ``.pt.trace.json.gz`` under the 255-byte name limit.
     """
     if max_length < 16:
         raise ValueError("max_length must be at least 16")
@@ -700,7 +702,6 @@ def safe_file_stem(test_id: str, *, max_length: int = _MAX_STEM) -> str:
     base, bracket, param = test_id.partition("[")
     if bracket and param.endswith("]"):
         param = param[:-1]
-    lossy = bool(bracket) and _UNSAFE.search(param) is not None
 
     def clean(text: str) -> str:
         text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
@@ -714,8 +715,4 @@ def safe_file_stem(test_id: str, *, max_length: int = _MAX_STEM) -> str:
         stem = "_" + stem
     if not stem:
         return f"test-{digest}"
-    if len(stem) > max_length:
-        return stem[: max_length - 9].rstrip("._-") + "-" + digest
-    if lossy or clean(test_id) != _UNSAFE.sub("_", test_id):
-        return f"{stem}-{digest}"
-    return stem
+    return stem[: max_length - 9].rstrip("._-") + "-" + digest

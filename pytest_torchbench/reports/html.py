@@ -2,26 +2,39 @@
 
 Why self-contained: the report is uploaded as a CI artifact and opened from a download folder or
 an air-gapped machine, so it must not fetch anything: styles are inline, plots are SVG drawn here
-in Python (no JavaScript, no CDN, no fonts). The only links that leave the file are to profiler
-traces the user recorded (``result.extras["trace"]``).
+in Python (no CDN, no fonts), and one small inline script sorts and filters the overview table (the
+report reads fine without it). The only links that leave the file are to profiler traces
+(``--bench-profile``: ``extras["profile"]["trace"]``), relative to the report when they lie beside it.
 
-Per benchmark: the distribution of current against baseline wall times (a strip plot of the raw
-replicate times over a box of quartiles: a shift of the whole cloud is a real change, one outlier is
-not), bars of the instruction and op-count deltas, and the functions whose instruction counts
-changed most (the function-level explanation of a regression).
+Why it stays small at suite size: a suite of 300 benchmarks in time mode has hundreds of thousands
+of replicate times (thousands for a 10 us benchmark); drawn one dot each, the report was 8-19 MB.
+Distributions are drawn from binned densities and quantiles instead (a fixed size per benchmark),
+and unchanged benchmarks get no function bars. Bad news first: the overview table and the cards
+are ordered regressions first; the header badges count tests (each under its worst verdict).
+
+Per benchmark: the distribution of current against baseline wall times (density, quartiles,
+median, 5th-95th percentiles: a shift of the whole shape is a real change, one outlier is not),
+bars of the instruction and op-count deltas, and the functions whose instruction counts changed
+most (the function-level explanation of a regression).
 """
 from __future__ import annotations
 
 import hashlib
 import html
 import math
-import random
+import os
+import urllib.parse
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from .. import __version__
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, format_seconds
-from ..results import BenchmarkResult
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..results import BenchmarkResult, nodeid_of
+from .common import (
+    count_tests, format_delta, format_value, group_of, metric_rank, metric_value, safe_delta, status_rank,
+    verdicts_by_key, worst_status,
+)
+from .text import finite, safe_number, safe_text
 
 _COLORS = {
     REGRESSION: "#c62828", IMPROVEMENT: "#2e7d32", UNCHANGED: "#607d8b",
@@ -41,7 +54,7 @@ section.card h2{font-size:15px;margin:0 0 6px;font-family:ui-monospace,Menlo,Con
 .card.regression{border-left:5px solid #c62828}.card.improvement{border-left:5px solid #2e7d32}
 .meta{color:#5b6475;font-size:12px;margin-bottom:6px}
 .plots{display:flex;flex-wrap:wrap;gap:14px;align-items:flex-start}
-.plot{flex:1 1 420px;min-width:320px}.plot h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:#5b6475;margin:8px 0 2px}
+.plot{flex:1 1 460px;min-width:320px}.plot h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:#5b6475;margin:8px 0 2px}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #e6e8ec}
 th{background:#eef0f4;font-weight:600}
@@ -52,6 +65,14 @@ pre{background:#f3f4f7;padding:8px;border-radius:4px;overflow:auto;font-size:12p
 svg{max-width:100%;height:auto;display:block}
 svg text{font-family:system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif}
 a{color:#1565c0}
+svg .t{font-size:10px;text-anchor:middle;fill:#5b6475} svg .r{font-size:11px;text-anchor:end;fill:#1d2330}
+svg .o{font-size:10px;fill:#5b6475}
+.controls{display:flex;gap:8px;align-items:center;margin:6px 0 8px;flex-wrap:wrap}
+.controls input,.controls select{font:inherit;padding:3px 6px;border:1px solid #c5cad3;border-radius:4px}
+.scroll{max-height:24em;overflow:auto;border:1px solid #e6e8ec;border-radius:4px}
+#overview th{cursor:pointer;user-select:none;white-space:nowrap;position:sticky;top:0} #overview th.up:after{content:" \\25B2"}
+#overview th.down:after{content:" \\25BC"}
+.card.new{border-left:5px solid #1565c0}.card.missing{border-left:5px solid #6a1b9a}
 footer{color:#5b6475;font-size:12px;padding:8px 28px 24px}
 """
 
@@ -62,19 +83,27 @@ def _anchor(key: str) -> str:
 
 
 def _e(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text from results and baselines in HTML: the reports' common rule (``safe_text``: no control
+    characters, no workflow commands), then HTML-escaped (quotes too: it also fills attributes)."""
+    return html.escape(safe_text(text), quote=True)
 
 
 def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """Round tick values (1, 2, 2.5, 5 x 10^k) covering [low, high]."""
+    """Round tick values (1, 2, 2.5, 5 x 10^k) covering [low, high]; never raises (a range that
+    floats cannot split, such as 0 to 1e308, gives its two ends)."""
     if not math.isfinite(low) or not math.isfinite(high):
-        return [0.0]
+        return [0.0, 1.0]
     if high <= low:
         high = low + (abs(low) or 1.0)
-    raw = (high - low) / max(count - 1, 1)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    start = math.floor(low / step) * step
+    try:
+        raw = (high - low) / max(count - 1, 1)
+        magnitude = 10.0 ** math.floor(math.log10(raw))
+        step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
+        start = math.floor(low / step) * step
+    except (OverflowError, ValueError, StopIteration):
+        return [low, high]
+    if not all(math.isfinite(v) for v in (raw, step, start, start + count * step)):
+        return [low, high]
     ticks = [round(start, 12)]
     while ticks[-1] < high - step * 1e-9 and len(ticks) < 40:  # the last tick covers ``high``
         ticks.append(round(start + len(ticks) * step, 12))
@@ -89,56 +118,85 @@ def _time_scale(values: Iterable[float]) -> tuple[str, float]:
     return "ns", 1e-9
 
 
+def _quantile(ordered: Sequence[float], p: float) -> float:
+    """Linear-interpolated quantile of sorted values (numpy's default method)."""
+    position = p * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
 def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     ordered = sorted(values)
-
-    def q(p: float) -> float:
-        position = p * (len(ordered) - 1)
-        low = math.floor(position)
-        high = min(low + 1, len(ordered) - 1)
-        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-    return q(0.25), q(0.5), q(0.75)
+    return _quantile(ordered, 0.25), _quantile(ordered, 0.5), _quantile(ordered, 0.75)
 
 
-def strip_box_svg(current: Sequence[float], baseline: Sequence[float] | None, width: int = 440) -> str:
-    """Per-call times of each replicate: baseline row above current row, box = quartiles."""
-    rows = [("baseline", list(baseline), _BASELINE)] if baseline else []
-    rows.append(("current", list(current), _CURRENT))
-    everything = [v for _, values, _ in rows for v in values]
+#: Bins of the density outline: enough to show two modes, few enough to stay small.
+_BINS = 28
+
+
+def strip_box_svg(current: Sequence[float], baseline: Sequence[float] | None, width: int = 600) -> str:
+    """Per-call times, baseline row above current row, each drawn from the samples' distribution
+    rather than sample by sample, so the size does not grow with the number of replicates (a 10 us
+    benchmark has thousands): a density outline (violin, a histogram of ``_BINS`` bins smoothed
+    over its neighbours), a box of the quartiles, the median, whiskers from the 5th to the 95th
+    percentile. The axis spans the 1st to 99th percentiles of both rows together, so one outlier
+    does not squash the picture; how many replicates lie outside it is written at the row's end."""
+    rows = [("baseline", [v for v in baseline if finite(v)], _BASELINE)] if baseline else []
+    rows.append(("current", [v for v in current if finite(v)], _CURRENT))
+    rows = [row for row in rows if row[1]]
+    if not rows:
+        return '<p class="meta">no finite times to draw</p>'
+    everything = sorted(v for _, values, _ in rows for v in values)
     unit, scale = _time_scale(everything)
-    low, high = min(everything) / scale, max(everything) / scale
-    pad = (high - low) * 0.08 or max(high * 0.05, 1e-9)
+    low, high = _quantile(everything, 0.01) / scale, _quantile(everything, 0.99) / scale
+    pad = (high - low) * 0.08 or max(abs(high) * 0.05, 1e-9)
     ticks = _nice_ticks(low - pad, high + pad)
     x0, x1 = ticks[0], ticks[-1]
-    left, right, row_h, top = 70, 14, 38, 8
+    left, right, row_h, top = 70, 80, 38, 8
     height = top + row_h * len(rows) + 34
+    span = (x1 - x0) or 1.0
 
     def x(value: float) -> float:
-        return left + (value - x0) / ((x1 - x0) or 1.0) * (width - left - right)
+        return left + (min(max(value, x0), x1) - x0) / span * (width - left - right)
 
-    parts = [f'<svg width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="time distribution">']
+    parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+             f'aria-label="time distribution"><title>shape: density of the replicates; box: quartiles; '
+             f'line: median; whiskers: 5th to 95th percentile</title>']
     axis_y = top + row_h * len(rows) + 4
     for tick in ticks:
         tx = x(tick)
-        parts.append(f'<line x1="{tx:.1f}" y1="{top}" x2="{tx:.1f}" y2="{axis_y}" stroke="#eceef2"/>')
-        parts.append(f'<text x="{tx:.1f}" y="{axis_y + 14}" font-size="10" text-anchor="middle" fill="#5b6475">{tick:g}</text>')
-    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{axis_y + 28}" font-size="10" '
-                 f'text-anchor="middle" fill="#5b6475">time per call ({unit})</text>')
-    jitter = random.Random(0)  # deterministic: the same results give the same bytes
+        parts.append(f'<path d="M{tx:.1f} {top}V{axis_y}" stroke="#eceef2"/>'
+                     f'<text x="{tx:.1f}" y="{axis_y + 14}" class="t">{tick:g}</text>')
+    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{axis_y + 28}" class="t">time per call ({unit})</text>')
     for index, (name, values, color) in enumerate(rows):
         cy = top + row_h * index + row_h / 2
-        scaled = [v / scale for v in values]
-        q1, median, q3 = _quartiles(scaled)
-        parts.append(f'<text x="{left - 8}" y="{cy + 4:.1f}" font-size="11" text-anchor="end" fill="#1d2330">{name}</text>')
-        parts.append(f'<line x1="{x(min(scaled)):.1f}" y1="{cy:.1f}" x2="{x(max(scaled)):.1f}" y2="{cy:.1f}" stroke="{color}" stroke-width="1"/>')
-        parts.append(f'<rect x="{x(q1):.1f}" y="{cy - 11:.1f}" width="{max(x(q3) - x(q1), 1):.1f}" height="22" '
-                     f'fill="{color}" fill-opacity="0.18" stroke="{color}" rx="2"/>')
-        parts.append(f'<line x1="{x(median):.1f}" y1="{cy - 13:.1f}" x2="{x(median):.1f}" y2="{cy + 13:.1f}" stroke="{color}" stroke-width="2.5"/>')
+        scaled = sorted(v / scale for v in values)
+        q1, median, q3 = (_quantile(scaled, p) for p in (0.25, 0.5, 0.75))
+        p5, p95 = _quantile(scaled, 0.05), _quantile(scaled, 0.95)
+        counts = [0] * _BINS
+        outside = 0
         for value in scaled:
-            parts.append(f'<circle cx="{x(value):.1f}" cy="{cy + jitter.uniform(-8, 8):.1f}" r="2.6" '
-                         f'fill="{color}" fill-opacity="0.75"><title>{value:.4g} {unit}</title></circle>')
+            if value < x0 or value > x1:
+                outside += 1
+                continue
+            counts[min(int((value - x0) / span * _BINS), _BINS - 1)] += 1
+        smooth = [(counts[max(i - 1, 0)] + 2 * counts[i] + counts[min(i + 1, _BINS - 1)]) / 4 for i in range(_BINS)]
+        peak = max(smooth) or 1.0
+        xs = [x(x0 + (i + 0.5) * span / _BINS) for i in range(_BINS)]
+        upper = " ".join(f"{px:.1f} {cy - 13 * h / peak:.1f}" for px, h in zip(xs, smooth))
+        lower = " ".join(f"{px:.1f} {cy + 13 * h / peak:.1f}" for px, h in zip(reversed(xs), reversed(smooth)))
+        parts.append(f'<text x="{left - 8}" y="{cy + 4:.1f}" class="r">{name}</text>'
+                     f'<path d="M{upper} L{lower}Z" fill="{color}" fill-opacity="0.22"/>'
+                     f'<path d="M{x(p5):.1f} {cy:.1f}H{x(p95):.1f}" stroke="{color}"/>'
+                     f'<rect x="{x(q1):.1f}" y="{cy - 5:.1f}" width="{max(x(q3) - x(q1), 1):.1f}" height="10" '
+                     f'fill="{color}" fill-opacity="0.5" stroke="{color}"/>'
+                     f'<path d="M{x(median):.1f} {cy - 11:.1f}V{cy + 11:.1f}" stroke="{color}" stroke-width="2.5">'
+                     f'<title>{name}: median {median:.4g} {unit}, quartiles {q1:.4g}-{q3:.4g}, '
+                     f'n={len(scaled)}</title></path>')
+        if outside:
+            parts.append(f'<text x="{width - right + 4}" y="{cy + 4:.1f}" class="o">{outside} off-scale<title>{outside} '
+                         f'replicate(s) outside the 1st-99th percentile range shown</title></text>')
     parts.append("</svg>")
     return "".join(parts)
 
@@ -150,9 +208,10 @@ def delta_bars_svg(
     (``neutral``: plain counts without a baseline, in one colour)."""
     if not items:
         return '<p class="meta">no changes</p>'
+    items = [(name, value) for name, value in items]
     bar_h, top = 18, 6
     height = top + bar_h * len(items) + 22
-    largest = max(abs(v) for _, v in items) or 1.0
+    largest = max((abs(v) for _, v in items if finite(v)), default=1.0) or 1.0
     mid = label_width + (width - label_width - 70) / 2
     half = (width - label_width - 70) / 2
     parts = [f'<svg width="{width}" height="{height}" '
@@ -160,6 +219,11 @@ def delta_bars_svg(
     parts.append(f'<line x1="{mid:.1f}" y1="{top - 2}" x2="{mid:.1f}" y2="{top + bar_h * len(items)}" stroke="#9aa3b2"/>')
     for index, (name, value) in enumerate(items):
         y = top + index * bar_h
+        if not finite(value):  # NaN or inf from a baseline: a label, no bar
+            parts.append(f'<text x="{label_width - 6}" y="{y + 13}" font-size="10.5" text-anchor="end" '
+                         f'fill="#1d2330">{_e(name[-30:])}</text><text x="{mid + 4:.1f}" y="{y + 13}" '
+                         f'font-size="10">{_e(safe_number(value))}</text>')
+            continue
         length = abs(value) / largest * half
         bx = mid if value >= 0 else mid - length
         color = _CURRENT if neutral else _MORE if value > 0 else _LESS
@@ -181,110 +245,196 @@ def delta_bars_svg(
 
 def _status_pill(verdict: Verdict) -> str:
     color = _COLORS.get(verdict.status, "#607d8b")
-    delta = verdict.delta
+    delta = safe_delta(verdict)
     text = f"{verdict.metric}: {verdict.status}"
     if delta is not None and verdict.status not in (NEW, NOT_COMPARABLE):
-        text += f" {delta * 100:+.1f}%"
+        text += f" {format_delta(delta)}"
     if verdict.failed:
         text += " ✗"
     return f'<span style="background:{color}" title="{_e(verdict.summary)}">{_e(text)}</span>'
 
 
-def _trace_link(trace: object) -> str:
-    """A link to a profiler trace: URLs stay, files become file:// (or stay relative)."""
+def _trace_href(trace: object, base: Path | None) -> str:
+    """Where a trace link points: http(s) URLs stay; a file beside the report (``base``, the report's
+    folder) becomes a relative link, so report and traces can be uploaded and opened together;
+    other absolute files become file:// URLs; anything else is percent-quoted (no ``javascript:``)."""
     target = str(trace)
-    if "://" in target:
-        href = target
-    else:
-        path = Path(target)
-        href = path.as_uri() if path.is_absolute() else target
-    return f'<a href="{_e(href)}">{_e(Path(target).name or target)}</a>'
+    if target.startswith(("https://", "http://", "file://")):
+        return target
+    path = Path(target)
+    if path.is_absolute():
+        if base is not None:
+            try:
+                return urllib.parse.quote(os.path.relpath(path, base).replace(os.sep, "/"))
+            except ValueError:  # another drive (Windows)
+                pass
+        return path.as_uri()
+    return urllib.parse.quote(target.replace(os.sep, "/"))
 
 
-def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: Sequence[Verdict], top: int) -> str:
-    statuses = {v.status for v in verdicts}
-    css = REGRESSION if REGRESSION in statuses else IMPROVEMENT if IMPROVEMENT in statuses else ""
+def _traces_of(result: BenchmarkResult) -> list[str]:
+    """Profiler traces recorded for a result: ``extras["profile"]["trace"]`` (--bench-profile) and
+    ``extras["trace"]`` (a trace named by a user's hook or an older result)."""
+    extras = result.extras if isinstance(result.extras, Mapping) else {}
+    found: list[str] = []
+    profile = extras.get("profile")
+    candidates = [profile.get("trace") if isinstance(profile, Mapping) else None, extras.get("trace")]
+    for candidate in candidates:
+        for trace in candidate if isinstance(candidate, (list, tuple)) else [candidate]:
+            if trace and str(trace) not in found:
+                found.append(str(trace))
+    return found
+
+
+def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: Sequence[Verdict], top: int,
+          base: Path | None) -> str:
+    status = worst_status(verdicts)
     anchor = _anchor(result.key)
-    meta = " · ".join(_e(p) for p in (result.label, result.sub_label, result.description, result.module) if p)
-    parts = [f'<section class="card {css}" id="{anchor}"><h2>{_e(result.key)}</h2>',
-             f'<div class="meta">{meta}</div>',
+    group = group_of(result)
+    meta = " · ".join(_e(p) for p in (group and f"group {group}", result.label, result.sub_label, result.description,
+                                      result.module) if p)
+    parts = [f'<section class="card {status}" id="{anchor}" data-s="{_e(status)}" data-g="{_e(group)}">'
+             f'<h2>{_e(result.key)}</h2><div class="meta">{meta}</div>',
              '<div class="pills">' + "".join(_status_pill(v) for v in verdicts) + "</div>"]
     plots: list[str] = []
     time_now = result.metrics.get("time")
     if time_now is not None:
         time_then = baseline.metrics.get("time") if baseline is not None else None
-        plots.append("<h3>wall time: baseline vs current (each dot one replicate)</h3>"
+        plots.append("<h3>wall time per call: baseline vs current</h3>"
                      + strip_box_svg(time_now.times, time_then.times if time_then is not None else None))
     instr_now = result.metrics.get("instructions")
     instr_then = baseline.metrics.get("instructions") if baseline is not None else None
+    # A benchmark that did not change needs no function bars: its card stays short.
+    changed = status in (REGRESSION, IMPROVEMENT)
     if instr_now is not None and instr_then is not None:
         total = instr_now.instructions_per_run - instr_then.instructions_per_run
-        changes = {
-            name: instr_now.functions.get(name, 0.0) - instr_then.functions.get(name, 0.0)
-            for name in set(instr_now.functions) | set(instr_then.functions)
-        }
-        ordered = sorted(((n, c) for n, c in changes.items() if round(c) != 0), key=lambda i: (-abs(i[1]), i[0]))
-        plots.append(
-            f"<h3>instructions per run: {instr_then.instructions_per_run:,.0f} → "
-            f"{instr_now.instructions_per_run:,.0f} ({total:+,.0f})</h3>"
-            + delta_bars_svg([("total", total)], "instructions per run", label_width=120)
-            + "<h3>top changed functions (exclusive instructions per run)</h3>"
-            + delta_bars_svg(ordered[:top], "instructions per run")
-        )
+        title = (f"<h3>instructions per run: {_e(format_value('instructions', instr_then.instructions_per_run))} → "
+                 f"{_e(format_value('instructions', instr_now.instructions_per_run))} "
+                 f"({_e(safe_number(total, '+,.0f'))})</h3>")
+        if changed:
+            changes = {
+                name: instr_now.functions.get(name, 0.0) - instr_then.functions.get(name, 0.0)
+                for name in set(instr_now.functions) | set(instr_then.functions)
+            }
+            ordered = sorted(((n, c) for n, c in changes.items() if finite(c) and round(c) != 0),
+                             key=lambda i: (-abs(i[1]), i[0]))
+            plots.append(title + delta_bars_svg([("total", total)], "instructions per run", label_width=120)
+                         + "<h3>top changed functions (exclusive instructions per run)</h3>"
+                         + delta_bars_svg(ordered[:top], "instructions per run"))
+        else:
+            plots.append(title)
     ops_now = result.metrics.get("ops")
     ops_then = baseline.metrics.get("ops") if baseline is not None else None
     if ops_now is not None and ops_then is not None:
         op_changes = sorted(
             ((op, ops_now.ops.get(op, 0.0) - ops_then.ops.get(op, 0.0)) for op in set(ops_now.ops) | set(ops_then.ops)),
-            key=lambda i: (-abs(i[1]), i[0]),
+            key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]),
         )
         op_changes = [(op, change) for op, change in op_changes if change != 0]
-        plots.append("<h3>aten op calls per run: change vs baseline</h3>" + delta_bars_svg(op_changes[:top], "calls per run"))
+        if op_changes:
+            plots.append("<h3>aten op calls per run: change vs baseline</h3>" + delta_bars_svg(op_changes[:top], "calls per run"))
     elif ops_now is not None:
-        ordered_ops = sorted(ops_now.ops.items(), key=lambda i: (-i[1], i[0]))[:top]
+        ordered_ops = sorted(ops_now.ops.items(), key=lambda i: (-i[1] if finite(i[1]) else 0.0, i[0]))[:top]
         plots.append("<h3>aten op calls per run (no baseline)</h3>" + delta_bars_svg(ordered_ops, "calls per run", neutral=True))
     if plots:
         parts.append('<div class="plots">' + "".join(f'<div class="plot">{p}</div>' for p in plots) + "</div>")
-    details = [v for v in verdicts if v.details and v.status not in (UNCHANGED,)]
-    for verdict in details:
+    for verdict in (v for v in verdicts if v.details and v.status != UNCHANGED):
         parts.append(f"<h3 class=\"meta\">{_e(verdict.metric)}: {_e(verdict.summary)}</h3>"
-                     f"<pre>{_e(chr(10).join(verdict.details))}</pre>")
-    trace = result.extras.get("trace") if isinstance(result.extras, Mapping) else None
-    if trace:
-        traces = trace if isinstance(trace, (list, tuple)) else [trace]
-        parts.append('<div class="meta">profiler trace: ' + ", ".join(_trace_link(t) for t in traces) + "</div>")
+                     f"<pre>{_e_lines(verdict.details)}</pre>")
+    traces = _traces_of(result)
+    if traces:
+        parts.append('<div class="meta">profiler trace: ' + ", ".join(
+            f'<a href="{_e(_trace_href(t, base))}">{_e(Path(t).name or t)}</a>' for t in traces) + "</div>")
     parts.append("</section>")
     return "".join(parts)
 
 
-def _overview(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> str:
-    rows = []
-    by_key: dict[str, list[Verdict]] = {}
-    for verdict in verdicts:
-        by_key.setdefault(verdict.key, []).append(verdict)
-    order = {REGRESSION: 0, IMPROVEMENT: 1, NOT_COMPARABLE: 2, NEW: 3, UNCHANGED: 4, MISSING: 5}
-    keys = sorted({r.key for r in results} | set(by_key),
-                  key=lambda k: (min((order.get(v.status, 9) for v in by_key.get(k, [])), default=9), k))
-    for key in keys:
-        for verdict in by_key.get(key) or [Verdict(key, "-", "measured")]:
-            color = _COLORS.get(verdict.status, "#607d8b")
-            delta = verdict.delta
-            rows.append(
-                f'<tr><td class="key"><a href="#{_anchor(key)}">{_e(key)}</a></td><td>{_e(verdict.metric)}</td>'
-                f'<td class="status" style="color:{color}">{_e(verdict.status)}{" (failed)" if verdict.failed else ""}</td>'
-                f'<td class="num">{_fmt(verdict.metric, verdict.baseline)}</td><td class="num">{_fmt(verdict.metric, verdict.current)}</td>'
-                f'<td class="num">{"" if delta is None else f"{delta * 100:+.2f}%"}</td></tr>'
-            )
-    return ("<table><tr><th>benchmark</th><th>metric</th><th>verdict</th><th>baseline</th><th>current</th>"
-            "<th>delta</th></tr>" + "".join(rows) + "</table>")
+def _overview(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], grouped: bool) -> str:
+    """One sortable, filterable table: a row per benchmark and metric, regressions first. Cells
+    carry their sort value in ``data-v`` (numbers sort as numbers, text as text)."""
+    results_by_key = {r.key: r for r in results}
+    rows: list[tuple[int, str, str, int, str]] = []
+    judged = {(v.key, v.metric) for v in verdicts}
+    entries: list[tuple[str, Verdict]] = [(v.key, v) for v in verdicts]
+    for result in results:
+        for name, metric in result.metrics.items():
+            if (result.key, name) not in judged:
+                try:
+                    value: float | None = metric_value(name, metric)
+                except (KeyError, AttributeError, TypeError, ValueError):
+                    value = None
+                entries.append((result.key, Verdict(result.key, name, "measured", current=value)))
+    for key, verdict in entries:
+        result = results_by_key.get(key)
+        current = verdict.current
+        if current is None and result is not None and verdict.metric in result.metrics:
+            try:
+                current = metric_value(verdict.metric, result.metrics[verdict.metric])
+            except (KeyError, AttributeError, TypeError, ValueError):
+                current = None
+        delta = safe_delta(verdict)
+        group = group_of(result)
+        color = _COLORS.get(verdict.status, "#607d8b")
+        link = f'<a href="#{_anchor(key)}">{_e(key)}</a>' if result is not None else _e(key)
+        cells = [f'<td class="key" data-v="{_e(key)}">{link}</td>']
+        if grouped:
+            cells.append(f'<td data-v="{_e(group)}">{_e(group)}</td>')
+        cells += [
+            f'<td>{_e(verdict.metric)}</td>',
+            f'<td class="status" data-v="{status_rank(verdict.status)}" style="color:{color}">{_e(verdict.status)}'
+            f'{" (failed)" if verdict.failed else ""}</td>',
+            _num_cell(verdict.metric, verdict.baseline), _num_cell(verdict.metric, current),
+            f'<td class="num" data-v="{_sort_number(delta)}">{_e(format_delta(delta) if delta is not None else "")}</td>',
+        ]
+        rows.append((status_rank(verdict.status) - (1 if verdict.failed else 0), group, key, metric_rank(verdict.metric),
+                     f'<tr data-s="{_e(verdict.status)}" data-g="{_e(group)}">' + "".join(cells) + "</tr>"))
+    rows.sort(key=lambda r: r[:4])
+    head = ["benchmark", *(["group"] if grouped else []), "metric", "verdict", "baseline", "current", "delta"]
+    return ('<div class="scroll"><table id="overview"><thead><tr>' + "".join(f'<th title="sort">{h}</th>' for h in head)
+            + "</tr></thead><tbody>" + "".join(r[4] for r in rows) + "</tbody></table></div>")
 
 
-def _fmt(metric: str, value: float | None) -> str:
-    if value is None:
-        return ""
-    if metric == "time":
-        return _e(format_seconds(value))
-    return f"{value:,.0f}" if metric in ("instructions", "memory") else f"{value:g}"
+def _sort_number(value: float | None) -> str:
+    return repr(float(value)) if value is not None and finite(value) else ""
+
+
+def _num_cell(metric: str, value: float | None) -> str:
+    return f'<td class="num" data-v="{_sort_number(value)}">{_e(format_value(metric, value) if value is not None else "")}</td>'
+
+
+def _e_lines(lines: Sequence[object]) -> str:
+    return "\n".join(_e(line) for line in lines)
+
+
+#: Sorting (click a column head; again to reverse) and filtering (text, verdict, group) of the
+#: overview table; the filter also hides the cards of rows it hides. No network, no libraries.
+#: The URL can preset them, so a CI link can point at the bad news: ``report.html?verdict=regression``,
+#: ``?q=resize&group=geometry``, ``?sort=delta&desc``.
+_SCRIPT = """
+(function(){
+var t=document.getElementById('overview');if(!t)return;var b=t.tBodies[0];
+var q=document.getElementById('q'),s=document.getElementById('fs'),g=document.getElementById('fg');
+function val(r,i){var c=r.cells[i],v=c.getAttribute('data-v');if(v===null)v=c.textContent;
+ var n=parseFloat(v);return v!==''&&!isNaN(n)&&isFinite(v)?n:v.toLowerCase();}
+Array.prototype.forEach.call(t.tHead.rows[0].cells,function(h,i){h.addEventListener('click',function(){
+ var d=h.getAttribute('data-d')==='1'?-1:1;Array.prototype.forEach.call(t.tHead.rows[0].cells,function(o){o.removeAttribute('data-d');o.className='';});
+ h.setAttribute('data-d',d===1?'1':'-1');h.className=d===1?'up':'down';
+ var rows=Array.prototype.slice.call(b.rows);rows.sort(function(x,y){var a=val(x,i),c=val(y,i);
+  if(a===''&&c!=='')return 1;if(c===''&&a!=='')return -1;
+  if(typeof a!==typeof c){a=String(a);c=String(c);}return a<c?-d:a>c?d:0;});
+ rows.forEach(function(r){b.appendChild(r);});});});
+function apply(){var text=q.value.toLowerCase(),st=s.value,gr=g?g.value:'',shown={},n=0;
+ Array.prototype.forEach.call(b.rows,function(r){var ok=(!text||r.textContent.toLowerCase().indexOf(text)>=0)
+  &&(!st||r.getAttribute('data-s')===st)&&(!gr||r.getAttribute('data-g')===gr);
+  r.style.display=ok?'':'none';if(ok){n++;var a=r.querySelector('a');if(a)shown[a.getAttribute('href').slice(1)]=1;}});
+ Array.prototype.forEach.call(document.querySelectorAll('section.card[id]'),function(c){c.style.display=shown[c.id]?'':'none';});
+ document.getElementById('count').textContent=n+' of '+b.rows.length+' rows';}
+q.addEventListener('input',apply);s.addEventListener('change',apply);if(g)g.addEventListener('change',apply);
+var p=new URLSearchParams(location.search);q.value=p.get('q')||'';s.value=p.get('verdict')||'';if(g)g.value=p.get('group')||'';
+Array.prototype.forEach.call(t.tHead.rows[0].cells,function(h){if(h.textContent===p.get('sort')){h.click();if(p.has('desc'))h.click();}});
+apply();
+})();
+"""
 
 
 def render(
@@ -295,45 +445,57 @@ def render(
     baseline_source: str | None = None,
     title: str = "torchbench report",
     top: int = 10,
+    base: Path | None = None,
 ) -> str:
-    """The whole report as one HTML string; ``baseline`` maps keys to baseline entries."""
-    counts: dict[str, int] = {}
-    for verdict in verdicts:
-        counts[verdict.status] = counts.get(verdict.status, 0) + 1
-    failed = sum(1 for v in verdicts if v.failed)
-    subtitle = (f"{len(results)} benchmark(s) compared with baseline <b>{_e(baseline_name)}</b>"
-                + (f" ({_e(baseline_source)})" if baseline_source else "")
-                if baseline_name else f"{len(results)} benchmark(s); no baseline")
+    """The whole report as one HTML string; ``baseline`` maps keys to baseline entries; ``base`` is
+    the folder the report is written to (trace links under it become relative)."""
+    counts = count_tests(results, verdicts)
+    measured = f"{len(results)} benchmark(s) measured in {len({nodeid_of(r.key) for r in results})} test(s)"
+    subtitle = (f"{measured}, compared with baseline <b>{_e(baseline_name)}</b>"
+                + (f" ({_e(baseline_source)})" if baseline_source else "") + "; badges count tests"
+                if baseline_name else f"{measured}; no baseline")
+    words = {REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
+             MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured"}
     pills = "".join(
-        f'<span style="background:{_COLORS[s]}">{counts[s]} {_e(s)}</span>'
-        for s in (REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED) if counts.get(s)
+        f'<span style="background:{_COLORS.get(s, "#607d8b")}" title="tests whose worst verdict is {s}">'
+        f'{counts[s]} {words[s]}</span>'
+        for s in (REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED, "measured") if counts.get(s)
     )
-    if failed:
-        pills = f'<span style="background:#b71c1c">{failed} failed</span>' + pills
-    by_key: dict[str, list[Verdict]] = {}
-    for verdict in verdicts:
-        by_key.setdefault(verdict.key, []).append(verdict)
-    rank = {REGRESSION: 0, IMPROVEMENT: 1, NOT_COMPARABLE: 2, NEW: 3}
-    ordered = sorted(results, key=lambda r: (min((rank.get(v.status, 5) for v in by_key.get(r.key, [])), default=5), r.key))
-    cards = "".join(_card(r, (baseline or {}).get(r.key), by_key.get(r.key, []), top) for r in ordered)
-    missing = [v for v in verdicts if v.status == MISSING]
-    missing_html = ""
-    if missing:
-        missing_html = ("<section class=\"card\"><h2>missing</h2><ul>"
-                        + "".join(f"<li><code>{_e(v.key)}</code>: {_e(v.summary)}</li>" for v in missing) + "</ul></section>")
+    if counts.get("failed"):
+        pills = f'<span style="background:#b71c1c" title="tests that failed the gate">{counts["failed"]} failed</span>' + pills
+    by_key = verdicts_by_key(verdicts)
+    groups = sorted({group_of(r) for r in results} - {""})
+    ordered = sorted(results, key=lambda r: (status_rank(worst_status(by_key.get(r.key, []))), group_of(r), r.key))
+    cards = "".join(_card(r, (baseline or {}).get(r.key), by_key.get(r.key, []), top, base) for r in ordered)
+    statuses = sorted({v.status for v in verdicts} | ({"measured"} if any(
+        (r.key, m) not in {(v.key, v.metric) for v in verdicts} for r in results for m in r.metrics) else set()),
+        key=status_rank)
+    controls = (
+        '<div class="controls"><input id="q" type="search" placeholder="filter: name, metric, verdict…" size="40">'
+        '<select id="fs"><option value="">every verdict</option>'
+        + "".join(f'<option value="{_e(st)}">{_e(st)}</option>' for st in statuses) + "</select>"
+        + ('<select id="fg"><option value="">every group</option>'
+           + "".join(f'<option value="{_e(g)}">{_e(g)}</option>' for g in groups) + "</select>" if groups else "")
+        + '<span id="count" class="meta"></span></div>'
+    )
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{_e(title)}</title>"
         f"<style>{_CSS}</style></head><body>"
         f"<header><h1>{_e(title)}</h1><p>{subtitle}</p><div class=\"pills\" style=\"margin-top:8px\">{pills}</div></header>"
-        f"<main><section class=\"card\"><h2>overview</h2>{_overview(results, verdicts)}</section>"
-        f"{cards}{missing_html}</main>"
-        f"<footer>pytest-torchbench {_e(__version__)} · self-contained report: no scripts, no network</footer>"
-        "</body></html>\n"
+        f"<main><section class=\"card\"><h2>overview (click a column to sort)</h2>{controls}"
+        f"{_overview(results, verdicts, bool(groups))}</section>"
+        f"{cards}</main>"
+        f"<footer>pytest-torchbench {_e(__version__)} · self-contained report: one inline script, no network</footer>"
+        f"<script>{_SCRIPT}</script></body></html>\n"
     )
 
 
 def write(path: Path, text: str) -> None:
+    """Atomically; a path that is not a regular file raises ReportPathError (an OSError)."""
     from ..storage import atomic_write_many
+    from .paths import check_report_path
 
-    atomic_write_many({Path(path): text})
+    target = check_report_path(path)
+    assert target is not None
+    atomic_write_many({target: text})

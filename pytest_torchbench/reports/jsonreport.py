@@ -9,6 +9,7 @@ from .. import __version__
 from ..judgement import Verdict
 from ..results import SCHEMA_VERSION, BenchmarkResult
 from ..storage import atomic_write_many
+from .paths import check_report_path
 
 
 def render(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], meta: dict[str, Any]) -> str:
@@ -23,4 +24,7 @@ def render(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], meta
 
 
 def write(path: Path, results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], meta: dict[str, Any]) -> None:
-    atomic_write_many({path: render(results, verdicts, meta)})
+    """Atomically; a path that is not a regular file raises ReportPathError (an OSError)."""
+    target = check_report_path(path)
+    assert target is not None
+    atomic_write_many({target: render(results, verdicts, meta)})

@@ -1,71 +1,112 @@
 """Markdown summary: for GitHub Actions job summaries (``GITHUB_STEP_SUMMARY``) and ``--bench-markdown``.
 
-Why this layout: a reviewer opening a pull request's checks wants the bad news first, so
-regressions come first, each with its explanation (the functions whose instruction counts changed,
-the aten ops whose call counts changed) folded under ``<details>`` so the page stays short; then
-improvements, environments that did not match, new and missing benchmarks; the full table last and
-folded. Only plain GitHub-flavoured Markdown and the ``<details>`` element are used, both rendered
-by GitHub's job summary.
+Why this layout: a reviewer opening a pull request's checks wants the bad news first, so one
+Markdown table (benchmark, baseline, current, delta, verdict) lists every change, regressions first,
+then improvements, environments that did not match, new and missing benchmarks; each regression's
+explanation (the functions whose instruction counts changed, the aten ops whose call counts changed)
+is folded under ``<details>``; the unchanged rows (most of a 300-benchmark suite) come last, folded.
+Only GitHub-flavoured Markdown tables and the ``<details>`` element are used, both rendered by
+GitHub's job summary. Every text from a result or a baseline goes through ``text.markdown_text``.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, format_seconds
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..results import BenchmarkResult
-from . import terminal
-
-_SECTIONS = (
-    (REGRESSION, "Regressions", ":red_circle:"),
-    (IMPROVEMENT, "Improvements", ":green_circle:"),
-    (NOT_COMPARABLE, "Not comparable (different environment)", ":grey_question:"),
-    (NEW, "New benchmarks (no baseline)", ":new:"),
-    (MISSING, "Missing (in the baseline, not measured)", ":ghost:"),
+from .common import (
+    count_tests, format_delta, format_value, group_of, metric_rank, metric_value, safe_delta, status_rank,
+    verdicts_by_key,
 )
+from .text import markdown_code_block, markdown_text
+
+_ICONS = {
+    REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:", NOT_COMPARABLE: ":grey_question:",
+    NEW: ":new:", MISSING: ":ghost:", UNCHANGED: ":white_circle:",
+}
+_WORDS = {
+    REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
+    MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured",
+}
 
 #: Metrics whose verdict details explain a regression of any metric of the same benchmark.
 _EXPLAINING = (("instructions", "Functions (instructions per run)"), ("ops", "aten ops (calls per run)"))
 
 
 def _escape(text: str) -> str:
-    """Table cells: a ``|`` would end the cell, a newline the row."""
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Table cells and lines: see :func:`text.markdown_text` (control characters, workflow
+    commands, Markdown and HTML syntax, ``|``)."""
+    return markdown_text(text)
 
 
-def _value(metric: str, value: float | None) -> str:
-    if value is None:
-        return "-"
-    if metric == "time":
-        return format_seconds(value)
-    if metric in ("instructions", "memory"):
-        return f"{value:,.0f}"
-    return f"{value:g}"
-
-
-def _delta(verdict: Verdict) -> str:
-    delta = verdict.delta
-    if delta is None:
-        return "-"
-    return f"{delta * 100:+.1f}%" if abs(delta) >= 0.001 else f"{delta * 100:+.3f}%"
-
-
-def _explanation(key: str, verdict: Verdict, by_key: dict[str, list[Verdict]]) -> list[str]:
-    """The folded block under one regression: its own details, then function- and op-level ones."""
+def _explanation(key: str, regressed: list[Verdict], by_key: dict[str, list[Verdict]]) -> list[str]:
+    """The folded block under one regressed benchmark: each regressed metric's summary and details,
+    then the function- and op-level explanations (shown once, whichever metric regressed)."""
     blocks: list[tuple[str, list[str]]] = []
-    if verdict.metric not in dict(_EXPLAINING) and verdict.details:
-        blocks.append((f"{verdict.metric} details", verdict.details))
+    for verdict in regressed:
+        if verdict.metric not in dict(_EXPLAINING) and verdict.details:
+            blocks.append((f"{verdict.metric} details", verdict.details))
     for metric, title in _EXPLAINING:
         for other in by_key.get(key, []):
             if other.metric == metric and other.details and other.status not in (NOT_COMPARABLE,):
                 blocks.append((title, other.details))
-    if not blocks:
-        return []
-    lines = ["", "<details><summary>Why: " + ", ".join(t for t, _ in blocks) + "</summary>", ""]
+    what = ", ".join(f"{_escape(v.metric)} {format_delta(safe_delta(v))}" for v in regressed)
+    lines = [f"<details><summary>{_escape(key)}: {what}</summary>", ""]
+    for verdict in regressed:
+        if verdict.summary:
+            lines += [_escape(verdict.summary) + ("  " if verdict is not regressed[-1] else ""), ]
+    lines.append("")
     for title, details in blocks:
-        lines += [f"**{title}**", "", "```", *details, "```", ""]
+        lines += [f"**{_escape(title)}**", "", *markdown_code_block([str(d) for d in details]), ""]
     lines += ["</details>", ""]
+    return lines
+
+
+def _rows(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> list[tuple[str, str, Verdict]]:
+    """(group, key, verdict) for every verdict, plus a pseudo-verdict ("measured") for each metric of
+    a result that was not judged (no baseline); sorted regressions first, then group, key, metric."""
+    results_by_key = {r.key: r for r in results}
+    judged = {(v.key, v.metric) for v in verdicts}
+    rows = []
+    for verdict in verdicts:
+        result = results_by_key.get(verdict.key)
+        if verdict.current is None and result is not None and verdict.metric in result.metrics:
+            try:  # a new benchmark's verdict carries no value: show what was measured
+                current = metric_value(verdict.metric, result.metrics[verdict.metric])
+                verdict = dataclasses.replace(verdict, current=current)
+            except (KeyError, AttributeError, TypeError, ValueError):
+                pass
+        rows.append((group_of(result), verdict.key, verdict))
+    for result in results:
+        for name, metric in result.metrics.items():
+            if (result.key, name) not in judged:
+                try:
+                    value: float | None = metric_value(name, metric)
+                except (KeyError, AttributeError, TypeError, ValueError):
+                    value = None
+                rows.append((group_of(result), result.key, Verdict(result.key, name, "measured", current=value)))
+    rows.sort(key=lambda r: (status_rank(r[2].status), r[0], r[1], metric_rank(r[2].metric)))
+    return rows
+
+
+def _table(rows: list[tuple[str, str, Verdict]], grouped: bool) -> list[str]:
+    head = ["benchmark", "metric", "baseline", "current", "delta", "verdict"]
+    if grouped:
+        head.insert(0, "group")
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " if h in ("benchmark", "group", "metric", "verdict")
+                                                         else " ---: " for h in head) + "|"]
+    for group, key, verdict in rows:
+        status = verdict.status
+        word = _WORDS.get(status, _escape(status))
+        cell = f"{_ICONS.get(status, '')} {word}".strip() + (" **FAILED**" if verdict.failed else "")
+        values = [_escape(key), _escape(verdict.metric), format_value(verdict.metric, verdict.baseline),
+                  format_value(verdict.metric, verdict.current), format_delta(safe_delta(verdict)), cell]
+        if grouped:
+            values.insert(0, _escape(group) if group else "")
+        lines.append("| " + " | ".join(values) + " |")
     return lines
 
 
@@ -76,61 +117,61 @@ def render(
     baseline_source: str | None = None,
     title: str = "torchbench",
 ) -> str:
-    """The whole summary as one Markdown string (ends with a newline)."""
-    failed = [v for v in verdicts if v.failed]
-    counts = {status: sum(1 for v in verdicts if v.status == status) for status, _, _ in _SECTIONS}
-    lines = [f"## {title}", ""]
+    """The whole summary as one Markdown string (ends with a newline).
+
+    Layout: one line of counts (tests, not verdicts); a table of every verdict that is not
+    "unchanged", regressions first; each regression's explanation folded under ``<details>``; then
+    all the other rows folded in a second table of the same columns. A ``group`` column appears
+    when any benchmark has a group (pytest-benchmark's ``benchmark.group``)."""
+    counts = count_tests(results, verdicts)
+    failed = counts.get("failed", 0)
+    lines = [f"## {_escape(title)}", ""]
     if baseline_name is None:
-        lines.append(f"{len(results)} benchmark(s) measured; no baseline to compare with.")
+        lines.append(f"{counts['tests']} test(s) ({len(results)} benchmark(s)) measured; no baseline to compare with.")
     else:
         state = ":x: **failed**" if failed else ":white_check_mark: passed"
-        parts = [f"{counts[s]} {label.split(' (')[0].lower()}" for s, label, _ in _SECTIONS if counts[s]]
+        parts = [f"{counts[s]} {_WORDS[s]}" for s in (REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)
+                 if counts.get(s)]
         lines.append(
-            f"{state}: {len(results)} benchmark(s) against baseline `{baseline_name}`"
+            f"{state}: {counts['tests']} test(s) ({len(results)} benchmark(s) measured) against baseline "
+            f"{_escape(baseline_name)}"
             + (f" ({_escape(baseline_source)})" if baseline_source else "")
-            + (": " + ", ".join(parts) if parts else ": no changes beyond the limits")
+            + (": " + ", ".join(parts) if parts else "")
+            + (f"; {failed} test(s) failed" if failed else "")
             + "."
         )
     lines.append("")
-    by_key: dict[str, list[Verdict]] = {}
-    for verdict in verdicts:
-        by_key.setdefault(verdict.key, []).append(verdict)
-    for status, heading, icon in _SECTIONS:
-        chosen = [v for v in verdicts if v.status == status]
-        if not chosen:
-            continue
-        lines += [f"### {icon} {heading} ({len(chosen)})", ""]
-        if status in (REGRESSION, IMPROVEMENT):
-            for verdict in chosen:
-                flag = " **FAILED**" if verdict.failed else ""
-                lines.append(
-                    f"- `{_escape(verdict.key)}` **{verdict.metric}** {_value(verdict.metric, verdict.baseline)}"
-                    f" → {_value(verdict.metric, verdict.current)} ({_delta(verdict)}, limit "
-                    f"{verdict.limit * 100:g}%){flag}"
-                )
-                lines.append(f"  <br>{_escape(verdict.summary)}")
-                if status == REGRESSION:
-                    lines += ["  " + line if line else "" for line in _explanation(verdict.key, verdict, by_key)]
-            lines.append("")
+    rows = _rows(results, verdicts)
+    grouped = any(group for group, _, _ in rows)
+    changed = [r for r in rows if r[2].status not in (UNCHANGED, "measured")]
+    rest = [r for r in rows if r[2].status in (UNCHANGED, "measured")]
+    if changed:
+        lines += ["### Regressions and other changes", "", *_table(changed, grouped), ""]
+    by_key = verdicts_by_key(verdicts)
+    regressed: dict[str, list[Verdict]] = {}
+    for _, key, verdict in changed:
+        if verdict.status == REGRESSION:
+            regressed.setdefault(key, []).append(verdict)
+    if regressed:
+        lines += [f"### Why ({len(regressed)} regressed benchmark(s))", ""]
+        for key, chosen in regressed.items():
+            lines += _explanation(key, chosen, by_key)
+    if rest:
+        if changed or baseline_name is not None:
+            lines += [f"<details><summary>All other results ({len(rest)} row(s): "
+                      + ("unchanged" if baseline_name is not None else "measured") + ")</summary>", "",
+                      *_table(rest, grouped), "", "</details>", ""]
         else:
-            lines += ["| benchmark | metric | note |", "| --- | --- | --- |"]
-            for verdict in chosen:
-                flag = " (FAILED)" if verdict.failed else ""
-                lines.append(f"| `{_escape(verdict.key)}` | {verdict.metric} | {_escape(verdict.summary)}{flag} |")
-            lines.append("")
-    if results:
-        table = terminal.render_tables(results, verdicts, baseline_name, width=100)
-        unchanged = sum(1 for v in verdicts if v.status == UNCHANGED)
-        lines += [
-            f"<details><summary>All results ({len(results)} benchmark(s), {unchanged} unchanged verdict(s))</summary>",
-            "", "```", *table, "```", "", "</details>", "",
-        ]
+            lines += [*_table(rest, grouped), ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def write(path: Path, text: str, append: bool = False) -> None:
-    """Write (or, for GITHUB_STEP_SUMMARY, append: other steps own the rest of that file)."""
-    path = Path(path)
+    """Write (or, for GITHUB_STEP_SUMMARY, append: other steps own the rest of that file).
+    A path that is not a regular file raises ReportPathError (an OSError), in both cases."""
+    from .paths import check_report_path
+
+    path = check_report_path(Path(path)) or Path(path)
     if append:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(text + "\n")

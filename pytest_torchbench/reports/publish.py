@@ -44,7 +44,8 @@ def write_reports(
                 notes.append(f"ERROR: GITHUB_STEP_SUMMARY={step_summary}: cannot append ({_reason(exc)})")
     if html_path is not None:
         try:
-            html.write(html_path, html.render(results, verdicts, baseline_entries, baseline_name, baseline_source))
+            html.write(html_path, html.render(results, verdicts, baseline_entries, baseline_name, baseline_source,
+                                             base=Path(html_path).absolute().parent))
             notes.append(f"HTML report written to {html_path}")
         except OSError as exc:
             notes.append(f"ERROR: {option_prefix}html={html_path}: cannot write ({_reason(exc)})")

@@ -11,6 +11,8 @@ from typing import Iterable, Sequence
 
 from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, Verdict
 from ..results import BenchmarkResult
+from .common import group_of, metric_rank, metric_value, safe_delta
+from .text import finite, safe_number, safe_text
 
 _MARKS = {REGRESSION: "!", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
 _LEGEND = "! regression   * improvement   ? not comparable   + new (no baseline)"
@@ -19,7 +21,7 @@ _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 
 
 def _time_unit(values: Iterable[float]) -> tuple[str, float]:
-    smallest = min((v for v in values if v > 0), default=1.0)
+    smallest = min((v for v in values if finite(v) and v > 0), default=1.0)
     for unit, scale in _TIME_UNITS:
         if smallest >= scale:
             return unit, scale
@@ -28,46 +30,48 @@ def _time_unit(values: Iterable[float]) -> tuple[str, float]:
 
 def _sig_digits(median: float, iqr: float, n: int) -> int:
     """As Measurement.significant_figures: the digits the median's confidence interval supports."""
-    if median <= 0:
-        return 1
+    if not finite(median) or not finite(iqr) or median <= 0:
+        return 2
     ci = max(1.645 * (iqr / 1.349) / math.sqrt(max(n, 1)), 25e-9)
-    return min(max(int(math.floor(math.log10(median / ci))), 2), 4)
+    ratio = median / ci
+    if not finite(ratio):
+        return 4
+    return min(max(int(math.floor(math.log10(ratio))), 2), 4)
 
 
 def _trim(value: float, digits: int) -> str:
+    """``value`` with ``digits`` significant digits; NaN, inf and huge values never raise."""
+    if not finite(value):
+        return safe_number(value)
     if value == 0:
         return "0"
     magnitude = int(math.floor(math.log10(abs(value))))
+    if magnitude >= 15:
+        return f"{value:.{max(digits - 1, 0)}e}"
     decimals = max(digits - magnitude - 1, 0)
-    return f"{round(value, decimals - 0):.{decimals}f}"
+    return f"{round(value, decimals):.{decimals}f}"
 
 
 def _metric_value(metric_name: str, metric: object) -> float:
-    if metric_name == "time":
-        return metric.median  # type: ignore[attr-defined]
-    if metric_name == "instructions":
-        return metric.instructions_per_run  # type: ignore[attr-defined]
-    if metric_name == "ops":
-        return float(sum(metric.ops.values()))  # type: ignore[attr-defined]
-    if metric_name == "memory":
-        return float(sum(metric.peak_bytes.values()))  # type: ignore[attr-defined]
-    raise KeyError(metric_name)
+    return metric_value(metric_name, metric)
 
 
 def _cell(metric_name: str, metric: object, scale: float, verdict: Verdict | None) -> str:
     if metric_name == "time":
-        digits = _sig_digits(metric.median, metric.iqr, len(metric.raw_times))  # type: ignore[attr-defined]
-        text = f"{_trim(metric.median / scale, digits)} \u00b1 {_trim(metric.iqr / scale, 2)}"  # type: ignore[attr-defined]
-    elif metric_name == "instructions":
-        text = f"{metric.instructions_per_run:,.0f}"  # type: ignore[attr-defined]
-    elif metric_name == "memory":
-        text = f"{_metric_value(metric_name, metric):,.0f}"
+        median, iqr = metric.median, metric.iqr  # type: ignore[attr-defined]
+        digits = _sig_digits(median, iqr, len(metric.raw_times))  # type: ignore[attr-defined]
+        text = f"{_trim(median / scale, digits)} \u00b1 {_trim(iqr / scale, 2)}"
+    elif metric_name in ("instructions", "memory"):
+        text = safe_number(_metric_value(metric_name, metric), ",.0f")
     else:
-        text = f"{_metric_value(metric_name, metric):g}"
+        text = safe_number(_metric_value(metric_name, metric), "g")
     if verdict is not None:
-        delta = verdict.delta
+        delta = safe_delta(verdict)
         if delta is not None and verdict.status not in (NEW, NOT_COMPARABLE):
-            text += f" ({delta * 100:+.1f}%)" if abs(delta) >= 0.001 or metric_name == "time" else f" ({delta * 100:+.2f}%)"
+            if not finite(delta):
+                text += f" ({safe_number(delta)})"
+            else:
+                text += f" ({delta * 100:+.1f}%)" if abs(delta) >= 0.001 or metric_name == "time" else f" ({delta * 100:+.2f}%)"
         text += _MARKS.get(verdict.status, " ")
     return text
 
@@ -78,38 +82,73 @@ def _unit_title(metric_name: str, unit: str) -> str:
         "instructions": "instructions per call",
         "ops": "aten op calls per call",
         "memory": "peak bytes per call",
-    }[metric_name]
+    }.get(metric_name, metric_name)
+
+
+def _blocks(measured: Sequence[BenchmarkResult]) -> dict[tuple[str, str, str], list[BenchmarkResult]]:
+    """Results per table block: (group, label, module). The module is part of a block's identity
+    only where the same label comes from several modules: two ``test_resize`` in different files
+    are two blocks, never one merged row."""
+    modules_of: dict[tuple[str, str], set[str]] = {}
+    for result in measured:
+        modules_of.setdefault((group_of(result), result.label), set()).add(result.module)
+    blocks: dict[tuple[str, str, str], list[BenchmarkResult]] = {}
+    for result in measured:
+        group = group_of(result)
+        module = result.module if len(modules_of[(group, result.label)]) > 1 else ""
+        blocks.setdefault((group, result.label, module), []).append(result)
+    # Blocks of one group and label stay together (first-seen order of groups and labels kept).
+    first_seen = {key[:2]: index for index, key in reversed(list(enumerate(blocks)))}
+    return dict(sorted(blocks.items(), key=lambda item: (first_seen[item[0][:2]], item[0][2])))
+
+
+def _row_names(block: Sequence[BenchmarkResult]) -> dict[str, str]:
+    """Key -> row name: the sub_label, unless two results of the block would share a cell; those
+    rows are named by their key (what is left of it after the block's common prefix is not worth
+    the ambiguity), so no result ever overwrites another's cell."""
+    seen: dict[tuple[str, str], int] = {}
+    for result in block:
+        seen[(result.sub_label, result.description)] = seen.get((result.sub_label, result.description), 0) + 1
+    return {r.key: r.sub_label if seen[(r.sub_label, r.description)] == 1 else r.key for r in block}
 
 
 def render_tables(
     results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline_name: str | None,
     width: int = 100,
 ) -> list[str]:
+    """One block per metric, then per (group, label[, module]); rows are sub-labels, columns
+    descriptions. Every text from a result goes through ``safe_text``; no value makes it raise."""
     by_key = {(v.key, v.metric): v for v in verdicts}
     lines: list[str] = []
-    metric_names = sorted({m for r in results for m in r.metrics}, key=["time", "instructions", "ops", "memory"].index)
+    metric_names = sorted({m for r in results for m in r.metrics}, key=lambda m: (metric_rank(m), m))
     for metric_name in metric_names:
         measured = [r for r in results if metric_name in r.metrics]
-        values = [_metric_value(metric_name, r.metrics[metric_name]) for r in measured]
-        unit, scale = _time_unit(values) if metric_name == "time" else ("", 1.0)
-        compared = f"; delta vs baseline '{baseline_name}'" if baseline_name else ""
-        title = f" torchbench {metric_name} ({_unit_title(metric_name, unit)}{compared}) "
-        lines.append(title.center(width, "-"))
-        labels: dict[str, list[BenchmarkResult]] = {}
+        values: list[float] = []
         for result in measured:
-            labels.setdefault(result.label, []).append(result)
-        for label, group in labels.items():
-            descriptions = list(dict.fromkeys(r.description for r in group))
-            rows = list(dict.fromkeys(r.sub_label for r in group))
+            try:
+                values.append(_metric_value(metric_name, result.metrics[metric_name]))
+            except (KeyError, AttributeError, TypeError, ValueError):
+                pass
+        unit, scale = _time_unit(values) if metric_name == "time" else ("", 1.0)
+        compared = f"; delta vs baseline '{safe_text(baseline_name)}'" if baseline_name else ""
+        title = f" torchbench {safe_text(metric_name)} ({_unit_title(metric_name, unit)}{compared}) "
+        lines.append(title.center(width, "-"))
+        for (group, label, module), block in _blocks(measured).items():
+            names = _row_names(block)
+            descriptions = list(dict.fromkeys(safe_text(r.description) for r in block))
+            rows = list(dict.fromkeys(safe_text(names[r.key]) for r in block))
             cells: dict[tuple[str, str], str] = {}
-            for result in group:
-                cells[(result.sub_label, result.description)] = _cell(
-                    metric_name, result.metrics[metric_name], scale, by_key.get((result.key, metric_name))
-                )
+            for result in block:
+                try:
+                    text = _cell(metric_name, result.metrics[metric_name], scale, by_key.get((result.key, metric_name)))
+                except (KeyError, AttributeError, TypeError, ValueError, ArithmeticError) as exc:
+                    text = f"(unreadable: {safe_text(type(exc).__name__)})"
+                cells[(safe_text(names[result.key]), safe_text(result.description))] = text
             row_width = max([len(r) for r in rows] + [4]) + 2
-            col_widths = [max([len(d) for d in [desc]] + [len(cells.get((r, desc), "")) for r in rows]) + 2
+            col_widths = [max([len(desc)] + [len(cells.get((r, desc), "")) for r in rows]) + 2
                           for desc in descriptions]
-            lines.append(f"[ {label} ]")
+            heading = " / ".join(safe_text(p) for p in (group, label) if p)
+            lines.append(f"[ {heading} ]" + (f"  ({safe_text(module)})" if module else ""))
             if any(descriptions):
                 lines.append(" " * row_width + "|".join(d.rjust(w) for d, w in zip(descriptions, col_widths)))
             for row in rows:
@@ -132,9 +171,9 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
         lines.append(f"{status} ({len(chosen)}):")
         for verdict in chosen:
             flag = " FAILED" if verdict.failed else ""
-            lines.append(f"  {verdict.key}: {verdict.summary}{flag}")
+            lines.append(f"  {safe_text(verdict.key)}: {safe_text(verdict.summary)}{flag}")
             if status in (REGRESSION, IMPROVEMENT):
-                lines.extend(f"      {d}" for d in verdict.details[:9])
+                lines.extend(f"      {safe_text(d)}" for d in verdict.details[:9])
     return lines
 
 
@@ -145,9 +184,10 @@ def render_profiles(profiles: Sequence[dict]) -> list[str]:
     lines = [" torchbench profiles (top ops by self CPU time, totals over the profiled runs) ".center(100, "-")]
     for profile in profiles:
         trace = profile.get("trace") or f"no trace ({profile.get('error') or 'not written'})"
-        lines.append(f"{profile['nodeid']}: {trace}")
+        lines.append(f"{safe_text(profile.get('nodeid', '?'))}: {safe_text(trace)}")
         for op in profile.get("top_ops", [])[:5]:
             device = op.get("self_device_time_us")
-            device_text = f"  device {device:.1f} us" if device else ""
-            lines.append(f"    {op['name']:<40} {op['calls']:>6} calls  self {op['self_cpu_time_us']:.1f} us{device_text}")
+            device_text = f"  device {safe_number(device, '.1f')} us" if device else ""
+            lines.append(f"    {safe_text(op.get('name', '?')):<40} {safe_number(op.get('calls', 0)):>6} calls  "
+                         f"self {safe_number(op.get('self_cpu_time_us', 0), '.1f')} us{device_text}")
     return lines

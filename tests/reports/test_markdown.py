@@ -9,31 +9,70 @@ from pytest_torchbench.reports import markdown
 from pytest_torchbench.reports.publish import write_reports
 
 
-def test_regressions_first_with_folded_explanations(sample_comparison) -> None:  # type: ignore[no-untyped-def]
+def _table_rows(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split(" | ")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith(("| benchmark", "| group", "| ---"))]
+
+
+def test_regressions_first_in_a_real_table_with_folded_explanations(sample_comparison) -> None:  # type: ignore[no-untyped-def]
     current, verdicts, _ = sample_comparison
     text = markdown.render(current, verdicts, "main", "git main (abc):baselines/main/")
     assert text.startswith("## torchbench\n")
-    assert ":x: **failed**" in text
-    order = [text.index(h) for h in ("Regressions", "Improvements", "New benchmarks", "Missing")]
-    assert order == sorted(order)
-    regressions = text[text.index("Regressions"):text.index("Improvements")]
-    assert "`bench/test_m.py::test_slow` **instructions** 100,000 → 130,000 (+30.0%" in regressions
-    assert "<details><summary>Why: Functions (instructions per run), aten ops (calls per run)</summary>" in regressions
-    assert "+25,000  aten::add_impl" in regressions  # function level
-    assert "aten::empty 1 -> 2 per call" in regressions  # op level
-    assert "</details>" in regressions
-    improvements = text[text.index("Improvements"):text.index("New benchmarks")]
-    assert "test_fast" in improvements and "<details>" not in improvements
-    assert "| `bench/test_m.py::test_new` | instructions |" in text
-    assert "| `bench/test_m.py::test_gone` | instructions |" in text
+    assert ":x: **failed**" in text and "```\n| " not in text  # tables, not a code block
+    assert "| benchmark | metric | baseline | current | delta | verdict |" in text
+    rows = _table_rows(text)
+    statuses = [[w for w in row[-1].split() if not w.startswith(":")][0] for row in rows]
+    assert statuses[:3] == ["regressed"] * 3 and statuses.index("improved") < statuses.index("new") < statuses.index("missing")
+    assert rows[1][:5] == ["bench/test\\_m.py::test\\_slow", "instructions", "100,000", "130,000", "+30.0%"]
+    assert "**FAILED**" in rows[1][5]
+    assert ["bench/test\\_m.py::test\\_new", "instructions", "-", "1,000", "-", ":new: new"] in rows
+    # Badges/summary count tests: test_slow regressed in three metrics, counted once.
+    assert "1 regressed, 1 improved, 1 new, 1 missing; 1 test(s) failed" in text
+    why = text[text.index("### Why"):]
+    assert why.count("<details>") == 1 + 1  # one per regressed benchmark, + the folded unchanged rows
+    assert "+25,000  aten::add_impl" in why  # function level
+    assert "aten::empty 1 -> 2 per call" in why  # op level
     assert text.count("<details>") == text.count("</details>")
+    unchanged = text[text.index("All other results"):]
+    assert "| bench/test\\_m.py::test\\_fast | ops | 2 | 2 |" in unchanged
+
+
+def test_hostile_text_cannot_escape_cells_or_fences() -> None:
+    """Issue 8: a description with ``` closed the code fence; raw ::error lines reached CI logs."""
+    from pytest_torchbench.judgement import REGRESSION, Verdict
+    from pytest_torchbench.results import BenchmarkResult, OpsMetric
+
+    evil = "x```\n::error title=pwned::forged | <img src=x onerror=alert(1)>"
+    result = BenchmarkResult("t.py::t", "t.py", "t", "", evil, {"ops": OpsMetric({"aten::add": 2})})
+    verdict = Verdict("t.py::t", "ops", REGRESSION, 1, 2, summary=evil, details=[evil, "```", "::warning::x"], failed=True)
+    text = markdown.render([result], [verdict], evil, evil, title=evil)
+    for line in text.splitlines():
+        assert not line.lstrip().startswith(("::", "##[")), line
+    rows = _table_rows(text)
+    assert len(rows) == 1 and len(rows[0]) == 6  # the | in the text did not add a cell
+    fences = [line for line in text.splitlines() if line.startswith("````")]  # longer than any ``` inside
+    assert len(fences) == 2 and fences[0] == fences[1] and set(fences[0]) == {"`"}
+    outside_code, body = "".join(text.split(fences[0])[0::2]), text.split(fences[0])[1]
+    assert "<img" not in outside_code and "&lt;img" in outside_code  # no HTML from a file rendered
+    assert "\\x3a:warning::x" in body  # the detail line is inside the block, escaped
+
+
+def test_group_column_when_groups_exist() -> None:
+    from pytest_torchbench.results import BenchmarkResult, OpsMetric
+
+    results = [BenchmarkResult("t.py::a", "t.py", "a", "", "", {"ops": OpsMetric({"x": 1})}, extras={"group": "resize"}),
+               BenchmarkResult("t.py::b", "t.py", "b", "", "", {"ops": OpsMetric({"x": 1})})]
+    text = markdown.render(results, [], None)
+    assert "| group | benchmark | metric | baseline | current | delta | verdict |" in text
+    assert "| resize | t.py::a | ops | - | 1 | - | measured |" in text
 
 
 def test_no_baseline_and_pipes_escaped(sample_comparison) -> None:  # type: ignore[no-untyped-def]
     current, _, _ = sample_comparison
     text = markdown.render(current, [], None)
-    assert "no baseline to compare with" in text and "All results (3 benchmark(s)" in text
-    assert markdown._escape("a|b\nc") == "a\\|b c"
+    assert "no baseline to compare with" in text and "<details>" not in text
+    assert len(_table_rows(text)) == 3 + 2 + 2  # every measured metric of the 3 results
+    assert markdown._escape("a|b\nc") == "a\\|b\\\\x0ac"  # the escape's backslash is escaped too
 
 
 def test_step_summary_appends_and_bad_target_is_one_line(
@@ -58,7 +97,7 @@ def test_end_to_end_markdown_and_step_summary(pytester, run_bench, bench_module,
     result = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-markdown=out/summary.md")
     assert result.ret == 0
     text = (pytester.path / "out/summary.md").read_text()
-    assert ":white_check_mark: passed: 2 benchmark(s) against baseline `main`" in text
+    assert ":white_check_mark: passed: 2 test(s) (2 benchmark(s) measured) against baseline main" in text
     assert summary.read_text().strip() == text.strip()
     # An unwritable target: one line, and the passing run still passes.
     (pytester.path / "blocker").write_text("")

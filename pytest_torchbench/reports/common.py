@@ -1,0 +1,117 @@
+"""What every report needs the same way: the order of verdicts, groups, headline values, counts.
+
+Why one place: the terminal, Markdown and HTML reports must agree on what comes first
+(regressions), what a benchmark's group is, and what "3 regressed" counts (tests, not verdicts).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping, Sequence
+
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, format_seconds
+from ..results import BenchmarkResult, nodeid_of
+from .text import finite, safe_number
+
+#: Reading order: bad news first.
+STATUS_ORDER = (REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)
+METRIC_ORDER = ("time", "instructions", "ops", "memory")
+
+
+def status_rank(status: str) -> int:
+    return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
+
+
+def metric_rank(metric: str) -> int:
+    return METRIC_ORDER.index(metric) if metric in METRIC_ORDER else len(METRIC_ORDER)
+
+
+def group_of(result: BenchmarkResult | None) -> str:
+    """A benchmark's group (pytest-benchmark's ``benchmark.group`` or the marker's ``group=``):
+    a ``group`` attribute of the result when the model has one, else ``extras["group"]``; "" if none."""
+    if result is None:
+        return ""
+    group = getattr(result, "group", None)
+    if not group and isinstance(result.extras, Mapping):
+        group = result.extras.get("group")
+    return str(group) if group else ""
+
+
+def _as_float(value: Any) -> float:
+    """float() that turns an integer too large for a float into inf instead of raising."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def metric_value(metric_name: str, metric: Any) -> float:
+    """The one number a table shows for a metric (per call / per run)."""
+    if metric_name == "time":
+        return _as_float(metric.median)
+    if metric_name == "instructions":
+        return _as_float(metric.instructions_per_run)
+    if metric_name == "ops":
+        return _as_float(sum(metric.ops.values()))
+    if metric_name == "memory":
+        return _as_float(sum(metric.peak_bytes.values()))
+    raise KeyError(metric_name)
+
+
+def format_value(metric: str, value: float | None) -> str:
+    """A headline value as text; never raises (NaN, inf and huge numbers included)."""
+    if value is None:
+        return "-"
+    if not finite(value):
+        return safe_number(value)
+    if metric == "time":
+        return format_seconds(value)
+    if metric in ("instructions", "memory"):
+        return safe_number(value, ",.0f")
+    return safe_number(value, "g")
+
+
+def format_delta(delta: float | None) -> str:
+    if delta is None:
+        return "-"
+    if not finite(delta):
+        return safe_number(delta)
+    return f"{delta * 100:+.1f}%" if abs(delta) >= 0.001 else f"{delta * 100:+.3f}%"
+
+
+def safe_delta(verdict: Verdict) -> float | None:
+    """``verdict.delta`` that never raises (a NaN or inf baseline gives NaN, not an exception)."""
+    try:
+        return verdict.delta
+    except (ArithmeticError, TypeError):
+        return None
+
+
+def verdicts_by_key(verdicts: Iterable[Verdict]) -> dict[str, list[Verdict]]:
+    by_key: dict[str, list[Verdict]] = {}
+    for verdict in verdicts:
+        by_key.setdefault(verdict.key, []).append(verdict)
+    return by_key
+
+
+def worst_status(verdicts: Sequence[Verdict]) -> str:
+    """The status a benchmark is listed under: its worst verdict's; "measured" with no verdict."""
+    if not verdicts:
+        return "measured"
+    return min((v.status for v in verdicts), key=status_rank)
+
+
+def count_tests(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> dict[str, int]:
+    """How many tests (node ids, not verdicts, not recordings) are in each state: a test counts
+    once, under its worst verdict; ``failed`` counts tests with at least one failing verdict."""
+    by_test: dict[str, list[Verdict]] = {}
+    for result in results:
+        by_test.setdefault(nodeid_of(result.key), [])
+    for verdict in verdicts:
+        by_test.setdefault(nodeid_of(verdict.key), []).append(verdict)
+    counts: dict[str, int] = {}
+    for test_verdicts in by_test.values():
+        status = worst_status(test_verdicts)
+        counts[status] = counts.get(status, 0) + 1
+    counts["failed"] = sum(1 for vs in by_test.values() if any(v.failed for v in vs))
+    counts["tests"] = len(by_test)
+    return counts

@@ -1,0 +1,73 @@
+"""Where reports may be written: a regular file or nothing yet.
+
+Why: reports are written atomically (a temporary file renamed over the target), which silently
+replaces whatever the path named — a device such as ``/dev/null`` or ``/dev/stdout``, a FIFO another
+process reads, a symlink to either. Appending (GITHUB_STEP_SUMMARY) to a FIFO blocks the run. So a
+report path must be absent or name a regular file (a symlink to a regular file is followed, so the
+link itself stays); anything else is one clear line, decided before any benchmark runs.
+"""
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .text import safe_text
+
+
+class ReportPathError(OSError):
+    """A report path names something that is not a regular file (the message is one line).
+
+    An OSError, so every writer's existing "cannot write" handling reports it as one line."""
+
+
+def check_report_path(path: Path | str | None, option: str | None = None) -> Path | None:
+    """Return the path to write (a symlink to a regular file resolved to its target), or raise
+    :class:`ReportPathError` when ``path`` exists and is not a regular file. The message starts
+    with ``option=path: `` when ``option`` is given (else the caller names the target)."""
+    if path is None:
+        return None
+    path = Path(path)
+    shown = safe_text(f"{option}={path}: ") if option else ""
+    try:
+        mode = os.stat(path).st_mode  # follows symlinks
+    except FileNotFoundError:
+        if os.path.islink(path):
+            raise ReportPathError(
+                f"{shown}a symlink to a missing file; remove the link or choose another path"
+            ) from None
+        return path
+    except NotADirectoryError:
+        return path  # a parent is a file: the writer reports "cannot write" in its own line
+    except OSError as exc:
+        raise ReportPathError(f"{shown}cannot inspect ({exc.strerror or exc})") from None
+    if stat.S_ISREG(mode):
+        return Path(os.path.realpath(path)) if os.path.islink(path) else path
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    via = " (through a symlink)" if os.path.islink(path) else ""
+    raise ReportPathError(f"{shown}is {kind}{via}; reports are written only to a regular file or a new path")
+
+
+def check_report_paths(targets: dict[str, Path | str | None]) -> None:
+    """Check several report paths (``{option: path}``) at once; the first bad one raises."""
+    for option, path in targets.items():
+        check_report_path(path, option)
+
+
+def option_targets_error(option: object, active: bool) -> str | None:
+    """For the pytest options (``config.option``): the one-line error for the first report path that
+    is not a regular file (``--bench-json/-markdown/-html``, and GITHUB_STEP_SUMMARY when
+    benchmarking is on), else None. Called at configure time, before any benchmark runs."""
+    summary = os.environ.get("GITHUB_STEP_SUMMARY", "").strip() if active else ""
+    try:
+        check_report_paths({
+            "--bench-json": getattr(option, "bench_json", None),
+            "--bench-markdown": getattr(option, "bench_markdown", None),
+            "--bench-html": getattr(option, "bench_html", None),
+            "GITHUB_STEP_SUMMARY": summary or None,
+        })
+    except ReportPathError as exc:
+        return str(exc)
+    return None

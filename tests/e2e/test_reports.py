@@ -1,0 +1,113 @@
+"""Reports end to end: real pytest runs with real torch, checked as a user (and a CI log) sees them."""
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+TWIN = '''
+import pytest, torch
+
+@pytest.mark.benchmark
+def test_add():
+    torch.ones({n}) + 1
+'''
+
+
+def test_same_named_tests_in_two_modules_get_their_own_rows(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+    """Issue 10: two same-named tests in different files collapsed into one row of the table."""
+    pytester.makepyfile(test_one=TWIN.format(n=4), test_two=TWIN.format(n=4) + "    torch.ones(4).clone()\n")
+    result = run_bench("--bench-mode=ops")
+    assert result.ret == 0, result.stdout.str()
+    out = result.stdout.str()
+    assert "[ test_add ]  (test_one.py)" in out and "[ test_add ]  (test_two.py)" in out
+    table = out[out.index("torchbench ops"):]
+    values = re.findall(r"^\s+(\d+)\s*$", table, flags=re.M)
+    assert len(values) == 2 and values[0] != values[1], table  # the clone adds ops: both values are shown
+
+
+PARAMS = '''
+import pytest, torch
+
+@pytest.mark.parametrize("name", ["a", "a.", "a_", "a-"])
+def test_p(benchmark, name):
+    benchmark(lambda: torch.ones(len(name)) + 1)
+'''
+
+
+def test_bench_profile_traces_are_unique_and_linked_from_the_html(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+    """Issue 8: ids that fold to one file name overwrote each other's trace; the HTML read
+    ``extras["trace"]``, which nothing wrote, so it never linked a trace."""
+    pytester.makepyfile(test_p=PARAMS)
+    result = run_bench("--bench-mode=ops", "--bench-profile", "--bench-output=out", "--bench-html=out/report.html")
+    assert result.ret == 0, result.stdout.str()
+    traces = sorted(p.name for p in (pytester.path / "out/traces").iterdir())
+    assert len(traces) == 4, traces
+    page = (pytester.path / "out/report.html").read_text(encoding="utf-8")
+    links = sorted(set(re.findall(r'href="(traces/[^"]+)"', page)))
+    assert len(links) == 4, links
+    for link in links:
+        assert (pytester.path / "out" / link).is_file()  # relative to the report: upload both together
+
+
+HOSTILE = "\x1b[2J\n::error title=pwned::forged"
+
+
+def test_text_from_a_baseline_file_is_escaped_everywhere(
+    pytester: pytest.Pytester, run_bench, bench_module, monkeypatch  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 8: keys and environment facts from a committed baseline reached the terminal (and so a
+    CI log, where ``::error`` is a workflow command) and the Markdown raw."""
+    pytester.makepyfile(test_a=bench_module)
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+    path = pytester.path / "baselines/main/test_a.json"
+    data = json.loads(path.read_text())
+    env_id = next(iter(data["environments"]))
+    data["environments"][env_id]["torch"] = HOSTILE  # not comparable: the fact is shown
+    gone = dict(next(iter(data["benchmarks"].values())))
+    data["benchmarks"]["test_a.py::test_gone " + HOSTILE] = gone  # missing: the key is shown
+    path.write_text(json.dumps(data))
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-markdown=summary2.md",
+                       "--bench-html=report.html")
+    out = result.stdout.str()
+    assert "pwned" in out  # it is shown ...
+    for line in result.outlines:
+        assert "\x1b" not in line and not line.lstrip().startswith(("::", "##[")), line  # ... escaped
+    for text in (summary.read_text(), (pytester.path / "summary2.md").read_text()):
+        assert "pwned" in text and "\x1b" not in text
+        assert not any(line.lstrip().startswith(("::", "##[")) for line in text.splitlines())
+    page = (pytester.path / "report.html").read_text()
+    assert "pwned" in page and "\x1b" not in page
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device-link", "fifo-link"])
+@pytest.mark.parametrize("option", ["--bench-json", "--bench-html", "--bench-markdown", "GITHUB_STEP_SUMMARY"])
+def test_report_path_that_is_not_a_regular_file_is_refused_before_running(
+    pytester: pytest.Pytester, run_bench, bench_module, monkeypatch, option: str, kind: str  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 8: a device, a FIFO or a symlink to one was replaced by a regular file (or blocked)."""
+    pytester.makepyfile(test_a=bench_module)
+    target = pytester.path / "target"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        if kind == "fifo-link":
+            os.mkfifo(pytester.path / "fifo")
+        target.symlink_to("/dev/null" if kind == "device-link" else pytester.path / "fifo")
+    args = ["--bench-mode=ops", "--bench-save=main"]
+    if option == "GITHUB_STEP_SUMMARY":
+        monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(target))
+    else:
+        args.append(f"{option}={target}")
+    result = run_bench(*args)
+    assert result.ret == 4, result.stdout.str() + result.stderr.str()
+    errors = [line for line in result.stderr.lines if "target" in line]
+    assert len(errors) == 1 and re.search(r"is a (FIFO|device)", errors[0]), result.stderr.str()
+    assert errors[0].startswith(f"ERROR: {option}=")
+    assert not (pytester.path / "baselines").exists()  # nothing ran
+    assert target.is_symlink() if kind != "fifo" else target.is_fifo()
