@@ -265,11 +265,14 @@ def test_counting_modes_seed_random_code_so_counts_repeat(bench):
 @pytest.mark.slow
 def test_instructions_mode_seeds_random_code(bench):
     bench.pytester.makepyfile(test_bench=RANDOM_AUGMENT.replace("SEED", "7").replace(
-        "@pytest.mark.benchmark(seed=7)", "@pytest.mark.benchmark(seed=7, number=5, warmup=2)"))
+        "@pytest.mark.benchmark(seed=7)", "@pytest.mark.benchmark(seed=7, number=10, warmup=20)"))
     counts = []
     for _ in range(2):
         result = _run(bench, "--bench-mode=instructions", f"--bench-json={bench.path / 'out.json'}", timeout=300)
         result.assert_outcomes(passed=1)
         (entry,) = json.loads((bench.path / "out.json").read_text())["benchmarks"]
         counts.append(entry["metrics"]["instructions"]["instructions_per_run"])
-    assert counts[0] == counts[1], counts
+    # Seeded, the augmentation does the same work every run (unseeded, its loop alone runs 2 to
+    # 79 times: counts would differ by tens of percent). What remains is the counting engine's
+    # known rerun residual (README: within 0.1%).
+    assert abs(counts[0] - counts[1]) <= 0.001 * counts[0], counts

@@ -67,9 +67,9 @@ def test_instructions_mode(project):
     subset = ("-k", "add and float32-16 or random_augmentation or pedantic")
     result = _run(project, "--bench-mode=instructions", *subset, "--bench-json=out.json", "--bench-save=main",
                   timeout=400)
-    result.assert_outcomes(passed=3, deselected=BENCHMARKS + 1 - 3)
+    assert result.ret == 0 and result.parseoutcomes()["passed"] == 3  # xdist workers deselect
     found = _benchmarks(project)
     assert found["test_vision.py::test_random_augmentation"]["group"] == "augment"
     assert all(b["metrics"]["instructions"]["instructions_per_run"] > 0 for b in found.values())
     result = _run(project, "--bench-mode=instructions", *subset, "--bench-compare=main", timeout=400)
-    result.assert_outcomes(passed=3, deselected=BENCHMARKS + 1 - 3)
+    assert result.ret == 0 and result.parseoutcomes()["passed"] == 3  # xdist workers deselect
