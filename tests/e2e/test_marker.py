@@ -221,3 +221,27 @@ def test_profiler_keywords_of_the_wrong_type_are_one_line_errors(bench):
     assert "test_bench.py::test_profile_not_a_dict: profile=['record_shapes'] must be a dict of profiler options" in out
     assert "test_bench.py::test_by_shape: ops_by_shape='yes' must be True or False" in out
     assert "Traceback" not in out and "TypeError" not in out
+
+
+def test_seed_keyword_is_validated(bench):
+    bench.pytester.makepyfile(test_bench="""
+        import pytest
+        @pytest.mark.benchmark(seed=-1)
+        def test_negative():
+            pass
+        @pytest.mark.benchmark(seed="0")
+        def test_string():
+            pass
+        @pytest.mark.benchmark(seed=2**40)
+        def test_too_large():
+            pass
+        @pytest.mark.benchmark(seed=None)
+        def test_none_is_fine():
+            pass
+    """)
+    result = bench.run("--bench-mode=ops", timeout=120)
+    result.assert_outcomes(errors=3, passed=1)
+    out = result.stdout.str()
+    assert "test_bench.py::test_negative: seed=-1 must be an integer >= 0" in out
+    assert "test_bench.py::test_string: seed='0' must be an integer >= 0" in out
+    assert "test_bench.py::test_too_large: seed=1099511627776 must be at most 4294967295" in out
