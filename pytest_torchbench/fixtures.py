@@ -181,7 +181,7 @@ class BenchmarkFixture:
             measured = session.record_measurement("time", TimeMetric.from_measurement(measurement),
                                                   options.num_threads, naming)
         counting = tuple(mode for mode in session.modes if mode != "time")
-        if counting or (session.profile and measured is None):
+        if counting or session.profile:  # with no counting mode, session.measure only profiles
             state = {"args": call_args, "kwargs": call_kwargs}
 
             def refresh() -> None:
