@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import textwrap
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from .marker import BenchOptions
 from .results import BenchmarkResult, TimeMetric
@@ -23,6 +24,10 @@ class ItemRecorder:
         self.options = options
         self.results: list[BenchmarkResult] = []
         self.measured_body = False
+        # pytest-benchmark's benchmark.group / benchmark.extra_info: read when the test ends,
+        # because suites set them before or after measuring.
+        self.group: str | None = options.group
+        self.extra_info: dict[str, Any] = {}
 
     def key_for(self, description: str | None) -> str:
         """The test's node id, plus ' [description]' when the recording names itself.
@@ -43,18 +48,70 @@ class ItemRecorder:
         self.results.append(result)
         return result
 
+    def finish(self) -> None:
+        """Stamp group and extra_info (as they are when the test ends) on every result."""
+        group = "" if self.group is None else str(self.group)
+        extra_info = plain_json(self.extra_info)
+        for result in self.results:
+            result.group = group
+            result.extra_info = dict(extra_info)
+
+
+def plain_json(value: Any) -> Any:
+    """``extra_info`` as plain JSON: numbers, strings, booleans, None, lists and string-keyed
+    objects stay; anything else (a dtype, a torch.Size, NaN) becomes its ``str``, so results,
+    the JSON report and baselines can always be written and read back."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Mapping):
+        return {str(k): plain_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v) for v in value]
+    return str(value)
+
 
 class BenchmarkFixture:
-    """``benchmark(fn, *args, **kwargs)``: measure ``fn`` in the session's modes, return its result."""
+    """``benchmark(fn, *args, **kwargs)``: measure ``fn`` in the session's modes, return its result.
 
-    def __init__(self, recorder: ItemRecorder, session: BenchSession | None) -> None:
+    It also speaks pytest-benchmark's fixture API, so such suites run unchanged: ``pedantic``,
+    ``extra_info``, ``group``, ``name``, ``fullname``, ``param``, ``params``, ``enabled``.
+    """
+
+    def __init__(self, recorder: ItemRecorder, session: BenchSession | None, node: Any = None) -> None:
         self._recorder = recorder
         self._session = session
+        self.name: str = getattr(node, "name", recorder.naming.label)
+        self.fullname: str = recorder.naming.nodeid
+        callspec = getattr(node, "callspec", None)
+        self.param: str | None = callspec.id if callspec is not None else None
+        self.params: dict[str, Any] | None = dict(callspec.params) if callspec is not None else None
 
     @property
     def enabled(self) -> bool:
         """False in a plain ``pytest`` run: ``fn`` is only called once."""
         return self._session is not None
+
+    @property
+    def disabled(self) -> bool:
+        return self._session is None
+
+    @property
+    def group(self) -> str | None:
+        return self._recorder.group
+
+    @group.setter
+    def group(self, value: str | None) -> None:
+        self._recorder.group = value
+
+    @property
+    def extra_info(self) -> dict[str, Any]:
+        return self._recorder.extra_info
+
+    @extra_info.setter
+    def extra_info(self, value: dict[str, Any]) -> None:
+        self._recorder.extra_info = value
 
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not callable(fn):
@@ -68,6 +125,83 @@ class BenchmarkFixture:
 
         measured = self._session.measure(target, self._recorder.options, self._recorder.naming)
         self._recorder.add(measured)
+        return result
+
+    def pedantic(self, target: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
+                 setup: Callable[[], Any] | None = None, teardown: Callable[..., Any] | None = None,
+                 rounds: int = 1, warmup_rounds: int = 0, iterations: int = 1) -> Any:
+        """pytest-benchmark's ``pedantic``, with its meaning in time mode and a counting one otherwise.
+
+        Time mode: ``warmup_rounds`` untimed rounds, then exactly ``rounds`` timed rounds of
+        ``iterations`` calls; ``setup`` (which may return ``(args, kwargs)``) runs before and
+        ``teardown`` after every round, outside the timing. Counting modes (instructions, ops,
+        memory): the usual counted region (marker ``number``/``warmup``); ``setup`` runs before the
+        warm-up and before the counted region (after seeding), never inside it, so the calls of one
+        region share one setup's arguments. Returns the result of the first (real) call.
+        """
+        if not callable(target):
+            raise TypeError(f"benchmark.pedantic(target, ...) needs a callable, got {target!r}")
+        for name, value, minimum in (("iterations", iterations, 1), ("rounds", rounds, 1),
+                                     ("warmup_rounds", warmup_rounds, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ValueError(f"benchmark.pedantic: {name}={value!r} must be an integer >= {minimum}")
+        if iterations > 1 and setup is not None:
+            raise ValueError("benchmark.pedantic: can't use more than 1 `iterations` with a `setup` function")
+        base_args, base_kwargs = tuple(args), dict(kwargs or {})
+
+        def make_arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
+            if setup is None:
+                return base_args, base_kwargs
+            made = setup()
+            if not made:
+                return base_args, base_kwargs
+            if base_args or base_kwargs:
+                raise TypeError("benchmark.pedantic: can't use `args` or `kwargs` if `setup` returns the arguments")
+            try:
+                new_args, new_kwargs = made
+            except (TypeError, ValueError):
+                raise TypeError(f"benchmark.pedantic: setup must return None or (args, kwargs), got {made!r}") from None
+            return tuple(new_args), dict(new_kwargs)
+
+        call_args, call_kwargs = make_arguments()
+        result = target(*call_args, **call_kwargs)  # the real call: its exceptions fail the test
+        if teardown is not None:
+            teardown(*call_args, **call_kwargs)
+        if self._session is None:
+            return result
+        session, options, naming = self._session, self._recorder.options, self._recorder.naming
+        measured = None
+        if "time" in session.modes:
+            from .engines import walltime
+
+            measurement = walltime.measure_rounds(
+                target, make_arguments, rounds=rounds, iterations=iterations, warmup_rounds=warmup_rounds,
+                teardown=teardown, spec=session.time_spec(options, naming),
+            )
+            measured = session.record_measurement("time", TimeMetric.from_measurement(measurement),
+                                                  options.num_threads, naming)
+        counting = tuple(mode for mode in session.modes if mode != "time")
+        if counting or session.profile:  # with no counting mode, session.measure only profiles
+            state = {"args": call_args, "kwargs": call_kwargs}
+
+            def refresh() -> None:
+                state["args"], state["kwargs"] = make_arguments()
+
+            def counted() -> Any:
+                return target(*state["args"], **state["kwargs"])
+
+            counted_result = session.measure(counted, options, naming, modes=counting,
+                                             before_region=refresh if setup is not None else None)
+            if teardown is not None:
+                teardown(*state["args"], **state["kwargs"])
+            if measured is None:
+                measured = counted_result
+            else:
+                measured.metrics.update(counted_result.metrics)
+                measured.environments.update(counted_result.environments)
+                measured.extras.update(counted_result.extras)
+        if measured is not None:
+            self._recorder.add(measured)
         return result
 
 
@@ -192,8 +326,11 @@ def _recording_timer_class() -> type:
 
                 statement = self._statement()
                 statement()
+                from .seeding import seeder
+
                 stats = count_instructions(statement, number=number, warmup=self._recorder.options.warmup,
-                                           task_spec=self._task_spec)
+                                           task_spec=self._task_spec,
+                                           before_region=seeder(self._recorder.options.seed))
                 result = self._session.record_measurement(
                     "instructions", InstructionsMetric.from_stats(stats), self._task_spec.num_threads,
                     self._naming(),

@@ -1,12 +1,15 @@
 """The ``@pytest.mark.benchmark(...)`` marker: its keywords, validated.
 
 A misspelt keyword (``min_runtime``) silently ignored would mean a benchmark measured differently
-from what its author believes, so unknown keywords are an error that names them.
+from what its author believes, so unknown keywords are an error that names them. pytest-benchmark's
+keywords are accepted too, mapped onto ours (see :data:`PYTEST_BENCHMARK_KEYWORDS`), so a suite
+written for pytest-benchmark runs unchanged.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+import math
+from typing import Any, Callable, Mapping
 
 import pytest
 
@@ -15,10 +18,15 @@ from .judgement import LimitSpecError, parse_limits
 MARKER_NAME = "benchmark"
 MARKER_DOC = (
     "benchmark(label=None, sub_label=None, description=None, num_threads=1, threshold=0.1, "
-    "min_run_time=0.1, max_run_time=2.0, limits=None, number=100, warmup=100, "
-    "ops_by_shape=False, profile=None): the test is a benchmark for pytest-torchbench. "
-    "Without the benchmark fixture the whole test body is measured."
+    "min_run_time=0.1, max_run_time=2.0, limits=None, number=100, warmup=100, seed=0, "
+    "ops_by_shape=False, profile=None; pytest-benchmark's group, min_rounds, min_time, max_time, "
+    "timer, disable_gc, warmup=True/False, warmup_iterations, calibration_precision, cprofile): "
+    "the test is a benchmark for pytest-torchbench. Without the benchmark fixture the whole test "
+    "body is measured."
 )
+
+#: Largest seed numpy's legacy global generator accepts (``np.random.seed``).
+MAX_SEED = 2**32 - 1
 
 
 class MarkerError(Exception):
@@ -38,19 +46,47 @@ class BenchOptions:
     max_run_time: float = 2.0
     limits: Mapping[str, float] = dataclasses.field(default_factory=dict)
     number: int = 100  # instructions: calls per counted region, fixed per benchmark (see FACTS)
-    warmup: int = 100  # instructions: calls before counting (specialisation, caches)
+    warmup: int = 100  # counting modes: calls before counting (specialisation, caches)
     ops_by_shape: bool = False
     profile: Mapping[str, Any] | None = None  # profiler options for --bench-profile / bench_profiler
+    # Counting modes seed torch, numpy and random with this before the warm-up and again before
+    # the counted region, so code that draws random numbers counts the same run to run.
+    seed: int | None = 0
+    # pytest-benchmark's keywords, mapped onto time mode (counting modes ignore them):
+    group: str | None = None  # a column of the results, as pytest-benchmark's --benchmark-group-by=group
+    min_rounds: int | None = None  # at least this many timed blocks (ours: at least 30 anyway)
+    min_time: float | None = None  # each timed block lasts at least this long (ours: 1 ms anyway)
+    timer: Callable[[], float] | None = None  # the clock (default: torch's, which syncs CUDA)
+    time_warmup: bool = False  # pytest-benchmark's warmup=True: warm up before timing
+    warmup_iterations: int | None = None  # ... with at most this many calls (default 100,000)
 
 
-_KEYWORDS = {field.name for field in dataclasses.fields(BenchOptions)}
+#: pytest-benchmark's marker keywords that have no effect here, and why (README says the same).
+IGNORED_KEYWORDS = {
+    "disable_gc": "the garbage collector is always off inside timed blocks (as timeit does)",
+    "calibration_precision": "blocks are calibrated to block_time (1 ms, or min_time)",
+    "cprofile": "use --bench-profile for torch.profiler traces",
+}
+PYTEST_BENCHMARK_KEYWORDS = (
+    "group", "min_rounds", "min_time", "max_time", "timer", "disable_gc", "warmup",
+    "warmup_iterations", "calibration_precision", "cprofile",
+)
+_KEYWORDS = (
+    {field.name for field in dataclasses.fields(BenchOptions)} - {"time_warmup"}
+) | set(PYTEST_BENCHMARK_KEYWORDS)
 
 
 def _check_number(where: str, name: str, value: Any, *, integer: bool, minimum: float, strict: bool) -> None:
+    """Ints (or numbers) within bounds; NaN and infinities never pass (they would never end a run)."""
     types = (int,) if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, types) or (value <= minimum if strict else value < minimum):
-        kind = "an integer" if integer else "a number"
+    bad = isinstance(value, bool) or not isinstance(value, types)
+    if not bad:
+        bad = not math.isfinite(value) or (value <= minimum if strict else value < minimum)
+    if bad:
+        kind = "an integer" if integer else "a finite number"
         bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        if integer and isinstance(value, float) and math.isfinite(value) and not value.is_integer():
+            kind = "a whole number (not truncated)"
         raise MarkerError(f"{where}: {name}={value!r} must be {kind} {bound}")
 
 
@@ -68,25 +104,66 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
             f"{where}: unknown @pytest.mark.benchmark keyword {', '.join(map(repr, unknown))}; "
             f"known: {', '.join(sorted(_KEYWORDS))}"
         )
-    for name in ("label", "sub_label", "description"):
+    for name in ("label", "sub_label", "description", "group"):
         if name in kwargs and kwargs[name] is not None and not isinstance(kwargs[name], str):
             raise MarkerError(f"{where}: {name}={kwargs[name]!r} must be a string")
     if "num_threads" in kwargs:
         _check_number(where, "num_threads", kwargs["num_threads"], integer=True, minimum=1, strict=False)
-    for name in ("threshold", "max_run_time"):
+    for name in ("threshold", "max_run_time", "max_time"):
         if name in kwargs:
             _check_number(where, name, kwargs[name], integer=False, minimum=0, strict=True)
-    if kwargs.get("min_run_time") is not None:
-        _check_number(where, "min_run_time", kwargs["min_run_time"], integer=False, minimum=0, strict=True)
+    for name in ("min_run_time", "min_time"):
+        if kwargs.get(name) is not None:
+            _check_number(where, name, kwargs[name], integer=False, minimum=0, strict=True)
+    if "max_time" in kwargs:
+        if "max_run_time" in kwargs:
+            raise MarkerError(f"{where}: give max_run_time or pytest-benchmark's max_time, not both")
+        kwargs["max_run_time"] = kwargs.pop("max_time")
     if "number" in kwargs:
         _check_number(where, "number", kwargs["number"], integer=True, minimum=1, strict=False)
     if "warmup" in kwargs:
-        _check_number(where, "warmup", kwargs["warmup"], integer=True, minimum=0, strict=False)
+        # pytest-benchmark's warmup is a bool (warm up before timing); ours an int (calls before
+        # the counted region). Both kinds of suite work: the type says which is meant.
+        if isinstance(kwargs["warmup"], bool):
+            kwargs["time_warmup"] = kwargs.pop("warmup")
+        else:
+            _check_number(where, "warmup", kwargs["warmup"], integer=True, minimum=0, strict=False)
+    if "warmup_iterations" in kwargs:
+        _check_number(where, "warmup_iterations", kwargs["warmup_iterations"], integer=True, minimum=0,
+                      strict=False)
+    if kwargs.get("min_rounds") is not None:
+        _check_number(where, "min_rounds", kwargs["min_rounds"], integer=True, minimum=1, strict=False)
+    if kwargs.get("timer") is not None and not callable(kwargs["timer"]):
+        raise MarkerError(f"{where}: timer={kwargs['timer']!r} must be a callable returning seconds, "
+                          "e.g. time.perf_counter")
+    if "seed" in kwargs and kwargs["seed"] is not None:
+        _check_number(where, "seed", kwargs["seed"], integer=True, minimum=0, strict=False)
+        if kwargs["seed"] > MAX_SEED:
+            raise MarkerError(f"{where}: seed={kwargs['seed']!r} must be at most {MAX_SEED} (numpy's limit), or None")
+    if "ops_by_shape" in kwargs and not isinstance(kwargs["ops_by_shape"], bool):
+        raise MarkerError(f"{where}: ops_by_shape={kwargs['ops_by_shape']!r} must be True or False")
     if "limits" in kwargs:
         try:
             kwargs["limits"] = parse_limits(kwargs["limits"], where=f"{where}: limits")
         except LimitSpecError as exc:
             raise MarkerError(str(exc)) from None
-    if "profile" in kwargs and kwargs["profile"] is not None and not isinstance(kwargs["profile"], Mapping):
-        raise MarkerError(f"{where}: profile={kwargs['profile']!r} must be a dict of profiler options")
+    if "profile" in kwargs and kwargs["profile"] is not None:
+        _check_profile(where, kwargs["profile"])
+    if "disable_gc" in kwargs and not isinstance(kwargs["disable_gc"], bool):
+        raise MarkerError(f"{where}: disable_gc={kwargs['disable_gc']!r} must be True or False")
+    for name in IGNORED_KEYWORDS:
+        kwargs.pop(name, None)
     return BenchOptions(**kwargs)
+
+
+def _check_profile(where: str, profile: Any) -> None:
+    """The profiler options are checked here, once, so a bad one is a line naming the keyword
+    instead of a TypeError from inside the profiler while measuring."""
+    if not isinstance(profile, Mapping):
+        raise MarkerError(f"{where}: profile={profile!r} must be a dict of profiler options")
+    from .engines.profiler import ProfilerOptions
+
+    try:
+        ProfilerOptions.from_kwargs(**{str(k): v for k, v in profile.items()})
+    except (TypeError, ValueError) as exc:
+        raise MarkerError(f"{where}: profile={dict(profile)!r}: {exc}") from None

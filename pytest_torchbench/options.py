@@ -53,6 +53,12 @@ def addoption(parser: pytest.Parser) -> None:
                     "top ops by self time in the report, a trace per benchmark in the output folder")
     group.addoption("--bench-output", metavar="DIR", default=None,
                     help="folder for traces and other artifacts (default: .torchbench under rootdir)")
+    group.addoption("--bench-only", action="store_true", default=False,
+                    help="run only the benchmarks (tests marked benchmark or using the benchmark, "
+                    "bench_timer or bench_profiler fixture); the others are skipped, as "
+                    "pytest-benchmark's --benchmark-only. Does not turn measuring on by itself")
+    group.addoption("--bench-skip", action="store_true", default=False,
+                    help="skip the benchmarks (as pytest-benchmark's --benchmark-skip)")
     parser.addini("bench_baselines_dir", "folder of baseline sets, relative to rootdir",
                   default="baselines")
 
@@ -74,6 +80,8 @@ class BenchSettings:
     output_dir: Path | None = None
     markdown_path: Path | None = None
     html_path: Path | None = None
+    only: bool = False  # --bench-only: skip tests that are not benchmarks
+    skip: bool = False  # --bench-skip: skip the benchmarks
 
 
 def _parse_modes(raw: str | None) -> tuple[str, ...]:
@@ -110,6 +118,8 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
     modes = _parse_modes(opt.bench_mode)
     if (target_error := option_targets_error(opt, active)) is not None:
         raise pytest.UsageError(target_error)
+    if opt.bench_only and opt.bench_skip:
+        raise pytest.UsageError("--bench-only and --bench-skip together would skip every test; give one")
     try:
         limits = parse_limits(opt.bench_fail) if opt.bench_fail is not None else {}
     except LimitSpecError as exc:
@@ -141,4 +151,15 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         output_dir=Path(opt.bench_output).absolute() if opt.bench_output else rootdir / ".torchbench",
         markdown_path=Path(opt.bench_markdown).absolute() if opt.bench_markdown else None,
         html_path=Path(opt.bench_html).absolute() if opt.bench_html else None,
+        only=bool(opt.bench_only),
+        skip=bool(opt.bench_skip),
+    )
+
+
+def bench_option_given(config: pytest.Config) -> bool:
+    """Whether any ``--bench-*`` option was given: then pytest-torchbench owns the ``benchmark``
+    fixture and marker for the run, even when pytest-benchmark is installed."""
+    return any(
+        name.startswith("bench_") and value is not None and value is not False
+        for name, value in vars(config.option).items()
     )

@@ -4,6 +4,11 @@ Roles, as in pytest-xdist: every process that runs tests owns a BenchSession (me
 process that owns the terminal (serial run or xdist controller) owns a Controller (judge, gather,
 save, report), so measuring processes never read baselines. A plain ``pytest`` (no --bench-* option) creates neither: marked tests run once and
 the plugin's cost is a marker lookup per test.
+
+Beside pytest-benchmark (which defines the same ``benchmark`` fixture and marker): a run without
+any --bench-* option is left to pytest-benchmark entirely (its fixture, marker checks and
+--benchmark-* options); a run with one unregisters pytest-benchmark before it configures, and
+registers our ``benchmark`` fixture after it, so ours is the one tests get. No ``-p no:...`` needed.
 """
 from __future__ import annotations
 
@@ -25,10 +30,15 @@ from .session import BenchSession, Naming
 from .storage import BaselineError, BaselineSet, load_set_from_folder
 
 settings_key = pytest.StashKey[BenchSettings]()
+owns_key = pytest.StashKey[bool]()
 session_key = pytest.StashKey["BenchSession | None"]()
 recorder_key = pytest.StashKey[ItemRecorder]()
 
 BENCH_FIXTURES = ("benchmark", "bench_timer")
+#: A test using one of these is a benchmark (it gets the marker at collection: -m benchmark).
+SELECTING_FIXTURES = ("benchmark", "bench_timer", "bench_profiler")
+#: pytest-benchmark's plugin, as registered from its entry point, -p, or a conftest's pytest_plugins.
+PYTEST_BENCHMARK_MODULE = "pytest_benchmark.plugin"
 
 
 class TorchbenchWarning(pytest.PytestWarning):
@@ -55,13 +65,55 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
         and bool(getattr(config.option, "tx", None))
 
 
+def _pytest_benchmark_plugins(config: pytest.Config) -> list[tuple[str, object]]:
+    manager = config.pluginmanager
+    return [
+        (name, plugin) for name, plugin in manager.list_name_plugin()
+        if plugin is not None and getattr(plugin, "__name__", None) == PYTEST_BENCHMARK_MODULE
+    ]
+
+
+def _take_over_from_pytest_benchmark(config: pytest.Config) -> None:
+    """With a --bench-* option, pytest-benchmark steps aside for this run.
+
+    It is unregistered (and its names blocked) before ``pytest_configure``, so its session, its
+    marker check and its fixture-type check never run. Its ``--benchmark-*`` options were added
+    when it was registered, so command lines and addopts that use them still parse.
+    """
+    if not options_module.bench_option_given(config):
+        return
+    for name, plugin in _pytest_benchmark_plugins(config):
+        config.pluginmanager.unregister(plugin, name)
+        config.pluginmanager.set_blocked(name)
+    config.pluginmanager.set_blocked(PYTEST_BENCHMARK_MODULE)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    _take_over_from_pytest_benchmark(config)
+
+
+class BenchmarkFixturePlugin:
+    """Holds our ``benchmark`` fixture, registered only when we own it (see the module docstring).
+
+    Registered during ``pytest_configure``, after every entry-point plugin: for fixtures of the
+    same name from plugins, pytest uses the one registered last.
+    """
+
+    @pytest.fixture
+    def benchmark(self, request: pytest.FixtureRequest) -> BenchmarkFixture:
+        """``benchmark(fn, *args, **kwargs)`` measures ``fn`` in the session's mode and returns its result;
+        ``benchmark.pedantic(...)``, ``.extra_info``, ``.group`` as in pytest-benchmark."""
+        return BenchmarkFixture(_recorder(request.node), _session(request.config), request.node)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_DOC)
-    if config.pluginmanager.has_plugin("pytest_benchmark.plugin") or config.pluginmanager.has_plugin("benchmark"):
-        raise pytest.UsageError(
-            "pytest-benchmark is also active and defines the same 'benchmark' fixture and marker; "
-            "disable one of them: -p no:benchmark (pytest-benchmark) or -p no:torchbench"
-        )
+    _take_over_from_pytest_benchmark(config)  # when pytest_cmdline_main was not called (pytest.main API)
+    owns = not _pytest_benchmark_plugins(config)
+    config.stash[owns_key] = owns
+    if owns:
+        config.pluginmanager.register(BenchmarkFixturePlugin(), "torchbench-benchmark-fixture")
     settings = options_module.settings_from_config(config)
     config.stash[settings_key] = settings
     config.stash[session_key] = None
@@ -151,10 +203,28 @@ def _session(config: pytest.Config) -> BenchSession | None:
 # -- collection ------------------------------------------------------------------------------------
 
 
+def _is_benchmark(item: pytest.Item) -> bool:
+    return item.get_closest_marker(MARKER_NAME) is not None or any(
+        name in getattr(item, "fixturenames", ()) for name in SELECTING_FIXTURES
+    )
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Remember every collected test before -k/-m deselect some: to tell removed from deselected."""
-    if not config.stash[settings_key].active:
+    """Mark tests that use a bench fixture (before -m selects), apply --bench-only/--bench-skip,
+    and remember every collected test before -k/-m deselect some: to tell removed from deselected."""
+    settings = config.stash[settings_key]
+    for item in items:
+        uses_fixture = any(name in getattr(item, "fixturenames", ()) for name in SELECTING_FIXTURES)
+        # Only when unmarked: an empty marker on the item would hide a class or module marker's keywords.
+        if uses_fixture and item.get_closest_marker(MARKER_NAME) is None:
+            item.add_marker(MARKER_NAME)
+        # Skipped, not deselected, as pytest-benchmark does: the summary counts them with the reason.
+        if settings.skip and _is_benchmark(item):
+            item.add_marker(pytest.mark.skip(reason="benchmark skipped (--bench-skip)"))
+        elif settings.only and not _is_benchmark(item):
+            item.add_marker(pytest.mark.skip(reason="not a benchmark (--bench-only)"))
+    if not settings.active:
         return
     collected = [item.nodeid for item in items]
     if _is_xdist_worker(config):
@@ -170,7 +240,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker(MARKER_NAME) is not None:
+    # When pytest-benchmark owns the run, the marker's keywords are its business.
+    if item.config.stash.get(owns_key, True) and item.get_closest_marker(MARKER_NAME) is not None:
         _recorder(item)  # validates the marker: a bad keyword is an error at setup, naming it
 
 
@@ -215,6 +286,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.when == "call":
         recorder = item.stash.get(recorder_key, None)
         if recorder is not None and recorder.results and report.passed:
+            recorder.finish()  # group and extra_info as the test left them
             setattr(report, REPORT_ATTRIBUTE, {
                 "results": [r.to_json() for r in recorder.results],
                 "limits": dict(recorder.options.limits),
@@ -229,12 +301,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 # -- fixtures --------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def benchmark(request: pytest.FixtureRequest) -> BenchmarkFixture:
-    """``benchmark(fn, *args, **kwargs)`` measures ``fn`` in the session's mode and returns its result."""
-    return BenchmarkFixture(_recorder(request.node), _session(request.config))
 
 
 @pytest.fixture

@@ -295,6 +295,9 @@ class BenchmarkResult:
     metrics: dict[str, Any] = dataclasses.field(default_factory=dict)
     environments: dict[str, Environment] = dataclasses.field(default_factory=dict)  # metric -> env
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)  # e.g. profile summary, trace
+    # pytest-benchmark's benchmark.group / benchmark.extra_info (or marker group=): kept in baselines
+    group: str = ""
+    extra_info: dict[str, Any] = dataclasses.field(default_factory=dict)  # plain JSON values
 
     def to_json(self) -> dict[str, Any]:
         """The wire form (xdist, --bench-json): self-contained, environments inline."""
@@ -307,6 +310,8 @@ class BenchmarkResult:
             "metrics": {name: m.to_json() for name, m in sorted(self.metrics.items())},
             "environments": {name: e.to_json() for name, e in sorted(self.environments.items())},
             "extras": self.extras,
+            "group": self.group,
+            "extra_info": self.extra_info,
         }
 
     @classmethod
@@ -322,4 +327,6 @@ class BenchmarkResult:
                 name: Environment.from_json(e) for name, e in data.get("environments", {}).items()
             },
             extras=dict(data.get("extras", {})),
+            group=str(data.get("group", "") or ""),
+            extra_info=dict(data.get("extra_info", {}) or {}),
         )

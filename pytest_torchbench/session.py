@@ -20,7 +20,8 @@ COUNTING_METHOD = "per-region-toggle-in-loop/1"
 DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
 
 
-def count_instructions(fn: Callable[[], Any], *, number: int, warmup: int, task_spec: Any) -> Any:
+def count_instructions(fn: Callable[[], Any], *, number: int, warmup: int, task_spec: Any,
+                       before_region: Callable[[], None] | None = None) -> Any:
     """Count ``fn`` in this counted worker; torch's CallgrindStats back (total over ``number``)."""
     from .engines import callgrind
 
@@ -31,7 +32,7 @@ def count_instructions(fn: Callable[[], Any], *, number: int, warmup: int, task_
             "this process was not (run pytest with --bench-mode=instructions)"
         )
     return callgrind.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=dump_dir,
-                             per_region=True)
+                             per_region=True, before_region=before_region)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,11 +113,16 @@ class BenchSession:
     # -- measuring -------------------------------------------------------------------------------
 
     def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
-                modes: tuple[str, ...] | None = None) -> BenchmarkResult:
-        """Run every engine of the session's modes on ``fn`` (already called once by the caller)."""
+                modes: tuple[str, ...] | None = None,
+                before_region: Callable[[], None] | None = None) -> BenchmarkResult:
+        """Run every engine of the session's modes on ``fn`` (already called once by the caller).
+
+        Counting modes call ``before_region`` (e.g. pedantic's setup) before their warm-up and
+        before the counted region, after seeding with the marker's ``seed``.
+        """
         result = _new_result(naming)
         for mode in self.modes if modes is None else modes:
-            metric = self._measure_one(mode, fn, options, naming)
+            metric = self._measure_one(mode, fn, options, naming, before_region)
             result.metrics[mode] = metric
             result.environments[mode] = self.environment(mode, options.num_threads)
         if self.profile:
@@ -132,36 +138,54 @@ class BenchSession:
         summary = profiler.profile_run(fn, iterations=3, options=profiler_options, trace_path=trace_path, top_n=5)
         return profile_extras(summary)  # a trace that could not be written shows as its error line
 
-    def _measure_one(self, mode: str, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> Any:
+    def time_spec(self, options: BenchOptions, naming: Naming) -> Any:
+        """The time engine's settings from the marker (pytest-benchmark's keywords mapped in)."""
+        from .engines import walltime
+
+        defaults = walltime.TimeSpec()
+        return walltime.TimeSpec(
+            label=naming.label,
+            sub_label=naming.sub_label,
+            description=naming.description,
+            num_threads=options.num_threads,
+            threshold=options.threshold,
+            min_run_time=options.min_run_time or self.min_run_time or defaults.min_run_time,
+            max_run_time=options.max_run_time,
+            block_time=max(defaults.block_time, options.min_time or 0.0),
+            min_replicates=max(defaults.min_replicates, options.min_rounds or 0),
+            timer=options.timer,
+        )
+
+    def _measure_one(self, mode: str, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
+                     before_region: Callable[[], None] | None = None) -> Any:
         if mode == "time":
             from .engines import walltime
 
-            spec = walltime.TimeSpec(
-                label=naming.label,
-                sub_label=naming.sub_label,
-                description=naming.description,
-                num_threads=options.num_threads,
-                threshold=options.threshold,
-                min_run_time=options.min_run_time or self.min_run_time or walltime.TimeSpec.min_run_time,
-                max_run_time=options.max_run_time,
-            )
+            spec = self.time_spec(options, naming)
+            if options.time_warmup:
+                _time_warm_up(fn, options.warmup_iterations, spec.max_run_time)
             return TimeMetric.from_measurement(walltime.measure(fn, spec))
+        from .seeding import chain, seeder
+
+        # Seed first, so that a setup drawing random inputs draws the same ones every run.
+        before_region = chain(seeder(options.seed), before_region)
         if mode == "instructions":
             from torch.utils.benchmark.utils.common import TaskSpec
 
             task_spec = TaskSpec(stmt=naming.nodeid, setup="", label=naming.label,
                                  sub_label=naming.sub_label, description=naming.description,
                                  num_threads=options.num_threads)
-            stats = count_instructions(fn, number=options.number, warmup=options.warmup, task_spec=task_spec)
+            stats = count_instructions(fn, number=options.number, warmup=options.warmup, task_spec=task_spec,
+                                       before_region=before_region)
             return InstructionsMetric.from_stats(stats)
         if mode == "ops":
             from .engines import profiler
 
-            return OpsMetric(profiler.count_ops(fn, by_shape=options.ops_by_shape))
+            return OpsMetric(profiler.count_ops(fn, by_shape=options.ops_by_shape, before_region=before_region))
         if mode == "memory":
             from .engines import profiler
 
-            peaks = profiler.peak_memory(fn)
+            peaks = profiler.peak_memory(fn, before_region=before_region)
             return MemoryMetric({
                 device: int(value) for device, value in
                 (("cpu", peaks.get("cpu_peak_bytes")), ("cuda", peaks.get("cuda_peak_bytes")))
@@ -175,6 +199,18 @@ class BenchSession:
         result.metrics[metric] = value
         result.environments[metric] = self.environment(metric, num_threads)
         return result
+
+
+def _time_warm_up(fn: Callable[[], Any], max_calls: int | None, max_time: float) -> None:
+    """pytest-benchmark's ``warmup=True``: call ``fn`` up to ``warmup_iterations`` times (default
+    100,000, as there) but for no longer than ``max_time``, before timing."""
+    import time
+
+    deadline = time.perf_counter() + max_time
+    for _ in range(100_000 if max_calls is None else max_calls):
+        fn()
+        if time.perf_counter() >= deadline:
+            break
 
 
 def _new_result(naming: Naming) -> BenchmarkResult:

@@ -92,6 +92,8 @@ def parse_baseline_document(text: str, where: str) -> dict[str, BenchmarkResult]
                 description=str(entry.get("description", "")),
                 metrics=metrics,
                 environments=metric_envs,
+                group=str(entry.get("group", "")),
+                extra_info=dict(entry.get("extra_info", {})),
             )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
@@ -155,6 +157,11 @@ def render_baseline_document(module: str, entries: Iterable[BenchmarkResult]) ->
             "description": entry.description,
             "metrics": metrics,
         }
+        # Only when set, so that baselines of suites that use neither keep their bytes.
+        if entry.group:
+            benchmarks[entry.key]["group"] = entry.group
+        if entry.extra_info:
+            benchmarks[entry.key]["extra_info"] = entry.extra_info
     document = {
         "schema": SCHEMA_VERSION,
         "module": module,
@@ -186,6 +193,7 @@ def merge_entries(
             merged[result.key] = dataclasses.replace(result, extras={})
             continue
         old.label, old.sub_label, old.description = result.label, result.sub_label, result.description
+        old.group, old.extra_info = result.group, dict(result.extra_info)
         old.module = result.module
         old.metrics.update(result.metrics)
         for metric_name in result.metrics:

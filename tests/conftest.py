@@ -18,6 +18,9 @@ if TYPE_CHECKING:
     from pytest_torchbench.results import BenchmarkResult
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Test projects that end-to-end tests copy and run with pytester; not tests of this suite.
+collect_ignore = ["e2e/projects"]
 FAST = "--bench-min-run-time=0.02"
 
 

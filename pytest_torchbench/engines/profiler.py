@@ -326,6 +326,7 @@ def count_ops(
     warmup: int = 1,
     by_shape: bool = False,
     prefixes: tuple[str, ...] = DEFAULT_OP_PREFIXES,
+    before_region: Callable[[], object] | None = None,
 ) -> dict[str, float]:
     """Count the ``aten::`` ops one call of ``fn`` dispatches, nested ops included.
 
@@ -338,12 +339,17 @@ def count_ops(
 
     With ``by_shape`` the keys carry the input shapes, e.g. ``"aten::add [[4, 4], [4, 4], []]"``.
     Returns a dict sorted by key; values are floats (for storage alongside other metrics) holding
-    integers.
+    integers. ``before_region`` (e.g. seeding) runs before the warm-up and before the profiled
+    iterations, outside any iteration marker.
     """
     _check_counts(iterations, warmup)
     _ensure_no_active_profiler("count_ops")
+    if before_region is not None:
+        before_region()
     for _ in range(warmup):
         fn()
+    if before_region is not None:
+        before_region()
     with profile(activities=[ProfilerActivity.CPU], record_shapes=by_shape) as prof:
         _run_marked(fn, iterations)
         _sync_cuda()
@@ -395,7 +401,8 @@ def _peak_of_running_sum(deltas: Iterable[int]) -> int:
     return peak
 
 
-def peak_memory(fn: Callable[[], object], *, iterations: int = 1, warmup: int = 1) -> dict[str, int | None]:
+def peak_memory(fn: Callable[[], object], *, iterations: int = 1, warmup: int = 1,
+                before_region: Callable[[], object] | None = None) -> dict[str, int | None]:
     """Peak bytes allocated during one call of ``fn``, relative to what was allocated before it.
 
     CPU: the running sum of the profiler's ``[memory]`` events (allocations positive, frees
@@ -412,8 +419,12 @@ def peak_memory(fn: Callable[[], object], *, iterations: int = 1, warmup: int = 
     """
     _check_counts(iterations, warmup)
     _ensure_no_active_profiler("peak_memory")
+    if before_region is not None:  # e.g. seeding: before the warm-up and the measured iterations
+        before_region()
     for _ in range(warmup):
         fn()
+    if before_region is not None:
+        before_region()
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         _run_marked(fn, iterations)
     mem = _cpu_memory_events(prof)

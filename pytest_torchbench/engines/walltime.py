@@ -32,6 +32,7 @@ class TimeSpec:
     max_run_time: float = 2.0  # adaptive_autorange says 10 s; a CI suite of many benchmarks cannot wait that long
     block_time: float = 0.001
     min_replicates: int = 30
+    timer: Callable[[], float] | None = None  # None: torch's default (syncs CUDA)
 
 
 def make_timer(fn: Callable[[], Any], spec: TimeSpec) -> Timer:
@@ -42,6 +43,7 @@ def make_timer(fn: Callable[[], Any], spec: TimeSpec) -> Timer:
         sub_label=spec.sub_label or None,
         description=spec.description or None,
         num_threads=spec.num_threads,
+        **({"timer": spec.timer} if spec.timer is not None else {}),
     )
 
 
@@ -78,3 +80,56 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
             if candidate.meets_confidence(threshold=spec.threshold):
                 break
     return Measurement(number_per_run=number, raw_times=list(raw_times), task_spec=task_spec)
+
+
+def measure_rounds(
+    target: Callable[..., Any],
+    make_arguments: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]],
+    *,
+    rounds: int,
+    iterations: int,
+    warmup_rounds: int = 0,
+    teardown: Callable[..., Any] | None = None,
+    spec: TimeSpec | None = None,
+) -> Measurement:
+    """pytest-benchmark's ``pedantic``: exactly ``rounds`` blocks of ``iterations`` calls.
+
+    The author chose the sampling, so there is no calibration or adaptive stopping; arguments
+    come from ``make_arguments`` before every round (the pedantic ``setup``) and ``teardown``
+    runs after it, both outside the timed block. As in ``timeit``, the garbage collector is off
+    inside a block. One raw time per round, as torch's Measurement holds them.
+    """
+    import gc
+
+    import torch
+    from torch.utils.benchmark.utils.common import TaskSpec
+    from torch.utils.benchmark.utils.timer import timer as torch_timer
+
+    spec = spec or TimeSpec()
+    clock = spec.timer or torch_timer
+    task_spec = TaskSpec(stmt=getattr(target, "__qualname__", None) or repr(target), setup="",
+                         label=spec.label or None, sub_label=spec.sub_label or None,
+                         description=spec.description or None, num_threads=spec.num_threads)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(spec.num_threads)
+    raw_times: list[float] = []
+    try:
+        for index in range(warmup_rounds + rounds):
+            args, kwargs = make_arguments()
+            gc_was_enabled = gc.isenabled()
+            gc.disable()
+            try:
+                start = clock()
+                for _ in range(iterations):
+                    target(*args, **kwargs)
+                elapsed = clock() - start
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
+            if teardown is not None:
+                teardown(*args, **kwargs)
+            if index >= warmup_rounds:
+                raw_times.append(elapsed)
+    finally:
+        torch.set_num_threads(previous_threads)
+    return Measurement(number_per_run=iterations, raw_times=raw_times, task_spec=task_spec)

@@ -161,3 +161,87 @@ def test_benchmark_fixture_unmarked_test_is_measured(bench):
     result = bench.run("--bench-mode=time", FAST)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*torchbench time*", "[[] test_plain_fixture []]"])
+
+
+def test_non_finite_and_fractional_marker_numbers_are_one_line_errors(bench):
+    """Issue 8: max_run_time=nan/inf passed validation and the test never ended; a fractional
+    number must not be truncated. Each is one line naming the test and the keyword."""
+    bench.pytester.makepyfile(test_bench="""
+        import pytest
+        @pytest.mark.benchmark(max_run_time=float("nan"))
+        def test_nan():
+            pass
+        @pytest.mark.benchmark(max_run_time=float("inf"), threshold=0.0000001)
+        def test_inf():
+            pass
+        @pytest.mark.benchmark(min_run_time=float("inf"))
+        def test_min_inf():
+            pass
+        @pytest.mark.benchmark(max_time=float("nan"))
+        def test_pytest_benchmark_nan():
+            pass
+        @pytest.mark.benchmark(number=2.5)
+        def test_fractional():
+            pass
+    """)
+    result = bench.run("--bench-mode=time", FAST, timeout=60)
+    result.assert_outcomes(errors=5)
+    out = result.stdout.str()
+    assert "test_bench.py::test_nan: max_run_time=nan must be a finite number > 0" in out
+    assert "test_bench.py::test_inf: max_run_time=inf must be a finite number > 0" in out
+    assert "test_bench.py::test_min_inf: min_run_time=inf must be a finite number > 0" in out
+    assert "test_bench.py::test_pytest_benchmark_nan: max_time=nan must be a finite number > 0" in out
+    assert "test_bench.py::test_fractional: number=2.5 must be a whole number (not truncated) >= 1" in out
+    assert "Traceback" not in out
+
+
+def test_profiler_keywords_of_the_wrong_type_are_one_line_errors(bench):
+    """Issue 8: profile= and ops_by_shape= of the wrong type ended in a TypeError from inside
+    the profiler; now one line naming the test and the keyword, before anything is measured."""
+    bench.pytester.makepyfile(test_bench="""
+        import pytest, torch
+        @pytest.mark.benchmark(profile={"record_shapes": "yes"})
+        def test_profile_value():
+            torch.ones(2) + 1
+        @pytest.mark.benchmark(profile={"with_stakc": True})
+        def test_profile_typo():
+            torch.ones(2) + 1
+        @pytest.mark.benchmark(profile=["record_shapes"])
+        def test_profile_not_a_dict():
+            torch.ones(2) + 1
+        @pytest.mark.benchmark(ops_by_shape="yes")
+        def test_by_shape(benchmark):
+            benchmark(torch.add, torch.ones(2), 1)
+    """)
+    result = bench.run("--bench-mode=ops", "--bench-profile", timeout=120)
+    result.assert_outcomes(errors=4)
+    out = result.stdout.str()
+    assert "test_bench.py::test_profile_value: profile={'record_shapes': 'yes'}: profiler option 'record_shapes' must be True or False" in out
+    assert "test_bench.py::test_profile_typo: profile={'with_stakc': True}: unknown profiler option 'with_stakc'" in out
+    assert "test_bench.py::test_profile_not_a_dict: profile=['record_shapes'] must be a dict of profiler options" in out
+    assert "test_bench.py::test_by_shape: ops_by_shape='yes' must be True or False" in out
+    assert "Traceback" not in out and "TypeError" not in out
+
+
+def test_seed_keyword_is_validated(bench):
+    bench.pytester.makepyfile(test_bench="""
+        import pytest
+        @pytest.mark.benchmark(seed=-1)
+        def test_negative():
+            pass
+        @pytest.mark.benchmark(seed="0")
+        def test_string():
+            pass
+        @pytest.mark.benchmark(seed=2**40)
+        def test_too_large():
+            pass
+        @pytest.mark.benchmark(seed=None)
+        def test_none_is_fine():
+            pass
+    """)
+    result = bench.run("--bench-mode=ops", timeout=120)
+    result.assert_outcomes(errors=3, passed=1)
+    out = result.stdout.str()
+    assert "test_bench.py::test_negative: seed=-1 must be an integer >= 0" in out
+    assert "test_bench.py::test_string: seed='0' must be an integer >= 0" in out
+    assert "test_bench.py::test_too_large: seed=1099511627776 must be at most 4294967295" in out

@@ -139,6 +139,7 @@ def measure(
     out_dir: str | os.PathLike[str],
     keep_output: bool = False,
     per_region: bool = False,
+    before_region: Callable[[], object] | None = None,
 ) -> CallgrindStats:
     """Count the instructions of ``number`` calls of ``fn`` in this (valgrind) process.
 
@@ -154,6 +155,9 @@ def measure(
     dump, instead of once for the whole process: a flush of valgrind's translations per region
     (~0.25 s), but everything between regions (a test runner's own work, parsing the dump,
     judging) then runs uninstrumented, several times faster.
+
+    ``before_region`` (e.g. seeding random generators) is called before the warm-up and again
+    before the counted region, never inside it: its own instructions are not counted.
     """
     if number < 1 or warmup < 0:
         raise ValueError(f"need number >= 1 and warmup >= 0 (got {number}, {warmup})")
@@ -171,6 +175,8 @@ def measure(
     torch.set_num_threads(task_spec.num_threads)
     gc_was_enabled = gc.isenabled()
     toggle = _toggle()
+    if before_region is not None:
+        before_region()
     if per_region:
         client_requests.start_instrumentation()
     # CPython's type attribute cache (4096 slots, indexed by type version tag and name address)
@@ -180,6 +186,8 @@ def measure(
     try:
         # The warm-up runs the very same loop, toggles included; what it collects is zeroed.
         _run_loop(loop, fn, warmup, toggle)
+        if before_region is not None:
+            before_region()
         gc.collect()
         gc.freeze()
         gc.disable()

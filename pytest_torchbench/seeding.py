@@ -1,0 +1,47 @@
+"""Seeding the random generators a benchmark may draw from, for the counting modes.
+
+Why: a random augmentation (crop or flip chosen with ``torch.rand``) dispatches different ops and
+executes different instructions depending on what it draws, so unseeded it counts differently
+run to run and fails A/A comparisons. Counting engines call the hook returned by
+:func:`seeder` before their warm-up and again before the counted region (never inside it: the
+seeding itself would be counted). Wall time is never seeded: it is a statistic over many calls.
+"""
+from __future__ import annotations
+
+import random
+import sys
+from typing import Callable
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's ``random``, numpy's global generator (when numpy is imported: importing it
+    here would cost time in runs that never use it) and torch (CPU and every CUDA device)."""
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed)
+    import torch
+
+    torch.manual_seed(seed)
+
+
+def seeder(seed: int | None) -> Callable[[], None] | None:
+    """The hook for a benchmark's ``seed=`` (None: leave the generators alone, no hook)."""
+    if seed is None:
+        return None
+    return lambda: seed_everything(seed)
+
+
+def chain(*hooks: Callable[[], None] | None) -> Callable[[], None] | None:
+    """One hook that calls the given ones in order (None when there is none)."""
+    present = [hook for hook in hooks if hook is not None]
+    if not present:
+        return None
+    if len(present) == 1:
+        return present[0]
+
+    def run() -> None:
+        for hook in present:
+            hook()
+
+    return run
