@@ -178,5 +178,5 @@ class BenchSession:
 
 
 def _new_result(naming: Naming) -> BenchmarkResult:
-    return BenchmarkResult(key=naming.nodeid, module=naming.module, label=naming.label,
+    return BenchmarkResult(key=naming.nodeid, nodeid=naming.nodeid, module=naming.module, label=naming.label,
                            sub_label=naming.sub_label, description=naming.description)
