@@ -14,7 +14,7 @@ import math
 import os
 import platform
 import re
-from typing import Any, Mapping
+from typing import AbstractSet, Any, Iterator, Mapping
 
 SCHEMA_VERSION = 1
 
@@ -288,7 +288,7 @@ def nodeid_of(key: str) -> str:
     return key.split(" [", 1)[0].split(" #", 1)[0]
 
 
-def nodeid_among(key: str, nodeids: "set[str] | frozenset[str]") -> str:
+def nodeid_among(key: str, nodeids: AbstractSet[str]) -> str:
     """The node id of ``key`` when the candidates are known (old baselines without a ``nodeid``).
 
     The longest collected node id that ``key`` is, or starts with followed by `` [`` or `` #``;
@@ -326,8 +326,8 @@ def invalid_number(metric: str, data: Any) -> str | None:
     negative), the fields in POSITIVE_FIELDS > 0, and COUNT_FIELDS whole numbers >= 1. The answer
     names the field as ``metric.field[index]`` so the user can find it in the file.
     """
-    if not isinstance(data, Mapping):
-        return None  # the metric's own from_json reports the shape
+    if not isinstance(data, Mapping) or metric not in METRIC_TYPES:
+        return None  # metric_from_json reports the shape or the unknown name
     for field in COUNT_FIELDS:
         if field in data:
             value = data[field]
@@ -341,15 +341,17 @@ def invalid_number(metric: str, data: Any) -> str | None:
     return None
 
 
-def _numbers(value: Any, path: str, field: str | None) -> Any:
-    """(path, number, top-level field) for every number inside ``value``, depth first."""
+def _numbers(value: Any, path: str, field: str | None) -> Iterator[tuple[str, Any, str | None]]:
+    """(path, number, top-level field) for every number inside ``value``, depth first. Names
+    from the file are shown JSON-escaped unless they are plain identifiers (they reach terminals)."""
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
         yield path, value, field
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield from _numbers(item, f"{path}.{key}" if field is None else f"{path}[{json.dumps(key)}]",
+            plain = field is None and str(key).isidentifier()
+            yield from _numbers(item, f"{path}.{key}" if plain else f"{path}[{json.dumps(key)}]",
                                 key if field is None else field)
     elif isinstance(value, list):
         for index, item in enumerate(value):

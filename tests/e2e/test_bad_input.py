@@ -1,7 +1,15 @@
 """Bad input gets one clear line, exit status 4 for usage errors, and loses nothing."""
 from __future__ import annotations
 
+import calendar
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -144,14 +152,6 @@ def test_interrupt():
 
 
 # -- issue 8: hostile input and faults around baselines ---------------------------------------------
-
-import os  # noqa: E402
-import shutil  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 TORCHBENCH = str(Path(sys.executable).parent / "torchbench")
 
@@ -409,7 +409,7 @@ def test_save_records_commit_and_time_and_resaving_unchanged_writes_the_same_byt
     bench.run("--bench-save=main", "--bench-mode=ops").assert_outcomes(passed=2)
     stamp = bench.load("main")["benchmarks"]["test_bench.py::test_ok"]["saved"]
     assert stamp["commit"] is None  # not a git repository
-    assert time.time() - time.mktime(time.strptime(stamp["time"], "%Y-%m-%dT%H:%M:%SZ")) + time.timezone < 600
+    assert abs(time.time() - calendar.timegm(time.strptime(stamp["time"], "%Y-%m-%dT%H:%M:%SZ"))) < 600
     git(bench.path, "init", "-q", "-b", "main")
     git(bench.path, "commit", "-q", "--allow-empty", "-m", "first")
     head = git(bench.path, "rev-parse", "HEAD").strip()
