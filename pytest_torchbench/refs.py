@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .storage import (
+    SET_NAME_MAX,
     SET_NAME_PATTERN,
     BaselineError,
     BaselineSet,
@@ -226,7 +227,7 @@ def resolve_compare(ref: str, baselines_dir: Path, cwd: Path, option: str = "--b
     shallow = ""
     if toplevel is not None and is_shallow(toplevel):
         shallow = f" (this is a shallow clone: if {ref!r} is a branch, fetch it with git fetch --depth=1 origin {ref})"
-    suggestion = ref if SET_NAME_PATTERN.match(ref) else DEFAULT_SET
+    suggestion = ref if SET_NAME_PATTERN.match(ref) and len(ref) <= SET_NAME_MAX else DEFAULT_SET
     raise BaselineError(
         f"{option}={ref}: no baseline set {ref!r} {where}, {git_part}{shallow} and no path of "
         f"that name; {listing}; create one with pytest --bench-save={suggestion}"

@@ -292,7 +292,8 @@ def test_overlong_set_names_are_one_line(bench):
     name = "a" * 300
     _one_clear_line(bench.run(f"--bench-save={name}", FAST), "--bench-save",
                     "at most 100 characters, this one has 300")
-    _one_clear_line(bench.run(f"--bench-compare={name}", FAST), f"no baseline set '{name}'")
+    _one_clear_line(bench.run(f"--bench-compare={name}", FAST), f"no baseline set '{name}'",
+                    "create one with pytest --bench-save=main")
     _cli_one_clear_line(_cli(bench.path, "show", name), f"no baseline set '{name}'")
     assert not (bench.path / "baselines").exists()
 
