@@ -16,7 +16,8 @@ from . import extensions
 from .judgement import UNCHANGED, Verdict, failure_message, judge_result, missing_verdicts
 from .options import BenchSettings
 from .reports import jsonreport, junit, markdown, publish, terminal
-from .results import BenchmarkResult, nodeid_of
+from .results import BenchmarkResult, nodeid_among
+from .refs import save_stamp
 from .storage import BaselineError, BaselineSet, save_set
 
 REPORT_ATTRIBUTE = "torchbench"
@@ -100,10 +101,15 @@ class Controller:
             # Missing: in a baseline module that ran, not produced now: either its test ran and
             # recorded nothing of that name, or its test no longer exists. Tests deselected with
             # -k/-m were collected, did not run, and are not missing.
+            # The node id is stored with each entry; files written before it was are matched
+            # against the collected tests (a parametrize id may contain " [" or " #").
+            known = self.collected | self.nodeids_run
+            nodeids = {key: entry.nodeid if entry.nodeid in known else nodeid_among(key, known)
+                       for key, entry in self.baseline.entries.items()}
             candidates = {
                 key: entry for key, entry in self.baseline.entries.items()
                 if entry.module in self.modules_run
-                and (nodeid_of(key) in self.nodeids_run or nodeid_of(key) not in self.collected)
+                and (nodeids[key] in self.nodeids_run or nodeids[key] not in self.collected)
             }
             self.verdicts.extend(missing_verdicts(candidates, seen, measured))
         if self.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED:
@@ -119,7 +125,7 @@ class Controller:
         elif self.settings.save and self.results:
             folder = self.settings.baselines_dir / self.settings.save
             try:
-                self.saved = save_set(folder, self.results)
+                self.saved = save_set(folder, self.results, stamp=save_stamp(folder))
             except (BaselineError, OSError) as exc:
                 self.notes.append(f"ERROR: baselines not written: {exc}")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR

@@ -54,7 +54,12 @@ class LimitSpecError(ValueError):
 
 
 def parse_limit_value(metric: str, value: Any, where: str) -> float:
-    """``"5%"`` -> 0.05, ``0.05`` -> 0.05 (a fraction), ``"0"`` -> 0.0."""
+    """``"5%"`` -> 0.05, ``0.05`` -> 0.05 (a Python number is a fraction), ``"0"`` -> 0.0.
+
+    In text a number needs its '%': ``time:5`` could mean 5% or 500% (a fraction, as it did
+    here before) or 5 seconds (pytest-benchmark's bare numbers), so it is an error that shows
+    the percent spelling instead of a guess. ``0`` needs no unit: it means the same in all of them.
+    """
     if isinstance(value, bool):
         raise LimitSpecError(f"{where}: limit for {metric!r} must be a percentage like '5%', got {value!r}")
     if isinstance(value, (int, float)):
@@ -65,7 +70,14 @@ def parse_limit_value(metric: str, value: Any, where: str) -> float:
             raise LimitSpecError(
                 f"{where}: limit for {metric!r} must be a percentage like '5%', got {value!r}"
             )
-        fraction = float(match.group(1)) / (100.0 if match.group(2) else 1.0)
+        number = float(match.group(1))
+        if not match.group(2) and number != 0:
+            raise LimitSpecError(
+                f"{where}: limit {metric}:{value.strip()} has no '%'; write {metric}:{value.strip()}% "
+                f"for {value.strip()} percent (a bare number is ambiguous: a fraction, a percent "
+                "or seconds)"
+            )
+        fraction = number / (100.0 if match.group(2) else 1.0)
     else:
         raise LimitSpecError(f"{where}: limit for {metric!r} must be a percentage like '5%', got {value!r}")
     if not math.isfinite(fraction) or fraction < 0:

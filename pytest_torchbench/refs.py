@@ -11,13 +11,21 @@ it must never be shadowed by a branch of the same name; a revision comes before 
 directory. Reading a revision uses ``git ls-tree``/``git cat-file`` on the commit only: nothing is
 checked out, the working tree is untouched, and a shallow clone works as long as it holds the
 revision (when it does not, the error says so and how to fetch it).
+
+User strings reach git only as revisions, after ``--end-of-options`` (git >= 2.24), and a
+"revision" that starts with '-' is never passed at all (no ref name or object id can): a
+``--bench-compare=--output=FILE`` must not become an option of git. git's output is read as bytes
+and baseline files are decoded strictly, so a non-UTF-8 file is one error line, not a traceback.
 """
 from __future__ import annotations
 
+import datetime
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from .storage import (
+    SET_NAME_MAX,
     SET_NAME_PATTERN,
     BaselineError,
     BaselineSet,
@@ -30,11 +38,34 @@ from .storage import (
 DEFAULT_SET = "main"
 
 
-def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+def _git_bytes(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False,
-        stdin=subprocess.DEVNULL,
+        ["git", *args], cwd=cwd, capture_output=True, check=False, stdin=subprocess.DEVNULL,
     )
+
+
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    """git with text output; undecodable bytes (file names, messages) are replaced, not fatal."""
+    done = _git_bytes(args, cwd)
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+    )
+
+
+def _is_dir(path: Path) -> bool:
+    """Path.is_dir, but a name the file system rejects (too long...) is simply not a folder."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def git_toplevel(path: Path) -> Path | None:
@@ -46,8 +77,27 @@ def git_toplevel(path: Path) -> Path | None:
 
 
 def _git_commit(revision: str, toplevel: Path) -> str | None:
-    done = _git(["rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}"], toplevel)
+    if revision.startswith("-") or "\0" in revision:
+        return None  # not a ref name nor an object id: never hand it to git, where options go
+    done = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"], toplevel)
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def save_stamp(folder: Path) -> dict[str, Any]:
+    """What a save records per changed entry: the commit checked out (None outside git or before
+    the first commit) and the time, UTC to the second. Not part of comparability."""
+    commit = None
+    probe = folder
+    while not _is_dir(probe) and probe != probe.parent:
+        probe = probe.parent
+    try:
+        done = _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], probe)
+    except OSError:  # no git installed
+        done = None
+    if done is not None and done.returncode == 0 and done.stdout.strip():
+        commit = done.stdout.strip()
+    now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    return {"commit": commit, "time": now.isoformat().replace("+00:00", "Z")}
 
 
 def load_set_from_git(
@@ -103,10 +153,11 @@ def load_set_from_git(
     for path in files:
         if not path.startswith(prefix):
             continue
-        shown = _git(["cat-file", "blob", f"{commit}:{path}"], toplevel)
+        shown = _git_bytes(["cat-file", "blob", f"{commit}:{path}"], toplevel)
         if shown.returncode != 0:
             raise BaselineError(
-                f"{option}={revision}: cannot read {path} at {commit[:12]}: {_first_line(shown.stderr)}"
+                f"{option}={revision}: cannot read {path} at {commit[:12]}: "
+                f"{_first_line(shown.stderr.decode('utf-8', 'replace'))}"
             )
         result.entries.update(parse_baseline_document(shown.stdout, f"{path} at {revision} ({commit[:12]})"))
     return result
@@ -127,7 +178,7 @@ def is_shallow(toplevel: Path) -> bool:
 def _looks_like_revision(ref: str) -> bool:
     """``HEAD~1``, ``main^``, ``v1.2:main``, a hex sha: the user meant git, not a file."""
     revision = ref.partition(":")[0]
-    return bool(revision) and (
+    return bool(revision) and not revision.startswith("-") and (
         any(c in revision for c in "~^@") or ":" in ref or revision == "HEAD"
         or (len(revision) >= 7 and all(c in "0123456789abcdef" for c in revision.lower()))
     )
@@ -142,9 +193,9 @@ def resolve_compare(ref: str, baselines_dir: Path, cwd: Path, option: str = "--b
     if not ref:
         raise BaselineError(f"{option} needs a baseline set name, a git revision or a path")
     saved = baselines_dir / ref
-    if "/" not in ref and ":" not in ref and saved.is_dir():
+    if "/" not in ref and ":" not in ref and _is_dir(saved):
         return load_set_from_folder(saved, ref)
-    toplevel = git_toplevel(baselines_dir if baselines_dir.exists() else cwd)
+    toplevel = git_toplevel(baselines_dir if _is_dir(baselines_dir) else cwd)
     if toplevel is None:
         toplevel = git_toplevel(cwd)
     if toplevel is not None:
@@ -156,9 +207,9 @@ def resolve_compare(ref: str, baselines_dir: Path, cwd: Path, option: str = "--b
     path = Path(ref)
     if not path.is_absolute():
         path = cwd / path
-    if path.is_dir():
+    if _is_dir(path):
         return load_set_from_folder(path, path.name)
-    if path.is_file():
+    if _is_file(path):
         return BaselineSet(name=path.stem, source=str(path), entries=load_baseline_file(path))
     if toplevel is not None and _looks_like_revision(ref):
         revision = ref.partition(":")[0]
@@ -170,13 +221,13 @@ def resolve_compare(ref: str, baselines_dir: Path, cwd: Path, option: str = "--b
             )
         raise BaselineError(f"{option}={ref}: unknown git revision {revision!r} in {toplevel}")
     existing = available_sets(baselines_dir)
-    where = f"in {baselines_dir}" if baselines_dir.is_dir() else f"({baselines_dir} does not exist)"
+    where = f"in {baselines_dir}" if _is_dir(baselines_dir) else f"({baselines_dir} does not exist)"
     listing = f"existing sets: {', '.join(existing)}" if existing else "no sets are saved yet"
     git_part = "no git revision" if toplevel is not None else "not inside a git repository"
     shallow = ""
     if toplevel is not None and is_shallow(toplevel):
         shallow = f" (this is a shallow clone: if {ref!r} is a branch, fetch it with git fetch --depth=1 origin {ref})"
-    suggestion = ref if SET_NAME_PATTERN.match(ref) else DEFAULT_SET
+    suggestion = ref if SET_NAME_PATTERN.match(ref) and len(ref) <= SET_NAME_MAX else DEFAULT_SET
     raise BaselineError(
         f"{option}={ref}: no baseline set {ref!r} {where}, {git_part}{shallow} and no path of "
         f"that name; {listing}; create one with pytest --bench-save={suggestion}"

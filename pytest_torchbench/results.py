@@ -14,7 +14,7 @@ import math
 import os
 import platform
 import re
-from typing import Any, Mapping
+from typing import AbstractSet, Any, Iterator, Mapping
 
 SCHEMA_VERSION = 1
 
@@ -278,9 +278,103 @@ def metric_from_json(name: str, data: Mapping[str, Any]) -> Any:
 
 
 def nodeid_of(key: str) -> str:
-    """The test a result key belongs to: keys are ``nodeid``, ``nodeid [description]`` or
-    ``nodeid #2`` (see fixtures.ItemRecorder.key_for)."""
+    """The test a result key belongs to, for results and baselines that do not store it.
+
+    Keys are ``nodeid``, ``nodeid [description]`` or ``nodeid #2`` (see fixtures.ItemRecorder.key_for),
+    so parsing them back is ambiguous when a parametrize id itself contains `` [`` or `` #``:
+    results carry the node id as their own field (``BenchmarkResult.nodeid``) and this guess is
+    only the fallback for baseline files written before that field existed.
+    """
     return key.split(" [", 1)[0].split(" #", 1)[0]
+
+
+def nodeid_among(key: str, nodeids: AbstractSet[str]) -> str:
+    """The node id of ``key`` when the candidates are known (old baselines without a ``nodeid``).
+
+    The longest collected node id that ``key`` is, or starts with followed by `` [`` or `` #``;
+    :func:`nodeid_of`'s guess when none matches (the test no longer exists).
+    """
+    best = ""
+    for nodeid in nodeids:
+        if len(nodeid) > len(best) and (
+            key == nodeid or key.startswith(nodeid + " [") or key.startswith(nodeid + " #")
+        ):
+            best = nodeid
+    return best or nodeid_of(key)
+
+
+# --------------------------------------------------------------------------------------------------
+# Validating numbers read from baselines
+# --------------------------------------------------------------------------------------------------
+
+#: Fields whose values must be > 0: every judge divides by them or compares ratios, so a zero (or a
+#: negative, NaN or infinite) value there would make every comparison pass, silently.
+#: A zero op count (op not called) or zero peak memory (nothing allocated) is a real measurement
+#: that the judges handle (any increase from 0 fails), so those may be 0.
+POSITIVE_FIELDS: dict[str, tuple[str, ...]] = {
+    "time": ("raw_times", "median"),
+    "instructions": ("instructions_per_run",),
+}
+#: Fields that are whole numbers >= 1.
+COUNT_FIELDS = ("number_per_run",)
+
+
+def invalid_number(metric: str, data: Any) -> str | None:
+    """What is wrong with the numbers of one metric's JSON data, or None when nothing is.
+
+    Every number anywhere in a metric must be finite and >= 0 (times, counts and bytes cannot be
+    negative), the fields in POSITIVE_FIELDS > 0, and COUNT_FIELDS whole numbers >= 1. The answer
+    names the field as ``metric.field[index]`` so the user can find it in the file.
+    """
+    if not isinstance(data, Mapping) or metric not in METRIC_TYPES:
+        return None  # metric_from_json reports the shape or the unknown name
+    for field in COUNT_FIELDS:
+        if field in data:
+            value = data[field]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                return f"{metric}.{field} is {_shown(value)}; it must be a whole number >= 1"
+    positive = POSITIVE_FIELDS.get(metric, ())
+    for path, value, field in _numbers(data, metric, None):
+        problem = _number_problem(value, strictly_positive=field in positive)
+        if problem:
+            return f"{path} is {_shown(value)}; {problem}"
+    return None
+
+
+def _numbers(value: Any, path: str, field: str | None) -> Iterator[tuple[str, Any, str | None]]:
+    """(path, number, top-level field) for every number inside ``value``, depth first. Names
+    from the file are shown JSON-escaped unless they are plain identifiers (they reach terminals)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield path, value, field
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            plain = field is None and str(key).isidentifier()
+            yield from _numbers(item, f"{path}.{key}" if plain else f"{path}[{json.dumps(key)}]",
+                                key if field is None else field)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _numbers(item, f"{path}[{index}]", field)
+
+
+def _number_problem(value: float, strictly_positive: bool) -> str | None:
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return "it must be a finite number"
+    if not finite:
+        return "it must be a finite number"
+    if strictly_positive and value <= 0:
+        return "it must be > 0 (a zero or negative baseline would let every comparison pass)"
+    if value < 0:
+        return "it must be >= 0"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 @dataclasses.dataclass
@@ -298,11 +392,22 @@ class BenchmarkResult:
     # pytest-benchmark's benchmark.group / benchmark.extra_info (or marker group=): kept in baselines
     group: str = ""
     extra_info: dict[str, Any] = dataclasses.field(default_factory=dict)  # plain JSON values
+    #: The pytest node id of the test that produced it. Stored, never parsed back out of ``key``:
+    #: a parametrize id may itself contain " [" or " #". Derived from the key when not given.
+    nodeid: str = ""
+    #: When this entry was last saved with changed content: {"commit": sha or None, "time": ISO UTC}.
+    #: Baselines only; not part of comparability.
+    saved: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.nodeid:
+            self.nodeid = nodeid_of(self.key)
 
     def to_json(self) -> dict[str, Any]:
         """The wire form (xdist, --bench-json): self-contained, environments inline."""
         return {
             "key": self.key,
+            "nodeid": self.nodeid,
             "module": self.module,
             "label": self.label,
             "sub_label": self.sub_label,
@@ -318,6 +423,7 @@ class BenchmarkResult:
     def from_json(cls, data: Mapping[str, Any]) -> BenchmarkResult:
         return cls(
             key=str(data["key"]),
+            nodeid=str(data.get("nodeid") or ""),
             module=str(data["module"]),
             label=str(data.get("label", "")),
             sub_label=str(data.get("sub_label", "")),

@@ -214,5 +214,5 @@ def _time_warm_up(fn: Callable[[], Any], max_calls: int | None, max_time: float)
 
 
 def _new_result(naming: Naming) -> BenchmarkResult:
-    return BenchmarkResult(key=naming.nodeid, module=naming.module, label=naming.label,
+    return BenchmarkResult(key=naming.nodeid, nodeid=naming.nodeid, module=naming.module, label=naming.label,
                            sub_label=naming.sub_label, description=naming.description)

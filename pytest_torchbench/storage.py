@@ -5,20 +5,36 @@ keeps diffs local to what changed, sorted keys and rounded numbers keep them sta
 are stored once per file and referred to by id. Writes go to a temporary file in the same folder
 and are renamed into place, so an interrupted run never leaves a half-written baseline. Files are
 only ever parsed as JSON.
+
+Saving is read-merge-write under an exclusive lock on the set folder (``flock`` on the folder
+itself, so no lock file shows up in ``git status``): two runs saving into the same set at once
+are serialised, and the second merges into what the first wrote instead of overwriting it.
+
+Schema evolution: ``schema`` changes only for a change an older reader would misread. Fields added
+since schema 1 (``nodeid`` and ``saved`` per benchmark) are optional: readers ignore fields they do
+not know, and a missing ``nodeid`` is derived from the key as before.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import re
+import signal
 import tempfile
+import threading
+import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
-from .results import SCHEMA_VERSION, BenchmarkResult, Environment, metric_from_json
+from .results import (
+    SCHEMA_VERSION, BenchmarkResult, Environment, invalid_number, metric_from_json,
+)
 
 SET_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: A set name is a folder name, and appears in messages and commands: keep it well under NAME_MAX.
+SET_NAME_MAX = 100
 
 
 class BaselineError(Exception):
@@ -50,15 +66,31 @@ def module_file_name(module: str) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def parse_baseline_document(text: str, where: str) -> dict[str, BenchmarkResult]:
-    """Parse one baseline file's text; every problem becomes a BaselineError naming ``where``."""
+_FIX = "it was left untouched: restore it from git or delete it and save again"
+
+
+def parse_baseline_document(text: str | bytes, where: str) -> dict[str, BenchmarkResult]:
+    """Parse one baseline file's text (or raw bytes); every problem becomes a BaselineError naming
+    ``where``, with one line: a baseline comes from disk or from git, and either can hold anything."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BaselineError(
+                f"baseline file {where} is not UTF-8 text (byte 0x{text[exc.start]:02x} at offset "
+                f"{exc.start}); {_FIX}"
+            ) from None
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BaselineError(
-            f"baseline file {where} is not valid JSON ({exc.msg} at line {exc.lineno}); "
-            "it was left untouched: restore it from git or delete it and save again"
+            f"baseline file {where} is not valid JSON ({exc.msg} at line {exc.lineno}); {_FIX}"
         ) from None
+    except ValueError as exc:  # e.g. an integer longer than Python's int conversion limit
+        detail = str(exc).split(";")[0].split(":")[0].strip()
+        raise BaselineError(f"baseline file {where} is not usable JSON ({detail}); {_FIX}") from None
+    except RecursionError:
+        raise BaselineError(f"baseline file {where} is not usable JSON (nested too deeply); {_FIX}") from None
     if not isinstance(document, dict):
         raise BaselineError(f"baseline file {where} is not a JSON object; it was left untouched")
     schema = document.get("schema")
@@ -78,14 +110,24 @@ def parse_baseline_document(text: str, where: str) -> dict[str, BenchmarkResult]
             metrics: dict[str, Any] = {}
             metric_envs: dict[str, Environment] = {}
             for metric_name, data in entry["metrics"].items():
+                problem = invalid_number(str(metric_name), data)
+                if problem:
+                    raise BaselineError(
+                        f"baseline file {where}: benchmark {key!r}: {problem}; {_FIX}"
+                    )
                 metrics[metric_name] = metric_from_json(metric_name, data)
                 env_id = data.get("env")
                 if env_id is not None:
                     if env_id not in environments:
                         raise ValueError(f"{key}: unknown environment id {env_id!r}")
                     metric_envs[metric_name] = environments[env_id]
+            saved = entry.get("saved") or {}
+            if not isinstance(saved, dict):
+                raise ValueError(f"{key}: 'saved' must be an object")
             entries[str(key)] = BenchmarkResult(
                 key=str(key),
+                nodeid=str(entry.get("nodeid") or ""),
+                saved=dict(saved),
                 module=module,
                 label=str(entry.get("label", "")),
                 sub_label=str(entry.get("sub_label", "")),
@@ -95,21 +137,20 @@ def parse_baseline_document(text: str, where: str) -> dict[str, BenchmarkResult]
                 group=str(entry.get("group", "")),
                 extra_info=dict(entry.get("extra_info", {})),
             )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise BaselineError(
-            f"baseline file {where} is malformed ({detail}); it was left untouched: "
-            "restore it from git or delete it and save again"
-        ) from None
+        if len(detail) > 200:
+            detail = detail[:200] + "..."
+        raise BaselineError(f"baseline file {where} is malformed ({detail}); {_FIX}") from None
     return entries
 
 
 def load_baseline_file(path: Path) -> dict[str, BenchmarkResult]:
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BaselineError(f"baseline file {path} cannot be read ({exc})") from None
-    return parse_baseline_document(text, str(path))
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BaselineError(f"baseline file {path} cannot be read ({exc.strerror or exc})") from None
+    return parse_baseline_document(data, str(path))
 
 
 def load_set_from_folder(folder: Path, name: str) -> BaselineSet:
@@ -125,10 +166,18 @@ def available_sets(baselines_dir: Path) -> list[str]:
     return sorted(p.name for p in baselines_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
 
 
-def validate_set_name(name: str) -> None:
+def validate_set_name(name: str, option: str = "--bench-save") -> None:
+    """A set name becomes a folder: ASCII letters, digits, '.', '_', '-', starting with a letter or
+    digit, at most SET_NAME_MAX characters (a longer one fails deep in the file system)."""
+    if len(name) > SET_NAME_MAX:
+        raise BaselineError(
+            f"{option}: a baseline set name is at most {SET_NAME_MAX} characters, this one has "
+            f"{len(name)} ({name[:20]!r}...); choose a shorter name"
+        )
     if not SET_NAME_PATTERN.match(name):
         raise BaselineError(
-            f"--bench-save={name!r}: a baseline set name is letters, digits, '.', '_' and '-' "
+            f"{option}={name!r}: a baseline set name is letters, digits, '.', '_' and '-', "
+            f"starting with a letter or digit, at most {SET_NAME_MAX} characters "
             "(it becomes a folder under the baselines folder)"
         )
 
@@ -151,17 +200,7 @@ def render_baseline_document(module: str, entries: Iterable[BenchmarkResult]) ->
                 environments[env.id] = env.to_json()
                 data["env"] = env.id
             metrics[metric_name] = data
-        benchmarks[entry.key] = {
-            "label": entry.label,
-            "sub_label": entry.sub_label,
-            "description": entry.description,
-            "metrics": metrics,
-        }
-        # Only when set, so that baselines of suites that use neither keep their bytes.
-        if entry.group:
-            benchmarks[entry.key]["group"] = entry.group
-        if entry.extra_info:
-            benchmarks[entry.key]["extra_info"] = entry.extra_info
+        benchmarks[entry.key] = _entry_document(entry, metrics)
     document = {
         "schema": SCHEMA_VERSION,
         "module": module,
@@ -172,6 +211,36 @@ def render_baseline_document(module: str, entries: Iterable[BenchmarkResult]) ->
     # Lists of numbers (raw replicate times) on one line each: a re-save changes one line per
     # benchmark in the diff instead of a hundred.
     return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text) + "\n"
+
+
+def _entry_document(entry: BenchmarkResult, metrics: dict[str, Any]) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "label": entry.label,
+        "sub_label": entry.sub_label,
+        "description": entry.description,
+        "metrics": metrics,
+        "nodeid": entry.nodeid,
+    }
+    # Only when set, so that baselines of suites that use neither keep their bytes.
+    if entry.group:
+        document["group"] = entry.group
+    if entry.extra_info:
+        document["extra_info"] = entry.extra_info
+    if entry.saved:
+        document["saved"] = dict(entry.saved)
+    return document
+
+
+def _entry_content(entry: BenchmarkResult) -> str:
+    """One entry's committed content without its ``saved`` stamp: did a save change it?"""
+    metrics: dict[str, Any] = {}
+    for metric_name, metric in sorted(entry.metrics.items()):
+        data = metric.to_json()
+        env = entry.environments.get(metric_name)
+        if env is not None:
+            data["env"] = env.id
+        metrics[metric_name] = data
+    return json.dumps(_entry_document(dataclasses.replace(entry, saved={}), metrics), sort_keys=True)
 
 
 _NUMBER_LIST = re.compile(r"\[\s*((?:-?[0-9.eE+-]+,?\s*)+)\]")
@@ -194,7 +263,7 @@ def merge_entries(
             continue
         old.label, old.sub_label, old.description = result.label, result.sub_label, result.description
         old.group, old.extra_info = result.group, dict(result.extra_info)
-        old.module = result.module
+        old.module, old.nodeid = result.module, result.nodeid
         old.metrics.update(result.metrics)
         for metric_name in result.metrics:
             env = result.environments.get(metric_name)
@@ -211,56 +280,196 @@ def _umask() -> int:
     return current
 
 
+#: Signals whose default action ends the process without running ``finally`` blocks (SIGINT
+#: raises KeyboardInterrupt, which does). Caught only while files are being written.
+_WRITE_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class _WriteInterrupted(BaseException):
+    """A terminating signal arrived while temporary files were being written."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_held(state: dict[str, Any]) -> Iterator[None]:
+    """While writing, turn SIGTERM/SIGHUP into an exception (so temporary files are removed) and,
+    once ``state["phase"]`` is "renaming", hold them until the renames are done (so a set is not
+    left half renamed). Afterwards the signal is delivered again to the previous handler: the
+    process still ends as it would have, just without litter. Main thread only (Python's rule)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        if state.get("phase") == "renaming":
+            pending.append(signum)
+        else:
+            raise _WriteInterrupted(signum)
+
+    previous = {}
+    try:
+        for signum in _WRITE_SIGNALS:
+            previous[signum] = signal.signal(signum, handler)
+        yield
+    except _WriteInterrupted as exc:
+        pending.append(exc.signum)
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+    if pending:
+        signal.raise_signal(pending[0])  # the previous handler (by default: terminate) now runs
+        if state.get("phase") != "renaming":  # that handler returned: the write did not happen
+            raise InterruptedError(f"interrupted by signal {pending[0]} while writing; nothing was written")
+
+
+def _temp_prefix(path: Path) -> str:
+    """``.NAME.PID.`` : the writer's pid is in the name, so a later save can tell a dead writer's
+    leftovers (removed) from a live writer's file (never touched)."""
+    return f".{path.name}.{os.getpid()}."
+
+
+_TEMP_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<pid>[0-9]+)\.[^.]+\.tmp$")
+
+
 def atomic_write_many(files: Mapping[Path, str]) -> None:
     """Write every file to a temporary sibling first, then rename them all into place.
 
-    If anything fails before the renames, no baseline file has changed.
+    If anything fails before the renames, no file has changed and no temporary file is left,
+    also when SIGTERM/SIGHUP arrive meanwhile (they are acted on once the files are cleaned up).
     """
     staged: list[tuple[Path, str]] = []
+    state = {"phase": "staging"}
+    with _signals_held(state):
+        try:
+            for path, text in files.items():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
+                staged.append((path, tmp))  # first: a failed write must not leave it behind
+                # mkstemp creates 0600; a baseline is an ordinary file of the repository
+                os.chmod(tmp, 0o666 & ~_umask())
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            state["phase"] = "renaming"
+            for path, tmp in staged:
+                os.replace(tmp, path)
+            staged.clear()
+        finally:
+            for _, tmp in staged:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
     try:
-        for path, text in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            # mkstemp creates 0600; a baseline is an ordinary file of the repository
-            os.chmod(tmp, 0o666 & ~_umask())
-            staged.append((path, tmp))  # before writing: a failed write must not leave it behind
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
-                handle.flush()
-                os.fsync(handle.fileno())
-        for path, tmp in staged:
-            os.replace(tmp, path)
-        staged.clear()
-    finally:
-        for _, tmp in staged:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: alive, someone else's
+        return True
+    return True
+
+
+def sweep_stale_temp_files(folder: Path) -> list[Path]:
+    """Remove temporary files that writers which no longer run left in ``folder`` (SIGKILL,
+    power loss). Only names this module makes, and only when their writer's pid is gone: a live
+    writer's file is never touched. Called under the set lock."""
+    removed = []
+    for path in sorted(folder.rglob(".*.tmp")):
+        match = _TEMP_NAME.match(path.name)
+        if match is None or not path.is_file() or _pid_alive(int(match.group("pid"))):
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            continue
+        removed.append(path)
+    return removed
+
+
+@contextlib.contextmanager
+def set_lock(folder: Path, timeout: float = 300.0) -> Iterator[None]:
+    """An exclusive lock on a set folder for one read-merge-write, held by flock on the folder.
+
+    Why the folder itself: a lock file would show up in ``git status`` and get committed. flock
+    is released by the kernel when the process dies, so a killed run never leaves a stale lock.
+    Where flock is not available (Windows), saves are not serialised.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        yield
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
             try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise BaselineError(
+                        f"baseline set {folder} is being saved by another process for over "
+                        f"{timeout:g} s; nothing was written: wait for it, or stop it and save again"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
-def save_set(folder: Path, results: Iterable[BenchmarkResult]) -> list[Path]:
+def save_set(folder: Path, results: Iterable[BenchmarkResult],
+             stamp: Mapping[str, Any] | None = None) -> list[Path]:
     """Write ``results`` into the set at ``folder``, keeping entries of tests that did not run.
 
-    Returns the files that changed. Existing files are parsed first: a corrupt file raises
-    BaselineError and nothing is written.
+    Returns the files that changed. Under the set lock, existing files are (re-)read and merged,
+    so concurrent saves lose nothing; a corrupt file raises BaselineError and nothing is written.
+    ``stamp`` ({"commit", "time"}) is recorded as ``saved`` on every entry whose content changed;
+    an entry saved again unchanged keeps its old stamp, so saving the same results twice writes
+    the same bytes.
     """
     by_file: dict[Path, list[BenchmarkResult]] = {}
     modules: dict[Path, str] = {}
     for result in results:
+        problem = next(filter(None, (invalid_number(name, metric.to_json())
+                                     for name, metric in sorted(result.metrics.items()))), None)
+        if problem:
+            raise BaselineError(f"{result.key}: {problem}; nothing was saved")
         path = folder / module_file_name(result.module)
         by_file.setdefault(path, []).append(result)
         modules[path] = result.module
-    texts: dict[Path, str] = {}
-    for path, new_results in by_file.items():
-        existing: dict[str, BenchmarkResult] = {}
-        old_text = None
-        if path.exists():
-            old_text = path.read_text(encoding="utf-8")
-            existing = parse_baseline_document(old_text, str(path))
-        merged = merge_entries(existing, new_results)
-        text = render_baseline_document(modules[path], merged.values())
-        if text != old_text:
-            texts[path] = text
-    atomic_write_many(texts)
+    if not by_file:
+        return []
+    with set_lock(folder):
+        sweep_stale_temp_files(folder)
+        texts: dict[Path, str] = {}
+        for path, new_results in by_file.items():
+            existing: dict[str, BenchmarkResult] = {}
+            old_text = None
+            if path.exists():
+                old_text = path.read_bytes()
+                existing = parse_baseline_document(old_text, str(path))
+                old_text = old_text.decode("utf-8")
+            merged = merge_entries(existing, new_results)
+            for key in {r.key for r in new_results}:
+                before = existing.get(key)
+                if before is not None and _entry_content(before) == _entry_content(merged[key]):
+                    merged[key].saved = dict(before.saved)
+                elif stamp is not None:
+                    merged[key].saved = dict(stamp)
+            text = render_baseline_document(modules[path], merged.values())
+            if text != old_text:
+                texts[path] = text
+        atomic_write_many(texts)
     return sorted(texts)

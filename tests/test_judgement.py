@@ -56,7 +56,7 @@ def test_degenerate_samples():
     ("time:5%", {"time": 0.05}),
     ("instructions:1%,time:10%", {"instructions": 0.01, "time": 0.10}),
     (" time : 2.5 % , ops:0 ", {"time": 0.025, "ops": 0.0}),
-    ("memory:0.2", {"memory": 0.2}),
+    ("memory:20%", {"memory": 0.2}),
     ({"time": "5%", "ops": 0}, {"time": 0.05, "ops": 0.0}),
     (None, {}),
 ])
@@ -68,6 +68,9 @@ def test_parse_limits_good(spec, expected):
     ("time", "cannot read 'time'"),
     ("time:-5%", "cannot read"),
     ("time:5%%", "cannot read"),
+    ("time:5", "limit time:5 has no '%'; write time:5%"),
+    ("memory:0.2", "write memory:0.2%"),
+    ({"time": "5"}, "write time:5%"),
     ("speed:5%", "unknown metric 'speed'"),
     ("", "empty limits"),
     (",", "empty limits"),

@@ -69,3 +69,18 @@ def test_benchmark_result_wire_form_round_trip():
     result.extras["note"] = "x"
     again = BenchmarkResult.from_json(json.loads(json.dumps(result.to_json())))
     assert again.to_json() == result.to_json()
+
+
+def test_nodeid_is_its_own_field_and_old_keys_are_matched_to_collected_tests():
+    from pytest_torchbench.results import nodeid_among
+
+    result = BenchmarkResult(key="t.py::test_p[a [b] [desc] #2", nodeid="t.py::test_p[a [b]",
+                             module="t.py", label="test_p", sub_label="a [b", description="desc")
+    assert BenchmarkResult.from_json(json.loads(json.dumps(result.to_json()))).nodeid == "t.py::test_p[a [b]"
+    # results and files without the field: derived from the key as before
+    assert BenchmarkResult(key="t.py::test_q #2", module="t.py", label="", sub_label="", description="").nodeid == "t.py::test_q"
+    collected = {"t.py::test_p[a [b]", "t.py::test_p[a", "t.py::test_p[c #d]"}
+    assert nodeid_among("t.py::test_p[a [b]", collected) == "t.py::test_p[a [b]"
+    assert nodeid_among("t.py::test_p[a [b] [desc] #2", collected) == "t.py::test_p[a [b]"
+    assert nodeid_among("t.py::test_p[c #d] #3", collected) == "t.py::test_p[c #d]"
+    assert nodeid_among("t.py::gone [x]", collected) == "t.py::gone"

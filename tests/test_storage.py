@@ -101,7 +101,7 @@ def test_corrupt_file_is_not_overwritten_by_save(tmp_path):
     ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '
      '{"number_per_run": 1, "raw_times": [1], "env": "abc"}}}}}', "unknown environment id 'abc'"),
     ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '
-     '{"number_per_run": 0, "raw_times": [1]}}}}}', "number_per_run >= 1"),
+     '{"number_per_run": 0, "raw_times": [1]}}}}}', "time.number_per_run is 0; it must be a whole number >= 1"),
 ])
 def test_parse_errors_name_the_file(text, needle):
     with pytest.raises(BaselineError) as info:
@@ -155,3 +155,114 @@ def test_available_sets_and_names(tmp_path):
     for bad in ("", "../x", "a/b", ".hidden", "a b"):
         with pytest.raises(BaselineError):
             storage.validate_set_name(bad)
+
+
+def test_set_names_are_bounded():
+    storage.validate_set_name("a" * storage.SET_NAME_MAX)
+    with pytest.raises(BaselineError, match="at most 100 characters, this one has 300"):
+        storage.validate_set_name("a" * 300)
+
+
+@pytest.mark.parametrize("data, needle", [
+    (b'{"x": "\xff"}', "is not UTF-8 text (byte 0xff at offset 7)"),
+    (b'{"x": ' + b"1" * 5000 + b"}", "is not usable JSON (Exceeds the limit (4300 digits)"),
+    (b"[" * 100_000 + b"]" * 100_000, "is not usable JSON (nested too deeply)"),
+])
+def test_unusable_bytes_are_one_baseline_error(data, needle):
+    with pytest.raises(BaselineError) as info:
+        parse_baseline_document(data, "b/x.json")
+    assert needle in str(info.value) and "b/x.json" in str(info.value)
+
+
+def test_stale_temp_files_of_dead_writers_are_swept_live_ones_kept(tmp_path):
+    import subprocess
+    import sys
+
+    folder = tmp_path / "main"
+    (folder / "tests").mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = int(done.stdout)  # that process has exited
+    stale = folder / "tests" / f".test_a.json.{dead}.k2j3h4.tmp"
+    live = folder / "tests" / f".test_a.json.{os.getppid()}.abcd.tmp"  # pytest's parent: alive
+    foreign = folder / "tests" / ".notes.tmp"  # not a name storage makes
+    for path in (stale, live, foreign):
+        path.write_text("partial")
+    save_set(folder, [_result("tests/test_a.py::test_a")])
+    assert not stale.exists() and live.exists() and foreign.exists()
+
+
+def test_saved_stamp_changes_only_with_the_entry(tmp_path):
+    folder = tmp_path / "main"
+    first = {"commit": "a" * 40, "time": "2026-01-01T00:00:00Z"}
+    second = {"commit": "b" * 40, "time": "2026-02-01T00:00:00Z"}
+    save_set(folder, [_result("tests/test_a.py::x"), _result("tests/test_a.py::y")], stamp=first)
+    path = folder / "tests" / "test_a.json"
+    before = path.read_bytes()
+    assert save_set(folder, [_result("tests/test_a.py::x"), _result("tests/test_a.py::y")], stamp=second) == []
+    assert path.read_bytes() == before  # unchanged results: same bytes, old stamps kept
+    save_set(folder, [_result("tests/test_a.py::x", times=(2e-3,))], stamp=second)
+    saved = {k: v["saved"] for k, v in json.loads(path.read_text())["benchmarks"].items()}
+    assert saved == {"tests/test_a.py::x": second, "tests/test_a.py::y": first}
+    loaded = load_set_from_folder(folder, "main")
+    assert loaded.get("tests/test_a.py::y").saved == first
+
+
+def test_saving_nonsense_numbers_is_refused(tmp_path):
+    result = _result("tests/test_a.py::x", times=(0.0,))
+    with pytest.raises(BaselineError, match=r"tests/test_a.py::x: time.median is 0.0; it must be > 0.*nothing was saved"):
+        save_set(tmp_path / "main", [result])
+    assert not (tmp_path / "main").exists()
+
+
+def test_saves_are_serialised_by_the_set_lock(tmp_path):
+    """flock locks belong to an open file description: a second open in this process waits too."""
+    import threading
+
+    folder = tmp_path / "main"
+    order: list[str] = []
+    with storage.set_lock(folder):
+        thread = threading.Thread(target=lambda: (save_set(folder, [_result("tests/test_a.py::x")]),
+                                                  order.append("saved")))
+        thread.start()
+        thread.join(0.5)
+        order.append("released")
+    thread.join(10)
+    assert order == ["released", "saved"]
+
+
+def _document(metric, data):
+    return json.dumps({"schema": 1, "module": "m.py", "benchmarks": {"m.py::t": {"metrics": {metric: data}}}})
+
+
+@pytest.mark.parametrize("metric, data, needle", [
+    ("time", {"number_per_run": 10, "raw_times": [0.0, 1e-3]}, "time.raw_times[0] is 0.0; it must be > 0"),
+    ("time", {"number_per_run": 10, "raw_times": [-1e-3, 1e-3]}, "time.raw_times[0] is -0.001; it must be > 0"),
+    ("time", {"number_per_run": 10, "raw_times": [1e-3, float("nan")]}, "time.raw_times[1] is nan; it must be a finite"),
+    ("time", {"number_per_run": 10, "raw_times": [float("inf")]}, "time.raw_times[0] is inf; it must be a finite"),
+    ("time", {"number_per_run": 10, "raw_times": [1e-3], "median": 0}, "time.median is 0; it must be > 0"),
+    ("time", {"number_per_run": 1.5, "raw_times": [1e-3]}, "time.number_per_run is 1.5; it must be a whole number"),
+    ("time", {"number_per_run": True, "raw_times": [1e-3]}, "time.number_per_run is True"),
+    ("instructions", {"instructions_per_run": 0, "number_per_run": 100, "functions": {}},
+     "instructions.instructions_per_run is 0; it must be > 0"),
+    ("instructions", {"instructions_per_run": -5.0, "number_per_run": 100, "functions": {}},
+     "instructions.instructions_per_run is -5.0"),
+    ("instructions", {"instructions_per_run": 10 ** 400, "number_per_run": 100, "functions": {}},
+     "it must be a finite number"),
+    ("instructions", {"instructions_per_run": 1000.0, "number_per_run": 100, "functions": {"f": -3.0}},
+     'instructions.functions["f"] is -3.0; it must be >= 0'),
+    ("ops", {"ops": {"aten::add": float("nan")}}, 'ops.ops["aten::add"] is nan'),
+    ("ops", {"ops": {"aten::add": -1.0}}, 'ops.ops["aten::add"] is -1.0; it must be >= 0'),
+    ("memory", {"peak_bytes": {"cpu": -5}}, 'memory.peak_bytes["cpu"] is -5; it must be >= 0'),
+    ("memory", {"peak_bytes": {"cpu": float("-inf")}}, 'memory.peak_bytes["cpu"] is -inf'),
+])
+def test_nonsense_numbers_name_file_key_and_field(metric, data, needle):
+    with pytest.raises(BaselineError) as info:
+        parse_baseline_document(_document(metric, data), "b/x.json")
+    message = str(info.value)
+    assert message.startswith("baseline file b/x.json: benchmark 'm.py::t': ") and needle in message, message
+    assert "\n" not in message
+
+
+def test_zero_op_counts_and_zero_memory_are_accepted():
+    for metric, data in (("ops", {"ops": {"aten::add": 0.0}}), ("memory", {"peak_bytes": {"cpu": 0}})):
+        assert parse_baseline_document(_document(metric, data), "b/x.json")["m.py::t"].metrics[metric]

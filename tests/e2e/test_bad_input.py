@@ -1,7 +1,15 @@
 """Bad input gets one clear line, exit status 4 for usage errors, and loses nothing."""
 from __future__ import annotations
 
+import calendar
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +149,278 @@ def test_interrupt():
     assert saved.baseline("main").read_bytes() == before
     assert not (saved.path / "run.json").exists()
     assert sorted(p.name for p in saved.baseline("main").parent.iterdir()) == ["test_bench.json"]
+
+
+# -- issue 8: hostile input and faults around baselines ---------------------------------------------
+
+TORCHBENCH = str(Path(sys.executable).parent / "torchbench")
+
+
+def _cli(cwd, *args):
+    """The installed ``torchbench`` command, as a user runs it."""
+    return subprocess.run([TORCHBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def _cli_one_clear_line(done, *needles):
+    assert done.returncode == 4, (done.stdout, done.stderr)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("torchbench: error: "), done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def _pytest_popen(path, *args, env=None):
+    return subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider", *args],
+        cwd=path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, **(env or {})},
+    )
+
+
+SAVE_BARRIER = '''
+import os, time
+from pathlib import Path
+import pytest_torchbench.storage as storage
+
+_merge = storage.merge_entries
+
+def merge_entries(existing, new):
+    """Inside the save window (after reading the file, before writing it): wait until the other
+    run is here too (or 8 s), so that two unserialised saves always read the same old file."""
+    folder = Path(os.environ["BARRIER"])
+    (folder / str(os.getpid())).touch()
+    deadline = time.monotonic() + 8
+    while len(list(folder.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _merge(existing, new)
+
+storage.merge_entries = merge_entries
+'''
+
+
+def test_concurrent_saves_into_one_module_lose_nothing(bench, tmp_path):
+    """Two real pytest runs save different tests of one module into one set at the same moment."""
+    bench.pytester.makepyfile(test_bench=BENCH)
+    bench.pytester.makeconftest(SAVE_BARRIER)
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+    env = {"BARRIER": str(barrier)}
+    runs = [_pytest_popen(bench.path, "--bench-save=main", FAST, "-k", name, env=env)
+            for name in ("test_ok", "test_may_raise")]
+    outputs = [run.communicate(timeout=300)[0] for run in runs]
+    for run, output in zip(runs, outputs):
+        assert run.returncode == 0, output
+        assert "saved 1 benchmark result(s) to baseline set 'main'" in output, output
+    assert len(list(barrier.iterdir())) == 2  # both really were in the save window
+    keys = sorted(bench.load("main")["benchmarks"])
+    assert keys == ["test_bench.py::test_may_raise", "test_bench.py::test_ok"]
+    assert sorted(p.name for p in bench.baseline("main").parent.iterdir()) == ["test_bench.json"]
+
+
+def _set_metric(path, metric, data, key="test_bench.py::test_ok"):
+    document = json.loads(path.read_text())
+    document["benchmarks"][key]["metrics"][metric] = data
+    path.write_text(json.dumps(document))  # NaN and Infinity as Python's json writes them
+
+
+@pytest.mark.parametrize("metric, data, needle", [
+    # one case per metric here (each runs pytest twice and the CLI twice); the full matrix of
+    # values is tests/test_storage.py::test_nonsense_numbers_name_file_key_and_field
+    ("time", {"number_per_run": 10, "raw_times": [0.0, 1e-3]}, "time.raw_times[0] is 0.0; it must be > 0"),
+    ("instructions", {"instructions_per_run": 0, "number_per_run": 100, "functions": {}},
+     "instructions.instructions_per_run is 0; it must be > 0"),
+    ("ops", {"ops": {"aten::add": float("nan")}}, 'ops.ops["aten::add"] is nan; it must be a finite number'),
+    ("memory", {"peak_bytes": {"cpu": float("inf")}}, 'memory.peak_bytes["cpu"] is inf'),
+])
+def test_nonsense_numbers_in_a_baseline_are_rejected(saved, metric, data, needle):
+    """A zero/negative/NaN/infinite baseline value would let every comparison pass: refuse the file
+    in pytest (compare and save) and in the torchbench CLI (compare and show), naming file and key."""
+    path = saved.baseline("main")
+    _set_metric(path, metric, data)
+    before = path.read_bytes()
+    for option in ("--bench-compare=main", "--bench-save=main"):
+        result = saved.run(option, FAST)
+        _one_clear_line(result, str(path), "benchmark 'test_bench.py::test_ok'", needle, "left untouched")
+    for args in (("compare", "main", "main"), ("show", "main")):
+        _cli_one_clear_line(_cli(saved.path, *args), str(path), needle)
+    assert path.read_bytes() == before
+
+
+def test_zero_ops_and_memory_are_real_measurements(saved):
+    """0 calls of an op, 0 bytes allocated: legitimate, and the gate still works on them."""
+    path = saved.baseline("main")
+    _set_metric(path, "ops", {"ops": {"aten::add": 0.0}})
+    _set_metric(path, "memory", {"peak_bytes": {"cpu": 0}})
+    done = _cli(saved.path, "show", "main")
+    assert done.returncode == 0, done.stderr
+
+
+BAD_JSON = {
+    "huge integer": ('{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": ' + "9" * 5000 + "}",
+                     "is not usable JSON (Exceeds the limit (4300 digits) for integer string conversion)"),
+    "deep nesting": ('{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": ' + "[" * 100_000
+                     + "]" * 100_000 + "}", "is not usable JSON (nested too deeply)"),
+    "huge number": ('{"schema": 1, "module": "test_bench.py", "benchmarks": {"k": {"metrics": {"time": '
+                    '{"number_per_run": 1, "raw_times": [' + "9" * 400 + "]}}}}}", "it must be a finite number"),
+    "not UTF-8": (b'{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": "\xff\xfe"}',
+                  "is not UTF-8 text (byte 0xff at offset 65)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_JSON))
+def test_unusable_json_is_one_line_from_disk_git_and_cli(saved, git, case):
+    content, needle = BAD_JSON[case]
+    data = content if isinstance(content, bytes) else content.encode()
+    path = saved.baseline("main")
+    path.write_bytes(data)
+    for option in ("--bench-compare=main", "--bench-save=main"):
+        _one_clear_line(saved.run(option, FAST), str(path), needle)
+    _cli_one_clear_line(_cli(saved.path, "show", "main"), str(path), needle)
+    # the same bytes committed to git, read from the revision (no checkout)
+    git(saved.path, "init", "-q", "-b", "main")
+    git(saved.path, "add", "baselines")
+    git(saved.path, "commit", "-q", "-m", "bad baseline")
+    where = "baselines/main/test_bench.json at HEAD"
+    _one_clear_line(saved.run("--bench-compare=HEAD:main", FAST), where, needle)
+    _cli_one_clear_line(_cli(saved.path, "compare", "HEAD:main", "main"), where, needle)
+    assert path.read_bytes() == data
+
+
+def test_overlong_set_names_are_one_line(bench):
+    bench.pytester.makepyfile(test_bench=BENCH)
+    name = "a" * 300
+    _one_clear_line(bench.run(f"--bench-save={name}", FAST), "--bench-save",
+                    "at most 100 characters, this one has 300")
+    _one_clear_line(bench.run(f"--bench-compare={name}", FAST), f"no baseline set '{name}'",
+                    "create one with pytest --bench-save=main")
+    _cli_one_clear_line(_cli(bench.path, "show", name), f"no baseline set '{name}'")
+    assert not (bench.path / "baselines").exists()
+
+
+PARAM_IDS = """
+import pytest, torch
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("x", ["a [b", "c #d", "e"])
+def test_p(x):
+    torch.ones(2) + 1
+"""
+OPS = "--bench-mode=ops"  # deterministic: no timing noise on a loaded machine
+
+
+def test_parametrize_ids_with_bracket_or_hash_are_not_missing_when_deselected(bench):
+    """The node id is stored, not parsed back out of the key: 'test_p[a [b]' is not 'test_p[a'."""
+    bench.pytester.makepyfile(test_bench=PARAM_IDS)
+    bench.run("--bench-save=main", OPS).assert_outcomes(passed=3)
+    result = bench.run("--bench-compare=main", OPS, "--deselect=test_bench.py::test_p[a [b]",
+                       "--deselect=test_bench.py::test_p[c #d]")
+    result.assert_outcomes(passed=1, deselected=2)
+    assert "missing (" not in result.stdout.str(), result.stdout.str()
+    entries = bench.load("main")["benchmarks"]
+    assert {k: v["nodeid"] for k, v in entries.items()} == {
+        "test_bench.py::test_p[a [b]": "test_bench.py::test_p[a [b]",
+        "test_bench.py::test_p[c #d]": "test_bench.py::test_p[c #d]",
+        "test_bench.py::test_p[e]": "test_bench.py::test_p[e]",
+    }
+    # A file written before the node id was stored (schema 1 without "nodeid") reads as before,
+    # and the node id is found among the collected tests.
+    path = bench.baseline("main")
+    document = json.loads(path.read_text())
+    for entry in document["benchmarks"].values():
+        del entry["nodeid"]
+    path.write_text(json.dumps(document))
+    result = bench.run("--bench-compare=main", OPS, "--deselect=test_bench.py::test_p[a [b]",
+                       "--deselect=test_bench.py::test_p[c #d]")
+    result.assert_outcomes(passed=1, deselected=2)
+    assert "missing (" not in result.stdout.str(), result.stdout.str()
+    # ...while a test that really is gone is still reported missing
+    bench.pytester.makepyfile(test_bench=PARAM_IDS.replace('"a [b", ', ""))
+    result = bench.run("--bench-compare=main", OPS)
+    result.stdout.fnmatch_lines(["missing (1):", "*test_bench.py::test_p[[]a [[]b]: ops: in the baseline, not measured*"])
+
+
+def test_revisions_never_reach_git_as_options(saved, git, tmp_path, monkeypatch):
+    """GIT_TRACE logs every git command the plugin runs: a user's string only ever follows
+    --end-of-options, and one that starts with '-' is not given to git at all."""
+    git(saved.path, "init", "-q", "-b", "main")
+    git(saved.path, "add", "baselines")
+    git(saved.path, "commit", "-q", "-m", "baselines")
+    trace = tmp_path / "git-trace.txt"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    target = tmp_path / "written-by-git"
+    refs = (f"--output={target}", "--all", f"-o{target}:main")
+    runs = [(saved.run(f"--bench-compare={ref}", FAST), _cli(saved.path, "show", "--", ref)) for ref in refs]
+    saved.run("--bench-compare=HEAD:main", "--bench-mode=ops").assert_outcomes(passed=2)
+    commands = [line.split("trace: built-in: ", 1)[1] for line in trace.read_text().splitlines()
+                if "trace: built-in: " in line]
+    assert any("--end-of-options 'HEAD^{commit}'" in c for c in commands), commands
+    for command in commands:
+        assert "--output" not in command and "--all" not in command and "-o" + str(target) not in command, command
+    assert not target.exists()
+    for result, done in runs:
+        _one_clear_line(result, "no baseline set")
+        _cli_one_clear_line(done, "no baseline set")
+
+
+def test_bare_number_limit_is_rejected_with_the_percent_spelling(bench):
+    bench.pytester.makepyfile(test_bench=BENCH)
+    _one_clear_line(bench.run("--bench-fail=time:5"), "--bench-fail: limit time:5 has no '%'; write time:5%")
+    _cli_one_clear_line(_cli(bench.path, "compare", "a", "b", "--fail", "instructions:1"),
+                        "--fail: limit instructions:1 has no '%'; write instructions:1%")
+    bench.run("--bench-fail=time:50%,ops:0", FAST).assert_outcomes(passed=2)
+
+
+STALL_IN_SAVE = '''
+import os, time
+from pathlib import Path
+
+_fsync = os.fsync
+
+def fsync(fd):
+    """Stall while a baseline's temporary file exists, and say so."""
+    _fsync(fd)
+    if os.environ.get("STALL"):
+        Path(os.environ["STALL"]).touch()
+        time.sleep(60)
+
+os.fsync = fsync
+'''
+
+
+def test_sigterm_during_save_leaves_no_temporary_files(saved, tmp_path):
+    before = saved.baseline("main").read_bytes()
+    saved.pytester.makeconftest(STALL_IN_SAVE)
+    stall = tmp_path / "in-save"
+    run = _pytest_popen(saved.path, "--bench-save=main", FAST, env={"STALL": str(stall)})
+    deadline = time.monotonic() + 180
+    while not stall.exists() and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stall.exists(), run.communicate()[0]
+    assert [p.name for p in saved.baseline("main").parent.glob(".*.tmp")]  # the window is real
+    run.send_signal(signal.SIGTERM)
+    output = run.communicate(timeout=60)[0]
+    assert run.returncode == -signal.SIGTERM, output  # ends as a SIGTERM'd process does
+    assert sorted(p.name for p in saved.baseline("main").parent.iterdir()) == ["test_bench.json"]
+    assert saved.baseline("main").read_bytes() == before  # nothing half-written
+
+
+def test_save_records_commit_and_time_and_resaving_unchanged_writes_the_same_bytes(bench, git):
+    bench.pytester.makepyfile(test_bench=BENCH)
+    bench.run("--bench-save=main", "--bench-mode=ops").assert_outcomes(passed=2)
+    stamp = bench.load("main")["benchmarks"]["test_bench.py::test_ok"]["saved"]
+    assert stamp["commit"] is None  # not a git repository
+    assert abs(time.time() - calendar.timegm(time.strptime(stamp["time"], "%Y-%m-%dT%H:%M:%SZ"))) < 600
+    git(bench.path, "init", "-q", "-b", "main")
+    git(bench.path, "commit", "-q", "--allow-empty", "-m", "first")
+    head = git(bench.path, "rev-parse", "HEAD").strip()
+    shutil.rmtree(bench.path / "baselines")
+    bench.run("--bench-save=main", "--bench-mode=ops").assert_outcomes(passed=2)
+    first = bench.baseline("main").read_bytes()
+    assert {e["saved"]["commit"] for e in bench.load("main")["benchmarks"].values()} == {head}
+    # op counts are identical run to run: the entries did not change, so neither do the bytes
+    time.sleep(1.1)
+    bench.run("--bench-save=main", "--bench-mode=ops").assert_outcomes(passed=2)
+    assert bench.baseline("main").read_bytes() == first
+    # the stamp is not part of comparability
+    bench.run("--bench-compare=main", "--bench-mode=ops", "--bench-strict").assert_outcomes(passed=2)
