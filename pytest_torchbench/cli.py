@@ -18,7 +18,9 @@ import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from .judgement import DEFAULT_LIMITS, LimitSpecError, Policy, Verdict, judge_result, missing_verdicts, parse_limits
+from . import gate
+from .judgement import LimitSpecError, Policy, Verdict, parse_limits
+from .metrics import registry
 from .refs import resolve_compare
 from .reports import jsonreport, publish, terminal
 from .results import BenchmarkResult
@@ -51,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("current", metavar="B", help="the current results: set name, git revision or path")
     compare.add_argument("--fail", metavar="SPEC", default=None,
                          help="limits, e.g. 'instructions:1%%,time:10%%' (defaults: "
-                         + ", ".join(f"{m} {v * 100:g}%%" for m, v in DEFAULT_LIMITS.items()) + ")")
+                         + ", ".join(f"{m} {v * 100:g}%%" for m, v in registry.default_limits().items()) + ")")
     compare.add_argument("--strict", action="store_true", help="fail benchmarks from different environments")
     compare.add_argument("--fail-stale", action="store_true", help="fail counts that improved beyond the limit")
     show = commands.add_parser("show", help="print the table of one baseline set")
@@ -72,13 +74,9 @@ def _resolve(ref: str, role: str, baselines_dir: Path) -> BaselineSet:
 
 
 def compare_sets(baseline: BaselineSet, current: BaselineSet, policy: Policy) -> list[Verdict]:
-    """The plugin's judgement applied to two stored sets: every current entry, then missing ones."""
-    verdicts: list[Verdict] = []
-    for key, result in sorted(current.entries.items()):
-        verdicts.extend(judge_result(result, baseline.get(key), policy))
-    metrics = {metric for result in current.entries.values() for metric in result.metrics}
-    verdicts.extend(missing_verdicts(baseline.entries, set(current.entries), metrics))
-    return verdicts
+    """The plugin's gate applied to two stored sets: every current entry (with the per-test limits
+    stored with it), then the missing ones. The CLI has no verdict hook (no pytest config)."""
+    return gate.gate(list(current.entries.values()), baseline.entries, policy)
 
 
 def _print_table(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline: BaselineSet | None) -> None:
@@ -127,7 +125,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         limits = parse_limits(args.fail, "--fail") if args.fail is not None else {}
     except LimitSpecError as exc:
         raise UsageError(str(exc)) from None
-    policy = Policy(limits={**DEFAULT_LIMITS, **limits}, strict_environment=args.strict, fail_stale=args.fail_stale)
+    policy = Policy(limits=limits, strict_environment=args.strict, fail_stale=args.fail_stale)
     baseline = _resolve(args.baseline, "baseline", baselines_dir)
     current = _resolve(args.current, "current", baselines_dir)
     results = [current.entries[k] for k in sorted(current.entries)]

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from . import extensions
-from .judgement import UNCHANGED, Verdict, failure_message, judge_result, missing_verdicts
+from . import extensions, gate
+from ._compat import terminal_width
+from .judgement import UNCHANGED, Verdict, failure_message
 from .options import BenchSettings
 from .reports import jsonreport, junit, markdown, publish, terminal
 from .results import BenchmarkResult, nodeid_among
@@ -61,18 +62,16 @@ class Controller:
         return (yield)
 
     def _judge_report(self, report: pytest.TestReport, payload: dict[str, Any]) -> None:
+        """Call the gate on this test's results (their marker limits travel with them) and turn
+        the report into a failure when a verdict failed; JUnit properties wait for teardown."""
         results = [BenchmarkResult.from_json(r) for r in payload["results"]]
         self.results.extend(results)
         self.modules_run.update(r.module for r in results)
-        policy = self.settings.policy.with_limits(payload.get("limits") or {})
+        baseline = self.baseline.entries if self.baseline is not None else None
         verdicts: list[Verdict] = []
         properties: list[tuple[str, object]] = []
         for result in results:
-            judged: list[Verdict] = []
-            if self.baseline is not None:
-                baseline_entry = self.baseline.get(result.key)
-                judged = judge_result(result, baseline_entry, policy)
-                extensions.review_verdicts(self.config, result, judged, baseline_entry)
+            judged = gate.judge(result, baseline, self.settings.policy, self._review)
             properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
             verdicts.extend(judged)
         self.verdicts.extend(verdicts)
@@ -83,6 +82,10 @@ class Controller:
                        f"--bench-save={set_name}")
             report.outcome = "failed"
             report.longrepr = failure_message(verdicts, refresh)
+
+    def _review(self, result: BenchmarkResult, verdicts: Any, baseline: BenchmarkResult | None) -> None:
+        """The gate's verdict hook: pytest_torchbench_verdict implementations."""
+        extensions.review_verdicts(self.config, result, verdicts, baseline)
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist: a worker reports the test ids it collected, so removed tests can be told apart."""
@@ -111,7 +114,7 @@ class Controller:
                 if entry.module in self.modules_run
                 and (nodeids[key] in self.nodeids_run or nodeids[key] not in self.collected)
             }
-            self.verdicts.extend(missing_verdicts(candidates, seen, measured))
+            self.verdicts.extend(gate.missing(candidates, seen, measured))
         if self.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED:
             if self.settings.save:
                 self.notes.append("run interrupted: baselines were not written")
@@ -164,8 +167,7 @@ class Controller:
         if self.results or self.verdicts or self.notes or self.profiles:
             terminalreporter.section("torchbench", sep="=")
         name = self.baseline.name if self.baseline is not None else None
-        width = getattr(terminalreporter, "_tw", None)
-        width = width.fullwidth if width is not None else 100
+        width = terminal_width(terminalreporter)
         for line in terminal.render_tables(self.results, self.verdicts, name, width=min(width, 120)):
             write(line)
         shown = [v for v in self.verdicts if v.status != UNCHANGED]

@@ -14,10 +14,27 @@ import pytest
 from pluggy import HookspecMarker
 
 if TYPE_CHECKING:
-    from .judgement import Verdict
+    from .metrics.base import Metric
     from .results import BenchmarkResult
+    from .vocabulary import Verdict
 
 _spec = HookspecMarker("pytest")
+
+
+@_spec
+def pytest_torchbench_register_metrics(config: pytest.Config) -> Sequence[Metric] | None:
+    """Return metrics (instances of ``pytest_torchbench.Metric`` subclasses) to add to the built-in
+    ones (time, instructions, ops, memory).
+
+    Called once per process (each xdist worker too) in ``pytest_configure``, before the options
+    are validated, so ``--bench-mode=NAME`` and ``--bench-fail=NAME:5%`` accept the new names.
+    A registered metric is measured, saved, compared and shown like a built-in one (see the
+    README's "Adding a metric"); it is removed again when pytest unconfigures. A name that is
+    already registered is a usage error. Example::
+
+        def pytest_torchbench_register_metrics(config):
+            return [MyMetric()]
+    """
 
 
 @_spec

@@ -1,6 +1,9 @@
-"""Limits, significance and verdicts: pure functions over results, no I/O, no pytest.
+"""Limits and verdicts: pure functions over results, no I/O, no pytest.
 
-How the gate decides (the README repeats this):
+The generic rules live here (limits, which environment facts make a baseline not comparable,
+new, missing, failing, the failure message); each metric's own comparison is its ``judge``
+(``metrics/<name>.py``), found through the registry. How the built-in metrics decide (the README
+repeats this):
 
 * time: a benchmark regressed when its median per-call time is slower than the baseline's by more
   than the limit (default 10%) AND a one-sided Mann-Whitney U test on the raw replicate times says
@@ -17,33 +20,25 @@ How the gate decides (the README repeats this):
 """
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
-from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
-from .results import METRICS, BenchmarkResult, Environment
+from .metrics import registry
+from .results import BenchmarkResult
+from .statistics import _exact_u_distribution, _rank_with_ties, mann_whitney_greater  # noqa: F401
+# The shared vocabulary, re-exported: callers and hook authors have imported it from here.
+from .vocabulary import (  # noqa: F401
+    DEFAULT_ALPHA, IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, USER_FACT_PREFIX,
+    Environment, Policy, Verdict, format_percent, format_seconds,
+)
+from .metrics.instructions import top_function_changes  # noqa: F401
 
-DEFAULT_LIMITS: dict[str, float] = {"time": 0.10, "instructions": 0.01, "ops": 0.0, "memory": 0.10}
-DEFAULT_ALPHA = 0.001
-
-#: Environment facts that must match for a metric to be comparable with its baseline.
-#: Prefix of environment facts added by the pytest_torchbench_environment hook.
-USER_FACT_PREFIX = "user."
-
+#: The built-in metrics' default limits and comparability facts (each metric states its own:
+#: ``Metric.default_limit``, ``Metric.comparability_facts``); kept for callers of these names.
+DEFAULT_LIMITS: dict[str, float] = registry.default_limits()
 COMPARABILITY_FACTS: dict[str, tuple[str, ...]] = {
-    "time": (
-        "python", "python_implementation", "torch", "torch_git", "torch_cuda", "cpu_model",
-        "cpu_capability", "machine", "num_threads", "gpu",
-    ),
-    "instructions": (
-        "python", "python_build", "python_compiler", "torch", "torch_git", "torch_debug",
-        "cpu_capability", "machine", "libc", "pythonmalloc", "num_threads", "valgrind", "allocator",
-        "pythonhashseed", "counting_method",
-    ),
-    "ops": ("torch", "torch_git", "gpu"),
-    "memory": ("torch", "torch_git", "machine", "gpu", "pythonmalloc"),
+    m.name: m.comparability_facts for m in registry.all_metrics()
 }
 
 _LIMIT_ITEM = re.compile(r"^\s*([a-z_]+)\s*:\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
@@ -99,7 +94,7 @@ def parse_limits(spec: str | Mapping[str, Any] | None, where: str = "--bench-fai
             if not match:
                 raise LimitSpecError(
                     f"{where}: cannot read {part!r}; write METRIC:PERCENT[,...], "
-                    f"e.g. 'instructions:1%,time:10%' (metrics: {', '.join(METRICS)})"
+                    f"e.g. 'instructions:1%,time:10%' (metrics: {', '.join(registry.names())})"
                 )
             items.append((match.group(1), match.group(2) + match.group(3)))
         if not items:
@@ -108,262 +103,40 @@ def parse_limits(spec: str | Mapping[str, Any] | None, where: str = "--bench-fai
         raise LimitSpecError(f"{where}: limits must be a string like 'time:10%' or a dict, got {spec!r}")
     limits: dict[str, float] = {}
     for metric, value in items:
-        if metric not in METRICS:
+        if registry.find(metric) is None:
             raise LimitSpecError(
-                f"{where}: unknown metric {metric!r}; known metrics: {', '.join(METRICS)}"
+                f"{where}: unknown metric {metric!r}; known metrics: {', '.join(registry.names())}"
             )
         limits[metric] = parse_limit_value(metric, value, where)
     return limits
 
 
 # --------------------------------------------------------------------------------------------------
-# Mann-Whitney U
-# --------------------------------------------------------------------------------------------------
-
-
-def _rank_with_ties(values: Sequence[float]) -> tuple[list[float], list[int]]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    tie_sizes: list[int] = []
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        average = (i + j) / 2.0 + 1.0
-        for k in range(i, j + 1):
-            ranks[order[k]] = average
-        tie_sizes.append(j - i + 1)
-        i = j + 1
-    return ranks, tie_sizes
-
-
-@lru_cache(maxsize=64)
-def _exact_u_distribution(m: int, n: int) -> tuple[float, ...]:
-    """P(U = u) for u in 0..m*n under H0, no ties (the classic counting recurrence)."""
-    # counts[j][u]: arrangements of i items of the first sample among j of the second with U = u.
-    previous = [[1] + [0] * (m * n) for _ in range(n + 1)]  # i = 0: U is 0
-    for i in range(1, m + 1):
-        current = [[0] * (m * n + 1) for _ in range(n + 1)]
-        current[0][0] = 1
-        for j in range(1, n + 1):
-            for u in range(m * n + 1):
-                # the largest item is from sample one (contributes j to U) or from sample two
-                value = current[j - 1][u]
-                if u >= j:
-                    value += previous[j][u - j]
-                current[j][u] = value
-        previous = current
-    total = math.comb(m + n, m)
-    return tuple(c / total for c in previous[n])
-
-
-def mann_whitney_greater(current: Sequence[float], baseline: Sequence[float]) -> float:
-    """One-sided p-value that ``current`` is stochastically greater than ``baseline``.
-
-    Exact when a sample has at most 8 values and there are no ties, otherwise the normal
-    approximation with tie and continuity corrections (scipy.stats.mannwhitneyu's 'auto').
-    """
-    m, n = len(current), len(baseline)
-    if m == 0 or n == 0:
-        return 1.0
-    ranks, tie_sizes = _rank_with_ties(list(current) + list(baseline))
-    u_current = sum(ranks[:m]) - m * (m + 1) / 2.0
-    has_ties = any(t > 1 for t in tie_sizes)
-    if min(m, n) <= 8 and not has_ties:
-        distribution = _exact_u_distribution(m, n)
-        start = math.ceil(u_current - 1e-9)
-        return min(1.0, sum(distribution[start:]))
-    total = m + n
-    tie_term = sum(t**3 - t for t in tie_sizes) / (total * (total - 1))
-    variance = m * n / 12.0 * ((total + 1) - tie_term)
-    if variance <= 0:
-        return 1.0
-    z = (u_current - m * n / 2.0 - 0.5) / math.sqrt(variance)
-    return 0.5 * math.erfc(z / math.sqrt(2.0))
-
-
-# --------------------------------------------------------------------------------------------------
 # Verdicts
 # --------------------------------------------------------------------------------------------------
-
-REGRESSION = "regression"
-IMPROVEMENT = "improvement"
-UNCHANGED = "unchanged"
-NEW = "new"
-MISSING = "missing"
-NOT_COMPARABLE = "not comparable"
-
-
-@dataclasses.dataclass
-class Policy:
-    """What the user asked of the gate."""
-
-    limits: dict[str, float] = dataclasses.field(default_factory=lambda: dict(DEFAULT_LIMITS))
-    alpha: float = DEFAULT_ALPHA
-    strict_environment: bool = False  # a not-comparable baseline fails
-    fail_stale: bool = False  # an improvement beyond the limit fails (baselines kept exact)
-
-    def with_limits(self, overrides: Mapping[str, float]) -> Policy:
-        return dataclasses.replace(self, limits={**self.limits, **overrides})
-
-
-@dataclasses.dataclass
-class Verdict:
-    key: str
-    metric: str
-    status: str
-    baseline: float | None = None
-    current: float | None = None
-    limit: float = 0.0
-    p_value: float | None = None
-    summary: str = ""
-    details: list[str] = dataclasses.field(default_factory=list)
-    failed: bool = False
-
-    @property
-    def delta(self) -> float | None:
-        if self.baseline is None or self.current is None or self.baseline == 0:
-            return None
-        return self.current / self.baseline - 1.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "metric": self.metric,
-            "status": self.status,
-            "baseline": self.baseline,
-            "current": self.current,
-            "delta": self.delta,
-            "limit": self.limit,
-            "p_value": self.p_value,
-            "summary": self.summary,
-            "details": list(self.details),
-            "failed": self.failed,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
-        fields = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in fields})
 
 
 def environment_differences(metric: str, current: Environment | None, baseline: Environment | None) -> list[str]:
     if current is None or baseline is None:
         return []
+    found = registry.find(metric)
     differences = []
     # Facts added by pytest_torchbench_environment hooks ("user." names) count for every metric:
     # the user added them because they decide comparability.
     user_facts = sorted(f for f in {*current.facts, *baseline.facts} if f.startswith(USER_FACT_PREFIX))
-    for fact in (*COMPARABILITY_FACTS.get(metric, ()), *user_facts):
+    for fact in (*(found.comparability_facts if found is not None else ()), *user_facts):
         now, then = current.facts.get(fact), baseline.facts.get(fact)
         if now != then:
             differences.append(f"{fact}: {then if then is not None else '-'} -> {now if now is not None else '-'}")
     return differences
 
 
-def format_percent(fraction: float) -> str:
-    return f"{fraction * 100:+.1f}%" if abs(fraction) >= 0.001 else f"{fraction * 100:+.3f}%"
-
-
-def format_seconds(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if seconds >= scale or unit == "ns":
-            return f"{seconds / scale:.4g} {unit}"
-    return f"{seconds:.3g} s"  # pragma: no cover
-
-
-def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-    now, then = current.median, baseline.median
-    delta = now / then - 1.0 if then > 0 else 0.0
-    if delta > limit:
-        p_value = mann_whitney_greater(current.times, baseline.times)
-        significant = p_value < policy.alpha
-        status = REGRESSION if significant else UNCHANGED
-    elif delta < -limit:
-        p_value = mann_whitney_greater(baseline.times, current.times)
-        significant = p_value < policy.alpha
-        status = IMPROVEMENT if significant else UNCHANGED
-    else:
-        p_value, significant, status = None, False, UNCHANGED
-    summary = (
-        f"time {format_seconds(then)} -> {format_seconds(now)} ({format_percent(delta)}, "
-        f"limit {limit * 100:g}%"
-    )
-    if p_value is not None:
-        summary += (
-            f", Mann-Whitney p={p_value:.2g} {'<' if significant else '>='} {policy.alpha:g}, "
-            f"n={len(current.raw_times)}/{len(baseline.raw_times)}"
-        )
-    summary += ")"
-    return Verdict(key, "time", status, then, now, limit, p_value, summary)
-
-
-def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, float], top: int = 8) -> list[str]:
-    """The functions whose exclusive counts per run changed most, as ``FunctionCounts.delta`` shows."""
-    changes: dict[str, float] = {}
-    for name in set(current) | set(baseline):
-        change = current.get(name, 0.0) - baseline.get(name, 0.0)
-        if round(change) != 0:
-            changes[name] = change
-    ordered = sorted(changes.items(), key=lambda item: (-abs(item[1]), item[0]))[:top]
-    width = max((len(f"{round(c):+,}") for _, c in ordered), default=0)
-    return [f"{round(change):>+{width},}  {name}" for name, change in ordered]
-
-
-def _judge_instructions(key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-    now, then = current.instructions_per_run, baseline.instructions_per_run
-    delta = now / then - 1.0 if then > 0 else 0.0
-    status = REGRESSION if delta > limit else IMPROVEMENT if delta < -limit else UNCHANGED
-    summary = (
-        f"instructions {then:,.0f} -> {now:,.0f} per run ({format_percent(delta)}, "
-        f"limit {limit * 100:g}%)"
-    )
-    details = []
-    if status != UNCHANGED:
-        changes = top_function_changes(current.functions, baseline.functions)
-        if changes:
-            details = ["top functions by change (instructions per run):", *changes]
-    return Verdict(key, "instructions", status, then, now, limit, None, summary, details)
-
-
-def _judge_ops(key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-    changed = []
-    for op in sorted(set(current.ops) | set(baseline.ops)):
-        now, then = current.ops.get(op, 0.0), baseline.ops.get(op, 0.0)
-        relative = abs(now - then) / then if then else math.inf
-        if now != then and relative > limit:
-            changed.append(f"{op} {then:g} -> {now:g} per call")
-    total_now, total_then = sum(current.ops.values()), sum(baseline.ops.values())
-    if changed:
-        status = REGRESSION if total_now >= total_then else IMPROVEMENT
-        failed_anyway = True
-    else:
-        status, failed_anyway = UNCHANGED, False
-    summary = f"ops {total_then:g} -> {total_now:g} calls per call ({len(changed)} op(s) changed)"
-    verdict = Verdict(key, "ops", status, total_then, total_now, limit, None, summary, changed)
-    verdict.failed = failed_anyway  # any change of op counts fails: they are exact
-    return verdict
-
-
-def _judge_memory(key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-    now, then = sum(current.peak_bytes.values()), sum(baseline.peak_bytes.values())
-    delta = now / then - 1.0 if then > 0 else (math.inf if now > 0 else 0.0)
-    status = REGRESSION if delta > limit else IMPROVEMENT if delta < -limit else UNCHANGED
-    summary = f"peak memory {then:,} -> {now:,} bytes ({format_percent(delta) if math.isfinite(delta) else 'new'}, limit {limit * 100:g}%)"
-    details = [
-        f"{device}: {baseline.peak_bytes.get(device, 0):,} -> {current.peak_bytes.get(device, 0):,} bytes"
-        for device in sorted(set(current.peak_bytes) | set(baseline.peak_bytes))
-    ]
-    return Verdict(key, "memory", status, float(then), float(now), limit, None, summary, details)
-
-
-_JUDGES = {
-    "time": _judge_time,
-    "instructions": _judge_instructions,
-    "ops": _judge_ops,
-    "memory": _judge_memory,
-}
+def limit_for(metric: str, policy: Policy) -> float:
+    """The user's limit for ``metric``, else the metric's own default."""
+    if metric in policy.limits:
+        return policy.limits[metric]
+    found = registry.find(metric)
+    return found.default_limit if found is not None else 0.0
 
 
 def judge_metric(
@@ -375,7 +148,7 @@ def judge_metric(
     current_env: Environment | None = None,
     baseline_env: Environment | None = None,
 ) -> Verdict:
-    limit = policy.limits.get(metric, DEFAULT_LIMITS[metric])
+    limit = limit_for(metric, policy)
     if baseline is None:
         return Verdict(key, metric, NEW, limit=limit, summary=f"{metric}: no baseline (new benchmark)")
     differences = environment_differences(metric, current_env, baseline_env)
@@ -387,10 +160,11 @@ def judge_metric(
         )
         verdict.failed = policy.strict_environment
         return verdict
-    verdict = _JUDGES[metric](key, current, baseline, limit, policy)
+    judged = registry.get(metric)
+    verdict = judged.judge(key, current, baseline, limit, policy)
     if verdict.status == REGRESSION:
         verdict.failed = True
-    elif verdict.status == IMPROVEMENT and policy.fail_stale and metric != "time":
+    elif verdict.status == IMPROVEMENT and policy.fail_stale and judged.stale_fails:
         verdict.failed = True
     return verdict
 
@@ -437,8 +211,9 @@ def failure_message(verdicts: Sequence[Verdict], refresh_command: str | None = N
             IMPROVEMENT: "improved beyond the limit (stale baseline)",
             NOT_COMPARABLE: "not comparable (strict environment)",
         }.get(verdict.status, verdict.status)
-        if verdict.metric == "ops" and verdict.status != NOT_COMPARABLE:
-            headline = "op counts changed"
+        found = registry.find(verdict.metric)
+        if found is not None and found.failure_words and verdict.status != NOT_COMPARABLE:
+            headline = found.failure_words
         lines.append(f"torchbench: {verdict.key}: {verdict.metric} {headline}: {verdict.summary}")
         lines.extend(f"    {line}" for line in verdict.details)
         if verdict.status == IMPROVEMENT and refresh_command:

@@ -9,20 +9,30 @@ import dataclasses
 from pathlib import Path
 import pytest
 
-from .judgement import DEFAULT_LIMITS, LimitSpecError, Policy, parse_limits
+from .judgement import LimitSpecError, Policy, parse_limits
+from .metrics import registry
 from .reports.paths import option_targets_error
 from .storage import BaselineError, validate_set_name
 
-MODES = ("time", "instructions", "ops", "memory")
+
+
+def modes() -> tuple[str, ...]:
+    """The mode names: one per registered metric (plugins may add theirs)."""
+    return registry.names()
+
+
+#: The built-in modes (``modes()`` also lists those registered by plugins).
+MODES = registry.BUILTIN
 
 
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchbench", "pytest-torchbench: performance regression testing")
     group.addoption(
         "--bench-mode", metavar="MODES", default=None,
-        help="measure benchmarks: time (wall time, default), instructions (Callgrind), ops "
-        "(aten op counts), memory (peak bytes); several as 'time,ops'. Marked tests run once "
-        "as plain tests when no --bench-* option is given.",
+        help="measure benchmarks: "
+        + ", ".join(f"{m.name} ({m.help})" if m.help else m.name for m in registry.all_metrics())
+        + "; several as 'time,ops'. Marked tests run once as plain tests when no --bench-* option "
+        "is given.",
     )
     group.addoption("--bench-save", metavar="NAME", default=None,
                     help="write this run's results as baseline set NAME in the baselines folder")
@@ -30,7 +40,7 @@ def addoption(parser: pytest.Parser) -> None:
                     help="compare with baseline set REF: a saved name, a git revision, or a path")
     group.addoption("--bench-fail", metavar="SPEC", default=None,
                     help="regression limits, e.g. 'instructions:1%%,time:10%%' (defaults: "
-                    + ", ".join(f"{m} {v * 100:g}%%" for m, v in DEFAULT_LIMITS.items()) + ")")
+                    + ", ".join(f"{m} {v * 100:g}%%" for m, v in registry.default_limits().items()) + ")")
     group.addoption("--bench-json", metavar="PATH", default=None,
                     help="write the run's results and verdicts as JSON to PATH")
     group.addoption("--bench-markdown", metavar="PATH", default=None,
@@ -86,19 +96,22 @@ class BenchSettings:
 
 def _parse_modes(raw: str | None) -> tuple[str, ...]:
     if raw is None:
-        return ("time",)
+        return registry.DEFAULT_MODES
     modes = tuple(dict.fromkeys(m.strip() for m in raw.split(",") if m.strip()))
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if registry.find(m) is None]
     if unknown or not modes:
         raise pytest.UsageError(
             f"--bench-mode={raw!r}: unknown mode {', '.join(map(repr, unknown)) or '(empty)'}; "
-            f"choose from {', '.join(MODES)} (several as 'time,ops')"
+            f"choose from {', '.join(registry.names())} (several as 'time,ops')"
         )
-    if "instructions" in modes and "time" in modes:
-        raise pytest.UsageError(
-            "--bench-mode: 'time' and 'instructions' cannot run together (wall time under "
-            "valgrind means nothing); run them as two pytest invocations"
-        )
+    for mode in modes:
+        clash = next((other for other in registry.get(mode).excludes if other in modes), None)
+        if clash is not None:
+            first, second = sorted((mode, clash), key=registry.rank)
+            raise pytest.UsageError(
+                f"--bench-mode: '{first}' and '{second}' cannot run together "
+                f"({registry.get(first).excludes_reason}); run them as two pytest invocations"
+            )
     return modes
 
 
@@ -132,7 +145,7 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
     if opt.bench_min_run_time is not None and opt.bench_min_run_time <= 0:
         raise pytest.UsageError(f"--bench-min-run-time={opt.bench_min_run_time}: must be > 0 seconds")
     policy = Policy(
-        limits={**DEFAULT_LIMITS, **limits},
+        limits=limits,
         strict_environment=bool(opt.bench_strict),
         fail_stale=bool(opt.bench_fail_stale),
     )

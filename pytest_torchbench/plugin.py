@@ -20,9 +20,11 @@ from typing import Any, Generator
 import pytest
 
 from . import extensions
+from ._compat import fixture_argnames
 from . import options as options_module
 from .controller import REPORT_ATTRIBUTE, Controller
 from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
+from .metrics import registry
 from .marker import MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
 from .options import BenchSettings
 from .refs import resolve_compare
@@ -114,6 +116,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[owns_key] = owns
     if owns:
         config.pluginmanager.register(BenchmarkFixturePlugin(), "torchbench-benchmark-fixture")
+    # Plugins' metrics first: the options below may name them.
+    for name in extensions.register_metrics(config):
+        config.add_cleanup(lambda name=name: registry.unregister(name))
     settings = options_module.settings_from_config(config)
     config.stash[settings_key] = settings
     config.stash[session_key] = None
@@ -256,7 +261,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     function = pyfuncitem.obj
     if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
         return None  # left to the async plugin; measuring an event loop is out of scope
-    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    arguments = {name: pyfuncitem.funcargs[name] for name in fixture_argnames(pyfuncitem)}
     function(**arguments)  # the real run: a failure fails the test and nothing is measured
     recorder = _recorder(pyfuncitem)
     recorder.add(session.measure(lambda: function(**arguments), recorder.options, recorder.naming))
@@ -287,10 +292,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         recorder = item.stash.get(recorder_key, None)
         if recorder is not None and recorder.results and report.passed:
             recorder.finish()  # group and extra_info as the test left them
-            setattr(report, REPORT_ATTRIBUTE, {
-                "results": [r.to_json() for r in recorder.results],
-                "limits": dict(recorder.options.limits),
-            })
+            for result in recorder.results:  # the marker's limits travel with (and are saved with) results
+                result.limits = dict(recorder.options.limits)
+            setattr(report, REPORT_ATTRIBUTE, {"results": [r.to_json() for r in recorder.results]})
     elif call.when == "teardown" and item.stash.get(profiles_key, None):
         from .session import profile_extras
 

@@ -5,34 +5,16 @@ modes. It never reads baselines: judging is the controller's (see controller.py 
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .marker import BenchOptions
-from .results import BenchmarkResult, Environment, InstructionsMetric, MemoryMetric, OpsMetric, TimeMetric, collect_environment
-
-
-#: Bump when a change to the counting procedure moves counts (see environment()).
-COUNTING_METHOD = "per-region-toggle-in-loop/1"
-
-#: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
-DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
-
-
-def count_instructions(fn: Callable[[], Any], *, number: int, warmup: int, task_spec: Any,
-                       before_region: Callable[[], None] | None = None) -> Any:
-    """Count ``fn`` in this counted worker; torch's CallgrindStats back (total over ``number``)."""
-    from .engines import callgrind
-
-    dump_dir = os.environ.get(DUMP_DIR_VARIABLE)
-    if not dump_dir:
-        raise callgrind.NotUnderValgrind(
-            "instruction counting runs in workers that pytest-torchbench launches under valgrind; "
-            "this process was not (run pytest with --bench-mode=instructions)"
-        )
-    return callgrind.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=dump_dir,
-                             per_region=True, before_region=before_region)
+from .metrics import registry
+from .metrics.base import MeasureContext
+# Instructions mode's worker-side counting lives with its metric; re-exported for fixtures/valgrind.
+from .metrics.instructions import COUNTING_METHOD, DUMP_DIR_VARIABLE, count_instructions  # noqa: F401
+from .metrics.time import time_spec
+from .results import BenchmarkResult, Environment, collect_environment
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,13 +72,7 @@ class BenchSession:
         env = self._environments.get(cache_key)
         if env is None:
             env = collect_environment(num_threads)
-            if metric == "instructions":
-                from .engines import callgrind
-
-                env = env.merged(callgrind.counting_fingerprint())
-                # How regions are counted (toggles, warm-up, per-region instrumentation) moves
-                # counts too: a baseline from another method is not comparable, not a regression.
-                env = env.merged({"counting_method": COUNTING_METHOD})
+            env = env.merged(registry.get(metric).environment_facts())  # e.g. valgrind's version
             env = env.merged(self.extra_facts())
             self._environments[cache_key] = env
         return env
@@ -139,59 +115,18 @@ class BenchSession:
         return profile_extras(summary)  # a trace that could not be written shows as its error line
 
     def time_spec(self, options: BenchOptions, naming: Naming) -> Any:
-        """The time engine's settings from the marker (pytest-benchmark's keywords mapped in)."""
-        from .engines import walltime
-
-        defaults = walltime.TimeSpec()
-        return walltime.TimeSpec(
-            label=naming.label,
-            sub_label=naming.sub_label,
-            description=naming.description,
-            num_threads=options.num_threads,
-            threshold=options.threshold,
-            min_run_time=options.min_run_time or self.min_run_time or defaults.min_run_time,
-            max_run_time=options.max_run_time,
-            block_time=max(defaults.block_time, options.min_time or 0.0),
-            min_replicates=max(defaults.min_replicates, options.min_rounds or 0),
-            timer=options.timer,
-        )
+        """The time engine's settings from the marker and this session's --bench-min-run-time."""
+        return time_spec(options, naming, self.min_run_time)
 
     def _measure_one(self, mode: str, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
                      before_region: Callable[[], None] | None = None) -> Any:
-        if mode == "time":
-            from .engines import walltime
+        metric = registry.get(mode)  # options validated the modes
+        if metric.seeded:
+            from .seeding import chain, seeder
 
-            spec = self.time_spec(options, naming)
-            if options.time_warmup:
-                _time_warm_up(fn, options.warmup_iterations, spec.max_run_time)
-            return TimeMetric.from_measurement(walltime.measure(fn, spec))
-        from .seeding import chain, seeder
-
-        # Seed first, so that a setup drawing random inputs draws the same ones every run.
-        before_region = chain(seeder(options.seed), before_region)
-        if mode == "instructions":
-            from torch.utils.benchmark.utils.common import TaskSpec
-
-            task_spec = TaskSpec(stmt=naming.nodeid, setup="", label=naming.label,
-                                 sub_label=naming.sub_label, description=naming.description,
-                                 num_threads=options.num_threads)
-            stats = count_instructions(fn, number=options.number, warmup=options.warmup, task_spec=task_spec,
-                                       before_region=before_region)
-            return InstructionsMetric.from_stats(stats)
-        if mode == "ops":
-            from .engines import profiler
-
-            return OpsMetric(profiler.count_ops(fn, by_shape=options.ops_by_shape, before_region=before_region))
-        if mode == "memory":
-            from .engines import profiler
-
-            peaks = profiler.peak_memory(fn, before_region=before_region)
-            return MemoryMetric({
-                device: int(value) for device, value in
-                (("cpu", peaks.get("cpu_peak_bytes")), ("cuda", peaks.get("cuda_peak_bytes")))
-                if value is not None
-            })
-        raise AssertionError(f"unknown mode {mode!r}")  # options validated the modes
+            # Seed first, so that a setup drawing random inputs draws the same ones every run.
+            before_region = chain(seeder(options.seed), before_region)
+        return metric.measure(fn, MeasureContext(options, naming, self.min_run_time, before_region))
 
     def record_measurement(self, metric: str, value: Any, num_threads: int, naming: Naming) -> BenchmarkResult:
         """A result measured by the user through bench_timer (their own Timer call)."""
@@ -199,18 +134,6 @@ class BenchSession:
         result.metrics[metric] = value
         result.environments[metric] = self.environment(metric, num_threads)
         return result
-
-
-def _time_warm_up(fn: Callable[[], Any], max_calls: int | None, max_time: float) -> None:
-    """pytest-benchmark's ``warmup=True``: call ``fn`` up to ``warmup_iterations`` times (default
-    100,000, as there) but for no longer than ``max_time``, before timing."""
-    import time
-
-    deadline = time.perf_counter() + max_time
-    for _ in range(100_000 if max_calls is None else max_calls):
-        fn()
-        if time.perf_counter() >= deadline:
-            break
 
 
 def _new_result(naming: Naming) -> BenchmarkResult:

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from .results import (
-    SCHEMA_VERSION, BenchmarkResult, Environment, invalid_number, metric_from_json,
+    SCHEMA_VERSION, BenchmarkResult, Environment, invalid_number, limits_from_json, metric_from_json,
+    metric_to_json,
 )
 
 SET_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -136,6 +137,7 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
                 environments=metric_envs,
                 group=str(entry.get("group", "")),
                 extra_info=dict(entry.get("extra_info", {})),
+                limits=limits_from_json(entry.get("limits")),
             )
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
@@ -194,7 +196,7 @@ def render_baseline_document(module: str, entries: Iterable[BenchmarkResult]) ->
     for entry in sorted(entries, key=lambda e: e.key):
         metrics: dict[str, Any] = {}
         for metric_name, metric in sorted(entry.metrics.items()):
-            data = metric.to_json()
+            data = metric_to_json(metric_name, metric)
             env = entry.environments.get(metric_name)
             if env is not None:
                 environments[env.id] = env.to_json()
@@ -228,6 +230,8 @@ def _entry_document(entry: BenchmarkResult, metrics: dict[str, Any]) -> dict[str
         document["extra_info"] = entry.extra_info
     if entry.saved:
         document["saved"] = dict(entry.saved)
+    if entry.limits:  # the marker's limits=, so that torchbench compare judges as pytest did
+        document["limits"] = dict(sorted(entry.limits.items()))
     return document
 
 
@@ -235,7 +239,7 @@ def _entry_content(entry: BenchmarkResult) -> str:
     """One entry's committed content without its ``saved`` stamp: did a save change it?"""
     metrics: dict[str, Any] = {}
     for metric_name, metric in sorted(entry.metrics.items()):
-        data = metric.to_json()
+        data = metric_to_json(metric_name, metric)
         env = entry.environments.get(metric_name)
         if env is not None:
             data["env"] = env.id
@@ -263,7 +267,7 @@ def merge_entries(
             continue
         old.label, old.sub_label, old.description = result.label, result.sub_label, result.description
         old.group, old.extra_info = result.group, dict(result.extra_info)
-        old.module, old.nodeid = result.module, result.nodeid
+        old.module, old.nodeid, old.limits = result.module, result.nodeid, dict(result.limits)
         old.metrics.update(result.metrics)
         for metric_name in result.metrics:
             env = result.environments.get(metric_name)
@@ -442,7 +446,7 @@ def save_set(folder: Path, results: Iterable[BenchmarkResult],
     by_file: dict[Path, list[BenchmarkResult]] = {}
     modules: dict[Path, str] = {}
     for result in results:
-        problem = next(filter(None, (invalid_number(name, metric.to_json())
+        problem = next(filter(None, (invalid_number(name, metric_to_json(name, metric))
                                      for name, metric in sorted(result.metrics.items()))), None)
         if problem:
             raise BaselineError(f"{result.key}: {problem}; nothing was saved")

@@ -32,6 +32,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from .._compat import kineto_events, profiler_enabled
+
 __all__ = [
     "ITERATION_MARKER",
     "TRACE_COMPRESS_THRESHOLD_BYTES",
@@ -76,14 +78,7 @@ class ProfilerActiveError(RuntimeError):
 
 def _profiler_is_active() -> bool:
     """Whether any torch profiler (kineto or legacy autograd profiler) is recording right now."""
-    checker = getattr(torch._C._autograd, "_profiler_enabled", None)
-    if checker is not None:
-        try:
-            if checker():
-                return True
-        except Exception:  # pragma: no cover - defensive across torch versions
-            pass
-    return bool(getattr(torch.autograd.profiler, "_is_profiler_enabled", False))
+    return profiler_enabled()
 
 
 def _ensure_no_active_profiler(what: str) -> None:
@@ -374,9 +369,8 @@ def _cpu_memory_events(prof: profile) -> list[tuple[int, int, int]] | None:
     alloc/free order a peak needs, so we read the raw events. That is a private torch API; None means
     it is not available in this torch and the caller falls back.
     """
-    try:
-        raw = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
-    except Exception:
+    raw = kineto_events(prof)
+    if raw is None:
         return None
     out: list[tuple[int, int, int]] = []
     for order, ev in enumerate(raw):
@@ -387,7 +381,7 @@ def _cpu_memory_events(prof: profile) -> list[tuple[int, int, int]] | None:
 
 
 def _raw_marker_windows(prof: profile) -> list[tuple[int, int]]:
-    raw = prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+    raw = kineto_events(prof) or []
     return sorted(
         (ev.start_ns(), ev.end_ns()) for ev in raw if ev.name() == ITERATION_MARKER
     )

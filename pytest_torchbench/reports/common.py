@@ -5,16 +5,16 @@ Why one place: the terminal, Markdown and HTML reports must agree on what comes 
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, format_seconds
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..metrics import registry
 from ..results import BenchmarkResult, nodeid_of
+from ..vocabulary import as_float
 from .text import finite, safe_number
 
 #: Reading order: bad news first.
 STATUS_ORDER = (REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)
-METRIC_ORDER = ("time", "instructions", "ops", "memory")
 
 
 def status_rank(status: str) -> int:
@@ -22,7 +22,8 @@ def status_rank(status: str) -> int:
 
 
 def metric_rank(metric: str) -> int:
-    return METRIC_ORDER.index(metric) if metric in METRIC_ORDER else len(METRIC_ORDER)
+    """Metrics in registration order (the built-in ones first)."""
+    return registry.rank(metric)
 
 
 def group_of(result: BenchmarkResult | None) -> str:
@@ -36,25 +37,9 @@ def group_of(result: BenchmarkResult | None) -> str:
     return str(group) if group else ""
 
 
-def _as_float(value: Any) -> float:
-    """float() that turns an integer too large for a float into inf instead of raising."""
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf if value > 0 else -math.inf
-
-
 def metric_value(metric_name: str, metric: Any) -> float:
-    """The one number a table shows for a metric (per call / per run)."""
-    if metric_name == "time":
-        return _as_float(metric.median)
-    if metric_name == "instructions":
-        return _as_float(metric.instructions_per_run)
-    if metric_name == "ops":
-        return _as_float(sum(metric.ops.values()))
-    if metric_name == "memory":
-        return _as_float(sum(metric.peak_bytes.values()))
-    raise KeyError(metric_name)
+    """The one number a table shows for a metric (per call / per run): the metric's headline."""
+    return as_float(registry.get(metric_name).headline(metric))
 
 
 def format_value(metric: str, value: float | None) -> str:
@@ -63,11 +48,8 @@ def format_value(metric: str, value: float | None) -> str:
         return "-"
     if not finite(value):
         return safe_number(value)
-    if metric == "time":
-        return format_seconds(value)
-    if metric in ("instructions", "memory"):
-        return safe_number(value, ",.0f")
-    return safe_number(value, "g")
+    found = registry.find(metric)
+    return found.format_value(value) if found is not None else safe_number(value, "g")
 
 
 def format_delta(delta: float | None) -> str:

@@ -29,7 +29,9 @@ from typing import Iterable, Mapping, Sequence
 
 from .. import __version__
 from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..metrics import registry
 from ..results import BenchmarkResult, nodeid_of
+from ..vocabulary import Bars, Distribution, Heading
 from .common import (
     count_tests, format_delta, format_value, group_of, metric_rank, metric_value, safe_delta, status_rank,
     verdicts_by_key, worst_status,
@@ -286,6 +288,16 @@ def _traces_of(result: BenchmarkResult) -> list[str]:
     return found
 
 
+def _draw(part: Heading | Distribution | Bars) -> str:
+    """One part of a metric's plot (``Metric.figures``), drawn: metrics say what, this draws."""
+    if isinstance(part, Heading):
+        return f"<h3>{_e(part.text)}</h3>"
+    if isinstance(part, Distribution):
+        return strip_box_svg(part.current, part.baseline)
+    kwargs = {} if part.label_width is None else {"label_width": part.label_width}
+    return delta_bars_svg(part.items, part.axis, neutral=part.neutral, **kwargs)
+
+
 def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: Sequence[Verdict], top: int,
           base: Path | None) -> str:
     status = worst_status(verdicts)
@@ -297,45 +309,15 @@ def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: S
              f'<h2>{_e(result.key)}</h2><div class="meta">{meta}</div>',
              '<div class="pills">' + "".join(_status_pill(v) for v in verdicts) + "</div>"]
     plots: list[str] = []
-    time_now = result.metrics.get("time")
-    if time_now is not None:
-        time_then = baseline.metrics.get("time") if baseline is not None else None
-        plots.append("<h3>wall time per call: baseline vs current</h3>"
-                     + strip_box_svg(time_now.times, time_then.times if time_then is not None else None))
-    instr_now = result.metrics.get("instructions")
-    instr_then = baseline.metrics.get("instructions") if baseline is not None else None
     # A benchmark that did not change needs no function bars: its card stays short.
     changed = status in (REGRESSION, IMPROVEMENT)
-    if instr_now is not None and instr_then is not None:
-        total = instr_now.instructions_per_run - instr_then.instructions_per_run
-        title = (f"<h3>instructions per run: {_e(format_value('instructions', instr_then.instructions_per_run))} → "
-                 f"{_e(format_value('instructions', instr_now.instructions_per_run))} "
-                 f"({_e(safe_number(total, '+,.0f'))})</h3>")
-        if changed:
-            changes = {
-                name: instr_now.functions.get(name, 0.0) - instr_then.functions.get(name, 0.0)
-                for name in set(instr_now.functions) | set(instr_then.functions)
-            }
-            ordered = sorted(((n, c) for n, c in changes.items() if finite(c) and round(c) != 0),
-                             key=lambda i: (-abs(i[1]), i[0]))
-            plots.append(title + delta_bars_svg([("total", total)], "instructions per run", label_width=120)
-                         + "<h3>top changed functions (exclusive instructions per run)</h3>"
-                         + delta_bars_svg(ordered[:top], "instructions per run"))
-        else:
-            plots.append(title)
-    ops_now = result.metrics.get("ops")
-    ops_then = baseline.metrics.get("ops") if baseline is not None else None
-    if ops_now is not None and ops_then is not None:
-        op_changes = sorted(
-            ((op, ops_now.ops.get(op, 0.0) - ops_then.ops.get(op, 0.0)) for op in set(ops_now.ops) | set(ops_then.ops)),
-            key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]),
-        )
-        op_changes = [(op, change) for op, change in op_changes if change != 0]
-        if op_changes:
-            plots.append("<h3>aten op calls per run: change vs baseline</h3>" + delta_bars_svg(op_changes[:top], "calls per run"))
-    elif ops_now is not None:
-        ordered_ops = sorted(ops_now.ops.items(), key=lambda i: (-i[1] if finite(i[1]) else 0.0, i[0]))[:top]
-        plots.append("<h3>aten op calls per run (no baseline)</h3>" + delta_bars_svg(ordered_ops, "calls per run", neutral=True))
+    for name in sorted(result.metrics, key=metric_rank):
+        found = registry.find(name)
+        if found is None:
+            continue
+        then = baseline.metrics.get(name) if baseline is not None else None
+        for plot in found.figures(result.metrics[name], then, changed, top):
+            plots.append("".join(_draw(part) for part in plot))
     if plots:
         parts.append('<div class="plots">' + "".join(f'<div class="plot">{p}</div>' for p in plots) + "</div>")
     for verdict in (v for v in verdicts if v.details and v.status != UNCHANGED):

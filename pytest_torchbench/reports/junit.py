@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..judgement import Verdict
+from ..metrics import registry
 from ..results import BenchmarkResult, round_sig
 
 
@@ -21,21 +22,9 @@ def properties(result: BenchmarkResult, verdicts: Sequence[Verdict], qualify: bo
         prefix += result.description.replace(" ", "_") + "."
     out: list[tuple[str, object]] = []
     for name, metric in sorted(result.metrics.items()):
-        if name == "time":
-            out += [
-                (f"{prefix}time.median_s", round_sig(metric.median)),
-                (f"{prefix}time.iqr_s", round_sig(metric.iqr)),
-                (f"{prefix}time.replicates", len(metric.raw_times)),
-                (f"{prefix}time.number_per_run", metric.number_per_run),
-            ]
-        elif name == "instructions":
-            out += [(f"{prefix}instructions.per_run", round_sig(metric.instructions_per_run, 9))]
-        elif name == "ops":
-            out += [(f"{prefix}ops.calls_per_run", round_sig(sum(metric.ops.values()))),
-                    (f"{prefix}ops.distinct", len(metric.ops))]
-        elif name == "memory":
-            out += [(f"{prefix}memory.peak_bytes.{device}", int(value))
-                    for device, value in sorted(metric.peak_bytes.items())]
+        found = registry.find(name)
+        if found is not None:
+            out += found.junit_properties(metric, prefix)
     for verdict in verdicts:
         out.append((f"{prefix}verdict.{verdict.metric}", verdict.status + (" (failed)" if verdict.failed else "")))
         if verdict.delta is not None:

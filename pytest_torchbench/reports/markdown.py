@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..metrics import registry
 from ..results import BenchmarkResult
 from .common import (
     count_tests, format_delta, format_value, group_of, metric_rank, metric_value, safe_delta, status_rank,
@@ -32,8 +33,11 @@ _WORDS = {
     MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured",
 }
 
-#: Metrics whose verdict details explain a regression of any metric of the same benchmark.
-_EXPLAINING = (("instructions", "Functions (instructions per run)"), ("ops", "aten ops (calls per run)"))
+
+def _explaining() -> tuple[tuple[str, str], ...]:
+    """Metrics whose verdict details explain a regression of any metric of the same benchmark
+    (``Metric.explains``: function counts, op counts), with their titles."""
+    return tuple((m.name, m.explains) for m in registry.all_metrics() if m.explains)
 
 
 def _escape(text: str) -> str:
@@ -46,10 +50,11 @@ def _explanation(key: str, regressed: list[Verdict], by_key: dict[str, list[Verd
     """The folded block under one regressed benchmark: each regressed metric's summary and details,
     then the function- and op-level explanations (shown once, whichever metric regressed)."""
     blocks: list[tuple[str, list[str]]] = []
+    explaining = _explaining()
     for verdict in regressed:
-        if verdict.metric not in dict(_EXPLAINING) and verdict.details:
+        if verdict.metric not in dict(explaining) and verdict.details:
             blocks.append((f"{verdict.metric} details", verdict.details))
-    for metric, title in _EXPLAINING:
+    for metric, title in explaining:
         for other in by_key.get(key, []):
             if other.metric == metric and other.details and other.status not in (NOT_COMPARABLE,):
                 blocks.append((title, other.details))

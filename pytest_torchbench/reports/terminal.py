@@ -6,83 +6,32 @@ with a mark for the verdict. Units are shared per block so columns line up and r
 """
 from __future__ import annotations
 
-import math
-from typing import Iterable, Sequence
+from typing import Sequence
 
 from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, Verdict
 from ..results import BenchmarkResult
+from ..metrics import registry
 from .common import group_of, metric_rank, metric_value, safe_delta
 from .text import finite, safe_number, safe_text
 
 _MARKS = {REGRESSION: "!", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
 _LEGEND = "! regression   * improvement   ? not comparable   + new (no baseline)"
 
-_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
-
-
-def _time_unit(values: Iterable[float]) -> tuple[str, float]:
-    smallest = min((v for v in values if finite(v) and v > 0), default=1.0)
-    for unit, scale in _TIME_UNITS:
-        if smallest >= scale:
-            return unit, scale
-    return "ns", 1e-9
-
-
-def _sig_digits(median: float, iqr: float, n: int) -> int:
-    """As Measurement.significant_figures: the digits the median's confidence interval supports."""
-    if not finite(median) or not finite(iqr) or median <= 0:
-        return 2
-    ci = max(1.645 * (iqr / 1.349) / math.sqrt(max(n, 1)), 25e-9)
-    ratio = median / ci
-    if not finite(ratio):
-        return 4
-    return min(max(int(math.floor(math.log10(ratio))), 2), 4)
-
-
-def _trim(value: float, digits: int) -> str:
-    """``value`` with ``digits`` significant digits; NaN, inf and huge values never raise."""
-    if not finite(value):
-        return safe_number(value)
-    if value == 0:
-        return "0"
-    magnitude = int(math.floor(math.log10(abs(value))))
-    if magnitude >= 15:
-        return f"{value:.{max(digits - 1, 0)}e}"
-    decimals = max(digits - magnitude - 1, 0)
-    return f"{round(value, decimals):.{decimals}f}"
-
-
-def _metric_value(metric_name: str, metric: object) -> float:
-    return metric_value(metric_name, metric)
-
-
 def _cell(metric_name: str, metric: object, scale: float, verdict: Verdict | None) -> str:
-    if metric_name == "time":
-        median, iqr = metric.median, metric.iqr  # type: ignore[attr-defined]
-        digits = _sig_digits(median, iqr, len(metric.raw_times))  # type: ignore[attr-defined]
-        text = f"{_trim(median / scale, digits)} \u00b1 {_trim(iqr / scale, 2)}"
-    elif metric_name in ("instructions", "memory"):
-        text = safe_number(_metric_value(metric_name, metric), ",.0f")
-    else:
-        text = safe_number(_metric_value(metric_name, metric), "g")
+    """The metric's own cell text, then the delta against the baseline and the verdict's mark."""
+    shown = registry.get(metric_name)
+    text = shown.cell(metric, scale)
     if verdict is not None:
         delta = safe_delta(verdict)
         if delta is not None and verdict.status not in (NEW, NOT_COMPARABLE):
-            if not finite(delta):
-                text += f" ({safe_number(delta)})"
-            else:
-                text += f" ({delta * 100:+.1f}%)" if abs(delta) >= 0.001 or metric_name == "time" else f" ({delta * 100:+.2f}%)"
+            text += f" ({safe_number(delta)})" if not finite(delta) else shown.cell_delta(delta)
         text += _MARKS.get(verdict.status, " ")
     return text
 
 
 def _unit_title(metric_name: str, unit: str) -> str:
-    return {
-        "time": f"median \u00b1 IQR per call, {unit}",
-        "instructions": "instructions per call",
-        "ops": "aten op calls per call",
-        "memory": "peak bytes per call",
-    }.get(metric_name, metric_name)
+    found = registry.find(metric_name)
+    return found.table_title.format(unit=unit) if found is not None and found.table_title else metric_name
 
 
 def _blocks(measured: Sequence[BenchmarkResult]) -> dict[tuple[str, str, str], list[BenchmarkResult]]:
@@ -126,10 +75,11 @@ def render_tables(
         values: list[float] = []
         for result in measured:
             try:
-                values.append(_metric_value(metric_name, result.metrics[metric_name]))
+                values.append(metric_value(metric_name, result.metrics[metric_name]))
             except (KeyError, AttributeError, TypeError, ValueError):
                 pass
-        unit, scale = _time_unit(values) if metric_name == "time" else ("", 1.0)
+        found = registry.find(metric_name)
+        unit, scale = found.table_scale(values) if found is not None else ("", 1.0)
         compared = f"; delta vs baseline '{safe_text(baseline_name)}'" if baseline_name else ""
         title = f" torchbench {safe_text(metric_name)} ({_unit_title(metric_name, unit)}{compared}) "
         lines.append(title.center(width, "-"))

@@ -1,0 +1,60 @@
+"""The gate: results + a baseline set + a policy (+ the verdict hook) -> verdicts. Pure.
+
+Why one function: the plugin's controller (at the end of each test, and once at the end of the
+session for missing benchmarks) and ``torchbench compare`` (two stored sets) must never disagree
+on the same two sets. Both call this module; neither judges on its own. Per-test limits travel
+with each result (``BenchmarkResult.limits``, from the marker's ``limits=``, stored in baselines
+too), so the CLI applies the same limits a pytest run did. The verdict hook is passed in as a
+callable (the controller passes the ``pytest_torchbench_verdict`` hook, the CLI nothing), so this
+module knows nothing of pytest.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping, Sequence
+
+from .judgement import judge_result, missing_verdicts
+from .results import BenchmarkResult
+from .vocabulary import Policy, Verdict
+
+#: See or change, in place, the verdicts of one result: (result, its verdicts, its baseline entry).
+Review = Callable[[BenchmarkResult, Sequence[Verdict], "BenchmarkResult | None"], None]
+
+
+def policy_for(result: BenchmarkResult, policy: Policy) -> Policy:
+    """The run's policy with the result's own limits (marker ``limits=``) over the global ones."""
+    return policy.with_limits(result.limits) if result.limits else policy
+
+
+def judge(result: BenchmarkResult, baseline: Mapping[str, BenchmarkResult] | None, policy: Policy,
+          review: Review | None = None) -> list[Verdict]:
+    """The verdicts of one result: none without a baseline set; one per measured metric with one
+    (new, not comparable, regression, ...), each seen by ``review`` before anyone acts on it."""
+    if baseline is None:
+        return []
+    entry = baseline.get(result.key)
+    verdicts = judge_result(result, entry, policy_for(result, policy))
+    if review is not None:
+        review(result, verdicts, entry)
+    return verdicts
+
+
+def missing(baseline: Mapping[str, BenchmarkResult], seen: Iterable[str], metrics: Iterable[str]) -> list[Verdict]:
+    """Baseline entries (of those given: the caller decides which are in scope) that no result
+    had, for the metrics measured now."""
+    return missing_verdicts(baseline, set(seen), set(metrics))
+
+
+def gate(results: Sequence[BenchmarkResult], baseline: Mapping[str, BenchmarkResult], policy: Policy,
+         review: Review | None = None, in_scope: Mapping[str, BenchmarkResult] | None = None,
+         metrics: Iterable[str] | None = None) -> list[Verdict]:
+    """Every result judged (in key order), then the missing ones.
+
+    ``in_scope``: the baseline entries that count as missing when absent (default: all of them;
+    the plugin narrows it to the modules that ran, without deselected tests). ``metrics``: the
+    metrics measured (default: those the results carry)."""
+    verdicts: list[Verdict] = []
+    for result in sorted(results, key=lambda r: r.key):
+        verdicts.extend(judge(result, baseline, policy, review))
+    measured = set(metrics) if metrics is not None else {m for r in results for m in r.metrics}
+    verdicts.extend(missing(baseline if in_scope is None else in_scope, (r.key for r in results), measured))
+    return verdicts

@@ -1,0 +1,205 @@
+"""What a metric is: one object that knows everything about one kind of measurement.
+
+Why: before, a metric's knowledge lived in five parallel tables and about ten if-chains (options,
+results, judgement, session, terminal, JUnit, Markdown, HTML), so adding one touched eleven files.
+Now a metric is one module under ``metrics/`` holding its value type and a ``Metric`` subclass
+that states its name, default limit and comparability facts, how it measures (through its
+engine), its JSON form and the validation of the numbers in it, how it is judged and how it is
+shown. The registry (``metrics/registry.py``) lists them; everything else iterates over it and
+never names a metric (as pytest-xdist keeps one scheduler per file behind a small protocol).
+
+Layering: a metric imports only the shared vocabulary (``vocabulary``, ``statistics``, ``text``)
+and its engine, never the results model, the gate, storage or a report.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
+
+from ..text import safe_number
+from ..vocabulary import Environment, Plot, Policy, Verdict, as_float
+
+
+@dataclasses.dataclass(frozen=True)
+class MeasureContext:
+    """What a metric's ``measure`` gets besides the callable: the marker's validated options
+    (``marker.BenchOptions``, duck-typed here: metrics sit below the pytest glue), where the
+    recording belongs (``session.Naming``: nodeid, label, sub_label, description), the session's
+    ``--bench-min-run-time`` and the hook to run before warm-up and counted region (already
+    seeded for counting metrics)."""
+
+    options: Any
+    naming: Any
+    min_run_time: float | None = None
+    before_region: Callable[[], None] | None = None
+
+
+class Metric:
+    """One kind of measurement. Subclass it in a module of its own and register an instance.
+
+    Class attributes say what the metric is; methods say how it measures, how its values travel
+    as JSON, how a value is judged against a baseline's and how it is shown. The defaults suit a
+    metric whose value has ``to_json``/``from_json`` and one headline number where more is worse.
+    """
+
+    #: The name in ``--bench-mode``, ``--bench-fail``, the JSON and the reports.
+    name: ClassVar[str]
+    #: The dataclass of one measured value (``to_json``/``from_json``).
+    value_type: ClassVar[type]
+    #: A few words for ``--bench-mode --help``.
+    help: ClassVar[str] = ""
+    #: Limit when the user gives none (a fraction: 0.01 is 1%).
+    default_limit: ClassVar[float] = 0.1
+    #: Environment facts that must match for a value to be comparable with its baseline's.
+    comparability_facts: ClassVar[tuple[str, ...]] = ()
+    #: Counting metrics are seeded before warm-up and counted region (marker ``seed=``).
+    seeded: ClassVar[bool] = True
+    #: Modes this one cannot run with in the same session.
+    excludes: ClassVar[tuple[str, ...]] = ()
+    #: Why, for the usage error (the metric registered first gives it).
+    excludes_reason: ClassVar[str] = "they cannot measure in the same process"
+    #: With ``--bench-fail-stale``, an improvement beyond the limit fails.
+    stale_fails: ClassVar[bool] = True
+    #: JSON fields (top level) whose numbers must be > 0: a judge divides by them, and a zero
+    #: baseline would let every comparison pass. Others must be finite and >= 0.
+    positive_fields: ClassVar[tuple[str, ...]] = ()
+    #: JSON fields that are whole numbers >= 1.
+    count_fields: ClassVar[tuple[str, ...]] = ("number_per_run",)
+    #: Title of the terminal table block (``{unit}`` is the block's unit, see ``table_scale``).
+    table_title: ClassVar[str] = ""
+    #: When set, this metric's verdict details explain a regression of any metric of the same
+    #: benchmark (Markdown folds them under this title): function counts, op counts.
+    explains: ClassVar[str | None] = None
+    #: The words of a failure message for any judged status (default: by status, "regressed"...).
+    failure_words: ClassVar[str | None] = None
+
+    # -- measuring ------------------------------------------------------------------------------
+
+    def measure(self, fn: Callable[[], Any], context: MeasureContext) -> Any:
+        """Measure ``fn`` (already called once by the caller) and return a ``value_type``."""
+        raise NotImplementedError(f"metric {self.name!r} cannot measure a callable")
+
+    def environment_facts(self) -> Mapping[str, str]:
+        """Facts this metric adds to the process's fingerprint (e.g. the valgrind version)."""
+        return {}
+
+    # -- JSON -----------------------------------------------------------------------------------
+
+    def to_json(self, value: Any) -> dict[str, Any]:
+        return value.to_json()  # type: ignore[no-any-return]
+
+    def from_json(self, data: Mapping[str, Any]) -> Any:
+        return self.value_type.from_json(data)  # type: ignore[attr-defined]
+
+    def invalid_number(self, data: Any) -> str | None:
+        """What is wrong with the numbers of this metric's JSON data, or None when nothing is.
+
+        Every number anywhere must be finite and >= 0 (times, counts and bytes cannot be
+        negative), ``positive_fields`` > 0 and ``count_fields`` whole numbers >= 1. The answer
+        names the field as ``metric.field[index]`` so the user can find it in the file."""
+        if not isinstance(data, Mapping):
+            return None  # from_json reports the shape
+        for field in self.count_fields:
+            if field in data:
+                value = data[field]
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    return f"{self.name}.{field} is {_shown(value)}; it must be a whole number >= 1"
+        for path, value, field in _numbers(data, self.name, None):
+            problem = _number_problem(value, strictly_positive=field in self.positive_fields)
+            if problem:
+                return f"{path} is {_shown(value)}; {problem}"
+        return None
+
+    # -- judging --------------------------------------------------------------------------------
+
+    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
+        """Compare one value with its baseline's (comparable environments, limit resolved).
+        The default: the headline number, more than ``limit`` above is a regression."""
+        now, then = self.headline(current), self.headline(baseline)
+        delta = now / then - 1.0 if then > 0 else (math.inf if now > 0 else 0.0)
+        status = "regression" if delta > limit else "improvement" if delta < -limit else "unchanged"
+        summary = (f"{self.name} {self.format_value(then)} -> {self.format_value(now)} "
+                   f"({format_fraction(delta)}, limit {limit * 100:g}%)")
+        return Verdict(key, self.name, status, then, now, limit, None, summary)
+
+    # -- showing --------------------------------------------------------------------------------
+
+    def headline(self, value: Any) -> float:
+        """The one number the tables show for a value (per call / per run)."""
+        raise NotImplementedError
+
+    def format_value(self, number: float) -> str:
+        """A finite headline number as text (Markdown, HTML, messages)."""
+        return safe_number(number, "g")
+
+    def table_scale(self, headlines: Sequence[float]) -> tuple[str, float]:
+        """The unit and scale shared by one terminal table block."""
+        return "", 1.0
+
+    def cell(self, value: Any, scale: float) -> str:
+        """The terminal table cell of a value (without its delta and mark)."""
+        return self.format_value(as_float(self.headline(value)))
+
+    def cell_delta(self, delta: float) -> str:
+        """A finite delta in a terminal table cell."""
+        return f" ({delta * 100:+.1f}%)" if abs(delta) >= 0.001 else f" ({delta * 100:+.2f}%)"
+
+    def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
+        """``(name, value)`` JUnit properties of a value; ``prefix`` ends with a dot."""
+        return [(f"{prefix}{self.name}.value", round(self.headline(value), 6))]
+
+    def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
+        """The plots of this value on an HTML card (``changed``: the benchmark regressed or
+        improved; unchanged ones keep their cards short)."""
+        return []
+
+    def __repr__(self) -> str:
+        return f"<metric {self.name}>"
+
+
+def format_fraction(delta: float) -> str:
+    """A relative change in a verdict summary; ``new`` when the baseline was 0."""
+    if not math.isfinite(delta):
+        return "new"
+    return f"{delta * 100:+.1f}%" if abs(delta) >= 0.001 else f"{delta * 100:+.3f}%"
+
+
+def _numbers(value: Any, path: str, field: str | None) -> Iterator[tuple[str, Any, str | None]]:
+    """(path, number, top-level field) for every number inside ``value``, depth first. Names
+    from the file are shown JSON-escaped unless they are plain identifiers (they reach terminals)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        yield path, value, field
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            plain = field is None and str(key).isidentifier()
+            yield from _numbers(item, f"{path}.{key}" if plain else f"{path}[{json.dumps(key)}]",
+                                key if field is None else field)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _numbers(item, f"{path}[{index}]", field)
+
+
+def _number_problem(value: float, strictly_positive: bool) -> str | None:
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer too large for a float
+        return "it must be a finite number"
+    if not finite:
+        return "it must be a finite number"
+    if strictly_positive and value <= 0:
+        return "it must be > 0 (a zero or negative baseline would let every comparison pass)"
+    if value < 0:
+        return "it must be >= 0"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+__all__ = ["Metric", "MeasureContext", "Environment", "format_fraction"]

@@ -1,0 +1,85 @@
+"""The metrics this process knows, in display order: the only list of them.
+
+Options (mode names), the results model (JSON), storage (validation), the gate (limits,
+comparability, judges), the session (measuring), the terminal, JUnit, Markdown and HTML all ask
+this module and never name a metric. Built-in metrics are registered here; a plugin adds its own
+through the ``pytest_torchbench_register_metrics`` hook (``hookspecs.py``), called at configure
+time, and they are removed again at unconfigure (an in-process pytest run leaves no trace).
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+from .base import Metric
+from .instructions import Instructions
+from .memory import Memory
+from .ops import Ops
+from .time import Time
+
+_METRICS: dict[str, Metric] = {}
+
+
+def register(metric: Metric) -> Metric:
+    """Add a metric (after the built-in ones, in registration order). A second metric of the same
+    name is an error: it would silently change how existing baselines are read and judged."""
+    name = getattr(metric, "name", None)
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a metric needs a name that is an identifier, got {name!r} ({metric!r})")
+    if not isinstance(metric, Metric):
+        raise TypeError(f"metric {name!r} must be an instance of pytest_torchbench.Metric, got {type(metric).__name__}")
+    existing = _METRICS.get(name)
+    if existing is not None and existing is not metric:
+        raise ValueError(f"metric {name!r} is registered twice ({existing!r} and {metric!r})")
+    _METRICS[name] = metric
+    return metric
+
+
+def unregister(name: str) -> None:
+    if name in BUILTIN:
+        raise ValueError(f"metric {name!r} is built in")
+    _METRICS.pop(name, None)
+
+
+def get(name: str) -> Metric:
+    """The metric called ``name``; KeyError when none is."""
+    return _METRICS[name]
+
+
+def find(name: str) -> Metric | None:
+    return _METRICS.get(name)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_METRICS)
+
+
+def all_metrics() -> Iterator[Metric]:
+    return iter(list(_METRICS.values()))
+
+
+def rank(name: str) -> int:
+    """A metric's place in reports (registration order); unknown names last."""
+    order = list(_METRICS)
+    return order.index(name) if name in order else len(order)
+
+
+def default_limits() -> dict[str, float]:
+    return {metric.name: metric.default_limit for metric in _METRICS.values()}
+
+
+def register_all(metrics: Iterable[Metric]) -> list[str]:
+    """Register several; returns the names added (for unregistering them later)."""
+    added = []
+    for metric in metrics:
+        if metric.name not in _METRICS:
+            added.append(metric.name)
+        register(metric)
+    return added
+
+
+for _builtin in (Time(), Instructions(), Ops(), Memory()):
+    register(_builtin)
+#: The metrics that ship with pytest-torchbench.
+BUILTIN = names()
+#: What ``--bench-*`` measures when no ``--bench-mode`` is given.
+DEFAULT_MODES: tuple[str, ...] = ("time",)

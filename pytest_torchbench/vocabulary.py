@@ -1,0 +1,180 @@
+"""The words every layer shares: verdict statuses, ``Verdict``, ``Policy``, ``Environment``,
+number rounding and the figures a metric can ask a report to draw.
+
+Why a module of its own, at the bottom: a metric (``metrics/``) judges and shows itself, so it
+needs ``Verdict`` and ``Policy``; the results model, the gate, storage and the reports need them
+too. Kept here, below all of them, a metric never has to import the results model, the gate or a
+report, and nothing imports upward. This module imports nothing of ours but ``text``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from typing import Any, Mapping, Sequence
+
+# --------------------------------------------------------------------------------------------------
+# Verdict statuses
+# --------------------------------------------------------------------------------------------------
+
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+UNCHANGED = "unchanged"
+NEW = "new"
+MISSING = "missing"
+NOT_COMPARABLE = "not comparable"
+
+DEFAULT_ALPHA = 0.001
+
+#: Prefix of environment facts added by the pytest_torchbench_environment hook.
+USER_FACT_PREFIX = "user."
+
+
+def round_sig(value: float, digits: int = 6) -> float:
+    """Round to significant digits so that JSON numbers stay short and stable across platforms."""
+    if value == 0 or not math.isfinite(value):
+        return float(value)
+    return float(f"{value:.{digits}g}")
+
+
+def as_float(value: Any) -> float:
+    """float() that turns an integer too large for a float into inf instead of raising."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def format_percent(fraction: float) -> str:
+    return f"{fraction * 100:+.1f}%" if abs(fraction) >= 0.001 else f"{fraction * 100:+.3f}%"
+
+
+def format_seconds(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if seconds >= scale or unit == "ns":
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds:.3g} s"  # pragma: no cover
+
+
+# --------------------------------------------------------------------------------------------------
+# Environment fingerprint
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """Facts about where a metric was measured; each metric says which facts matter to it."""
+
+    facts: Mapping[str, str]
+
+    @property
+    def id(self) -> str:
+        """A short content hash, so a baseline file can refer to one environment from many entries."""
+        blob = json.dumps(dict(self.facts), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+    def to_json(self) -> dict[str, str]:
+        return {key: str(self.facts[key]) for key in sorted(self.facts)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Environment:
+        if not isinstance(data, Mapping):
+            raise ValueError("environment must be an object")
+        return cls({str(k): str(v) for k, v in data.items()})
+
+    def merged(self, extra: Mapping[str, str]) -> Environment:
+        return Environment({**self.facts, **{k: str(v) for k, v in extra.items()}})
+
+
+# --------------------------------------------------------------------------------------------------
+# Policy and verdicts
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Policy:
+    """What the user asked of the gate. ``limits`` holds the limits the user gave; a metric not in
+    it is judged with its own default limit (``Metric.default_limit``)."""
+
+    limits: dict[str, float] = dataclasses.field(default_factory=dict)
+    alpha: float = DEFAULT_ALPHA
+    strict_environment: bool = False  # a not-comparable baseline fails
+    fail_stale: bool = False  # an improvement beyond the limit fails (baselines kept exact)
+
+    def with_limits(self, overrides: Mapping[str, float]) -> Policy:
+        return dataclasses.replace(self, limits={**self.limits, **overrides})
+
+
+@dataclasses.dataclass
+class Verdict:
+    key: str
+    metric: str
+    status: str
+    baseline: float | None = None
+    current: float | None = None
+    limit: float = 0.0
+    p_value: float | None = None
+    summary: str = ""
+    details: list[str] = dataclasses.field(default_factory=list)
+    failed: bool = False
+
+    @property
+    def delta(self) -> float | None:
+        if self.baseline is None or self.current is None or self.baseline == 0:
+            return None
+        return self.current / self.baseline - 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "metric": self.metric,
+            "status": self.status,
+            "baseline": self.baseline,
+            "current": self.current,
+            "delta": self.delta,
+            "limit": self.limit,
+            "p_value": self.p_value,
+            "summary": self.summary,
+            "details": list(self.details),
+            "failed": self.failed,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Verdict:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in fields})
+
+
+# --------------------------------------------------------------------------------------------------
+# Figures: what a metric asks the HTML report to draw (the report owns the drawing)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Heading:
+    """A plot's title line (escaped by the report)."""
+
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    """Per-call samples of the current run against the baseline's (density, quartiles)."""
+
+    current: Sequence[float]
+    baseline: Sequence[float] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Bars:
+    """Signed changes (or plain values when ``neutral``) as horizontal bars, one per name."""
+
+    items: Sequence[tuple[str, float]]
+    axis: str
+    neutral: bool = False
+    label_width: int | None = None
+
+
+#: One plot: its parts, drawn in order in one box of the card.
+Plot = Sequence["Heading | Distribution | Bars"]

@@ -1,0 +1,116 @@
+"""The metrics registry and the layering it relies on; the committed baselines survive the move
+of every metric into its own module byte for byte."""
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_torchbench.metrics import registry
+from pytest_torchbench.metrics.base import Metric
+from pytest_torchbench.storage import parse_baseline_document, render_baseline_document
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "pytest_torchbench"
+COMMITTED = sorted((ROOT / "baselines").rglob("*.json"))
+
+
+_NODEID_LINE = re.compile(r'^ {3}"nodeid": ".*",\n$')
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_committed_baselines_load_and_render_byte_for_byte(path: Path) -> None:
+    """render(parse(file)) is the file: the metric modules read and write exactly what the old
+    tables did. The committed files predate the ``nodeid`` field, which any re-save adds (the old
+    code too: its render of these files was checked identical, sha256 per file, when the metrics
+    moved), so the only difference allowed is that one added line per benchmark."""
+    text = path.read_text(encoding="utf-8")
+    entries = parse_baseline_document(text, str(path))
+    assert entries, "a committed baseline file with no benchmarks"
+    module = next(iter(entries.values())).module
+    rendered = render_baseline_document(module, entries.values())
+    diff = [line for line in difflib.ndiff(text.splitlines(True), rendered.splitlines(True))
+            if line[:2] in ("- ", "+ ")]
+    assert all(line.startswith("+ ") and _NODEID_LINE.match(line[2:]) for line in diff), diff[:5]
+    assert len(diff) == sum(1 for e in entries.values() if f'"{e.key}": {{' in text)
+    again = parse_baseline_document(rendered, str(path))
+    assert render_baseline_document(module, again.values()) == rendered
+
+
+def test_committed_baselines_exist() -> None:
+    assert COMMITTED, "baselines/ has no committed files: the byte-for-byte test above tested nothing"
+
+
+def test_builtin_metrics_in_display_order() -> None:
+    assert registry.names()[:4] == ("time", "instructions", "ops", "memory")
+    assert registry.BUILTIN == ("time", "instructions", "ops", "memory")
+    for metric in registry.all_metrics():
+        assert isinstance(metric, Metric) and metric.name.isidentifier()
+        assert metric.default_limit >= 0 and metric.table_title
+
+
+def test_a_second_metric_of_the_same_name_is_refused() -> None:
+    class Other(registry.Time):  # type: ignore[misc,name-defined]
+        pass
+
+    with pytest.raises(ValueError, match="registered twice"):
+        registry.register(Other())
+    with pytest.raises(ValueError, match="built in"):
+        registry.unregister("time")
+    assert type(registry.get("time")).__name__ == "Time"
+
+
+def _imports(path: Path) -> set[str]:
+    """The pytest_torchbench modules a file imports (relative imports resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            found.add(name)
+            found.update(f"{name}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.startswith("pytest_torchbench")}
+
+
+# What a metric may import: the shared vocabulary, statistics, text, the compat shims, engines and
+# other metric modules (the registry imports them). Never the results model, the gate, storage,
+# a report or the pytest glue.
+_ALLOWED = ("pytest_torchbench.vocabulary", "pytest_torchbench.statistics", "pytest_torchbench.text",
+            "pytest_torchbench._compat", "pytest_torchbench.engines", "pytest_torchbench.metrics")
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "metrics").glob("*.py")), ids=lambda p: p.name)
+def test_metrics_import_only_lower_layers(path: Path) -> None:
+    upward = sorted(name for name in _imports(path) if not name.startswith(_ALLOWED))
+    assert upward == [], f"{path.name} imports {upward}"
+
+
+@pytest.mark.parametrize("name", ["vocabulary.py", "statistics.py", "text.py", "_compat.py"])
+def test_vocabulary_imports_nothing_above_it(name: str) -> None:
+    allowed = ("pytest_torchbench.text", "pytest_torchbench.vocabulary")
+    assert sorted(n for n in _imports(PACKAGE / name) if not n.startswith(allowed)) == []
+
+
+_NAMES = ("time", "instructions", "ops", "memory")
+#: Modules that iterate over the registry and must never name a metric (as a string literal).
+_GENERIC = ("options.py", "storage.py", "judgement.py", "gate.py", "session.py", "results.py",
+            "reports/terminal.py", "reports/junit.py", "reports/markdown.py", "reports/html.py",
+            "reports/common.py", "cli.py", "controller.py")
+
+
+@pytest.mark.parametrize("name", _GENERIC)
+def test_generic_modules_never_name_a_metric(name: str) -> None:
+    tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
+    named = sorted({node.value for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _NAMES})
+    assert named == [], f"{name} names {named}"
