@@ -1,0 +1,124 @@
+"""A third-party metric, registered from a conftest through pytest_torchbench_register_metrics,
+goes the whole way: measured, saved, compared (and failing its test), shown in the terminal,
+JUnit, Markdown and HTML, and validated when read back. Its one file is the conftest below."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+#: A real metric: Python line events of one call of the benchmark (sys.settrace), deterministic.
+#: It uses the defaults of pytest_torchbench.Metric for judging and showing (one headline number).
+CONFTEST = '''
+import dataclasses, sys
+from pytest_torchbench import Metric
+
+
+@dataclasses.dataclass
+class LinesValue:
+    lines: int
+
+    def to_json(self):
+        return {"lines": self.lines}
+
+    @classmethod
+    def from_json(cls, data):
+        return cls(int(data["lines"]))
+
+
+class Lines(Metric):
+    name = "lines"
+    value_type = LinesValue
+    help = "Python lines executed per call"
+    default_limit = 0.05
+    comparability_facts = ("python",)
+    positive_fields = ("lines",)
+    table_title = "Python lines per call"
+
+    def measure(self, fn, context):
+        count = 0
+
+        def tracer(frame, event, arg):
+            nonlocal count
+            if event == "line":
+                count += 1
+            return tracer
+
+        if context.before_region is not None:
+            context.before_region()
+        sys.settrace(tracer)
+        try:
+            fn()
+        finally:
+            sys.settrace(None)
+        return LinesValue(count)
+
+    def headline(self, value):
+        return value.lines
+
+
+def pytest_torchbench_register_metrics(config):
+    return [Lines()]
+'''
+
+MODULE = '''
+import pytest
+
+def work(n):
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+def test_loop(benchmark):
+    benchmark(work, {n})
+'''
+
+
+def test_a_metric_registered_by_a_plugin_goes_the_whole_way(bench) -> None:  # type: ignore[no-untyped-def]
+    bench.pytester.makeconftest(CONFTEST)
+    bench.pytester.makepyfile(test_bench=MODULE.format(n=10))
+    saved = bench.run("--bench-mode=lines,ops", "--bench-save=main")
+    assert saved.ret == 0, saved.stdout.str()
+    saved.stdout.fnmatch_lines(["*torchbench lines (Python lines per call)*"])
+    entry = bench.load("main")["benchmarks"]["test_bench.py::test_loop"]
+    lines = entry["metrics"]["lines"]["lines"]
+    assert lines > 20 and entry["metrics"]["lines"]["env"] in bench.load("main")["environments"]
+    assert bench.run("--bench-mode=lines", "--bench-compare=main").ret == 0  # same code: unchanged
+
+    bench.pytester.makepyfile(test_bench=MODULE.format(n=20))  # twice the loop: a regression
+    run = bench.run("--bench-mode=lines", "--bench-compare=main", "--bench-markdown=out.md",
+                    "--bench-html=out.html", "--junitxml=junit.xml", "--bench-json=out.json")
+    assert run.ret == 1
+    run.stdout.fnmatch_lines([
+        "*torchbench: test_bench.py::test_loop: lines regressed: lines * -> * (+*%, limit 5%)",
+        "*! regression*",
+    ])
+    verdicts = json.loads((bench.path / "out.json").read_text())["verdicts"]
+    assert [(v["metric"], v["status"], v["failed"]) for v in verdicts] == [("lines", "regression", True)]
+    assert "lines" in (bench.path / "out.md").read_text()
+    assert "test_bench.py::test_loop" in (bench.path / "out.html").read_text()
+    properties = {p.get("name"): p.get("value") for p in ET.parse(bench.path / "junit.xml").iter("property")}
+    assert properties["torchbench.verdict.lines"] == "regression (failed)"
+    assert float(properties["torchbench.lines.value"]) > lines
+    # The limit option knows the new name; a bad number in its baseline is one line, exit 4.
+    assert bench.run("--bench-mode=lines", "--bench-compare=main", "--bench-fail=lines:200%").ret == 0
+    path = bench.baseline("main")
+    document = json.loads(path.read_text())
+    document["benchmarks"]["test_bench.py::test_loop"]["metrics"]["lines"]["lines"] = 0
+    path.write_text(json.dumps(document))
+    bad = bench.run("--bench-mode=lines", "--bench-compare=main")
+    assert bad.ret == 4
+    bad.stderr.fnmatch_lines(["*benchmark 'test_bench.py::test_loop': lines.lines is 0; it must be > 0*"])
+
+
+def test_a_metric_name_taken_twice_is_a_usage_error(bench) -> None:  # type: ignore[no-untyped-def]
+    bench.pytester.makeconftest('''
+from pytest_torchbench.metrics.ops import Ops
+
+def pytest_torchbench_register_metrics(config):
+    return [Ops()]
+''')
+    bench.pytester.makepyfile(test_bench=MODULE.format(n=1))
+    result = bench.run("--bench-mode=ops")
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*pytest_torchbench_register_metrics: metric 'ops' is registered twice*"])
