@@ -182,7 +182,7 @@ class BenchmarkFixture:
                                                   options.num_threads, naming)
         counting = tuple(mode for mode in session.modes if mode != "time")
         if counting or session.profile:  # with no counting mode, session.measure only profiles
-            state = {"args": call_args, "kwargs": call_kwargs}
+            state: dict[str, Any] = {"args": call_args, "kwargs": call_kwargs}
 
             def refresh() -> None:
                 state["args"], state["kwargs"] = make_arguments()

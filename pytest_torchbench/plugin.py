@@ -12,6 +12,7 @@ registers our ``benchmark`` fixture after it, so ours is the one tests get. No `
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import warnings
 from pathlib import Path
@@ -118,7 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(BenchmarkFixturePlugin(), "torchbench-benchmark-fixture")
     # Plugins' metrics first: the options below may name them.
     for name in extensions.register_metrics(config):
-        config.add_cleanup(lambda name=name: registry.unregister(name))
+        config.add_cleanup(functools.partial(registry.unregister, name))
     settings = options_module.settings_from_config(config)
     config.stash[settings_key] = settings
     config.stash[session_key] = None
@@ -191,7 +192,7 @@ def _recorder(item: pytest.Item) -> ItemRecorder:
         try:
             options = options_from_marker(marker, item.nodeid)
         except MarkerError as exc:
-            error = str(exc)
+            error: str | None = str(exc)
         else:
             error = None
         if error is not None:

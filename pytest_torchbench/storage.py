@@ -460,11 +460,11 @@ def save_set(folder: Path, results: Iterable[BenchmarkResult],
         texts: dict[Path, str] = {}
         for path, new_results in by_file.items():
             existing: dict[str, BenchmarkResult] = {}
-            old_text = None
+            old_text: str | None = None
             if path.exists():
-                old_text = path.read_bytes()
-                existing = parse_baseline_document(old_text, str(path))
-                old_text = old_text.decode("utf-8")
+                old_bytes = path.read_bytes()
+                existing = parse_baseline_document(old_bytes, str(path))
+                old_text = old_bytes.decode("utf-8")
             merged = merge_entries(existing, new_results)
             for key in {r.key for r in new_results}:
                 before = existing.get(key)

@@ -106,10 +106,10 @@ class Metric:
                 value = data[field]
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     return f"{self.name}.{field} is {_shown(value)}; it must be a whole number >= 1"
-        for path, value, field in _numbers(data, self.name, None):
-            problem = _number_problem(value, strictly_positive=field in self.positive_fields)
+        for path, number, top_field in _numbers(data, self.name, None):
+            problem = _number_problem(number, strictly_positive=top_field in self.positive_fields)
             if problem:
-                return f"{path} is {_shown(value)}; {problem}"
+                return f"{path} is {_shown(number)}; {problem}"
         return None
 
     # -- judging --------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
 def count_instructions(fn: Callable[[], Any], *, number: int, warmup: int, task_spec: Any,
                        before_region: Callable[[], None] | None = None) -> Any:
     """Count ``fn`` in this counted worker; torch's CallgrindStats back (total over ``number``)."""
-    from ..engines import callgrind
+    from ..engines.callgrind import collect as callgrind
 
     dump_dir = os.environ.get(DUMP_DIR_VARIABLE)
     if not dump_dir:

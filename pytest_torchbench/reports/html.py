@@ -347,17 +347,17 @@ def _overview(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], g
                     value = None
                 entries.append((result.key, Verdict(result.key, name, "measured", current=value)))
     for key, verdict in entries:
-        result = results_by_key.get(key)
+        found = results_by_key.get(key)
         current = verdict.current
-        if current is None and result is not None and verdict.metric in result.metrics:
+        if current is None and found is not None and verdict.metric in found.metrics:
             try:
-                current = metric_value(verdict.metric, result.metrics[verdict.metric])
+                current = metric_value(verdict.metric, found.metrics[verdict.metric])
             except (KeyError, AttributeError, TypeError, ValueError):
                 current = None
         delta = safe_delta(verdict)
-        group = group_of(result)
+        group = group_of(found)
         color = _COLORS.get(verdict.status, "#607d8b")
-        link = f'<a href="#{_anchor(key)}">{_e(key)}</a>' if result is not None else _e(key)
+        link = f'<a href="#{_anchor(key)}">{_e(key)}</a>' if found is not None else _e(key)
         cells = [f'<td class="key" data-v="{_e(key)}">{link}</td>']
         if grouped:
             cells.append(f'<td data-v="{_e(group)}">{_e(group)}</td>')
