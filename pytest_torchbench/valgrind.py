@@ -31,6 +31,24 @@ def cache_dir() -> Path:
     return Path(base) / "pytest-torchbench"
 
 
+def fixed_dump_dir() -> Path:
+    """A dump folder with the same name on every run: ``<tmp>/torchbench-callgrind-<uid>-<slot>``.
+
+    Why not mkdtemp: its random name reaches the counted process (environment, command line,
+    strings built from paths), and reruns should give bit-identical counts. The first free slot
+    is taken (``mkdir`` is atomic), so concurrent runs still get folders of their own.
+    """
+    base = Path(tempfile.gettempdir())
+    for slot in range(100):
+        path = base / f"torchbench-callgrind-{os.getuid()}-{slot:02d}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        return path
+    return Path(tempfile.mkdtemp(prefix="torchbench-callgrind-"))
+
+
 class CallgrindWorkers:
     """Controller-side plugin: turns xdist's worker specs into valgrind launches."""
 
@@ -38,7 +56,7 @@ class CallgrindWorkers:
         self.config = config
         self.valgrind_version = callgrind.check_valgrind()
         self.allocator = callgrind.build_allocator(cache_dir())
-        self.dump_dir = Path(tempfile.mkdtemp(prefix="torchbench-callgrind-"))
+        self.dump_dir = fixed_dump_dir()
         self.crashed: list[str] = []
 
     def counted_command(self) -> str:

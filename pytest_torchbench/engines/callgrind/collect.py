@@ -1,18 +1,29 @@
 """Counting instructions of a callable inside an already-running Callgrind process.
 
 Why this shape: starting valgrind and importing torch under it costs about 10 s, so one counted
-process measures many benchmarks. Instrumentation is started once (START/STOP around every
-region costs ~0.27 s each, as valgrind flushes its translations; toggling collection ~0.04 s),
-and each benchmark's region is made independent of what ran before it:
+process measures many benchmarks, and each benchmark's region is made independent of what ran
+before it:
 
 * a freshly compiled timing-loop code object per benchmark (as ``timeit`` does), so CPython's
   bytecode specialisation of the loop is not inherited from another benchmark;
-* at least ~100 warm-up calls, so shared helpers are re-specialised for this benchmark;
-* ``gc.collect()`` then ``gc.disable()`` around the region (a collection inside it adds ~300k
-  instructions), with ``gc.freeze()`` so that those collections stay cheap under valgrind.
+* a warm-up of 100 calls for small benchmarks, so shared helpers are re-specialised for this one;
+* ``gc.collect()``, ``gc.freeze()`` and ``gc.disable()`` before the region (a collection inside it
+  adds ~300k instructions), done before instrumentation starts, where a collection is cheap.
 
-Each region is dumped with a unique label to this process's own file (``...<pid>.<n>``), read
-with :mod:`.parse`, deleted, and returned as torch's ``CallgrindStats``.
+What it costs (measured, FACTS.md and benchmarks/figures_instructions.py): switching
+instrumentation on or off makes valgrind drop its translations, and retranslating torch's call
+path and pytest's own code afterwards was most of a small benchmark's marginal cost (~0.2 s
+each way). So instrumentation is switched on at the first region and left on while benchmarks
+are small (pytest's work between them then runs instrumented but not collected, ~0.1 s); after
+a heavy region it is switched off, so that the next test's setup (large inputs) runs several
+times faster. Counts do not depend on that history: collection is toggled inside the loop.
+
+How many calls: the same on every run of the same code (counts per call depend a little on it),
+chosen by :func:`plan_calls` from one counted probe call unless the caller fixes them.
+
+Each region is dumped under a unique label to this process's own file (``...<pid>.<n>``);
+:func:`count_region` leaves the dump unread (the pytest plugin's controller reads it natively),
+:func:`measure` reads it here and returns torch's ``CallgrindStats``.
 """
 from __future__ import annotations
 
@@ -51,6 +62,7 @@ class DumpNotFound(RuntimeError):
 
 _session_started = False
 _sequence = itertools.count(1)
+_dumps = itertools.count(1)  # Callgrind numbers this process's dumps 1, 2, ... (``<file>.<n>``)
 
 # The toggles live inside the fresh loop, so the code around the counted region is the same
 # (freshly compiled, run once before for the warm-up) for every benchmark, whatever ran before.
@@ -150,6 +162,27 @@ class Region:
     adaptive: bool
 
 
+def _labelled(path: Path, label: str) -> bool:
+    with open(path, "rb") as handle:
+        head = handle.read(4096)
+    return any(line.startswith(b"desc: Trigger:") and line.rstrip().endswith(b" " + label.encode())
+               for line in head.splitlines())
+
+
+def _dump_stats_at(label: str, out_dir: Path) -> Path:
+    """CALLGRIND_DUMP_STATS_AT(label) and the file it wrote.
+
+    The file is named from this process's own dump counter, not found by listing the folder:
+    what a listing allocates depends on how many files the controller has not yet deleted, which
+    is a matter of timing, and what is allocated between regions moves later regions' counts.
+    """
+    client_requests.dump_stats_at(label)
+    expected = out_dir / f"callgrind.out.{os.getpid()}.{next(_dumps)}"
+    if expected.is_file() and _labelled(expected, label):
+        return expected
+    return _dump_for(out_dir, label)
+
+
 def _dump_for(out_dir: Path, label: str) -> Path:
     """This process's newest dump labelled ``label`` (only the header is read, not the costs).
 
@@ -162,11 +195,8 @@ def _dump_for(out_dir: Path, label: str) -> Path:
         reverse=True,
     )
     for path in candidates:
-        with open(path, "rb") as handle:
-            head = handle.read(4096)
-        for line in head.splitlines():
-            if line.startswith(b"desc: Trigger:") and line.rstrip().endswith(b" " + label.encode()):
-                return path
+        if _labelled(path, label):
+            return path
     raise DumpNotFound(
         f"no Callgrind dump labelled {label!r} for pid {os.getpid()} in {out_dir}; was valgrind "
         "launched with launch.valgrind_argv(..., launch.out_file_pattern(out_dir))?"
@@ -193,11 +223,11 @@ def count_region(
 ) -> Region:
     """Count ``number`` calls of ``fn`` in this (valgrind) process; the dump is left unread.
 
-    ``number``/``warmup`` None: chosen by :func:`plan_calls` from a probe (one counted call).
-    Instrumentation is switched on for the region only: everything between regions (the test
-    runner, setup of large inputs) runs uninstrumented, several times faster. Garbage is collected
-    and frozen before instrumentation starts (a collection is ~5x dearer instrumented) and the
-    collector stays off until the region's dump is written.
+    ``number``/``warmup`` None: chosen by :func:`plan_calls` from a probe (one counted call; the
+    probe counts as one warm-up call, and when the plan is one call the probe is the region).
+    Instrumentation is switched on if it is off and left on after a small region (see the module
+    docstring). Garbage is collected and frozen before the region and the collector stays off
+    until the region's dump is written.
     """
     if (number is not None and number < 1) or (warmup is not None and warmup < 0):
         raise ValueError(f"need number >= 1 and warmup >= 0 (got {number}, {warmup})")
@@ -223,7 +253,11 @@ def count_region(
     # still holds what earlier benchmarks looked up; their entries evict ours in a pattern that
     # depends on history. Emptying it before the warm-up makes the region see only its own.
     sys._clear_type_cache()
-    client_requests.start_instrumentation()
+    global _session_started
+    if not _session_started:
+        client_requests.start_instrumentation()
+        _session_started = True
+    keep_instrumenting = False
     try:
         probe_path: Path | None = None
         if adaptive:
@@ -231,11 +265,12 @@ def count_region(
             probe_label = f"{label}-probe"
             client_requests.zero_stats()
             _run_loop(loop, fn, 1, toggle)
-            client_requests.dump_stats_at(probe_label)
-            probe_path = _dump_for(out, probe_label)
-            planned_number, planned_warmup = plan_calls(dump_total(probe_path))
+            probe_path = _dump_stats_at(probe_label, out)
+            probe_total = dump_total(probe_path)
+            planned_number, planned_warmup = plan_calls(probe_total)
             number = planned_number if number is None else number
             warmup = planned_warmup if warmup is None else warmup
+            keep_instrumenting = _is_small(probe_total)
             if number == 1 and warmup <= 1:
                 # The probe was that one call, made after the caller's own first call: keep it.
                 return Region(probe_path, probe_label, 1, 1, True)
@@ -245,14 +280,22 @@ def count_region(
         _run_loop(loop, fn, warmup, toggle)
         client_requests.zero_stats()
         _run_loop(loop, fn, number, toggle)
-        client_requests.dump_stats_at(label)
+        region = Region(_dump_stats_at(label, out), label, number, warmup + (1 if adaptive else 0), adaptive)
+        if not adaptive:
+            keep_instrumenting = _is_small(dump_total(region.dump) // number)
+        return region
     finally:
-        client_requests.stop_instrumentation()
+        if not keep_instrumenting:
+            client_requests.stop_instrumentation()
+            _session_started = False
         if gc_was_enabled:
             gc.enable()
         torch.set_num_threads(previous_threads)
-    total_warmup = warmup + (1 if adaptive else 0)
-    return Region(_dump_for(out, label), label, number, total_warmup, adaptive)
+
+
+def _is_small(instructions_per_call: int) -> bool:
+    """Whether instrumentation stays on after this region (see :func:`count_region`)."""
+    return instructions_per_call <= REGION_BUDGET // 128
 
 
 def read_region(region: Region, task_spec: TaskSpec | None = None, keep_output: bool = False) -> CallgrindStats:
