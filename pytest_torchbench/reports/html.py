@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from .. import __version__
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, format_seconds
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, format_seconds, short_function_name
 from ..results import BenchmarkResult
 
 _COLORS = {
@@ -224,6 +224,7 @@ def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: S
             for name in set(instr_now.functions) | set(instr_then.functions)
         }
         ordered = sorted(((n, c) for n, c in changes.items() if round(c) != 0), key=lambda i: (-abs(i[1]), i[0]))
+        ordered = [(short_function_name(n), c) for n, c in ordered]  # full names stay in the baseline
         plots.append(
             f"<h3>instructions per run: {instr_then.instructions_per_run:,.0f} → "
             f"{instr_now.instructions_per_run:,.0f} ({total:+,.0f})</h3>"
