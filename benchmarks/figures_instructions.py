@@ -313,7 +313,7 @@ def figure_baseline_size(work: Path) -> None:
         return
     print(f"  trade-off on the committed example baselines ({len(entries)} benchmarks, full function lists "
           f"at 99% coverage): share of the instructions named, and bytes of the functions map")
-    for cap in (10, 20, 40, 80, 10_000):
+    for cap in (10, 20, 40, 64, 80, 10_000):
         named, sizes_cap = [], []
         for metric in entries:
             functions = metric["functions"]
