@@ -231,19 +231,20 @@ def parse_callgrind_file(
 
 
 def exclusive_counts(parts: Iterable[CallgrindPart]) -> tuple[dict[str, int], int]:
-    """Exclusive cost per function (``file:function [object]``) summed over parts, and the total.
+    """Exclusive cost per function (``file:function [object]``) summed over parts, and their sum.
 
     The same rows as ``function_counts(parts, inclusive=False)`` without importing torch: the
     controller of an instructions run reads workers' dumps with this, natively and torch-free.
     """
     merged: dict[str, int] = {}
-    total = 0
     for part in parts:
-        total += part.total
         for name, cost in part.exclusive().items():
             display = part.display_name(name)
             merged[display] = merged.get(display, 0) + cost
-    return {name: cost for name, cost in merged.items() if cost}, total
+    merged = {name: cost for name, cost in merged.items() if cost}
+    # The total as torch's CallgrindStats.counts() gives it: the sum of the exclusive rows (a
+    # dump's ``totals:`` line can differ from it by a few percent).
+    return merged, sum(merged.values())
 
 
 def function_counts(
