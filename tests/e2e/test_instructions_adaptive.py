@@ -1,7 +1,7 @@
 """The adaptive number of counted calls, and readable failures, end to end (real valgrind).
 
 Three counted runs (about a minute each on a loaded 2-core machine): a save, a rerun of the same
-code (same numbers of calls, bit-identical counts), and a run where one benchmark's work grew
+code (same numbers of calls, counts within 0.1%, usually bit-identical), and a run where one benchmark's work grew
 past its bucket (its number changes: "not comparable", not a failure) while another regressed
 (its failure names the functions that changed, shortened).
 """
@@ -88,13 +88,17 @@ def test_the_number_of_calls_adapts_and_is_recorded(runs) -> None:
     assert heavy["warmup"] == counted["test_heavy"]["warmup"]
 
 
-def test_a_rerun_picks_the_same_numbers_and_identical_counts(runs) -> None:
+def test_a_rerun_picks_the_same_numbers_and_the_same_counts(runs) -> None:
     ret, out, data = runs["rerun"]
     assert ret == 0, out[-4000:]
     before, after = instructions(runs["save"][2]), instructions(data)
     for name in ("test_small", "test_heavy"):
         assert after[name]["number_per_run"] == before[name]["number_per_run"]
-        assert after[name]["instructions_per_run"] == before[name]["instructions_per_run"], name
+        # Bit-identical is the aim and most reruns are; a residual of a few instructions per call
+        # (address-dependent paths, e.g. __memcmp_avx2_movbe) still moves about one benchmark in
+        # twenty by <= 0.05% (README, figures): within the -k / -n tolerance, not a failure.
+        assert after[name]["instructions_per_run"] == pytest.approx(before[name]["instructions_per_run"],
+                                                                    rel=0.001), name
 
 
 def test_a_changed_number_is_not_comparable_never_a_regression(runs) -> None:
