@@ -299,20 +299,94 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
     return Verdict(key, "time", status, then, now, limit, p_value, summary)
 
 
+#: Frames whose counts move with locking and thread hand-over rather than with the benchmark's own
+#: work (the GIL, mutexes, thread-local lookups): summed on one line after the functions that
+#: changed, so that they never crowd those out.
+_NOISE_FRAME = re.compile(
+    r"(?:^|[:\s])(?:pthread_mutex_\w+|__pthread_mutex_\w+|pthread_cond_\w+|pthread_getspecific|"
+    r"__tls_get_addr|take_gil|drop_gil|PyEval_SaveThread|PyEval_RestoreThread|"
+    r"PyGILState_\w+|_PyThreadState_\w+|lll_\w+)(?:@|\b)"
+)
+
+
+def _collapse_brackets(text: str, opening: str, closing: str, keep_depth: int) -> str:
+    """``a<b<c>, d>`` -> ``a<…>`` (keep_depth 0): nested argument lists folded beyond a depth."""
+    out: list[str] = []
+    depth = 0
+    for char in text:
+        if char == opening:
+            depth += 1
+            if depth == keep_depth + 1:
+                out.append(opening + "…")
+            elif depth <= keep_depth:
+                out.append(char)
+        elif char == closing and depth > 0:
+            if depth == keep_depth + 1:
+                out.append(closing)
+            elif depth <= keep_depth:
+                out.append(char)
+            depth -= 1
+        elif depth <= keep_depth:
+            out.append(char)
+    return "".join(out)
+
+
+def short_function_name(name: str, width: int = 90) -> str:
+    """A function name a person can read: file reduced to its base name, template and parameter
+    lists folded (``direct_copy_kernel<…>(…)``), at most ``width`` characters. The full name stays
+    in the baseline; this is for messages and reports only."""
+    where, sep, function = name.partition(":")
+    if not sep or "(" in where or "<" in where:
+        where, function = "", name
+    where = where.rsplit("/", 1)[-1]
+    short = re.sub(r"@@?GLIBC_[0-9.]+$", "", function).replace("(anonymous namespace)", "{anon}")
+    if len(short) > width // 2:
+        short = _collapse_brackets(short, "<", ">", 0)
+    if len(short) > width // 2:
+        short = _collapse_brackets(short, "(", ")", 0)
+    short = short.replace("{anon}", "(anonymous namespace)")
+    if where and where != "???":
+        short = f"{where}:{short}"
+    return short if len(short) <= width else short[: width - 1] + "…"
+
+
 def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, float], top: int = 8) -> list[str]:
-    """The functions whose exclusive counts per run changed most, as ``FunctionCounts.delta`` shows."""
+    """The functions whose exclusive counts per run changed most, as ``FunctionCounts.delta`` shows.
+
+    Ranked by the absolute change per run, largest first, leaving out lock/GIL/thread-local
+    frames (``_NOISE_FRAME``), which are summed on one last line; names shortened
+    (:func:`short_function_name`).
+    """
     changes: dict[str, float] = {}
     for name in set(current) | set(baseline):
         change = current.get(name, 0.0) - baseline.get(name, 0.0)
         if round(change) != 0:
             changes[name] = change
-    ordered = sorted(changes.items(), key=lambda item: (-abs(item[1]), item[0]))[:top]
-    width = max((len(f"{round(c):+,}") for _, c in ordered), default=0)
-    return [f"{round(change):>+{width},}  {name}" for name, change in ordered]
+    noise = {name: change for name, change in changes.items() if _NOISE_FRAME.search(name)}
+    ordered = sorted(((n, c) for n, c in changes.items() if n not in noise),
+                     key=lambda item: (-abs(item[1]), item[0]))[:top]
+    rows = [(round(change), short_function_name(name)) for name, change in ordered]
+    noise_total = round(sum(noise.values()))
+    if noise and noise_total:
+        names = [short_function_name(n, 40) for n, _ in sorted(noise.items(), key=lambda i: (-abs(i[1]), i[0]))]
+        listed = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+        rows.append((noise_total, f"in {len(noise)} lock/GIL/thread-local frame(s): {listed}"))
+    width = max((len(f"{change:+,}") for change, _ in rows), default=0)
+    return [f"{change:>+{width},}  {label}" for change, label in rows]
 
 
 def _judge_instructions(key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
     now, then = current.instructions_per_run, baseline.instructions_per_run
+    if current.number_per_run != baseline.number_per_run:
+        # Counts per call depend a little on the number of calls (specialisation): never compare
+        # across numbers. The adaptive rule picks the same number on every run of the same code;
+        # a different one means the work per call moved across a bucket edge (or a marker changed).
+        summary = (f"instructions: counted over {current.number_per_run} calls, the baseline over "
+                   f"{baseline.number_per_run} (re-save the baseline)")
+        verdict = Verdict(key, "instructions", NOT_COMPARABLE, then, now, limit, None, summary,
+                          [f"number_per_run: {baseline.number_per_run} -> {current.number_per_run}"])
+        verdict.failed = policy.strict_environment
+        return verdict
     delta = now / then - 1.0 if then > 0 else 0.0
     status = REGRESSION if delta > limit else IMPROVEMENT if delta < -limit else UNCHANGED
     summary = (
@@ -323,7 +397,8 @@ def _judge_instructions(key: str, current: Any, baseline: Any, limit: float, pol
     if status != UNCHANGED:
         changes = top_function_changes(current.functions, baseline.functions)
         if changes:
-            details = ["top functions by change (instructions per run):", *changes]
+            details = ["top functions by change (instructions per run, largest |change| first; "
+                       "lock/GIL frames summed last):", *changes]
     return Verdict(key, "instructions", status, then, now, limit, None, summary, details)
 
 

@@ -169,48 +169,104 @@ def _stable_function_name(name: str) -> str:
 
 @dataclasses.dataclass
 class InstructionsMetric:
-    """Callgrind counts of the measured region; ``functions`` are exclusive counts per run."""
+    """Callgrind counts of the measured region; ``functions`` are exclusive counts per run.
+
+    ``number_per_run`` (and ``warmup``) are recorded: counts per call depend a little on the
+    number of calls, so a baseline made with another number is not comparable. ``dump`` is set
+    only between a counted worker and its controller: the worker hands over the unread Callgrind
+    dump and the controller, running natively, reads it (:meth:`from_counts`).
+    """
 
     instructions_per_run: float
     number_per_run: int
     functions: dict[str, float]  # standardized function name -> exclusive instructions per run
     stats: Any = None  # torch CallgrindStats, when measured in this process
+    warmup: int | None = None
+    dump: str | None = None
 
-    #: Functions kept in baselines: the largest, until they cover this share of the total.
-    COVERAGE = 0.99
+    #: Functions kept in baselines: the largest, until they cover this share of the total, and
+    #: at most MAX_FUNCTIONS of them; the rest is summed under OTHER. Why: a baseline entry with
+    #: every function of a torch call is ~55 KB (hundreds of long C++ names); the functions that
+    #: change when code changes are nearly always among the largest, and a change elsewhere still
+    #: shows as a change of OTHER. Measured trade-off: README "Baselines on disk".
+    COVERAGE = 0.95
+    MAX_FUNCTIONS = 64
+    OTHER = "[other functions]"
+
+    # torch's CallgrindStats.as_standardized, as plain regular expressions (same order), so that a
+    # dump read without torch (the controller) gets the very same names.
+    _STANDARDIZE = (
+        (re.compile(r"^.+build/\.\./"), "build/../"),
+        (re.compile(r"^.+/" + re.escape("build/aten/")), "build/aten/"),
+        (re.compile(r"^.+/" + re.escape("Python/")), "Python/"),
+        (re.compile(r"^.+/" + re.escape("Objects/")), "Objects/"),
+        (re.compile(r"\s\[.+\]$"), ""),
+    )
 
     @classmethod
-    def from_stats(cls, stats: Any) -> InstructionsMetric:
-        """From torch's CallgrindStats: names standardized (``as_standardized``), counts per run."""
-        number = int(stats.number_per_run)
-        exclusive = stats.as_standardized().stats(inclusive=False).transform(_stable_function_name)
-        total = stats.counts()
+    def standardized_name(cls, name: str) -> str:
+        for pattern, replacement in cls._STANDARDIZE:
+            name = pattern.sub(replacement, name)
+        return _stable_function_name(name)
+
+    @classmethod
+    def from_counts(cls, exclusive: Mapping[str, int], total: int, number: int,
+                    warmup: int | None = None) -> InstructionsMetric:
+        """From raw exclusive counts over ``number`` calls (names as Callgrind's reader spells them)."""
+        merged: dict[str, int] = {}
+        for name, count in exclusive.items():
+            key = cls.standardized_name(name)
+            merged[key] = merged.get(key, 0) + count
         functions: dict[str, float] = {}
         covered = 0
-        for count, name in sorted(exclusive, key=lambda fc: (-abs(fc.count), fc.function)):
-            if total > 0 and covered >= cls.COVERAGE * total:
+        ordered = sorted(merged.items(), key=lambda item: (-abs(item[1]), item[0]))
+        for name, count in ordered:
+            if total > 0 and covered >= cls.COVERAGE * total or len(functions) >= cls.MAX_FUNCTIONS:
                 break
-            functions[name] = functions.get(name, 0.0) + count / number
+            functions[name] = count / number
             covered += count
+        rest = sum(merged.values()) - covered
+        if rest:
+            functions[cls.OTHER] = rest / number
         return cls(instructions_per_run=total / number, number_per_run=number,
-                   functions=functions, stats=stats)
+                   functions=functions, warmup=warmup)
+
+    @classmethod
+    def from_stats(cls, stats: Any, warmup: int | None = None) -> InstructionsMetric:
+        """From torch's CallgrindStats: names standardized (``as_standardized``), counts per run."""
+        exclusive = {fc.function: fc.count for fc in stats.stmt_exclusive_stats}
+        metric = cls.from_counts(exclusive, stats.counts(), int(stats.number_per_run), warmup)
+        metric.stats = stats
+        return metric
+
+    @classmethod
+    def pending(cls, dump: str, number: int, warmup: int | None) -> InstructionsMetric:
+        """A region counted in this process whose dump the controller will read."""
+        return cls(instructions_per_run=0.0, number_per_run=number, functions={}, warmup=warmup, dump=dump)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "instructions_per_run": round_sig(self.instructions_per_run, 9),
             "number_per_run": self.number_per_run,
             "functions": {k: round_sig(v, 7) for k, v in sorted(self.functions.items())},
         }
+        if self.warmup is not None:
+            data["warmup"] = self.warmup
+        if self.dump is not None:
+            data["dump"] = self.dump
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> InstructionsMetric:
         functions = data.get("functions", {})
         if not isinstance(functions, Mapping):
             raise ValueError("instructions.functions must be an object")
+        warmup = data.get("warmup")
         return cls(
             instructions_per_run=float(data["instructions_per_run"]),
             number_per_run=int(data["number_per_run"]),
             functions={str(k): float(v) for k, v in functions.items()},
+            warmup=int(warmup) if warmup is not None else None,
         )
 
     def function_counts(self) -> Any:

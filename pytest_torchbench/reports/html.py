@@ -35,6 +35,7 @@ from .common import (
     verdicts_by_key, worst_status,
 )
 from .text import finite, safe_number, safe_text
+from ..judgement import short_function_name
 
 _COLORS = {
     REGRESSION: "#c62828", IMPROVEMENT: "#2e7d32", UNCHANGED: "#607d8b",
@@ -318,6 +319,7 @@ def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: S
             }
             ordered = sorted(((n, c) for n, c in changes.items() if finite(c) and round(c) != 0),
                              key=lambda i: (-abs(i[1]), i[0]))
+            ordered = [(short_function_name(n), c) for n, c in ordered]  # full names stay in the baseline
             plots.append(title + delta_bars_svg([("total", total)], "instructions per run", label_width=120)
                          + "<h3>top changed functions (exclusive instructions per run)</h3>"
                          + delta_bars_svg(ordered[:top], "instructions per run"))
