@@ -7,6 +7,10 @@
 (b) determinism: save once, then compare a full rerun, a -k subset, reversed order (a conftest hook
     that reverses the items) and -n 2; the worst |delta| per setup. Target <= 0.1%.
 (c) our Callgrind parser against callgrind_annotate: per-function counts on a real dump, and timing.
+(d) the user's environment reaches the counted workers, padded to a fixed size: compare runs with an
+    unrelated 1,000-character variable added, and with CI-style variables (CI, GITHUB_SHA,
+    GITHUB_RUN_ID, BUILD_NUMBER...) set to two different sets of values, against the saved run.
+    Target <= 0.1%.
 
 Run: ``python benchmarks/figures_instructions.py`` from the repository root (needs valgrind).
 """
@@ -82,6 +86,48 @@ def collect_callgrind_seconds(k: int) -> list[tuple[str, float, int]]:
     return rows
 
 
+#: Two CI runs' worth of the variables CI systems set: same names, different values (and lengths).
+CI_VARIABLES = [
+    {"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_SHA": "3f2a9c0d41b7e8f5a6c2d9e0b1a4f7c3d8e5b2a1",
+     "GITHUB_RUN_ID": "7351982046", "GITHUB_RUN_NUMBER": "88", "GITHUB_REF": "refs/pull/12/merge",
+     "BUILD_NUMBER": "88", "RUNNER_TEMP": "/home/runner/work/_temp"},
+    {"CI": "1", "GITHUB_ACTIONS": "true", "GITHUB_SHA": "e07b5d2c9a18f3460b7cd2e95a1f08b36c4d7e29",
+     "GITHUB_RUN_ID": "12983455120", "GITHUB_RUN_NUMBER": "1417", "GITHUB_REF": "refs/heads/main",
+     "BUILD_NUMBER": "1417", "RUNNER_TEMP": "/tmp/r"},
+]
+
+
+def environment_figure(bench: Path, out: Path, saved: dict[str, float]) -> None:
+    """(d): counts against the saved run when the environment grows or CI variables change value."""
+    print()
+    print("== (d) the user's environment reaches the workers (worst |delta| vs the saved run; target <= 0.1%) ==")
+    setups = [
+        ("+ 1,000-char variable", {"TORCHBENCH_FIGURE_UNRELATED": "u" * 1000}),
+        ("CI variables, run A", CI_VARIABLES[0]),
+        ("CI variables, run B", CI_VARIABLES[1]),
+    ]
+    for name, extra in setups:
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+        json_path = out / "env.json"
+        json_path.unlink(missing_ok=True)
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q",
+             "--bench-mode=instructions", f"--bench-json={json_path}"],
+            cwd=bench, env=env, capture_output=True, text=True,
+        )
+        wall = time.perf_counter() - started
+        if done.returncode != 0 or not json_path.exists():
+            print(f"  {name:<24} FAILED (exit {done.returncode}): {done.stdout[-1500:]} {done.stderr[-1000:]}")
+            continue
+        counts = {r["key"]: r["metrics"]["instructions"]["instructions_per_run"]
+                  for r in json.loads(json_path.read_text())["benchmarks"]}
+        worst, worst_key = max((abs(c / saved[k] - 1.0), k) for k, c in counts.items())
+        verdict = "met" if worst <= 0.001 else "NOT met"
+        print(f"  {name:<24} {len(counts):>2} results, {wall:5.1f} s, worst |delta| {worst * 100:.4f}% "
+              f"({worst_key.split('::')[-1]}) -> {verdict}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--collect-callgrind-calls", type=int, default=2, metavar="K",
@@ -150,6 +196,8 @@ def main() -> None:
           f"{'identical' if not differing else f'DIFFER in {len(differing)} functions, e.g. {differing[:3]}'}")
     print(f"  our parser: {ours_s * 1000:.0f} ms, callgrind_annotate: {annotate_s * 1000:.0f} ms "
           f"({annotate_s / ours_s:.1f}x)")
+
+    environment_figure(bench, out, saved)
 
 
 if __name__ == "__main__":
