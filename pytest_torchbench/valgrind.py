@@ -70,7 +70,7 @@ def remove_stale_dump_dirs(temp_dir: str | None = None) -> None:
     except OSError:
         return
     for folder in candidates:
-        match = re.match(rf"{re.escape(DUMP_DIR_PREFIX)}(\d+)-", folder.name)
+        match = re.match(rf"{re.escape(DUMP_DIR_PREFIX)}(\d{{10}})-", folder.name)
         if match is None or not folder.is_dir() or folder.is_symlink():
             continue
         try:
@@ -98,7 +98,8 @@ class CallgrindWorkers:
         self.valgrind_version = callgrind.check_valgrind()
         self.allocator = callgrind.build_allocator(cache_dir())
         remove_stale_dump_dirs()
-        self.dump_dir = Path(tempfile.mkdtemp(prefix=f"{DUMP_DIR_PREFIX}{os.getpid()}-"))
+        # The pid zero-padded: the folder's path reaches the counted process (its length must not vary).
+        self.dump_dir = Path(tempfile.mkdtemp(prefix=f"{DUMP_DIR_PREFIX}{os.getpid():010d}-"))
         self.crashed: list[str] = []
         self.collected_nodes: set[str] = set()  # gateway ids of workers that finished collecting
 

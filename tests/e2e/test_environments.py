@@ -307,14 +307,15 @@ def test_stale_folders_of_killed_runs_are_removed(tmp_path: Path) -> None:
 
     dead = subprocess.Popen(["true"])
     dead.wait()
-    stale = tmp_path / f"torchbench-callgrind-{dead.pid}-abc"
-    live = tmp_path / f"torchbench-callgrind-{os.getpid()}-abc"
+    stale = tmp_path / f"torchbench-callgrind-{dead.pid:010d}-abc"
+    live = tmp_path / f"torchbench-callgrind-{os.getpid():010d}-abc"
     other = tmp_path / "torchbench-callgrind-notapid"
-    for folder in (stale, live, other):
+    unpadded = tmp_path / f"torchbench-callgrind-{dead.pid}-00"  # another naming scheme: never touched
+    for folder in (stale, live, other, unpadded):
         folder.mkdir()
         (folder / "callgrind.out.1.1").write_text("x")
     remove_stale_dump_dirs(str(tmp_path))
-    assert not stale.exists() and live.exists() and other.exists()
+    assert not stale.exists() and live.exists() and other.exists() and unpadded.exists()
 
 
 # -- CI runs the README's two commands exactly as written ---------------------------------------------
