@@ -146,6 +146,8 @@ class CallgrindWorkers:
         pytest then tears the other workers down and reports the line as a usage error (exit 4).
         """
         pid = _worker_pid(node)
+        if error == "keyboard-interrupt":  # Ctrl-C: xdist stops the run as usual
+            return
         if error is None or str(node.gateway.id) in self.collected_nodes:
             self._replay_stderr(pid)
             return
@@ -157,6 +159,8 @@ class CallgrindWorkers:
         try:
             return (yield)
         except _START_ERRORS as exc:
+            if not _from_execnet(exc):
+                raise
             self._teardown_nodes()
             raise pytest.UsageError(self.startup_failure(exc, None)) from None
 
@@ -165,7 +169,9 @@ class CallgrindWorkers:
         """A worker replaced after a crash is started inside the loop: same rule."""
         try:
             return (yield)
-        except tuple(e for e in _START_ERRORS if e is not OSError) as exc:
+        except _START_ERRORS as exc:
+            if not _from_execnet(exc):
+                raise
             raise pytest.UsageError(self.startup_failure(exc, None)) from None
 
     def startup_failure(self, error: object, pid: int | None) -> str:
@@ -233,6 +239,16 @@ class CallgrindWorkers:
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         shutil.rmtree(self.dump_dir, ignore_errors=True)
+
+
+def _from_execnet(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside execnet (starting a worker), not by other code in the hook."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if f"{os.sep}execnet{os.sep}" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def _worker_pid(node: Any) -> int | None:
