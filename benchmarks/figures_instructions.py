@@ -12,6 +12,10 @@
 * xdist: speed-up of -n 2 on the heavy suite, counts identical to the serial run's.
 * collect_callgrind: the session against torch's own ``Timer.collect_callgrind`` (extrapolated).
 * parser: our Callgrind reader against callgrind_annotate on a real dump.
+* environment: the user's environment reaches the counted workers, padded to a fixed size: runs with
+  an unrelated 1,000-character variable added, and with CI-style variables (CI, GITHUB_SHA,
+  GITHUB_RUN_ID, BUILD_NUMBER...) set to two different sets of values, against the saved run and a
+  plain rerun (target: within 0.1%).
 
 Timing figures depend on the machine's load: each line says the load average it ran under, and the
 CPU time of the pytest process tree (user + system, what the load does not inflate much) is printed
@@ -156,12 +160,13 @@ def load() -> str:
 class Session:
     """One pytest run in --bench-mode=instructions: wall, CPU of the process tree, results."""
 
-    def __init__(self, cwd: Path, *args: str, json_name: str = "out.json", timeout: float = 1800) -> None:
+    def __init__(self, cwd: Path, *args: str, json_name: str = "out.json", timeout: float = 1800,
+                 extra_env: dict[str, str] | None = None) -> None:
         json_path = cwd.parent / f"{cwd.name}-{json_name}"  # outside the suite's folder
         json_path.unlink(missing_ok=True)
         cpu_path = cwd.parent / f"{cwd.name}-cpu.txt"
         cpu_path.unlink(missing_ok=True)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHBENCH_FIGURES_CPU": str(cpu_path)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHBENCH_FIGURES_CPU": str(cpu_path), **(extra_env or {})}
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(
@@ -379,6 +384,40 @@ def figure_parser(work: Path) -> None:
           f"callgrind_annotate {annotate_s * 1000:.0f} ms")
 
 
+CI_VARIABLES = [
+    {"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
+     "GITHUB_RUN_ID": "7301234567", "GITHUB_RUN_NUMBER": "41", "GITHUB_REF": "refs/pull/12/merge",
+     "BUILD_NUMBER": "1041", "RUNNER_NAME": "runner-a"},
+    {"CI": "1", "GITHUB_ACTIONS": "true", "GITHUB_SHA": "fedcba9876543210fedcba9876543210fedcba98",
+     "GITHUB_RUN_ID": "7309999999999", "GITHUB_RUN_NUMBER": "1342", "GITHUB_REF": "refs/pull/1234/merge",
+     "BUILD_NUMBER": "7", "RUNNER_NAME": "a-much-longer-runner-name-07"},
+]
+
+
+def figure_environment(work: Path) -> None:
+    print("== environment: unrelated and CI variables (worst |delta| vs the saved run; target <= 0.1%) ==")
+    folder = _project(work, "environment", small_module(20))
+    saved = Session(folder, "--bench-save=main")
+    setups = [
+        ("plain rerun", {}),
+        ("+ 1,000-char variable", {"TORCHBENCH_FIGURE_UNRELATED": "u" * 1000}),
+        ("CI variables, run A", CI_VARIABLES[0]),
+        ("CI variables, run B", CI_VARIABLES[1]),
+    ]
+    rerun: dict[str, float] = {}
+    for name, extra in setups:
+        s = Session(folder, "--bench-compare=main", extra_env=extra)
+        if not s.counts:
+            print(f"  {name:<24} no results (exit {s.rc})")
+            continue
+        if not extra:
+            rerun = s.counts
+        worst, worst_key = max((abs(c / saved.counts[k] - 1.0), k) for k, c in s.counts.items())
+        versus_rerun = max((abs(c / rerun[k] - 1.0) for k, c in s.counts.items() if k in rerun), default=float("nan"))
+        print(f"  {name:<24} {len(s.counts):>2} results, exit {s.rc}, worst |delta| vs saved {worst * 100:.4f}% "
+              f"({worst_key}), vs the plain rerun {versus_rerun * 100:.4f}% -> {met(worst <= 0.001)} ({s.load})")
+
+
 FIGURES: dict[str, Callable[[Path], None]] = {
     "small": figure_small,
     "heavy": figure_heavy,
@@ -388,6 +427,7 @@ FIGURES: dict[str, Callable[[Path], None]] = {
     "xdist": figure_xdist,
     "collect_callgrind": figure_collect_callgrind,
     "parser": figure_parser,
+    "environment": figure_environment,
 }
 
 
