@@ -32,7 +32,7 @@ from .vocabulary import (  # noqa: F401
     DEFAULT_ALPHA, IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, USER_FACT_PREFIX,
     Environment, Policy, Verdict, format_percent, format_seconds,
 )
-from .metrics.instructions import top_function_changes  # noqa: F401
+from .metrics.instructions import _NOISE_FRAME, short_function_name, top_function_changes  # noqa: F401
 
 #: The built-in metrics' default limits and comparability facts (each metric states its own:
 #: ``Metric.default_limit``, ``Metric.comparability_facts``); kept for callers of these names.

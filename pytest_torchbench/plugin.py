@@ -29,7 +29,7 @@ from .metrics import registry
 from .marker import MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
 from .options import BenchSettings
 from .refs import resolve_compare
-from .session import BenchSession, Naming
+from .session import BenchSession, Naming, IsolationGuard
 from .storage import BaselineError, BaselineSet, load_set_from_folder
 
 settings_key = pytest.StashKey[BenchSettings]()
@@ -284,6 +284,20 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         if recorder is not None:
             recorder.results.clear()  # a benchmark that raises stores no result
         raise
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+    """Each benchmark starts from the same process state: what a test left behind (torch's thread
+    count, a running profiler) is put back after it, with a warning naming the test where needed."""
+    if _session(item.config) is None and item.get_closest_marker(MARKER_NAME) is None:
+        return (yield)
+    isolation = IsolationGuard()
+    try:
+        return (yield)
+    finally:
+        for message in isolation.restore(item.nodeid):
+            _warn(message)  # inside pytest's per-test warning capture: listed under this test
 
 
 @pytest.hookimpl(wrapper=True)

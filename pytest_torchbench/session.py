@@ -4,7 +4,9 @@ modes. It never reads baselines: judging is the controller's (see controller.py 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -12,9 +14,59 @@ from .marker import BenchOptions
 from .metrics import registry
 from .metrics.base import MeasureContext
 # Instructions mode's worker-side counting lives with its metric; re-exported for fixtures/valgrind.
-from .metrics.instructions import COUNTING_METHOD, DUMP_DIR_VARIABLE, count_instructions  # noqa: F401
+from .metrics.instructions import (  # noqa: F401
+    COUNTING_METHOD, DUMP_DIR_VARIABLE, count_instructions, count_region_for_controller,
+)
 from .metrics.time import time_spec
 from .results import BenchmarkResult, Environment, collect_environment
+
+
+@contextlib.contextmanager
+def torch_threads(num_threads: int) -> Any:
+    """Run with torch's intra-op thread count at ``num_threads``, restoring the previous count after.
+
+    Why: the fingerprint records the benchmark's ``num_threads``; a count left by an earlier test
+    (``torch.set_num_threads(4)`` in its body) must not be what the engines measure with.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    if previous != num_threads:
+        torch.set_num_threads(num_threads)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != previous:
+            torch.set_num_threads(previous)
+
+
+class IsolationGuard:
+    """Process state one test can leave behind for the next, captured before a test and restored after.
+
+    torch's thread count (a benchmark calling ``torch.set_num_threads``) and a torch profiler left
+    running (which makes every later profiler fail). Costs nothing while torch is not imported.
+    """
+
+    def __init__(self) -> None:
+        torch = sys.modules.get("torch")
+        self.num_threads: int | None = torch.get_num_threads() if torch is not None else None
+
+    def restore(self, nodeid: str) -> list[str]:
+        """Put the state back; one message per thing the test ``nodeid`` left behind."""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return []
+        messages = []
+        if self.num_threads is not None and torch.get_num_threads() != self.num_threads:
+            torch.set_num_threads(self.num_threads)
+        from .engines.profiler import stop_leftover_profiler
+
+        if stop_leftover_profiler():
+            messages.append(
+                f"{nodeid} left a torch profiler running; pytest-torchbench stopped it so that the "
+                "next tests can profile (stop it in the test: `with torch.profiler.profile() as prof:`)"
+            )
+        return messages
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,12 +149,13 @@ class BenchSession:
         before the counted region, after seeding with the marker's ``seed``.
         """
         result = _new_result(naming)
-        for mode in self.modes if modes is None else modes:
-            metric = self._measure_one(mode, fn, options, naming, before_region)
-            result.metrics[mode] = metric
-            result.environments[mode] = self.environment(mode, options.num_threads)
-        if self.profile:
-            result.extras["profile"] = self._profile(fn, options, naming)
+        with torch_threads(options.num_threads):  # what the fingerprint says, whatever ran before
+            for mode in self.modes if modes is None else modes:
+                metric = self._measure_one(mode, fn, options, naming, before_region)
+                result.metrics[mode] = metric
+                result.environments[mode] = self.environment(mode, options.num_threads)
+            if self.profile:
+                result.extras["profile"] = self._profile(fn, options, naming)
         return result
 
     def _profile(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> dict[str, Any]:

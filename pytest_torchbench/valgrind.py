@@ -6,24 +6,49 @@ collection run about 3x faster than instrumented). A serial run gets one worker,
 Why not re-exec pytest itself under valgrind: counts move by tenths of a percent with the
 process's argv and environment (stack and heap layout, FACTS.md), so a re-exec'd ``pytest ...``
 and an xdist worker (``python -u -c <bootstrap>``) would count differently. Launching every counted
-process the same way (same whitelisted, padded environment, same interpreter arguments, same
-working directory) gives serial and parallel runs the same counts by construction. xdist also
-brings Ctrl-C handling, crash reports naming the test that was running, and result transport.
+process the same way (same padded environment, same interpreter arguments, same working
+directory) gives serial and parallel runs the same counts by construction. xdist also brings
+Ctrl-C handling, crash reports naming the test that was running, and result transport.
+
+The interpreter is ``sys.executable`` exactly as given: a virtualenv's ``bin/python`` is a symlink
+to the base interpreter, and the interpreter finds the virtualenv (``pyvenv.cfg``) from the path
+it was started by, so resolving the link would run the workers without the virtualenv's packages.
+
+A worker that cannot start (an import error, a valgrind error, an interpreter that does not run)
+ends the run at once with one line and exit 4: xdist would otherwise replace it again and again,
+each replacement a new valgrind process importing torch. Each worker's stderr goes to a file in
+the run's temporary folder, so that line can quote its tail; the folder is removed at the end of
+every run, and folders of earlier runs whose process is gone are removed at the start.
 """
 from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Generator
 
 import pytest
 
 from .engines import callgrind
 from .session import DUMP_DIR_VARIABLE
 
+#: Prefix of the run's temporary folder, then ``<uid>-<slot>``: the same name on every run.
+DUMP_DIR_PREFIX = "torchbench-callgrind-"
+#: The file in a run's folder that names the controller's pid: a later run can tell the folder of a
+#: run that was killed (its pid gone) from one still running, and reuse or remove it.
+_OWNER_FILE = "owner.pid"
+
+#: Exceptions with which execnet reports a worker process that died before its bootstrap answered.
+_START_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError)
+try:  # execnet is a dependency of xdist; the name moved between versions
+    from execnet.gateway_bootstrap import HostNotFound as _HostNotFound
+
+    _START_ERRORS = (*_START_ERRORS, _HostNotFound)
+except ImportError:  # pragma: no cover
+    pass
 
 
 def cache_dir() -> Path:
@@ -31,28 +56,111 @@ def cache_dir() -> Path:
     return Path(base) / "pytest-torchbench"
 
 
+def fixed_dump_dir(temp_dir: str | None = None) -> Path:
+    """A dump folder with the same name on every run: ``<tmp>/torchbench-callgrind-<uid>-<slot>``.
+
+    Why not mkdtemp: its random name reaches the counted process (environment, command line,
+    strings built from paths), and reruns should give bit-identical counts. The first free slot
+    is taken (``mkdir`` is atomic), so concurrent runs still get folders of their own; a slot left
+    by a killed run (its owner's pid gone) is taken back, so killed runs do not use slots up.
+    """
+    base = Path(temp_dir or tempfile.gettempdir())
+    for slot in range(100):
+        path = base / f"{DUMP_DIR_PREFIX}{os.getuid()}-{slot:02d}"
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            if not _remove_if_stale(path):
+                continue
+            try:
+                path.mkdir(mode=0o700)
+            except FileExistsError:  # another run took the slot between the two steps
+                continue
+        (path / _OWNER_FILE).write_text(str(os.getpid()))
+        return path
+    return Path(tempfile.mkdtemp(prefix=DUMP_DIR_PREFIX))
+
+
+def _remove_if_stale(folder: Path) -> bool:
+    """Remove ``folder`` when it is ours and its owner process is gone; True when it was removed.
+
+    A folder without an owner file is being created right now (or is not of this scheme): kept.
+    The folder is first renamed to a unique name, so that of two runs seeing the same stale
+    folder only one removes it, and never a folder another run has just created.
+    """
+    try:
+        if folder.is_symlink() or not folder.is_dir() or folder.stat().st_uid != os.getuid():
+            return False
+        pid = int((folder / _OWNER_FILE).read_text().strip())
+        os.kill(pid, 0)
+        return False  # its owner still runs
+    except ProcessLookupError:
+        pass
+    except (OSError, ValueError, OverflowError):
+        return False
+    trash = folder.with_name(f"{folder.name}.stale-{os.getpid()}")
+    try:
+        folder.rename(trash)
+    except OSError:
+        return False
+    shutil.rmtree(trash, ignore_errors=True)
+    return True
+
+
+def printable(text: str, limit: int = 300) -> str:
+    """``text`` as one terminal-safe line: control characters escaped, at most ``limit`` characters
+    (the end is kept: the last lines of a traceback say what went wrong)."""
+    line = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    return line if len(line) <= limit else "..." + line[-limit:]
+
+
+def remove_stale_dump_dirs(temp_dir: str | None = None) -> None:
+    """Remove the temporary folders of earlier runs whose controller process is gone (killed runs)."""
+    base = Path(temp_dir or tempfile.gettempdir())
+    try:
+        candidates = list(base.glob(f"{DUMP_DIR_PREFIX}{os.getuid()}-[0-9][0-9]"))
+    except OSError:
+        return
+    for folder in candidates:
+        _remove_if_stale(folder)
+
+
 class CallgrindWorkers:
-    """Controller-side plugin: turns xdist's worker specs into valgrind launches."""
+    """Controller-side plugin: turns xdist's worker specs into valgrind launches, and stops the
+    run when a worker cannot start."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        self.python = sys.executable
+        if not self.python or not os.path.isfile(self.python):
+            raise pytest.UsageError(
+                f"--bench-mode=instructions needs the path of this Python interpreter to launch its "
+                f"workers, but sys.executable is {self.python!r}; run pytest as `/path/to/python -m pytest`"
+            )
         self.valgrind_version = callgrind.check_valgrind()
         self.allocator = callgrind.build_allocator(cache_dir())
-        self.dump_dir = Path(tempfile.mkdtemp(prefix="torchbench-callgrind-"))
+        remove_stale_dump_dirs()
+        self.dump_dir = fixed_dump_dir()
         self.crashed: list[str] = []
+        self.collected_nodes: set[str] = set()  # gateway ids of workers that finished collecting
 
     def counted_command(self) -> str:
-        """The interpreter command every worker gets: ``env -i VARS valgrind ... python``."""
+        """The interpreter command every worker gets: ``sh -c ... env -i VARS valgrind ... python``.
+
+        The shell only sends the worker's stderr to ``stderr.<pid>`` in the run's folder (the pid
+        stays the same through both ``exec``), then is replaced by the counted process; execnet
+        appends ``-u -c <bootstrap>``.
+        """
         environment = callgrind.counted_environment(
             os.environ, self.allocator,
             extra={DUMP_DIR_VARIABLE: str(self.dump_dir)},
             valgrind_version=self.valgrind_version,
         )
-        python = os.path.realpath(sys.executable)
         argv = [
-            "env", "-i", *(f"{k}={v}" for k, v in environment.items()),
-            *callgrind.valgrind_argv(python, callgrind.out_file_pattern(self.dump_dir)),
-            python,
+            "sh", "-c", 'exec 2>>"$0/stderr.$$"; exec "$@"', str(self.dump_dir),
+            "env", "-i", "--", *(f"{k}={v}" for k, v in environment.items()),
+            *callgrind.valgrind_argv(self.python, callgrind.out_file_pattern(self.dump_dir)),
+            self.python,
         ]
         return shlex.join(argv)
 
@@ -66,20 +174,164 @@ class CallgrindWorkers:
                 )
             spec.python = command
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
+        """Read the workers' Callgrind dumps here, natively, before the controller judges them.
+
+        A worker hands over its region's dump unread (``instructions.dump``): parsing it under
+        valgrind cost ~0.4 s per benchmark, here ~20 ms. Only files in this run's dump folder
+        are read; each is deleted once read.
+        """
+        payload = getattr(report, "torchbench", None)
+        if isinstance(payload, dict):
+            for result in payload.get("results") or ():
+                metrics = result.get("metrics") or {}
+                data = metrics.get("instructions")
+                if isinstance(data, dict) and data.get("dump"):
+                    metrics["instructions"] = self._read_dump(data)
+        return (yield)
+
+    def _read_dump(self, data: dict[str, Any]) -> dict[str, Any]:
+        from .engines.callgrind.parse import exclusive_counts, parse_callgrind_file
+        from .results import InstructionsMetric
+
+        path = Path(str(data["dump"]))
+        if path.resolve().parent != self.dump_dir.resolve():
+            raise RuntimeError(f"a counted worker named a dump outside {self.dump_dir}: {path}")
+        exclusive, total = exclusive_counts(parse_callgrind_file(path))
+        path.unlink()
+        warmup = data.get("warmup")
+        return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),
+                                              int(warmup) if warmup is not None else None).to_json()
+
+    # -- a worker that cannot start ends the run ---------------------------------------------------
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Any) -> None:
+        self.collected_nodes.add(str(node.gateway.id))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_testnodedown(self, node: Any, error: object | None) -> None:
+        """A worker went down: before it finished collecting, that is a start-up failure.
+
+        Raising here (first, before xdist's own handler) stops xdist from replacing the worker;
+        pytest then tears the other workers down and reports the line as a usage error (exit 4).
+        """
+        pid = _worker_pid(node)
+        if error == "keyboard-interrupt":  # Ctrl-C: xdist stops the run as usual
+            return
+        if error is None or str(node.gateway.id) in self.collected_nodes:
+            self._replay_stderr(pid)
+            return
+        raise pytest.UsageError(self.startup_failure(error, pid))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> Generator[None, None, None]:
+        """xdist starts the workers here; one that dies before answering raises from execnet."""
+        try:
+            return (yield)
+        except _START_ERRORS as exc:
+            if not _from_execnet(exc):
+                raise
+            self._teardown_nodes()
+            raise pytest.UsageError(self.startup_failure(exc, None)) from None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, None, object]:
+        """A worker replaced after a crash is started inside the loop: same rule."""
+        try:
+            return (yield)
+        except _START_ERRORS as exc:
+            if not _from_execnet(exc):
+                raise
+            raise pytest.UsageError(self.startup_failure(exc, None)) from None
+
+    def startup_failure(self, error: object, pid: int | None) -> str:
+        """One line: which worker failed, why (the tail of its stderr or of its traceback), what to do."""
+        tail = _last_lines(self._stderr_text(pid), 3)
+        reported = _last_lines(str(error), 1) if error is not None else ""
+        if reported and reported not in ("Not properly terminated",) and not isinstance(error, _START_ERRORS):
+            cause = reported if not tail else f"{reported} | {tail}"
+        else:
+            cause = tail or reported or type(error).__name__
+        if "No module named" in cause or "ModuleNotFoundError" in cause:
+            todo = (f"install what is missing into that environment ({self.python} -m pip install ...), "
+                    f"and check that `{self.python} -m pytest --version` works")
+        elif "valgrind" in cause.lower():
+            todo = f"check that `valgrind --tool=callgrind {self.python} -c pass` runs"
+        else:
+            todo = (f"run the same tests without --bench-mode=instructions to see the error, and check that "
+                    f"`valgrind --tool=callgrind {self.python} -c pass` runs")
+        return (f"torchbench: an instructions-mode worker (valgrind --tool=callgrind {self.python}) could not "
+                f"start: {printable(cause)}; {todo}")
+
+    def _stderr_text(self, pid: int | None) -> str:
+        """The worker's stderr file (``pid`` unknown: the most recent non-empty one)."""
+        files = [self.dump_dir / f"stderr.{pid}"] if pid is not None else []
+        if pid is None or not files[0].exists():
+            try:
+                files = sorted(self.dump_dir.glob("stderr.*"), key=lambda p: p.stat().st_mtime, reverse=True)
+            except OSError:
+                files = []
+        for path in files:
+            try:
+                text = path.read_bytes()[-8192:].decode("utf-8", errors="replace")
+            except OSError:
+                continue
+            if text.strip():
+                return text
+        return ""
+
+    def _replay_stderr(self, pid: int | None) -> None:
+        """What a worker that ran normally wrote to its stderr (``-s`` output, warnings) is not lost."""
+        if pid is None:
+            return
+        path = self.dump_dir / f"stderr.{pid}"
+        try:
+            data = path.read_bytes()
+            path.unlink()
+        except OSError:
+            return
+        if data.strip():
+            sys.stderr.write(data.decode("utf-8", errors="replace"))
+            sys.stderr.flush()
+
+    def _teardown_nodes(self) -> None:
+        dsession = self.config.pluginmanager.getplugin("dsession")
+        nodemanager = getattr(dsession, "nodemanager", None)
+        if nodemanager is not None:
+            try:
+                nodemanager.teardown_nodes()
+            except Exception:  # noqa: BLE001 - best effort: the run is ending with a clearer error
+                pass
+
     def pytest_handlecrashitem(self, crashitem: str, report: Any, sched: Any) -> None:
         self.crashed.append(crashitem)
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        for leftover in self.dump_dir.glob("*"):
-            try:
-                leftover.unlink()
-            except OSError:
-                pass
-        try:
-            self.dump_dir.rmdir()
-        except OSError:
-            pass
+        shutil.rmtree(self.dump_dir, ignore_errors=True)
+
+
+def _from_execnet(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside execnet (starting a worker), not by other code in the hook."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if f"{os.sep}execnet{os.sep}" in tb.tb_frame.f_code.co_filename:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _worker_pid(node: Any) -> int | None:
+    """The worker process's pid (execnet's popen gateway), None when it cannot be told."""
+    popen = getattr(getattr(getattr(node, "gateway", None), "_io", None), "popen", None)
+    pid = getattr(popen, "pid", None)
+    return pid if isinstance(pid, int) else None
+
+
+def _last_lines(text: str, count: int) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-count:])
 
 
 def configure_controller(config: pytest.Config) -> CallgrindWorkers:
@@ -96,5 +348,10 @@ def configure_controller(config: pytest.Config) -> CallgrindWorkers:
     if getattr(config.option, "dist", "no") == "no" or not getattr(config.option, "tx", None):
         config.option.dist = "load"
         config.option.tx = ["popen"]
+    if getattr(config.option, "maxworkerrestart", None) is None:
+        # A worker that crashed in a test is replaced (the crash is that test's failure), but a
+        # bounded number of times: each replacement is a valgrind process importing torch.
+        workers_count = getattr(config.option, "numprocesses", None)
+        config.option.maxworkerrestart = str(4 * (workers_count if isinstance(workers_count, int) and workers_count > 0 else 1))
     config.pluginmanager.register(workers, "torchbench-callgrind-workers")
     return workers

@@ -147,3 +147,60 @@ def test_new_and_not_comparable():
     same = judge_metric("k", "time", current, baseline, Policy(),
                         env_now.merged({"cpu_count": "2"}), env_now.merged({"cpu_count": "64"}))
     assert same.status == REGRESSION
+
+
+# -- instructions: number of calls, readable names, noise frames ---------------------------------
+
+_LONG_KERNEL = (
+    "???:void at::native::(anonymous namespace)::direct_copy_kernel<c10::complex<float>, "
+    + "std::integral_constant<int, 4>, " * 8
+    + "float>(at::TensorIteratorBase&, c10::function_ref<void (char**, long const*, long, long)>, "
+    "at::Range) const [clone .isra.0]"
+)
+
+
+def _instructions(total: float, functions: dict[str, float], number: int = 100):
+    from pytest_torchbench.results import InstructionsMetric
+
+    return InstructionsMetric(total, number, functions)
+
+
+def test_a_different_number_of_calls_is_not_comparable_never_a_regression():
+    now = _instructions(2_000_000, {"f": 2_000_000}, number=8)
+    then = _instructions(1_000_000, {"f": 1_000_000}, number=16)
+    verdict = judge_metric("k", "instructions", now, then, Policy())
+    assert verdict.status == NOT_COMPARABLE and not verdict.failed
+    assert "counted over 8 calls, the baseline over 16" in verdict.summary
+    assert judge_metric("k", "instructions", now, then, Policy(strict_environment=True)).failed
+    same_number = judge_metric("k", "instructions", now, _instructions(1_000_000, {"f": 1_000_000}, 8), Policy())
+    assert same_number.status == REGRESSION
+
+
+def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():
+    from pytest_torchbench.judgement import failure_message, short_function_name
+
+    assert len(_LONG_KERNEL) > 400
+    short = short_function_name(_LONG_KERNEL)
+    assert short == "void at::native::(anonymous namespace)::direct_copy_kernel<…>(…) const [clone .isra.0]"
+    base = {_LONG_KERNEL: 1000.0, "Python/ceval.c:_PyEval_EvalFrameDefault": 5000.0,
+            "./nptl/./nptl/pthread_mutex_lock.c:pthread_mutex_lock@@GLIBC_2.2.5": 100.0,
+            "Python/ceval_gil.c:take_gil": 50.0}
+    now = dict(base)
+    now[_LONG_KERNEL] = 1900.0  # the kernel that changed
+    now["./nptl/./nptl/pthread_mutex_lock.c:pthread_mutex_lock@@GLIBC_2.2.5"] = 3100.0  # more noise
+    now["Python/ceval_gil.c:take_gil"] = 2050.0
+    # nine other small changes: without the noise rule the lock frames would outrank them all
+    for i in range(9):
+        base[f"lib.c:helper_{i}"] = 100.0
+        now[f"lib.c:helper_{i}"] = 110.0 + i
+    verdict = judge_metric("k", "instructions", _instructions(sum(now.values()), now),
+                           _instructions(sum(base.values()), base), Policy())
+    message = failure_message([verdict])
+    assert verdict.status == REGRESSION
+    assert _LONG_KERNEL not in message and short in message
+    lines = verdict.details
+    assert "largest |change| first" in lines[0]
+    assert lines[1].split()[0] == "+900" and lines[1].endswith(short)
+    assert lines[-1].split()[0] == "+5,000" and "2 lock/GIL/thread-local frame(s)" in lines[-1]
+    assert "pthread_mutex_lock.c:pthread_mutex_lock" in lines[-1] and "take_gil" in lines[-1]
+    assert not any("pthread" in line or "take_gil" in line for line in lines[1:-1])

@@ -84,3 +84,37 @@ def test_nodeid_is_its_own_field_and_old_keys_are_matched_to_collected_tests():
     assert nodeid_among("t.py::test_p[a [b] [desc] #2", collected) == "t.py::test_p[a [b]"
     assert nodeid_among("t.py::test_p[c #d] #3", collected) == "t.py::test_p[c #d]"
     assert nodeid_among("t.py::gone [x]", collected) == "t.py::gone"
+
+
+def test_instructions_metric_keeps_the_largest_functions_and_an_other_bucket():
+    from pytest_torchbench.results import InstructionsMetric
+
+    exclusive = {f"/build/x/lib.c:f{i:03d} [libx.so]": 1000 - i for i in range(300)}
+    total = sum(exclusive.values())
+    metric = InstructionsMetric.from_counts(exclusive, total, number=10, warmup=10)
+    assert len(metric.functions) == InstructionsMetric.MAX_FUNCTIONS + 1
+    assert metric.functions["/build/x/lib.c:f000"] == 100.0  # library suffix stripped, per call
+    assert abs(sum(metric.functions.values()) - total / 10) < 1e-6  # nothing lost: other bucket
+    data = metric.to_json()
+    assert data["warmup"] == 10 and data["number_per_run"] == 10
+    back = InstructionsMetric.from_json(data)
+    assert back.functions == metric.functions and back.warmup == 10
+
+
+def test_instructions_names_match_torchs_as_standardized():
+    from torch.utils.benchmark.utils.common import TaskSpec
+    from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import CallgrindStats, FunctionCounts
+
+    from pytest_torchbench.results import InstructionsMetric
+
+    raw = {"/usr/src/build/../aten/src/ATen/native/Copy.cpp:copy_ [libtorch_cpu.so]": 40,
+           "/tmp/python-build.2024/Python-3.11.7/Python/ceval.c:_PyEval_EvalFrameDefault [python]": 50,
+           "/opt/x/Objects/dictobject.c:lookdict'2": 10}
+    counts = FunctionCounts._from_dict(raw, inclusive=False)
+    empty = FunctionCounts((), inclusive=False)
+    stats = CallgrindStats(TaskSpec("s", ""), 1, False, empty, empty, counts, counts, None)
+    ours = InstructionsMetric.from_counts(raw, 100, 1).functions
+    theirs = {fc.function for fc in stats.as_standardized().stats(inclusive=False)}
+    assert {InstructionsMetric.standardized_name(n) for n in theirs} == set(ours)
+    assert set(ours) == {"build/../aten/src/ATen/native/Copy.cpp:copy_", "Python/ceval.c:_PyEval_EvalFrameDefault",
+                         "Objects/dictobject.c:lookdict"}

@@ -48,6 +48,7 @@ __all__ = [
     "peak_memory",
     "profile_run",
     "safe_file_stem",
+    "stop_leftover_profiler",
     "write_trace",
 ]
 
@@ -79,6 +80,27 @@ class ProfilerActiveError(RuntimeError):
 def _profiler_is_active() -> bool:
     """Whether any torch profiler (kineto or legacy autograd profiler) is recording right now."""
     return profiler_enabled()
+
+
+def stop_leftover_profiler() -> bool:
+    """Stop a torch profiler that is still recording (one a test started and never stopped).
+
+    Why: torch allows one active profiler per process, so a profiler left running by one test
+    makes every later profiler in the process fail, and records every op of later tests. Returns
+    whether one was running. The profile object that started it is abandoned (its results lost).
+    """
+    if not _profiler_is_active():
+        return False
+    disable = getattr(torch._C._autograd, "_disable_profiler", None)
+    if disable is not None:
+        try:
+            disable()
+        except Exception:  # pragma: no cover - kineto already stopped it on its side
+            pass
+    on_stop = getattr(torch.autograd.profiler, "_run_on_profiler_stop", None)
+    if on_stop is not None:
+        on_stop()
+    return True
 
 
 def _ensure_no_active_profiler(what: str) -> None:

@@ -16,30 +16,56 @@ from typing import Any, Callable, Mapping
 
 from ..text import finite, safe_number
 from ..vocabulary import (
-    IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict, format_percent, round_sig,
+    IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict, format_percent, round_sig,
 )
 from .base import MeasureContext, Metric
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/1"
+COUNTING_METHOD = "per-region-toggle-in-loop/2"
 
 #: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
 DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
 
 
-def count_instructions(fn: Callable[[], Any], *, number: int, warmup: int, task_spec: Any,
-                       before_region: Callable[[], None] | None = None) -> Any:
-    """Count ``fn`` in this counted worker; torch's CallgrindStats back (total over ``number``)."""
-    from ..engines.callgrind import collect as callgrind
-
+def _dump_dir() -> str:
     dump_dir = os.environ.get(DUMP_DIR_VARIABLE)
     if not dump_dir:
-        raise callgrind.NotUnderValgrind(
+        from ..engines.callgrind import collect
+
+        raise collect.NotUnderValgrind(
             "instruction counting runs in workers that pytest-torchbench launches under valgrind; "
             "this process was not (run pytest with --bench-mode=instructions)"
         )
-    return callgrind.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=dump_dir,
-                             per_region=True, before_region=before_region)
+    return dump_dir
+
+
+def count_instructions(fn: Callable[[], Any], *, number: int | None, warmup: int | None, task_spec: Any,
+                       before_region: Callable[[], None] | None = None) -> Any:
+    """Count ``fn`` in this counted worker; torch's CallgrindStats back (total over ``number``).
+
+    For ``bench_timer(...).collect_callgrind()``, whose caller wants the stats object itself: the
+    dump is read here, under valgrind. Benchmarks go through :func:`count_region_for_controller`.
+    """
+    from ..engines.callgrind import collect
+
+    return collect.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=_dump_dir(),
+                           before_region=before_region)
+
+
+def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, warmup: int | None,
+                                num_threads: int,
+                                before_region: Callable[[], None] | None = None) -> InstructionsMetric:
+    """Count ``fn`` and hand the unread dump to the controller (``InstructionsMetric.dump``).
+
+    Why: reading a dump (a pure-Python parse of ~60 KB) cost ~0.4 s per benchmark under valgrind,
+    most of the marginal cost of a small benchmark; the controller reads it natively in ~20 ms.
+    ``number``/``warmup`` None: chosen from a probe call (``callgrind.plan_calls``).
+    """
+    from ..engines.callgrind import collect
+
+    region = collect.count_region(fn, number=number, warmup=warmup, out_dir=_dump_dir(),
+                                  num_threads=num_threads, before_region=before_region)
+    return InstructionsMetric.pending(str(region.dump), region.number, region.warmup)
 
 
 _RECURSION_SUFFIX = re.compile(r"'\d+$")
@@ -57,48 +83,104 @@ def _stable_function_name(name: str) -> str:
 
 @dataclasses.dataclass
 class InstructionsMetric:
-    """Callgrind counts of the measured region; ``functions`` are exclusive counts per run."""
+    """Callgrind counts of the measured region; ``functions`` are exclusive counts per run.
+
+    ``number_per_run`` (and ``warmup``) are recorded: counts per call depend a little on the
+    number of calls, so a baseline made with another number is not comparable. ``dump`` is set
+    only between a counted worker and its controller: the worker hands over the unread Callgrind
+    dump and the controller, running natively, reads it (:meth:`from_counts`).
+    """
 
     instructions_per_run: float
     number_per_run: int
     functions: dict[str, float]  # standardized function name -> exclusive instructions per run
     stats: Any = None  # torch CallgrindStats, when measured in this process
+    warmup: int | None = None
+    dump: str | None = None
 
-    #: Functions kept in baselines: the largest, until they cover this share of the total.
-    COVERAGE = 0.99
+    #: Functions kept in baselines: the largest, until they cover this share of the total, and
+    #: at most MAX_FUNCTIONS of them; the rest is summed under OTHER. Why: a baseline entry with
+    #: every function of a torch call is ~55 KB (hundreds of long C++ names); the functions that
+    #: change when code changes are nearly always among the largest, and a change elsewhere still
+    #: shows as a change of OTHER. Measured trade-off: README "Baselines on disk".
+    COVERAGE = 0.95
+    MAX_FUNCTIONS = 64
+    OTHER = "[other functions]"
+
+    # torch's CallgrindStats.as_standardized, as plain regular expressions (same order), so that a
+    # dump read without torch (the controller) gets the very same names.
+    _STANDARDIZE = (
+        (re.compile(r"^.+build/\.\./"), "build/../"),
+        (re.compile(r"^.+/" + re.escape("build/aten/")), "build/aten/"),
+        (re.compile(r"^.+/" + re.escape("Python/")), "Python/"),
+        (re.compile(r"^.+/" + re.escape("Objects/")), "Objects/"),
+        (re.compile(r"\s\[.+\]$"), ""),
+    )
 
     @classmethod
-    def from_stats(cls, stats: Any) -> InstructionsMetric:
-        """From torch's CallgrindStats: names standardized (``as_standardized``), counts per run."""
-        number = int(stats.number_per_run)
-        exclusive = stats.as_standardized().stats(inclusive=False).transform(_stable_function_name)
-        total = stats.counts()
+    def standardized_name(cls, name: str) -> str:
+        for pattern, replacement in cls._STANDARDIZE:
+            name = pattern.sub(replacement, name)
+        return _stable_function_name(name)
+
+    @classmethod
+    def from_counts(cls, exclusive: Mapping[str, int], total: int, number: int,
+                    warmup: int | None = None) -> InstructionsMetric:
+        """From raw exclusive counts over ``number`` calls (names as Callgrind's reader spells them)."""
+        merged: dict[str, int] = {}
+        for name, count in exclusive.items():
+            key = cls.standardized_name(name)
+            merged[key] = merged.get(key, 0) + count
         functions: dict[str, float] = {}
         covered = 0
-        for count, name in sorted(exclusive, key=lambda fc: (-abs(fc.count), fc.function)):
-            if total > 0 and covered >= cls.COVERAGE * total:
+        ordered = sorted(merged.items(), key=lambda item: (-abs(item[1]), item[0]))
+        for name, count in ordered:
+            if total > 0 and covered >= cls.COVERAGE * total or len(functions) >= cls.MAX_FUNCTIONS:
                 break
-            functions[name] = functions.get(name, 0.0) + count / number
+            functions[name] = count / number
             covered += count
+        rest = sum(merged.values()) - covered
+        if rest:
+            functions[cls.OTHER] = rest / number
         return cls(instructions_per_run=total / number, number_per_run=number,
-                   functions=functions, stats=stats)
+                   functions=functions, warmup=warmup)
+
+    @classmethod
+    def from_stats(cls, stats: Any, warmup: int | None = None) -> InstructionsMetric:
+        """From torch's CallgrindStats: names standardized (``as_standardized``), counts per run."""
+        exclusive = {fc.function: fc.count for fc in stats.stmt_exclusive_stats}
+        metric = cls.from_counts(exclusive, stats.counts(), int(stats.number_per_run), warmup)
+        metric.stats = stats
+        return metric
+
+    @classmethod
+    def pending(cls, dump: str, number: int, warmup: int | None) -> InstructionsMetric:
+        """A region counted in this process whose dump the controller will read."""
+        return cls(instructions_per_run=0.0, number_per_run=number, functions={}, warmup=warmup, dump=dump)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "instructions_per_run": round_sig(self.instructions_per_run, 9),
             "number_per_run": self.number_per_run,
             "functions": {k: round_sig(v, 7) for k, v in sorted(self.functions.items())},
         }
+        if self.warmup is not None:
+            data["warmup"] = self.warmup
+        if self.dump is not None:
+            data["dump"] = self.dump
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> InstructionsMetric:
         functions = data.get("functions", {})
         if not isinstance(functions, Mapping):
             raise ValueError("instructions.functions must be an object")
+        warmup = data.get("warmup")
         return cls(
             instructions_per_run=float(data["instructions_per_run"]),
             number_per_run=int(data["number_per_run"]),
             functions={str(k): float(v) for k, v in functions.items()},
+            warmup=int(warmup) if warmup is not None else None,
         )
 
     def function_counts(self) -> Any:
@@ -108,16 +190,80 @@ class InstructionsMetric:
         return function_counts_from_dict({name: int(round(count)) for name, count in self.functions.items()})
 
 
+#: Frames whose counts move with locking and thread hand-over rather than with the benchmark's own
+#: work (the GIL, mutexes, thread-local lookups): summed on one line after the functions that
+#: changed, so that they never crowd those out.
+_NOISE_FRAME = re.compile(
+    r"(?:^|[:\s])(?:pthread_mutex_\w+|__pthread_mutex_\w+|pthread_cond_\w+|pthread_getspecific|"
+    r"__tls_get_addr|take_gil|drop_gil|PyEval_SaveThread|PyEval_RestoreThread|"
+    r"PyGILState_\w+|_PyThreadState_\w+|lll_\w+)(?:@|\b)"
+)
+
+
+def _collapse_brackets(text: str, opening: str, closing: str, keep_depth: int) -> str:
+    """``a<b<c>, d>`` -> ``a<…>`` (keep_depth 0): nested argument lists folded beyond a depth."""
+    out: list[str] = []
+    depth = 0
+    for char in text:
+        if char == opening:
+            depth += 1
+            if depth == keep_depth + 1:
+                out.append(opening + "…")
+            elif depth <= keep_depth:
+                out.append(char)
+        elif char == closing and depth > 0:
+            if depth == keep_depth + 1:
+                out.append(closing)
+            elif depth <= keep_depth:
+                out.append(char)
+            depth -= 1
+        elif depth <= keep_depth:
+            out.append(char)
+    return "".join(out)
+
+
+def short_function_name(name: str, width: int = 90) -> str:
+    """A function name a person can read: file reduced to its base name, template and parameter
+    lists folded (``direct_copy_kernel<…>(…)``), at most ``width`` characters. The full name stays
+    in the baseline; this is for messages and reports only."""
+    where, sep, function = name.partition(":")
+    if not sep or "(" in where or "<" in where:
+        where, function = "", name
+    where = where.rsplit("/", 1)[-1]
+    short = re.sub(r"@@?GLIBC_[0-9.]+$", "", function).replace("(anonymous namespace)", "{anon}")
+    if len(short) > width // 2:
+        short = _collapse_brackets(short, "<", ">", 0)
+    if len(short) > width // 2:
+        short = _collapse_brackets(short, "(", ")", 0)
+    short = short.replace("{anon}", "(anonymous namespace)")
+    if where and where != "???":
+        short = f"{where}:{short}"
+    return short if len(short) <= width else short[: width - 1] + "…"
+
+
 def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, float], top: int = 8) -> list[str]:
-    """The functions whose exclusive counts per run changed most, as ``FunctionCounts.delta`` shows."""
+    """The functions whose exclusive counts per run changed most, as ``FunctionCounts.delta`` shows.
+
+    Ranked by the absolute change per run, largest first, leaving out lock/GIL/thread-local
+    frames (``_NOISE_FRAME``), which are summed on one last line; names shortened
+    (:func:`short_function_name`).
+    """
     changes: dict[str, float] = {}
     for name in set(current) | set(baseline):
         change = current.get(name, 0.0) - baseline.get(name, 0.0)
         if round(change) != 0:
             changes[name] = change
-    ordered = sorted(changes.items(), key=lambda item: (-abs(item[1]), item[0]))[:top]
-    width = max((len(f"{round(c):+,}") for _, c in ordered), default=0)
-    return [f"{round(change):>+{width},}  {name}" for name, change in ordered]
+    noise = {name: change for name, change in changes.items() if _NOISE_FRAME.search(name)}
+    ordered = sorted(((n, c) for n, c in changes.items() if n not in noise),
+                     key=lambda item: (-abs(item[1]), item[0]))[:top]
+    rows = [(round(change), short_function_name(name)) for name, change in ordered]
+    noise_total = round(sum(noise.values()))
+    if noise and noise_total:
+        names = [short_function_name(n, 40) for n, _ in sorted(noise.items(), key=lambda i: (-abs(i[1]), i[0]))]
+        listed = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+        rows.append((noise_total, f"in {len(noise)} lock/GIL/thread-local frame(s): {listed}"))
+    width = max((len(f"{change:+,}") for change, _ in rows), default=0)
+    return [f"{change:>+{width},}  {label}" for change, label in rows]
 
 
 class Instructions(Metric):
@@ -136,14 +282,9 @@ class Instructions(Metric):
     explains = "Functions (instructions per run)"
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> InstructionsMetric:
-        from torch.utils.benchmark.utils.common import TaskSpec
-
-        naming, options = context.naming, context.options
-        task_spec = TaskSpec(stmt=naming.nodeid, setup="", label=naming.label, sub_label=naming.sub_label,
-                             description=naming.description, num_threads=options.num_threads)
-        stats = count_instructions(fn, number=options.number, warmup=options.warmup, task_spec=task_spec,
-                                   before_region=context.before_region)
-        return InstructionsMetric.from_stats(stats)
+        options = context.options
+        return count_region_for_controller(fn, number=options.number, warmup=options.warmup,
+                                           num_threads=options.num_threads, before_region=context.before_region)
 
     def environment_facts(self) -> Mapping[str, str]:
         from ..engines import callgrind
@@ -154,6 +295,16 @@ class Instructions(Metric):
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
         now, then = current.instructions_per_run, baseline.instructions_per_run
+        if current.number_per_run != baseline.number_per_run:
+            # Counts per call depend a little on the number of calls (specialisation): never compare
+            # across numbers. The adaptive rule picks the same number on every run of the same code;
+            # a different one means the work per call moved across a bucket edge (or a marker changed).
+            summary = (f"instructions: counted over {current.number_per_run} calls, the baseline over "
+                       f"{baseline.number_per_run} (re-save the baseline)")
+            verdict = Verdict(key, "instructions", NOT_COMPARABLE, then, now, limit, None, summary,
+                              [f"number_per_run: {baseline.number_per_run} -> {current.number_per_run}"])
+            verdict.failed = policy.strict_environment
+            return verdict
         delta = now / then - 1.0 if then > 0 else 0.0
         status = REGRESSION if delta > limit else IMPROVEMENT if delta < -limit else UNCHANGED
         summary = (
@@ -164,7 +315,8 @@ class Instructions(Metric):
         if status != UNCHANGED:
             changes = top_function_changes(current.functions, baseline.functions)
             if changes:
-                details = ["top functions by change (instructions per run):", *changes]
+                details = ["top functions by change (instructions per run, largest |change| first; "
+                           "lock/GIL frames summed last):", *changes]
         return Verdict(key, "instructions", status, then, now, limit, None, summary, details)
 
     def headline(self, value: Any) -> float:
@@ -190,6 +342,7 @@ class Instructions(Metric):
         }
         ordered = sorted(((n, c) for n, c in changes.items() if finite(c) and round(c) != 0),
                          key=lambda i: (-abs(i[1]), i[0]))
+        ordered = [(short_function_name(n), c) for n, c in ordered]  # full names stay in the baseline
         return [[title, Bars([("total", total)], "instructions per run", label_width=120),
                  Heading("top changed functions (exclusive instructions per run)"),
                  Bars(ordered[:top], "instructions per run")]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from pathlib import Path
+
 
 import pytest
 

@@ -1,7 +1,7 @@
 """Counted-process script for the Callgrind engine tests (run under valgrind, not by pytest).
 
-The statement order and the output folder come through the environment (TORCHBENCH_* variables
-are whitelisted, and the environment block is padded to a fixed size), so that every run has
+The statement order and the output folder come through the environment (which is passed through
+to the counted process, and its block is padded to a fixed size), so that every run has
 the same argv and the same environment size whatever the order.
 """
 from __future__ import annotations

@@ -16,41 +16,56 @@ from pytest_torchbench.engines.callgrind.launch import ENV_PAD_VARIABLE
 
 
 def env_size(env: dict[str, str]) -> int:
-    return sum(len(k.encode()) + len(v.encode()) + 2 for k, v in env.items())
+    return sum(len(os.fsencode(k)) + len(os.fsencode(v)) + 2 for k, v in env.items())
 
 
-def test_environment_is_a_whitelist_with_fixed_values(tmp_path: Path) -> None:
+def test_environment_passes_the_users_variables_and_pins_what_counting_needs(tmp_path: Path) -> None:
     source = {
         "PATH": "/usr/bin",
         "HOME": "/home/u",
         "LC_ALL": "C",
+        "MY_DATASET": "/data/ünï",
+        "TORCH_LOGS": "+dynamo",
+        "CI": "true",
+        "PYTEST_ADDOPTS": "-x",
         "PYTHONHASHSEED": "random",
         "LD_PRELOAD": "/evil.so",
         "PYTHONMALLOC": "pymalloc_debug",
-        "SECRET_TOKEN": "x",
+        "PYTHONTRACEMALLOC": "5",
+        "PYTHONDEVMODE": "1",
+        "GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2",
+        "MALLOC_ARENA_MAX": "2",
+        "VALGRIND_OPTS": "--leak-check=full",
         "OMP_NUM_THREADS": "8",
-        "PYTEST_ADDOPTS": "-x",
         "PYTEST_CURRENT_TEST": "t",
+        ENV_PAD_VARIABLE: "user's",
     }
     allocator = tmp_path / "liballoc.so"
     env = cg.counted_environment(source, allocator)
-    assert env["PATH"] == "/usr/bin" and env["HOME"] == "/home/u" and env["LC_ALL"] == "C"
-    assert env["PYTEST_ADDOPTS"] == "-x"
-    assert "SECRET_TOKEN" not in env and "PYTEST_CURRENT_TEST" not in env
+    for name in ("PATH", "HOME", "LC_ALL", "MY_DATASET", "TORCH_LOGS", "CI", "PYTEST_ADDOPTS"):
+        assert env[name] == source[name], name
+    for name in ("PYTHONTRACEMALLOC", "PYTHONDEVMODE", "GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "VALGRIND_OPTS",
+                 "PYTEST_CURRENT_TEST"):
+        assert name not in env, name
     assert env["PYTHONHASHSEED"] == "0"
     assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == "1"
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"
     assert env["PYTHONMALLOC"] == "malloc" and env["LD_PRELOAD"] == str(allocator)
+    assert set(env[ENV_PAD_VARIABLE]) == {"x"}
     without = cg.counted_environment(source, None)
     assert "LD_PRELOAD" not in without and "PYTHONMALLOC" not in without
 
 
 def test_environment_block_has_a_fixed_size() -> None:
     short = cg.counted_environment({"PATH": "/bin"}, None)
-    long = cg.counted_environment({"PATH": "/bin:" + "x" * 1000}, None, extra={"TORCHBENCH_A": "b"})
-    assert env_size(short) == env_size(long) == 8192
-    huge = cg.counted_environment({"PATH": "x" * 9000}, None)
-    assert env_size(huge) % 4096 == 0 and ENV_PAD_VARIABLE in huge
+    long = cg.counted_environment({"PATH": "/bin:" + "x" * 1000, "UNRELATED": "y" * 1000, "CI": "true",
+                                   "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567"},
+                                  None, extra={"TORCHBENCH_A": "b"})
+    assert env_size(short) == env_size(long) == 32768
+    huge = cg.counted_environment({"PATH": "x" * 40000}, None)
+    assert env_size(huge) == 65536 and ENV_PAD_VARIABLE in huge
+    odd = cg.counted_environment({"A=B": "1", "Z": "with\0nul", "B": "ok"}, None)
+    assert "A=B" not in odd and "Z" not in odd and odd["B"] == "ok"
 
 
 def test_valgrind_argv(tmp_path: Path) -> None:

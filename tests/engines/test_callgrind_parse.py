@@ -142,3 +142,22 @@ def test_hand_written_dump_matches_callgrind_annotate(tmp_path: Path, inclusive:
     path.write_text(PART_ONE)
     ours = as_dict(function_counts(parse_callgrind_file(path), inclusive=inclusive))
     assert ours == annotate_counts(path, inclusive)
+
+
+def test_exclusive_counts_total_is_what_torch_counts_gives() -> None:
+    """The controller's total must equal CallgrindStats.counts() (the sum of exclusive rows), not
+    the dump's ``totals:`` line, so dumps read natively count as before."""
+    from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import FunctionCounts
+
+    from pytest_torchbench.engines.callgrind.parse import exclusive_counts, function_counts, parse_callgrind
+
+    text = "\n".join([
+        "version: 1", "creator: callgrind-3.19.0", "pid: 1", "cmd: python", "part: 1",
+        "desc: Trigger: Client Request: r", "positions: line", "events: Ir", "summary: 0",
+        "fl=(1) a.c", "fn=(1) f", "0 70", "fn=(2) g", "0 40", "totals: 100",
+    ])
+    parts = parse_callgrind(text)
+    exclusive, total = exclusive_counts(parts)
+    counts: FunctionCounts = function_counts(parts, inclusive=False)
+    assert exclusive == {"a.c:f": 70, "a.c:g": 40}
+    assert total == counts.sum() == 110

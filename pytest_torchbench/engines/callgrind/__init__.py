@@ -32,6 +32,11 @@ __all__ = [
     "counted_environment",
     "counting_fingerprint",
     "function_counts",
+    "exclusive_counts",
+    "count_region",
+    "read_region",
+    "plan_calls",
+    "Region",
     "measure",
     "out_file_pattern",
     "parse_callgrind",
@@ -49,6 +54,11 @@ _LAZY = {
     "DumpNotFound": "collect",
     "CallgrindPart": "parse",
     "function_counts": "parse",
+    "exclusive_counts": "parse",
+    "count_region": "collect",
+    "read_region": "collect",
+    "plan_calls": "collect",
+    "Region": "collect",
     "annotate_counts": "parse",
     "parse_callgrind": "parse",
     "parse_callgrind_file": "parse",
@@ -56,7 +66,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> object:
-    # parse and collect import torch; the launching side (which may not need torch yet) only
+    # collect imports torch (parse only where torch's types are asked for); the launching side (which may not need torch yet) only
     # pays for that when it uses them.
     module = _LAZY.get(name)
     if module is None:

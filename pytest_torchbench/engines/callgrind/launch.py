@@ -28,39 +28,29 @@ __all__ = [
     "ENV_PAD_VARIABLE",
 ]
 
-#: Names passed through from the caller's environment (exact names, then prefixes).
-_PASSED_NAMES = frozenset(
+#: Removed from the user's environment: each changes how every allocation or call is executed
+#: (so it moves counts) or how valgrind counts. Everything else is passed through unchanged.
+#: - LD_PRELOAD, PYTHONMALLOC: replaced by the counting allocator (or removed without one);
+#: - PYTHONMALLOCSTATS, PYTHONTRACEMALLOC, PYTHONDEVMODE: allocator hooks and debug allocators;
+#: - PYTHONPERFSUPPORT: perf trampolines around every Python call (3.12+);
+#: - GLIBC_TUNABLES, MALLOC_*: glibc's allocator and the CPU features its string functions use;
+#: - VALGRIND_OPTS: valgrind's options are the launch's (a memcheck option would also stop
+#:   callgrind from starting);
+#: - PYTEST_CURRENT_TEST: set by an outer pytest, different for every test that starts a run.
+_DROPPED = frozenset(
     {
-        "PATH",
-        "HOME",
-        "USER",
-        "LOGNAME",
-        "LANG",
-        "LANGUAGE",
-        "TMPDIR",
-        "TEMP",
-        "TMP",
-        "VIRTUAL_ENV",
-        "CONDA_PREFIX",
-        "PYTHONPATH",
-        "PYTHONHOME",
-        "PYTHONNOUSERSITE",
-        "PYTHONUSERBASE",
-        "PYTHONWARNINGS",
-        "PYTHONSAFEPATH",
-        "LD_LIBRARY_PATH",  # conda/venv torch builds may need it to load their libraries
-        "VALGRIND_LIB",  # a valgrind installed outside /usr needs it to find its tools
-        "SSL_CERT_FILE",
-        "NO_COLOR",
-        "FORCE_COLOR",
-        "PY_COLORS",
-        "TERM",
-        "COLUMNS",
+        "LD_PRELOAD",
+        "PYTHONMALLOC",
+        "PYTHONMALLOCSTATS",
+        "PYTHONTRACEMALLOC",
+        "PYTHONDEVMODE",
+        "PYTHONPERFSUPPORT",
+        "GLIBC_TUNABLES",
+        "VALGRIND_OPTS",
+        "PYTEST_CURRENT_TEST",
     }
 )
-_PASSED_PREFIXES = ("LC_", "PYTEST_", "TORCHBENCH_")
-#: Never inherited, whatever the prefix rules say: they change what runs or how it is counted.
-_DROPPED = frozenset({"LD_PRELOAD", "PYTHONMALLOC", "PYTHONHASHSEED", "PYTEST_CURRENT_TEST"})
+_DROPPED_PREFIXES = ("MALLOC_",)
 
 #: Fixed values: hash randomisation and thread pools are the biggest sources of count noise.
 _FIXED = {
@@ -69,6 +59,7 @@ _FIXED = {
     "OMP_NUM_THREADS": "1",
     "MKL_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
+    "GOTO_NUM_THREADS": "1",
     "NUMEXPR_NUM_THREADS": "1",
     "VECLIB_MAXIMUM_THREADS": "1",
     "BLIS_NUM_THREADS": "1",
@@ -76,10 +67,14 @@ _FIXED = {
     "OMP_WAIT_POLICY": "PASSIVE",
 }
 
-#: Pads the environment block to a fixed size: a longer PATH or HOME then does not move the
-#: process's stack (and so the counts); see :func:`counted_environment`.
+#: Pads the environment block to a fixed size: a longer PATH, an extra variable or a CI variable's
+#: new value then does not move the process's stack (and so the counts); see
+#: :func:`counted_environment`.
 ENV_PAD_VARIABLE = "TORCHBENCH_ENV_PAD"
-_ENV_BLOCK = 8192
+#: The block's size: CI environments are typically 3-12 KiB; a larger one is rounded up to the
+#: next multiple (its counts can then move by a few hundredths of a percent against a baseline
+#: recorded with a smaller block).
+_ENV_BLOCK = 32768
 
 #: Where the valgrind version is handed to the counted process for its fingerprint.
 _VALGRIND_VERSION_VARIABLE = "TORCHBENCH_VALGRIND_VERSION"
@@ -162,18 +157,23 @@ def counted_environment(
     extra: Mapping[str, str] | None = None,
     valgrind_version: str | None = None,
 ) -> dict[str, str]:
-    """The counted process's environment: a whitelist of ``source_env`` plus fixed values.
+    """The counted process's environment: the user's whole environment, with what counting needs pinned.
 
-    ``extra`` adds variables the caller needs (e.g. a re-exec marker); they are set last.
-    The whole block is padded with :data:`ENV_PAD_VARIABLE` to a fixed size (8 KiB, or the next
-    multiple of 4 KiB beyond), so environments of different lengths lay out the stack alike.
+    Why not a whitelist: a test that reads a variable (a data path, a feature flag,
+    ``TORCH_LOGS``) must behave in instructions mode as in every other mode. Only what changes
+    how the code is executed or counted is overridden (:data:`_FIXED`, :data:`_DROPPED`, the
+    allocator). Determinism comes from the block's size instead: it is padded with
+    :data:`ENV_PAD_VARIABLE` to 32 KiB (or the next multiple of 32 KiB beyond), so environments of
+    different lengths lay out the stack alike. ``extra`` adds variables the caller needs; they
+    are set last.
     """
     env: dict[str, str] = {}
     for name, value in source_env.items():
-        if name in _DROPPED or name == ENV_PAD_VARIABLE:
+        if name in _DROPPED or name.startswith(_DROPPED_PREFIXES) or name == ENV_PAD_VARIABLE:
             continue
-        if name in _PASSED_NAMES or name.startswith(_PASSED_PREFIXES):
-            env[name] = value
+        if "=" in name or not name or "\0" in name or "\0" in value:
+            continue  # cannot be passed through execve (nor through `env NAME=VALUE`)
+        env[name] = value
     env.update(_FIXED)
     if allocator is not None:
         env["PYTHONMALLOC"] = "malloc"
@@ -183,11 +183,11 @@ def counted_environment(
     if extra:
         env.update(extra)
     env.pop(ENV_PAD_VARIABLE, None)
-    used = sum(len(k.encode()) + len(v.encode()) + 2 for k, v in env.items())
+    used = sum(len(os.fsencode(k)) + len(os.fsencode(v)) + 2 for k, v in env.items())
     overhead = len(ENV_PAD_VARIABLE) + 2
     target = _ENV_BLOCK
     while target < used + overhead:
-        target += 4096
+        target += _ENV_BLOCK
     env[ENV_PAD_VARIABLE] = "x" * (target - used - overhead)
     return dict(sorted(env.items()))
 

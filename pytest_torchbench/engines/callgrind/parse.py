@@ -22,13 +22,12 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
-    FunctionCount,
-    FunctionCounts,
-)
+if TYPE_CHECKING:
+    from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import FunctionCounts
 
-__all__ = ["CallgrindPart", "parse_callgrind", "parse_callgrind_file", "function_counts"]
+__all__ = ["CallgrindPart", "parse_callgrind", "parse_callgrind_file", "function_counts", "exclusive_counts"]
 
 _HEADER_KEYS = frozenset(
     {"version", "creator", "pid", "thread", "cmd", "desc", "positions", "event", "events", "part"}
@@ -231,6 +230,23 @@ def parse_callgrind_file(
         return parse_callgrind(handle, strip_prefix=strip_prefix)
 
 
+def exclusive_counts(parts: Iterable[CallgrindPart]) -> tuple[dict[str, int], int]:
+    """Exclusive cost per function (``file:function [object]``) summed over parts, and their sum.
+
+    The same rows as ``function_counts(parts, inclusive=False)`` without importing torch: the
+    controller of an instructions run reads workers' dumps with this, natively and torch-free.
+    """
+    merged: dict[str, int] = {}
+    for part in parts:
+        for name, cost in part.exclusive().items():
+            display = part.display_name(name)
+            merged[display] = merged.get(display, 0) + cost
+    merged = {name: cost for name, cost in merged.items() if cost}
+    # The total as torch's CallgrindStats.counts() gives it: the sum of the exclusive rows (a
+    # dump's ``totals:`` line can differ from it by a few percent).
+    return merged, sum(merged.values())
+
+
 def function_counts(
     parts: CallgrindPart | Iterable[CallgrindPart],
     inclusive: bool,
@@ -242,6 +258,11 @@ def function_counts(
     ``drop_program_totals`` mirrors torch's reader, which drops rows whose count equals the
     PROGRAM TOTALS line (in inclusive views: the roots that enclose the whole region).
     """
+    from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
+        FunctionCount,
+        FunctionCounts,
+    )
+
     if isinstance(parts, CallgrindPart):
         parts = [parts]
     merged: dict[str, int] = {}
