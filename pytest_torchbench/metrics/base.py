@@ -69,6 +69,8 @@ class Metric:
     count_fields: ClassVar[tuple[str, ...]] = ("number_per_run",)
     #: Title of the terminal table block (``{unit}`` is the block's unit, see ``table_scale``).
     table_title: ClassVar[str] = ""
+    #: What the delta in the table compares (time: "delta of the fastest call", what it judges).
+    delta_title: ClassVar[str] = "delta"
     #: When set, this metric's verdict details explain a regression of any metric of the same
     #: benchmark (Markdown folds them under this title): function counts, op counts.
     explains: ClassVar[str | None] = None

@@ -80,7 +80,8 @@ def render_tables(
                 pass
         found = registry.find(metric_name)
         unit, scale = found.table_scale(values) if found is not None else ("", 1.0)
-        compared = f"; delta vs baseline '{safe_text(baseline_name)}'" if baseline_name else ""
+        delta_title = found.delta_title if found is not None else "delta"
+        compared = f"; {delta_title} vs baseline '{safe_text(baseline_name)}'" if baseline_name else ""
         title = f" torchbench {safe_text(metric_name)} ({_unit_title(metric_name, unit)}{compared}) "
         lines.append(title.center(width, "-"))
         for (group, label, module), block in _blocks(measured).items():
