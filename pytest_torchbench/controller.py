@@ -17,7 +17,7 @@ from ._compat import terminal_width
 from .judgement import UNCHANGED, Verdict, failure_message
 from .options import BenchSettings
 from .reports import jsonreport, junit, markdown, publish, terminal
-from .results import BenchmarkResult, nodeid_among
+from .results import BenchmarkResult
 from .refs import save_stamp
 from .storage import BaselineError, BaselineSet, save_set
 
@@ -99,22 +99,8 @@ class Controller:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.baseline is not None:
-            seen = {r.key for r in self.results}
-            measured = set(self.settings.modes)
-            # Missing: in a baseline module that ran, not produced now: either its test ran and
-            # recorded nothing of that name, or its test no longer exists. Tests deselected with
-            # -k/-m were collected, did not run, and are not missing.
-            # The node id is stored with each entry; files written before it was are matched
-            # against the collected tests (a parametrize id may contain " [" or " #").
-            known = self.collected | self.nodeids_run
-            nodeids = {key: entry.nodeid if entry.nodeid in known else nodeid_among(key, known)
-                       for key, entry in self.baseline.entries.items()}
-            candidates = {
-                key: entry for key, entry in self.baseline.entries.items()
-                if entry.module in self.modules_run
-                and (nodeids[key] in self.nodeids_run or nodeids[key] not in self.collected)
-            }
-            self.verdicts.extend(gate.missing(candidates, seen, measured))
+            in_scope = gate.missing_scope(self.baseline.entries, self.modules_run, self.nodeids_run, self.collected)
+            self.verdicts.extend(gate.missing(in_scope, (r.key for r in self.results), self.settings.modes))
         if self.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED:
             if self.settings.save:
                 self.notes.append("run interrupted: baselines were not written")

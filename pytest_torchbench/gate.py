@@ -10,10 +10,10 @@ module knows nothing of pytest.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import AbstractSet, Callable, Iterable, Mapping, Sequence
 
 from .judgement import judge_result, missing_verdicts
-from .results import BenchmarkResult
+from .results import BenchmarkResult, nodeid_among
 from .vocabulary import Policy, Verdict
 
 #: See or change, in place, the verdicts of one result: (result, its verdicts, its baseline entry).
@@ -42,6 +42,22 @@ def missing(baseline: Mapping[str, BenchmarkResult], seen: Iterable[str], metric
     """Baseline entries (of those given: the caller decides which are in scope) that no result
     had, for the metrics measured now."""
     return missing_verdicts(baseline, set(seen), set(metrics))
+
+
+def missing_scope(baseline: Mapping[str, BenchmarkResult], modules_run: AbstractSet[str],
+                  nodeids_run: AbstractSet[str], collected: AbstractSet[str]) -> dict[str, BenchmarkResult]:
+    """The baseline entries a pytest run answers for: those of a test module that ran, whose test
+    either ran (and recorded nothing of that name) or no longer exists. Tests deselected with
+    -k/-m were collected, did not run, and are not missing. The node id is stored with each
+    entry; files written before it was are matched against the collected tests (a parametrize id
+    may contain " [" or " #")."""
+    known = set(collected) | set(nodeids_run)
+    scope = {}
+    for key, entry in baseline.items():
+        nodeid = entry.nodeid if entry.nodeid in known else nodeid_among(key, known)
+        if entry.module in modules_run and (nodeid in nodeids_run or nodeid not in collected):
+            scope[key] = entry
+    return scope
 
 
 def gate(results: Sequence[BenchmarkResult], baseline: Mapping[str, BenchmarkResult], policy: Policy,

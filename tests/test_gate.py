@@ -90,3 +90,13 @@ def test_strict():
     assert shown(cli) == shown(plugin)
     assert {(v["key"].split("::")[1], v["status"]) for v in cli} == {
         ("test_loose", UNCHANGED), ("test_strict", REGRESSION), ("test_gone", MISSING)}
+
+
+def test_missing_scope_leaves_out_deselected_tests_and_modules_that_did_not_run() -> None:
+    base = {k: _result(k, 1.0) for k in ("test_m.py::ran", "test_m.py::deselected", "test_m.py::deleted")}
+    base["other.py::t"] = BenchmarkResult(key="other.py::t", module="other.py", label="t", sub_label="",
+                                          description="", metrics={"ops": OpsMetric({})})
+    scope = gate.missing_scope(base, modules_run={"test_m.py"}, nodeids_run={"test_m.py::ran"},
+                               collected={"test_m.py::ran", "test_m.py::deselected"})
+    assert sorted(scope) == ["test_m.py::deleted", "test_m.py::ran"]
+    assert [v.key for v in gate.missing(scope, ["test_m.py::ran"], ["ops"])] == ["test_m.py::deleted"]
