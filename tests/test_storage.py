@@ -155,3 +155,14 @@ def test_available_sets_and_names(tmp_path):
     for bad in ("", "../x", "a/b", ".hidden", "a b"):
         with pytest.raises(BaselineError):
             storage.validate_set_name(bad)
+
+
+def test_saving_again_keeps_earlier_time_medians_only_in_the_same_environment(tmp_path):
+    save_set(tmp_path / "main", [_result("tests/test_a.py::test_a", times=(1e-3,))])
+    save_set(tmp_path / "main", [_result("tests/test_a.py::test_a", times=(2e-3,))])
+    entry = load_set_from_folder(tmp_path / "main", "main").get("tests/test_a.py::test_a")
+    assert entry.metrics["time"].history == [1e-3]
+    other = Environment({"torch": "2.14", "python": "3.11"})
+    save_set(tmp_path / "main", [_result("tests/test_a.py::test_a", times=(3e-3,), env=other)])
+    entry = load_set_from_folder(tmp_path / "main", "main").get("tests/test_a.py::test_a")
+    assert entry.metrics["time"].history == []  # another environment: earlier runs do not apply

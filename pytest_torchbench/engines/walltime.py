@@ -12,6 +12,8 @@ Timer's default timer synchronises CUDA, so GPU work is timed to completion.
 from __future__ import annotations
 
 import dataclasses
+import os
+import time
 from typing import Any, Callable
 
 from torch.utils.benchmark import Measurement, Timer
@@ -29,7 +31,7 @@ class TimeSpec:
     num_threads: int = 1
     threshold: float = 0.1
     min_run_time: float = 0.1
-    max_run_time: float = 2.0  # adaptive_autorange says 10 s; a CI suite of many benchmarks cannot wait that long
+    max_run_time: float = 1.0  # adaptive_autorange says 10 s; pytest-benchmark stops at 1 s: a CI suite cannot wait longer
     block_time: float = 0.001
     min_replicates: int = 30
 
@@ -57,10 +59,25 @@ def _calibrate_number(timer: Timer, block_time: float) -> int:
         number = max(number * 2, 1 << max(estimate.bit_length() - 1, 0))
 
 
+def load_average() -> float | None:
+    """The 1-minute load average (runnable processes), or None where the OS has none."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
 def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
-    """Measure ``fn`` (already warmed up by the caller's first call) and return torch's Measurement."""
+    """Measure ``fn`` (already warmed up by the caller's first call) and return torch's Measurement.
+
+    ``metadata`` carries how undisturbed the measurement was, for the gate to say so: ``cpu_share``
+    is this thread's CPU time over the wall time of the whole measurement (1.0: it had a core all
+    the time; 0.4: other processes had it 60% of the time; only meaningful for single-threaded
+    CPU work, so None otherwise) and ``load`` the load average when it ended.
+    """
     spec = spec or TimeSpec()
     timer = make_timer(fn, spec)
+    wall_start, cpu_start = time.perf_counter(), time.thread_time()
     number = _calibrate_number(timer, spec.block_time)
     raw_times: list[float] = []
     total = 0.0
@@ -77,4 +94,18 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
             candidate = Measurement(number_per_run=number, raw_times=raw_times, task_spec=task_spec)
             if candidate.meets_confidence(threshold=spec.threshold):
                 break
-    return Measurement(number_per_run=number, raw_times=list(raw_times), task_spec=task_spec)
+    wall, cpu = time.perf_counter() - wall_start, time.thread_time() - cpu_start
+    single_threaded_cpu = spec.num_threads == 1 and not _cuda_in_use()
+    metadata = {
+        "cpu_share": min(1.0, cpu / wall) if single_threaded_cpu and wall > 0 else None,
+        "load": load_average(),
+    }
+    return Measurement(number_per_run=number, raw_times=list(raw_times), task_spec=task_spec,
+                       metadata=metadata)
+
+
+def _cuda_in_use() -> bool:
+    """GPU work waits on the device, off the CPU: CPU share says nothing about disturbance then."""
+    import torch
+
+    return bool(torch.cuda.is_available() and torch.cuda.is_initialized())

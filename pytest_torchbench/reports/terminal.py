@@ -9,10 +9,10 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, Verdict
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, Verdict
 from ..results import BenchmarkResult
 
-_MARKS = {REGRESSION: "!", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
+_MARKS = {REGRESSION: "!", NOISY: "~", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
 _LEGEND = "! regression   * improvement   ? not comparable   + new (no baseline)"
 
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
@@ -123,7 +123,7 @@ def render_tables(
 
 def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
     """One line per verdict worth reading: regressions first, then improvements, new, missing."""
-    order = [REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING]
+    order = [REGRESSION, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING]
     lines = []
     for status in order:
         chosen = [v for v in verdicts if v.status == status]
@@ -133,7 +133,7 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
         for verdict in chosen:
             flag = " FAILED" if verdict.failed else ""
             lines.append(f"  {verdict.key}: {verdict.summary}{flag}")
-            if status in (REGRESSION, IMPROVEMENT):
+            if status in (REGRESSION, NOISY, IMPROVEMENT):
                 lines.extend(f"      {d}" for d in verdict.details[:9])
     return lines
 
