@@ -143,6 +143,9 @@ def analyse(folder: Path) -> None:
             "fastest+band": min(c1) / band_min - 1 > limit if others else False,
             "fastest+allowance": r_min > allowed,
             "fastest+confirm+allowance": r_min > allowed and r_min2 > allowed,
+            "fastest+allowance>=100us": r_min > (allowed if min(b) >= 1e-4 else limit),
+            "chosen: fastest+band+allowance>=100us": (min(c1) / band_min - 1 if others else r_min)
+            > (allowed if min(b) >= 1e-4 else limit),
         }
 
     def rates(scale: float, classes: tuple[float, float] = (0.0, 1e9), pairs=None) -> tuple[dict, int]:
@@ -172,7 +175,7 @@ def analyse(folder: Path) -> None:
         if not n_c:
             continue
         cells = []
-        for d in ("median+MW (old)", "fastest", "fastest+confirm+allowance"):
+        for d in ("median+MW (old)", "fastest", "fastest+allowance>=100us"):
             smallest = next((s for s in (1.1, 1.15, 1.2, 1.3, 1.5, 2.0, 3.0, 5.0)
                              if rates(s, bounds)[0][d] >= 0.95 * n_c), None)
             cells.append(f"{d}: {'>5x' if smallest is None else f'+{(smallest - 1) * 100:.0f}%'} "

@@ -124,6 +124,90 @@ def test_slow_outliers_do_not_move_the_fastest_call():
     assert verdict.status == UNCHANGED and not verdict.failed
 
 
+# -- the time gate against the noise between runs ---------------------------------------------------
+
+
+def _quiet(metric, share=0.99, load=0.5, history=()):
+    metric.cpu_share, metric.load, metric.history = share, load, list(history)
+    return metric
+
+
+def test_time_reference_is_the_slowest_saved_run():
+    rng = random.Random(10)
+    baseline = _quiet(_metric(rng, 1e-3, 0.01), history=[1.1e-3, 0.95e-3])
+    reference, runs = time_reference(baseline)
+    assert reference == 1.1e-3
+    assert runs == [1.1e-3, 0.95e-3, baseline.fastest]
+    alone = _metric(rng, 1e-3, 0.01)
+    assert time_reference(alone) == (alone.fastest, [alone.fastest])
+
+
+def test_a_shift_seen_between_saved_runs_is_not_a_regression():
+    # The last saved run at 1.0 ms, an earlier one at 1.15 ms (memory-bound ops shift like this
+    # between runs): 1.2 ms now is +20% over the last run but only +4% over the slowest: unchanged.
+    rng = random.Random(11)
+    baseline = _quiet(_metric(rng, 1.0e-3, 0.01), history=[1.15e-3])
+    verdict = judge_metric("k", "time", _quiet(_metric(rng, 1.2e-3, 0.01)), baseline, Policy())
+    assert verdict.status == UNCHANGED and not verdict.failed
+    assert verdict.delta == pytest.approx(0.2, abs=0.03)
+    # without that history the same numbers fail
+    alone = judge_metric("k", "time", _quiet(_metric(rng, 1.2e-3, 0.01)), _quiet(_metric(rng, 1.0e-3, 0.01)), Policy())
+    assert alone.status == REGRESSION and alone.failed
+    # beyond every saved run: fails, and the line says the runs' range
+    baseline = _quiet(_metric(rng, 1.0e-3, 0.01), history=[1.02e-3])
+    verdict = judge_metric("k", "time", _quiet(_metric(rng, 1.3e-3, 0.01)), baseline, Policy())
+    assert verdict.status == REGRESSION
+    assert "; 2 saved runs 981.8 us-1.02 ms, +24.3% over the slowest)" in verdict.summary
+
+
+def test_disturbance_is_the_lowest_cpu_share_below_the_quiet_threshold():
+    rng = random.Random(12)
+    quiet, busy = _quiet(_metric(rng, 1e-3, 0.01)), _quiet(_metric(rng, 1e-3, 0.01), share=0.45)
+    assert time_disturbance(quiet, quiet) is None
+    assert time_disturbance(quiet, busy) == 0.45
+    assert time_disturbance(busy, quiet) == 0.45
+    assert time_disturbance(_metric(rng, 1e-3, 0.01), _metric(rng, 1e-3, 0.01)) is None  # unknown: not disturbed
+    assert time_allowance(0.1, None) == 0.1
+    assert time_allowance(0.1, 0.45) == pytest.approx(0.65)
+    assert time_allowance(0.1, 0.45, 1e-3) == pytest.approx(0.65)
+    assert time_allowance(0.1, 0.45, 20e-6) == 0.1  # short calls: their fastest call is not moved
+
+
+def test_busy_machine_slowdown_within_the_allowance_is_noisy_not_failed():
+    rng = random.Random(13)
+    current = _quiet(_metric(rng, 1.3e-3, 0.01), share=0.5, load=7.9)
+    verdict = judge_metric("k", "time", current, _quiet(_metric(rng, 1e-3, 0.01)), Policy())
+    assert verdict.status == NOISY and not verdict.failed
+    assert verdict.summary.endswith(": the machine was busy, a slowdown must exceed 60% to fail; "
+                                    "not failed, rerun on a quieter machine")
+    assert "this run: had a CPU 50% of its wall time, load average 7.9" in verdict.details
+    assert failure_message([verdict]) == ""
+
+
+def test_busy_machine_still_fails_a_doubling():
+    rng = random.Random(14)
+    current = _quiet(_metric(rng, 2e-3, 0.01), share=0.5, load=7.9)
+    verdict = judge_metric("k", "time", current, _quiet(_metric(rng, 1e-3, 0.01)), Policy())
+    assert verdict.status == REGRESSION and verdict.failed
+    assert "disturbed (CPU share 50% < 90%): slowdowns up to 60% are treated as noise" in verdict.details
+    assert "this run: had a CPU 50%" in failure_message([verdict])
+
+
+def test_busy_machine_short_calls_are_judged_on_the_limit():
+    rng = random.Random(16)
+    current = _quiet(_metric(rng, 13e-6, 0.01), share=0.3, load=7.9)
+    verdict = judge_metric("k", "time", current, _quiet(_metric(rng, 10e-6, 0.01)), Policy())
+    assert verdict.status == REGRESSION and verdict.failed
+    assert any("calls under 100 us have a fastest call other processes do not move" in d for d in verdict.details)
+
+
+def test_improvement_needs_to_beat_every_saved_run():
+    rng = random.Random(15)
+    baseline = _quiet(_metric(rng, 1.0e-3, 0.01), history=[0.75e-3])
+    verdict = judge_metric("k", "time", _quiet(_metric(rng, 0.8e-3, 0.01)), baseline, Policy())
+    assert verdict.status == UNCHANGED
+
+
 def test_limits_from_policy_override_the_default():
     rng = random.Random(4)
     current, baseline = _metric(rng, 1.2e-3, 0.01), _metric(rng, 1e-3, 0.01)

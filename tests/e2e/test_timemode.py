@@ -128,7 +128,10 @@ def test_new():
     result.stdout.re_match_lines([
         r"_+ test_slows _+",
         r"torchbench: test_bench.py::test_slows: time regressed: "
-        r"time 1\.\d+ ms -> 2\.\d+ ms \(\+\d+\.\d%, limit 10%, Mann-Whitney p=\S+ < 0\.001, n=\d+/\d+\)",
+        r"time 1\.\d+ ms -> 2\.\d+ ms \(\+\d+\.\d%, limit 10%; fastest call of \d+/\d+ blocks, "
+        r"median 1\.\d+ ms -> 2\.\d+ ms\)",
+        r"    this run: had a CPU \d+% of its wall time, load average \d+\.\d",
+        r"    baseline: had a CPU \d+% of its wall time, load average \d+\.\d",
     ])
     assert "improvement (1):" in out and "test_bench.py::test_speeds: time 1." in out
     assert "new (1):" in out and "test_bench.py::test_new" in out
@@ -141,7 +144,7 @@ def test_new():
         "test_bench.py::test_speeds": "improvement", "test_bench.py::test_steady": "unchanged",
     }
     slows = next(v for v in document["verdicts"] if v["key"] == "test_bench.py::test_slows")
-    assert slows["failed"] and 0.6 < slows["delta"] < 1.6 and slows["p_value"] < 0.001
+    assert slows["failed"] and 0.6 < slows["delta"] < 1.6
     assert document["compared_with"].endswith("main")
     assert {b["key"] for b in document["benchmarks"]} == set(statuses)
 
@@ -149,13 +152,13 @@ def test_new():
 def test_missing_benchmark_is_reported_and_limits_come_from_option_and_marker(bench):
     _write(bench)
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
-    # test_speeds removed; test_slows 30% slower is under --bench-fail=time:50%; test_steady 30%
-    # slower fails through its marker's 5% limit
+    # test_speeds removed; test_slows 30% slower is under --bench-fail=time:50%; test_steady 2.5x
+    # slower fails through its marker's 5% limit (2.5x: it must fail even on a busy machine)
     bench.pytester.makepyfile(test_bench=WORKLOADS.replace(
         "@pytest.mark.benchmark(max_run_time=0.5)\ndef test_steady",
         "@pytest.mark.benchmark(max_run_time=0.5, limits='time:5%')\ndef test_steady"
     ).split("@pytest.mark.benchmark(max_run_time=0.5)\ndef test_speeds")[0])
-    (bench.path / "factors.json").write_text(json.dumps({"slows": 1.3, "steady": 1.3}))
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 1.3, "steady": 2.5}))
     result = bench.run("--bench-compare=main", "--bench-fail=time:50%", FAST)
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
@@ -226,3 +229,46 @@ def test_bench_json_alone_turns_time_mode_on(bench):
     assert entry["key"] == "test_bench.py::test_steady" and entry["module"] == "test_bench.py"
     assert entry["metrics"]["time"]["raw_times"] and entry["environments"]["time"]["torch"]
     assert not (bench.path / "baselines").exists()
+
+
+def test_saved_runs_form_a_band_and_the_verdict_names_it(bench):
+    _write(bench)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    document = bench.load("main")
+    for key in ("test_bench.py::test_steady", "test_bench.py::test_slows"):
+        (earlier,) = document["benchmarks"][key]["metrics"]["time"]["history"]
+        assert 0.9e-3 < earlier < 1.2e-3  # the first run's fastest call, kept beside the second run
+    _write(bench, {"slows": 2.5})
+    result = bench.run("--bench-compare=main", FAST)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.re_match_lines([
+        r"torchbench: test_bench.py::test_slows: time regressed: time 1\.\d+ ms -> 2\.\d+ ms .*"
+        r"; 2 saved runs 1\.\d+ ms-1\.\d+ ms, \+1\d\d\.\d% over the slowest\)",
+    ])
+
+
+def test_busy_machine_gives_a_noisy_verdict_not_a_failure(bench):
+    """A slowdown between the limit and what the machine's load can explain is reported, not failed."""
+    import os
+    import subprocess
+    import sys
+
+    _write(bench)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    _write(bench, {"slows": 1.3})
+    # twice as many spinning processes as cores: the measuring thread gets well under 90% of a core
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        result = bench.run("--bench-compare=main", FAST)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    result.assert_outcomes(passed=3)
+    result.stdout.re_match_lines([
+        r"noisy \(1\):",
+        r"  test_bench.py::test_slows: time 1\.\d+ ms -> 1\.\d+ ms \(\+\d+\.\d%, .*\): the machine was busy, "
+        r"a slowdown must exceed \d+% to fail; not failed, rerun on a quieter machine",
+        r"      this run: had a CPU \d+% of its wall time, load average \d+\.\d",
+    ])
