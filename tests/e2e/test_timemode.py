@@ -135,7 +135,7 @@ def test_new():
     ])
     assert "improvement (1):" in out and "test_bench.py::test_speeds: time 1." in out
     assert "new (1):" in out and "test_bench.py::test_new" in out
-    assert "delta vs baseline 'main'" in out
+    assert "delta of the fastest call vs baseline 'main'" in out
     assert "test_steady" not in out.split("FAILED")[-1]
     document = json.loads(json_path.read_text())
     statuses = {v["key"]: v["status"] for v in document["verdicts"]}
