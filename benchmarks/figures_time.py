@@ -173,13 +173,14 @@ def figure_c(reps: int) -> dict:
 SUITE = ROOT / "benchmarks" / "suites" / "images"
 
 
-def _suite_run(args: list[str], hogs: int = 0) -> tuple[float, subprocess.CompletedProcess, tuple[float, float]]:
+def _suite_run(args: list[str], hogs: int = 0, python: str = sys.executable
+               ) -> tuple[float, subprocess.CompletedProcess, tuple[float, float]]:
     """One pytest session over the image suite; returns (seconds, process, load before/after)."""
     spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(hogs)]
     load = os.getloadavg()[0]
     start = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                               cwd=SUITE, env=ENV, capture_output=True, text=True)
     finally:
         for hog in spinning:
@@ -202,7 +203,7 @@ def _verdict_counts(path: Path) -> tuple[dict[str, int], list[float]]:
     return counts, deltas
 
 
-def figure_d(selection: list[str], with_pb: bool) -> dict:
+def figure_d(selection: list[str], with_pb: bool, pb_python: str, compare: bool = True) -> dict:
     folder = Path(tempfile.mkdtemp(prefix="tb-fig-d-"))
     ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
     found: dict = {}
@@ -211,7 +212,7 @@ def figure_d(selection: list[str], with_pb: bool) -> dict:
     spreads = [b["metrics"]["time"]["iqr"] / b["metrics"]["time"]["median"] for b in document["benchmarks"]]
     found["save"] = {"seconds": seconds, "load": load, "n": len(spreads),
                      "iqr_median": statistics.median(spreads), "iqr_worst": max(spreads)}
-    for name, hogs in (("aa", 0), ("aa_hogs", 2 * (os.cpu_count() or 1))):
+    for name, hogs in (("aa", 0), ("aa_hogs", 2 * (os.cpu_count() or 1))) if compare else ():
         out = folder / f"{name}.json"
         seconds, _, load = _suite_run([*ours, "--bench-compare=main", f"--bench-json={out}"], hogs=hogs)
         counts, deltas = _verdict_counts(out)
@@ -222,7 +223,8 @@ def figure_d(selection: list[str], with_pb: bool) -> dict:
                        "median_delta": deltas[len(deltas) // 2]}
     if with_pb:
         out = folder / "pb.json"
-        seconds, _, load = _suite_run(["-p", "no:torchbench", f"--benchmark-json={out}", *selection])
+        seconds, _, load = _suite_run(["-p", "no:torchbench", f"--benchmark-json={out}", *selection],
+                                      python=pb_python)
         stats = [b["stats"] for b in json.loads(out.read_text())["benchmarks"]]
         spreads = [s["iqr"] / s["median"] for s in stats]
         found["pb"] = {"seconds": seconds, "load": load, "n": len(stats),
@@ -236,6 +238,10 @@ def main() -> None:
     parser.add_argument("--only", default="a,b,c,d", help="which figures, e.g. 'b,d'")
     parser.add_argument("--suite-k", default="", help="-k expression for the image suite (a reduced run)")
     parser.add_argument("--power-count", type=int, default=0, help="(b) repetitions (default 100, --quick 50)")
+    parser.add_argument("--pb-python", default=sys.executable,
+                        help="(d) the interpreter that runs pytest-benchmark 5.2.3 (it fails under pytest 9: "
+                             "'Function' object has no attribute '_nodeid'; give one with pytest 8 and torch)")
+    parser.add_argument("--no-compare", action="store_true", help="(d) session cost only: save run and pytest-benchmark")
     args = parser.parse_args()
     only = set(args.only.split(","))
     reps = 2 if args.quick else 3
@@ -244,19 +250,16 @@ def main() -> None:
           f"load average {load:.1f} at start)")
     rows = []
     if "d" in only:
-        try:
-            import pytest_benchmark  # noqa: F401
-            with_pb = True
-        except ImportError:
-            with_pb = False
+        with_pb = subprocess.run([args.pb_python, "-c", "import pytest_benchmark"], capture_output=True).returncode == 0
+        if not with_pb:
             print("(d) pytest-benchmark is not installed: no comparison with it")
         selection = ["-k", args.suite_k] if args.suite_k else []
-        d = figure_d(selection, with_pb)
+        d = figure_d(selection, with_pb, args.pb_python, compare=not args.no_compare)
         n = d["save"]["n"]
         subset = f" (-k {args.suite_k})" if args.suite_k else ""
         print(f"(d) image suite{subset}: {n} benchmarks; save run {d['save']['seconds']:.0f} s "
               f"(load {d['save']['load'][0]:.1f}->{d['save']['load'][1]:.1f})")
-        for name in ("aa", "aa_hogs"):
+        for name in [n for n in ("aa", "aa_hogs") if n in d]:
             r = d[name]
             print(f"(d) compare{' with ' + str(r['hogs']) + ' CPU hogs' if r['hogs'] else ''}: {r['counts']}, "
                   f"load {r['load'][0]:.1f}->{r['load'][1]:.1f}, {r['seconds']:.0f} s; fastest-call deltas: "
