@@ -15,7 +15,7 @@ from .judgement import LimitSpecError, parse_limits
 MARKER_NAME = "benchmark"
 MARKER_DOC = (
     "benchmark(label=None, sub_label=None, description=None, num_threads=1, threshold=0.1, "
-    "min_run_time=0.1, max_run_time=1.0, limits=None, number=100, warmup=100, "
+    "min_run_time=0.1, max_run_time=0.25, limits=None, number=100, warmup=100, "
     "ops_by_shape=False, profile=None): the test is a benchmark for pytest-torchbench. "
     "Without the benchmark fixture the whole test body is measured."
 )
@@ -35,7 +35,7 @@ class BenchOptions:
     num_threads: int = 1
     threshold: float = 0.1
     min_run_time: float | None = None
-    max_run_time: float = 1.0
+    max_run_time: float = 0.25
     limits: Mapping[str, float] = dataclasses.field(default_factory=dict)
     number: int = 100  # instructions: calls per counted region, fixed per benchmark (see FACTS)
     warmup: int = 100  # instructions: calls before counting (specialisation, caches)
