@@ -39,6 +39,9 @@ class TimeSpec:
     block_time: float = 0.0001
     min_replicates: int = 30
     max_replicates: int = 1000  # bounds the time and the baseline's size (raw times are stored)
+    #: Blocks taken even past max_run_time (up to 10x it): the fastest of one or two blocks of a
+    #: long call on a busy machine says nothing (seen: 1 block of a 40 ms call under CPU hogs).
+    min_blocks: int = 5
 
 
 def make_timer(fn: Callable[[], Any], spec: TimeSpec) -> Timer:
@@ -93,7 +96,9 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
         elapsed = block.raw_times[0]
         raw_times.append(elapsed)
         total += elapsed
-        if total >= spec.max_run_time or len(raw_times) >= spec.max_replicates:
+        if len(raw_times) >= spec.max_replicates or total >= 10 * spec.max_run_time:
+            break
+        if total >= spec.max_run_time and len(raw_times) >= spec.min_blocks:
             break
         if total >= spec.min_run_time and len(raw_times) >= spec.min_replicates:
             candidate = Measurement(number_per_run=number, raw_times=raw_times, task_spec=task_spec)

@@ -22,3 +22,11 @@ def test_multithreaded_work_has_no_cpu_share():
     spec = walltime.TimeSpec(num_threads=2, min_run_time=0.01, max_run_time=0.05, min_replicates=5)
     measurement = walltime.measure(lambda: None, spec)
     assert measurement.metadata["cpu_share"] is None
+
+
+def test_long_calls_get_at_least_min_blocks_past_max_run_time():
+    import time
+
+    spec = walltime.TimeSpec(min_run_time=0.001, max_run_time=0.01, min_blocks=4)
+    measurement = walltime.measure(lambda: time.sleep(0.01), spec)  # one call outlasts max_run_time
+    assert len(measurement.raw_times) >= 4
