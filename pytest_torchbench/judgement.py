@@ -2,12 +2,16 @@
 
 How the gate decides (the README repeats this):
 
-* time: a benchmark regressed when its median per-call time is slower than the baseline's by more
-  than the limit (default 10%) AND a one-sided Mann-Whitney U test on the raw replicate times says
-  the current samples are larger with p < 0.001. The ratio alone flags noise on a busy machine; the
-  test alone flags differences too small to matter; asv uses the same conjunction. Mann-Whitney is
-  rank-based, so it makes no normality assumption (timings are skewed, with outliers from
-  preemption), and it is exact for small samples.
+* time: a benchmark regressed when its fastest call (the fastest replicate block, per call) is
+  slower than the baseline's by more than the limit (default 10%), and slower than the fastest
+  call of every earlier saved run the baseline keeps by more than the limit. Why the fastest: other
+  processes only ever add time, and on a loaded 2-core machine (CPU share 0.25-0.4) the A/A
+  change of the fastest call of sub-100-us benchmarks stayed within +-3% where medians moved
+  -35%..+55% (benchmarks/time_designs.py). Why several saved runs: the noise between runs
+  (memory state, frequency) is what a gate must beat, and one run's replicates cannot show it.
+  When either measurement had its CPU less than 90% of the time (other processes ran) and calls
+  take 100 us or more, the slowdown must also exceed what the load alone explains,
+  (1 + limit) / share - 1; below that the verdict is "noisy": reported, not failed.
 * instructions: counts are deterministic, so no statistics: more than the limit (default 1%) above
   the baseline per run is a regression; more than the limit below is a stale baseline.
 * ops: any change of an op's calls per iteration (default limit 0) fails.
@@ -193,6 +197,8 @@ UNCHANGED = "unchanged"
 NEW = "new"
 MISSING = "missing"
 NOT_COMPARABLE = "not comparable"
+#: time only: slower beyond the limit, but measured on a machine too busy to tell (reported, not failed)
+NOISY = "noisy"
 
 
 @dataclasses.dataclass
@@ -273,30 +279,103 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds:.3g} s"  # pragma: no cover
 
 
+#: A measuring thread that had a core less than this share of the wall time was disturbed by other
+#: processes (load), so its times carry their noise (see time_disturbance).
+QUIET_CPU_SHARE = 0.9
+
+
+def time_reference(baseline: Any) -> tuple[float, list[float]]:
+    """What a time is compared with: the slowest of the baseline's saved runs, and all of them.
+
+    Each run is represented by its fastest call (see _judge_time). A baseline saved several times
+    in the same environment keeps the earlier runs' values: their spread is the noise between
+    runs (cache and memory state, CPU frequency, neighbours), which the replicates of one run do
+    not show. Comparing with the slowest of them means a run fails only when it is slower than
+    every run the baseline has seen, by more than the limit.
+    """
+    runs = [*baseline.history, baseline.fastest]
+    return max(runs), runs
+
+
+def time_disturbance(current: Any, baseline: Any) -> float | None:
+    """The lowest CPU share of the two measurements when below QUIET_CPU_SHARE, else None.
+
+    CPU share = the measuring thread's CPU time over the wall time of its measurement: 1.0 means
+    it had a core all the time; 0.4 means other processes had it 60% of the time, and then they
+    also share its caches and memory bandwidth, which slows even its fastest calls.
+    """
+    shares = [m.cpu_share for m in (current, baseline) if getattr(m, "cpu_share", None) is not None]
+    lowest = min(shares, default=None)
+    return lowest if lowest is not None and lowest < QUIET_CPU_SHARE else None
+
+
+#: Calls at least this long touch enough memory that other processes' cache and memory traffic
+#: slow even the fastest of them; shorter calls have a fastest call no neighbour can move (measured
+#: at CPU share 0.13-0.40: A/A within 1% of benchmarks, +15% caught; see benchmarks/time_designs.py).
+SHORT_CALL = 100e-6
+
+
+def time_allowance(limit: float, disturbed_share: float | None, fastest_call: float = SHORT_CALL) -> float:
+    """The slowdown a run must exceed to fail: the limit; on a disturbed machine, for calls of
+    SHORT_CALL or more, what the load alone can explain: a thread that had its core a share s of
+    the time can take 1/s as long with no change to the code, so (1 + limit) / s - 1 (s = 0.5:
+    +120%; a 2x slowdown still fails above s = 0.55; measured, a gentler allowance of
+    limit + (1 - s) still failed 4% of A/A comparisons at s = 0.13-0.40, this one 0.4%)."""
+    if disturbed_share is None or fastest_call < SHORT_CALL:
+        return limit
+    return (1.0 + limit) / max(disturbed_share, 0.01) - 1.0
+
+
 def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-    now, then = current.median, baseline.median
+    """Compare the fastest call of each run (see the module docstring for why, with numbers)."""
+    now, then = current.fastest, baseline.fastest
     delta = now / then - 1.0 if then > 0 else 0.0
-    if delta > limit:
-        p_value = mann_whitney_greater(current.times, baseline.times)
-        significant = p_value < policy.alpha
-        status = REGRESSION if significant else UNCHANGED
-    elif delta < -limit:
-        p_value = mann_whitney_greater(baseline.times, current.times)
-        significant = p_value < policy.alpha
-        status = IMPROVEMENT if significant else UNCHANGED
-    else:
-        p_value, significant, status = None, False, UNCHANGED
+    reference, runs = time_reference(baseline)
+    over = now / reference - 1.0 if reference > 0 else 0.0
+    disturbed = time_disturbance(current, baseline)
+    allowed = time_allowance(limit, disturbed, then)
+    status = UNCHANGED
+    if over > limit:
+        status = REGRESSION if over > allowed else NOISY
+    elif delta < -limit and now < min(runs) * (1.0 - limit):
+        status = IMPROVEMENT
     summary = (
         f"time {format_seconds(then)} -> {format_seconds(now)} ({format_percent(delta)}, "
-        f"limit {limit * 100:g}%"
+        f"limit {limit * 100:g}%; fastest call of {len(baseline.raw_times)}/{len(current.raw_times)} "
+        f"blocks, median {format_seconds(baseline.median)} -> {format_seconds(current.median)}"
     )
-    if p_value is not None:
-        summary += (
-            f", Mann-Whitney p={p_value:.2g} {'<' if significant else '>='} {policy.alpha:g}, "
-            f"n={len(current.raw_times)}/{len(baseline.raw_times)}"
-        )
+    if len(runs) > 1:
+        summary += (f"; {len(runs)} saved runs {format_seconds(min(runs))}-{format_seconds(max(runs))}, "
+                    f"{format_percent(over)} over the slowest")
     summary += ")"
-    return Verdict(key, "time", status, then, now, limit, p_value, summary)
+    details = _time_conditions(current, baseline, disturbed if status != IMPROVEMENT else None,
+                               allowed) if status != UNCHANGED else []
+    if status == NOISY:
+        summary += (f": the machine was busy, a slowdown must exceed {allowed * 100:.0f}% "
+                    f"to fail; not failed, rerun on a quieter machine")
+    return Verdict(key, "time", status, then, now, limit, None, summary, details)
+
+
+def _time_conditions(current: Any, baseline: Any, disturbed: float | None, allowed: float) -> list[str]:
+    """What the machine was like during both measurements, in numbers a user can check."""
+    lines = []
+    for name, metric in (("this run", current), ("baseline", baseline)):
+        parts = []
+        if getattr(metric, "cpu_share", None) is not None:
+            parts.append(f"had a CPU {metric.cpu_share * 100:.0f}% of its wall time")
+        if getattr(metric, "load", None) is not None:
+            parts.append(f"load average {metric.load:.1f}")
+        if parts:
+            lines.append(f"{name}: {', '.join(parts)}")
+    if disturbed is not None:
+        if baseline.fastest < SHORT_CALL:
+            lines.append(f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%), "
+                         f"but calls under {format_seconds(SHORT_CALL)} have a fastest call other "
+                         f"processes do not move: the limit applies")
+        else:
+            lines.append(f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%): "
+                         f"slowdowns up to {allowed * 100:.0f}% are treated as noise")
+    return lines
 
 
 #: Frames whose counts move with locking and thread hand-over rather than with the benchmark's own

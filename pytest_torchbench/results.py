@@ -105,11 +105,23 @@ def collect_environment(num_threads: int | None = None) -> Environment:
 
 @dataclasses.dataclass
 class TimeMetric:
-    """Wall time: the raw replicate block times are kept, because significance tests need samples."""
+    """Wall time: the raw replicate block times are kept, because significance tests need samples.
+
+    ``cpu_share`` (the measuring thread's CPU time over the measurement's wall time) and ``load``
+    (the load average) say how disturbed the machine was, so a verdict can say so. ``history``
+    holds the fastest per-call times of earlier saved runs of the same benchmark in the same
+    environment (newest last): the spread between runs, which replicates of one run cannot show.
+    """
 
     number_per_run: int
     raw_times: list[float]  # seconds per block of ``number_per_run`` calls, as Measurement.raw_times
     measurement: Any = None  # torch.utils.benchmark.Measurement, when measured in this process
+    cpu_share: float | None = None
+    load: float | None = None
+    history: list[float] = dataclasses.field(default_factory=list)
+
+    #: How many earlier saved runs a baseline keeps.
+    HISTORY = 4
 
     @property
     def times(self) -> list[float]:
@@ -129,21 +141,48 @@ class TimeMetric:
         q1, q3 = np.quantile(self.times, [0.25, 0.75])
         return float(q3 - q1)
 
+    @property
+    def fastest(self) -> float:
+        """The fastest replicate block, per call: what the gate compares (other processes only
+        ever add time, so this is the least disturbed estimate of the code's own speed)."""
+        return min(self.times)
+
     @classmethod
     def from_measurement(cls, measurement: Any) -> TimeMetric:
+        metadata = getattr(measurement, "metadata", None) or {}
         return cls(
             number_per_run=int(measurement.number_per_run),
             raw_times=[float(t) for t in measurement.raw_times],
             measurement=measurement,
+            cpu_share=_optional_float(metadata.get("cpu_share")),
+            load=_optional_float(metadata.get("load")),
         )
 
+    def saved_over(self, previous: TimeMetric) -> TimeMetric:
+        """This run saved where ``previous`` was (same environment): keep the earlier runs' fastest.
+
+        Saving the very same samples again (the same run saved twice) is not a new run: the
+        history stays as it was, so saving twice writes the same bytes.
+        """
+        if [round_sig(t) for t in self.raw_times] == [round_sig(t) for t in previous.raw_times]:
+            return dataclasses.replace(self, history=list(previous.history))
+        history = [*previous.history, round_sig(previous.fastest)][-self.HISTORY:]
+        return dataclasses.replace(self, history=history)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "number_per_run": self.number_per_run,
             "median": round_sig(self.median),
             "iqr": round_sig(self.iqr),
             "raw_times": [round_sig(t) for t in self.raw_times],
         }
+        if self.cpu_share is not None:
+            data["cpu_share"] = round(self.cpu_share, 3)
+        if self.load is not None:
+            data["load"] = round(self.load, 2)
+        if self.history:
+            data["history"] = [round_sig(t) for t in self.history]
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> TimeMetric:
@@ -151,7 +190,16 @@ class TimeMetric:
         number = int(data["number_per_run"])
         if not isinstance(raw, list) or not raw or number < 1:
             raise ValueError("time needs a non-empty raw_times list and number_per_run >= 1")
-        return cls(number_per_run=number, raw_times=[float(t) for t in raw])
+        history = data.get("history", [])
+        if not isinstance(history, list) or not all(isinstance(t, (int, float)) and t > 0 for t in history):
+            raise ValueError("time.history must be a list of positive times")
+        return cls(number_per_run=number, raw_times=[float(t) for t in raw],
+                   cpu_share=_optional_float(data.get("cpu_share")), load=_optional_float(data.get("load")),
+                   history=[float(t) for t in history])
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 _RECURSION_SUFFIX = re.compile(r"'\d+$")

@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 from typing import Iterable, Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, Verdict
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, Verdict
 from ..results import BenchmarkResult
 from .common import group_of, metric_rank, metric_value, safe_delta
 from .text import finite, safe_number, safe_text
 
-_MARKS = {REGRESSION: "!", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
-_LEGEND = "! regression   * improvement   ? not comparable   + new (no baseline)"
+_MARKS = {REGRESSION: "!", NOISY: "~", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
+_LEGEND = "! regression   ~ noisy (not failed)   * improvement   ? not comparable   + new (no baseline)"
 
 _TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 
@@ -131,6 +131,8 @@ def render_tables(
                 pass
         unit, scale = _time_unit(values) if metric_name == "time" else ("", 1.0)
         compared = f"; delta vs baseline '{safe_text(baseline_name)}'" if baseline_name else ""
+        if baseline_name and metric_name == "time":
+            compared = f"; delta of the fastest call vs baseline '{safe_text(baseline_name)}'"  # what the gate judges
         title = f" torchbench {safe_text(metric_name)} ({_unit_title(metric_name, unit)}{compared}) "
         lines.append(title.center(width, "-"))
         for (group, label, module), block in _blocks(measured).items():
@@ -162,7 +164,7 @@ def render_tables(
 
 def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
     """One line per verdict worth reading: regressions first, then improvements, new, missing."""
-    order = [REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING]
+    order = [REGRESSION, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING]
     lines = []
     for status in order:
         chosen = [v for v in verdicts if v.status == status]
