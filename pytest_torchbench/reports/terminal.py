@@ -174,7 +174,7 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
         for verdict in chosen:
             flag = " FAILED" if verdict.failed else ""
             lines.append(f"  {safe_text(verdict.key)}: {safe_text(verdict.summary)}{flag}")
-            if status in (REGRESSION, IMPROVEMENT):
+            if status in (REGRESSION, NOISY, IMPROVEMENT):
                 lines.extend(f"      {safe_text(d)}" for d in verdict.details[:9])
     return lines
 
