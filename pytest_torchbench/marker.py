@@ -51,8 +51,8 @@ class BenchOptions:
     warmup: int | None = None
     ops_by_shape: bool = False
     profile: Mapping[str, Any] | None = None  # profiler options for --bench-profile / bench_profiler
-    # Counting modes seed torch, numpy and random with this before the warm-up and again before
-    # the counted region, so code that draws random numbers counts the same run to run.
+    # Counting modes seed torch, numpy and random with this before the warm-up (ops, memory: again
+    # before the counted region), so code that draws random numbers counts the same run to run.
     seed: int | None = 0
     # pytest-benchmark's keywords, mapped onto time mode (counting modes ignore them):
     group: str | None = None  # a column of the results, as pytest-benchmark's --benchmark-group-by=group

@@ -35,7 +35,7 @@ def _dump_dir() -> str:
 
 
 def count_instructions(fn: Callable[[], Any], *, number: int | None, warmup: int | None, task_spec: Any,
-                       before_region: Callable[[], None] | None = None) -> Any:
+                       before_warmup: Callable[[], None] | None = None) -> Any:
     """Count ``fn`` in this counted worker; torch's CallgrindStats back (total over ``number``).
 
     For ``bench_timer(...).collect_callgrind()``, whose caller wants the stats object itself: the
@@ -44,11 +44,12 @@ def count_instructions(fn: Callable[[], Any], *, number: int | None, warmup: int
     from .engines import callgrind
 
     return callgrind.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=_dump_dir(),
-                             before_region=before_region)
+                             before_warmup=before_warmup)
 
 
 def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, warmup: int | None,
                                 num_threads: int,
+                                before_warmup: Callable[[], None] | None = None,
                                 before_region: Callable[[], None] | None = None) -> InstructionsMetric:
     """Count ``fn`` and hand the unread dump to the controller (``InstructionsMetric.dump``).
 
@@ -59,7 +60,8 @@ def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, wa
     from .engines import callgrind
 
     region = callgrind.count_region(fn, number=number, warmup=warmup, out_dir=_dump_dir(),
-                                    num_threads=num_threads, before_region=before_region)
+                                    num_threads=num_threads, before_warmup=before_warmup,
+                                    before_region=before_region)
     return InstructionsMetric.pending(str(region.dump), region.number, region.warmup)
 
 
@@ -245,10 +247,14 @@ class BenchSession:
         from .seeding import chain, seeder
 
         # Seed first, so that a setup drawing random inputs draws the same ones every run.
-        before_region = chain(seeder(options.seed), before_region)
+        seed = seeder(options.seed)
         if mode == "instructions":
+            # Seeded once, before the warm-up (see callgrind.count_region: re-seeding right before
+            # the counted region moved Python-heavy counts); pedantic's setup before both.
             return count_region_for_controller(fn, number=options.number, warmup=options.warmup,
-                                               num_threads=options.num_threads, before_region=before_region)
+                                               num_threads=options.num_threads, before_warmup=seed,
+                                               before_region=before_region)
+        before_region = chain(seed, before_region)
         if mode == "ops":
             from .engines import profiler
 
