@@ -5,6 +5,13 @@ import torch
 from torch import nn
 
 
+# Python-heavy (nn.Module dispatch): its count follows heap addresses through CPython's dict and
+# type caches, which moved it by up to ~1% between otherwise identical runs (README, Figures);
+# 3% still fails a real regression (one extra op here is several percent).
+PYTHON_HEAVY = pytest.mark.benchmark(limits="instructions:3%")
+
+
+@PYTHON_HEAVY
 def test_backward(benchmark, generator):
     torch.manual_seed(0)
     layer = nn.Linear(8, 8)
@@ -18,6 +25,7 @@ def test_backward(benchmark, generator):
     assert layer.weight.grad is not None
 
 
+@PYTHON_HEAVY
 def test_sgd_step(benchmark, generator):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))

@@ -15,12 +15,19 @@ class TinyMLP(nn.Module):
         return self.net(x)
 
 
+# Python-heavy (nn.Module dispatch): its count follows heap addresses through CPython's dict and
+# type caches, which moved it by up to ~1% between otherwise identical runs (README, Figures);
+# 3% still fails a real regression (one extra op here is several percent).
+PYTHON_HEAVY = pytest.mark.benchmark(limits="instructions:3%")
+
+
 @pytest.fixture
 def model() -> TinyMLP:
     torch.manual_seed(0)
     return TinyMLP().eval()
 
 
+@PYTHON_HEAVY
 @pytest.mark.parametrize("batch", [1, 8])
 def test_mlp_forward(benchmark, model, generator, batch):
     x = torch.randn(batch, 16, generator=generator)

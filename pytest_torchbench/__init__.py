@@ -16,7 +16,7 @@ from .metrics.ops import OpsMetric  # noqa: E402
 from .metrics.time import TimeMetric  # noqa: E402
 from .results import BenchmarkResult  # noqa: E402
 from .vocabulary import (  # noqa: E402
-    IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Bars, Distribution, Environment,
+    IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Bars, Distribution, Environment,
     Heading, Policy, Verdict,
 )
 
@@ -24,7 +24,7 @@ __all__ = [
     "__version__",
     # results and verdicts (the arguments of the pytest_torchbench_* hooks)
     "BenchmarkResult", "Environment", "Verdict", "Policy",
-    "REGRESSION", "IMPROVEMENT", "UNCHANGED", "NEW", "MISSING", "NOT_COMPARABLE",
+    "REGRESSION", "IMPROVEMENT", "UNCHANGED", "NEW", "MISSING", "NOT_COMPARABLE", "NOISY",
     # the built-in metrics' values
     "TimeMetric", "InstructionsMetric", "OpsMetric", "MemoryMetric",
     # writing a metric (pytest_torchbench_register_metrics)

@@ -330,7 +330,7 @@ def _recording_timer_class() -> type:
 
                 stats = count_instructions(statement, number=number, warmup=self._recorder.options.warmup,
                                            task_spec=self._task_spec,
-                                           before_region=seeder(self._recorder.options.seed))
+                                           before_warmup=seeder(self._recorder.options.seed))
                 result = self._session.record_measurement(
                     "instructions", InstructionsMetric.from_stats(stats), self._task_spec.num_threads,
                     self._naming(),

@@ -18,7 +18,7 @@ from .judgement import LimitSpecError, parse_limits
 MARKER_NAME = "benchmark"
 MARKER_DOC = (
     "benchmark(label=None, sub_label=None, description=None, num_threads=1, threshold=0.1, "
-    "min_run_time=0.1, max_run_time=2.0, limits=None, number=None, warmup=None, seed=0, "
+    "min_run_time=0.1, max_run_time=0.25, limits=None, number=None, warmup=None, seed=0, "
     "ops_by_shape=False, profile=None; pytest-benchmark's group, min_rounds, min_time, max_time, "
     "timer, disable_gc, warmup=True/False, warmup_iterations, calibration_precision, cprofile): "
     "the test is a benchmark for pytest-torchbench. Without the benchmark fixture the whole test "
@@ -43,7 +43,7 @@ class BenchOptions:
     num_threads: int = 1
     threshold: float = 0.1
     min_run_time: float | None = None
-    max_run_time: float = 2.0
+    max_run_time: float = 0.25
     limits: Mapping[str, float] = dataclasses.field(default_factory=dict)
     # instructions: calls per counted region and calls before it; None = adaptive (a probe call's
     # instruction count picks both, the same on every run: engines/callgrind/collect.plan_calls)
@@ -51,8 +51,8 @@ class BenchOptions:
     warmup: int | None = None
     ops_by_shape: bool = False
     profile: Mapping[str, Any] | None = None  # profiler options for --bench-profile / bench_profiler
-    # Counting modes seed torch, numpy and random with this before the warm-up and again before
-    # the counted region, so code that draws random numbers counts the same run to run.
+    # Counting modes seed torch, numpy and random with this before the warm-up (ops, memory: again
+    # before the counted region), so code that draws random numbers counts the same run to run.
     seed: int | None = 0
     # pytest-benchmark's keywords, mapped onto time mode (counting modes ignore them):
     group: str | None = None  # a column of the results, as pytest-benchmark's --benchmark-group-by=group

@@ -37,7 +37,10 @@ owns_key = pytest.StashKey[bool]()
 session_key = pytest.StashKey["BenchSession | None"]()
 recorder_key = pytest.StashKey[ItemRecorder]()
 
-BENCH_FIXTURES = ("benchmark", "bench_timer")
+#: A test using one of these records what it measures itself, so its body is not measured as a whole.
+#: bench_profiler is among them: it carries the benchmark marker (for -m benchmark), and measuring
+#: its body in ops or memory mode would start a second profiler inside the test's own.
+BENCH_FIXTURES = ("benchmark", "bench_timer", "bench_profiler")
 #: A test using one of these is a benchmark (it gets the marker at collection: -m benchmark).
 SELECTING_FIXTURES = ("benchmark", "bench_timer", "bench_profiler")
 #: pytest-benchmark's plugin, as registered from its entry point, -p, or a conftest's pytest_plugins.

@@ -178,7 +178,9 @@ class BenchSession:
             from .seeding import chain, seeder
 
             # Seed first, so that a setup drawing random inputs draws the same ones every run.
-            before_region = chain(seeder(options.seed), before_region)
+            seed = seeder(options.seed)
+            return metric.measure(fn, MeasureContext(options, naming, self.min_run_time,
+                                                     chain(seed, before_region), seed, before_region))
         return metric.measure(fn, MeasureContext(options, naming, self.min_run_time, before_region))
 
     def record_measurement(self, metric: str, value: Any, num_threads: int, naming: Naming) -> BenchmarkResult:

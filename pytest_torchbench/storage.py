@@ -268,7 +268,15 @@ def merge_entries(
         old.label, old.sub_label, old.description = result.label, result.sub_label, result.description
         old.group, old.extra_info = result.group, dict(result.extra_info)
         old.module, old.nodeid, old.limits = result.module, result.nodeid, dict(result.limits)
-        old.metrics.update(result.metrics)
+        for metric_name, metric in result.metrics.items():
+            # A metric that keeps earlier saved runs (time: their medians, the spread between
+            # runs) carries them over when the new run was measured in the same environment.
+            previous, saved_over = old.metrics.get(metric_name), getattr(metric, "saved_over", None)
+            same_env = (old.environments.get(metric_name) is not None
+                        and old.environments.get(metric_name) == result.environments.get(metric_name))
+            if previous is not None and saved_over is not None and same_env and type(previous) is type(metric):
+                metric = saved_over(previous)
+            old.metrics[metric_name] = metric
         for metric_name in result.metrics:
             env = result.environments.get(metric_name)
             if env is None:

@@ -24,6 +24,8 @@ UNCHANGED = "unchanged"
 NEW = "new"
 MISSING = "missing"
 NOT_COMPARABLE = "not comparable"
+#: A time slowdown beyond the limit but within what the machine's load explains: listed, not failed.
+NOISY = "noisy"
 
 DEFAULT_ALPHA = 0.001
 

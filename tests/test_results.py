@@ -118,3 +118,37 @@ def test_instructions_names_match_torchs_as_standardized():
     assert {InstructionsMetric.standardized_name(n) for n in theirs} == set(ours)
     assert set(ours) == {"build/../aten/src/ATen/native/Copy.cpp:copy_", "Python/ceval.c:_PyEval_EvalFrameDefault",
                          "Objects/dictobject.c:lookdict"}
+
+
+def test_time_metric_keeps_disturbance_and_history_in_json():
+    metric = TimeMetric(2, [2e-3, 2.2e-3, 1.8e-3], cpu_share=0.4567, load=7.891, history=[1.2e-3])
+    data = metric.to_json()
+    assert data["cpu_share"] == 0.457 and data["load"] == 7.89 and data["history"] == [1.2e-3]
+    again = TimeMetric.from_json(data)
+    assert (again.cpu_share, again.load, again.history) == (0.457, 7.89, [1.2e-3])
+    plain = TimeMetric(1, [1e-3]).to_json()  # nothing measured: the keys stay out of the file
+    assert set(plain) == {"number_per_run", "median", "iqr", "raw_times"}
+    with pytest.raises(ValueError, match="history"):
+        TimeMetric.from_json({**data, "history": ["x"]})
+
+
+def test_saving_over_a_time_metric_keeps_the_last_medians():
+    first = TimeMetric(1, [1e-3])
+    second = TimeMetric(1, [2e-3]).saved_over(first)
+    assert second.history == [1e-3]
+    third = TimeMetric(1, [3e-3]).saved_over(second)
+    assert third.history == [1e-3, 2e-3]
+    assert TimeMetric(1, [3e-3]).saved_over(third).history == third.history  # same run again: no change
+    many = first
+    for k in range(2, 9):
+        many = TimeMetric(1, [k * 1e-3]).saved_over(many)
+    assert many.history == [4e-3, 5e-3, 6e-3, 7e-3]  # the last TimeMetric.HISTORY runs
+
+
+def test_measurement_metadata_becomes_cpu_share_and_load():
+    from torch.utils.benchmark import Measurement
+    from torch.utils.benchmark.utils.common import TaskSpec
+
+    measurement = Measurement(1, [1e-3, 1e-3], TaskSpec("x", "pass"), metadata={"cpu_share": 0.9, "load": 1.5})
+    metric = TimeMetric.from_measurement(measurement)
+    assert (metric.cpu_share, metric.load) == (0.9, 1.5)

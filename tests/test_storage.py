@@ -266,3 +266,14 @@ def test_nonsense_numbers_name_file_key_and_field(metric, data, needle):
 def test_zero_op_counts_and_zero_memory_are_accepted():
     for metric, data in (("ops", {"ops": {"aten::add": 0.0}}), ("memory", {"peak_bytes": {"cpu": 0}})):
         assert parse_baseline_document(_document(metric, data), "b/x.json")["m.py::t"].metrics[metric]
+
+
+def test_saving_again_keeps_earlier_time_medians_only_in_the_same_environment(tmp_path):
+    save_set(tmp_path / "main", [_result("tests/test_a.py::test_a", times=(1e-3,))])
+    save_set(tmp_path / "main", [_result("tests/test_a.py::test_a", times=(2e-3,))])
+    entry = load_set_from_folder(tmp_path / "main", "main").get("tests/test_a.py::test_a")
+    assert entry.metrics["time"].history == [1e-3]
+    other = Environment({"torch": "2.14", "python": "3.11"})
+    save_set(tmp_path / "main", [_result("tests/test_a.py::test_a", times=(3e-3,), env=other)])
+    entry = load_set_from_folder(tmp_path / "main", "main").get("tests/test_a.py::test_a")
+    assert entry.metrics["time"].history == []  # another environment: earlier runs do not apply

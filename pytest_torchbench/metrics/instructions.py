@@ -40,7 +40,7 @@ def _dump_dir() -> str:
 
 
 def count_instructions(fn: Callable[[], Any], *, number: int | None, warmup: int | None, task_spec: Any,
-                       before_region: Callable[[], None] | None = None) -> Any:
+                       before_warmup: Callable[[], None] | None = None) -> Any:
     """Count ``fn`` in this counted worker; torch's CallgrindStats back (total over ``number``).
 
     For ``bench_timer(...).collect_callgrind()``, whose caller wants the stats object itself: the
@@ -49,11 +49,12 @@ def count_instructions(fn: Callable[[], Any], *, number: int | None, warmup: int
     from ..engines.callgrind import collect
 
     return collect.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=_dump_dir(),
-                           before_region=before_region)
+                           before_warmup=before_warmup)
 
 
 def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, warmup: int | None,
                                 num_threads: int,
+                                before_warmup: Callable[[], None] | None = None,
                                 before_region: Callable[[], None] | None = None) -> InstructionsMetric:
     """Count ``fn`` and hand the unread dump to the controller (``InstructionsMetric.dump``).
 
@@ -64,7 +65,8 @@ def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, wa
     from ..engines.callgrind import collect
 
     region = collect.count_region(fn, number=number, warmup=warmup, out_dir=_dump_dir(),
-                                  num_threads=num_threads, before_region=before_region)
+                                  num_threads=num_threads, before_warmup=before_warmup,
+                                  before_region=before_region)
     return InstructionsMetric.pending(str(region.dump), region.number, region.warmup)
 
 
@@ -283,8 +285,10 @@ class Instructions(Metric):
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> InstructionsMetric:
         options = context.options
+        # Seeded once, before the warm-up (see callgrind.count_region); pedantic's setup before both.
         return count_region_for_controller(fn, number=options.number, warmup=options.warmup,
-                                           num_threads=options.num_threads, before_region=context.before_region)
+                                           num_threads=options.num_threads, before_warmup=context.seed,
+                                           before_region=context.setup)
 
     def environment_facts(self) -> Mapping[str, str]:
         from ..engines import callgrind

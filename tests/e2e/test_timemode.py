@@ -7,14 +7,15 @@ from conftest import FAST
 
 # Each benchmark busy-waits a fixed time scaled by a factor read from factors.json beside the
 # test file, so the same test can be made slower (or faster) between two runs. Busy-waiting on
-# perf_counter gives a ~1 ms workload whose 2x slowdown is unmistakable on a loaded machine.
+# perf_counter gives a ~50 us workload (a deadline: preemption does not stretch it past its end,
+# and calls under 100 us are judged on the limit alone, however busy the machine is).
 WORKLOADS = """
 import json, os, time, pytest
 
 FACTORS = json.load(open(os.path.join(os.path.dirname(__file__), "factors.json")))
 
 def work(name):
-    end = time.perf_counter() + 0.001 * FACTORS.get(name, 1.0)
+    end = time.perf_counter() + 0.00005 * FACTORS.get(name, 1.0)
     while time.perf_counter() < end:
         pass
 
@@ -82,7 +83,7 @@ def test_save_writes_deterministic_json_with_schema_environment_and_raw_times(be
     time = document["benchmarks"]["test_bench.py::test_steady"]["metrics"]["time"]
     assert time["env"] in document["environments"]
     assert len(time["raw_times"]) >= 30
-    assert abs(time["median"] - 0.001) < 0.0005
+    assert 40e-6 < min(time["raw_times"]) / time["number_per_run"] < 75e-6
     # diff-friendly: sorted keys, one line per raw time list, trailing newline; re-rendering the
     # parsed document gives the same bytes
     assert text.endswith("}\n")
@@ -128,11 +129,14 @@ def test_new():
     result.stdout.re_match_lines([
         r"_+ test_slows _+",
         r"torchbench: test_bench.py::test_slows: time regressed: "
-        r"time 1\.\d+ ms -> 2\.\d+ ms \(\+\d+\.\d%, limit 10%, Mann-Whitney p=\S+ < 0\.001, n=\d+/\d+\)",
+        r"time 5\d\.\d+ us -> 1\d\d\.\d+ us \(\+\d+\.\d%, limit 10%; fastest call of \d+/\d+ blocks, "
+        r"median \d+\.?\d* us -> \d+\.?\d* us\)",
+        r"    this run: had a CPU \d+% of its wall time, load average \d+\.\d",
+        r"    baseline: had a CPU \d+% of its wall time, load average \d+\.\d",
     ])
-    assert "improvement (1):" in out and "test_bench.py::test_speeds: time 1." in out
+    assert "improvement (1):" in out and "test_bench.py::test_speeds: time 5" in out
     assert "new (1):" in out and "test_bench.py::test_new" in out
-    assert "delta vs baseline 'main'" in out
+    assert "delta of the fastest call vs baseline 'main'" in out
     assert "test_steady" not in out.split("FAILED")[-1]
     document = json.loads(json_path.read_text())
     statuses = {v["key"]: v["status"] for v in document["verdicts"]}
@@ -141,7 +145,7 @@ def test_new():
         "test_bench.py::test_speeds": "improvement", "test_bench.py::test_steady": "unchanged",
     }
     slows = next(v for v in document["verdicts"] if v["key"] == "test_bench.py::test_slows")
-    assert slows["failed"] and 0.6 < slows["delta"] < 1.6 and slows["p_value"] < 0.001
+    assert slows["failed"] and 0.6 < slows["delta"] < 1.6
     assert document["compared_with"].endswith("main")
     assert {b["key"] for b in document["benchmarks"]} == set(statuses)
 
@@ -149,13 +153,13 @@ def test_new():
 def test_missing_benchmark_is_reported_and_limits_come_from_option_and_marker(bench):
     _write(bench)
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
-    # test_speeds removed; test_slows 30% slower is under --bench-fail=time:50%; test_steady 30%
-    # slower fails through its marker's 5% limit
+    # test_speeds removed; test_slows 30% slower is under --bench-fail=time:50%; test_steady 2.5x
+    # slower fails through its marker's 5% limit (2.5x: it must fail even on a busy machine)
     bench.pytester.makepyfile(test_bench=WORKLOADS.replace(
         "@pytest.mark.benchmark(max_run_time=0.5)\ndef test_steady",
         "@pytest.mark.benchmark(max_run_time=0.5, limits='time:5%')\ndef test_steady"
     ).split("@pytest.mark.benchmark(max_run_time=0.5)\ndef test_speeds")[0])
-    (bench.path / "factors.json").write_text(json.dumps({"slows": 1.3, "steady": 1.3}))
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 1.3, "steady": 2.5}))
     result = bench.run("--bench-compare=main", "--bench-fail=time:50%", FAST)
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
@@ -226,3 +230,46 @@ def test_bench_json_alone_turns_time_mode_on(bench):
     assert entry["key"] == "test_bench.py::test_steady" and entry["module"] == "test_bench.py"
     assert entry["metrics"]["time"]["raw_times"] and entry["environments"]["time"]["torch"]
     assert not (bench.path / "baselines").exists()
+
+
+def test_saved_runs_form_a_band_and_the_verdict_names_it(bench):
+    _write(bench)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    document = bench.load("main")
+    for key in ("test_bench.py::test_steady", "test_bench.py::test_slows"):
+        (earlier,) = document["benchmarks"][key]["metrics"]["time"]["history"]
+        assert 45e-6 < earlier < 75e-6  # the first run's fastest call, kept beside the second run
+    _write(bench, {"slows": 2.5})
+    result = bench.run("--bench-compare=main", FAST)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.re_match_lines([
+        r"torchbench: test_bench.py::test_slows: time regressed: time 5\d\.\d+ us -> 1\d\d\.\d+ us .*"
+        r"; 2 saved runs 5\d\.\d+ us-5\d\.\d+ us, \+1\d\d\.\d% over the slowest\)",
+    ])
+
+
+def test_busy_machine_gives_a_noisy_verdict_not_a_failure(bench):
+    """A slowdown between the limit and what the machine's load can explain is reported, not failed."""
+    import os
+    import subprocess
+    import sys
+
+    _write(bench, {"slows": 20})  # 1 ms calls: long enough for the load allowance
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    _write(bench, {"slows": 26})
+    # twice as many spinning processes as cores: the measuring thread gets well under 90% of a core
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        result = bench.run("--bench-compare=main", FAST)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    result.assert_outcomes(passed=3)
+    result.stdout.re_match_lines([
+        r"noisy \(1\):",
+        r"  test_bench.py::test_slows: time 1\.\d+ ms -> 1\.\d+ ms \(\+\d+\.\d%, .*\): the machine was busy, "
+        r"a slowdown must exceed \d+% to fail; not failed, rerun on a quieter machine",
+        r"      this run: had a CPU \d+% of its wall time, load average \d+\.\d",
+    ])
