@@ -1,6 +1,7 @@
 """A training step: forward, backward and an optimizer update."""
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 
