@@ -42,6 +42,22 @@ def metric_value(metric_name: str, metric: Any) -> float:
     return as_float(registry.get(metric_name).headline(metric))
 
 
+def unjudged(results: Iterable[BenchmarkResult], verdicts: Iterable[Verdict]) -> list[tuple[BenchmarkResult, Verdict]]:
+    """Metrics measured but not judged (no baseline compared), as "measured" verdicts, so that the
+    tables of a save run list them beside the judged ones."""
+    judged = {(v.key, v.metric) for v in verdicts}
+    found = []
+    for result in results:
+        for name, metric in result.metrics.items():
+            if (result.key, name) not in judged:
+                try:
+                    value: float | None = metric_value(name, metric)
+                except (KeyError, AttributeError, TypeError, ValueError):
+                    value = None
+                found.append((result, Verdict(result.key, name, "measured", current=value)))
+    return found
+
+
 def format_value(metric: str, value: float | None) -> str:
     """A headline value as text; never raises (NaN, inf and huge numbers included)."""
     if value is None:

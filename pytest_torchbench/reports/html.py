@@ -34,7 +34,7 @@ from ..results import BenchmarkResult, nodeid_of
 from ..vocabulary import Bars, Distribution, Heading
 from .common import (
     count_tests, format_delta, format_value, group_of, metric_rank, metric_value, safe_delta, status_rank,
-    verdicts_by_key, worst_status,
+    unjudged, verdicts_by_key, worst_status,
 )
 from .text import finite, safe_number, safe_text
 
@@ -336,16 +336,8 @@ def _overview(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], g
     carry their sort value in ``data-v`` (numbers sort as numbers, text as text)."""
     results_by_key = {r.key: r for r in results}
     rows: list[tuple[int, str, str, int, str]] = []
-    judged = {(v.key, v.metric) for v in verdicts}
     entries: list[tuple[str, Verdict]] = [(v.key, v) for v in verdicts]
-    for result in results:
-        for name, metric in result.metrics.items():
-            if (result.key, name) not in judged:
-                try:
-                    value: float | None = metric_value(name, metric)
-                except (KeyError, AttributeError, TypeError, ValueError):
-                    value = None
-                entries.append((result.key, Verdict(result.key, name, "measured", current=value)))
+    entries.extend((result.key, verdict) for result, verdict in unjudged(results, verdicts))
     for key, verdict in entries:
         found = results_by_key.get(key)
         current = verdict.current

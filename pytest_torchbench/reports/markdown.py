@@ -20,7 +20,7 @@ from ..metrics import registry
 from ..results import BenchmarkResult
 from .common import (
     count_tests, format_delta, format_value, group_of, metric_rank, metric_value, safe_delta, status_rank,
-    verdicts_by_key,
+    unjudged, verdicts_by_key,
 )
 from .text import markdown_code_block, markdown_text
 
@@ -74,7 +74,6 @@ def _rows(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> li
     """(group, key, verdict) for every verdict, plus a pseudo-verdict ("measured") for each metric of
     a result that was not judged (no baseline); sorted regressions first, then group, key, metric."""
     results_by_key = {r.key: r for r in results}
-    judged = {(v.key, v.metric) for v in verdicts}
     rows = []
     for verdict in verdicts:
         result = results_by_key.get(verdict.key)
@@ -85,14 +84,7 @@ def _rows(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> li
             except (KeyError, AttributeError, TypeError, ValueError):
                 pass
         rows.append((group_of(result), verdict.key, verdict))
-    for result in results:
-        for name, metric in result.metrics.items():
-            if (result.key, name) not in judged:
-                try:
-                    value: float | None = metric_value(name, metric)
-                except (KeyError, AttributeError, TypeError, ValueError):
-                    value = None
-                rows.append((group_of(result), result.key, Verdict(result.key, name, "measured", current=value)))
+    rows.extend((group_of(result), result.key, verdict) for result, verdict in unjudged(results, verdicts))
     rows.sort(key=lambda r: (status_rank(r[2].status), r[0], r[1], metric_rank(r[2].metric)))
     return rows
 
