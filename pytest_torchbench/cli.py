@@ -13,6 +13,8 @@ usage errors. A report file that cannot be written is an ERROR line and leaves t
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import shutil
 import sys
 from pathlib import Path
@@ -47,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--baselines-dir", metavar="DIR", default="baselines",
                         help="the baselines folder (default: ./baselines)")
+    parser.add_argument("-p", dest="plugins", metavar="PLUGIN", action="append", default=[],
+                        help="load the metrics that PLUGIN registers (a module name or a .py file such as "
+                        "tests/conftest.py, defining pytest_torchbench_register_metrics); repeatable")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     compare = commands.add_parser("compare", help="compare B (current) with A (baseline); exit 1 on regressions")
     compare.add_argument("baseline", metavar="A", help="the baseline: set name, git revision or path")
@@ -60,10 +65,50 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("baseline", metavar="A", help="set name, git revision or path")
     for sub in (compare, show):
         sub.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        sub.add_argument("-p", dest="sub_plugins", metavar="PLUGIN", action="append", default=[],
+                         help=argparse.SUPPRESS)
         sub.add_argument("--markdown", metavar="PATH", type=Path, help="also write a Markdown summary")
         sub.add_argument("--html", metavar="PATH", type=Path, help="also write a self-contained HTML report")
         sub.add_argument("--json", metavar="PATH", type=Path, help="also write results and verdicts as JSON")
     return parser
+
+
+def load_plugin_metrics(plugin: str) -> list[str]:
+    """Import ``plugin`` (a module name, or a path to a .py file such as a conftest) and register
+    the metrics its ``pytest_torchbench_register_metrics(config=None)`` returns.
+
+    Why: a set saved with a plugin's metric cannot be read without that metric's JSON form and
+    judge; pytest finds plugins and conftests itself, this command has to be told."""
+    path = Path(plugin)
+    try:
+        if plugin.endswith(".py") or path.is_file():
+            if not path.is_file():
+                raise UsageError(f"-p {plugin}: no such file")
+            name = "torchbench_plugin_" + "_".join(path.resolve().with_suffix("").parts[-3:]).replace("-", "_")
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise UsageError(f"-p {plugin}: cannot import this file")
+            module = importlib.util.module_from_spec(spec)
+            sys.path.insert(0, str(path.resolve().parent))  # as pytest does for a conftest's siblings
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(plugin)
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - anything the user's module raises on import is one line
+        raise UsageError(f"-p {plugin}: import failed: {type(exc).__name__}: {exc}") from None
+    hook = getattr(module, "pytest_torchbench_register_metrics", None)
+    if not callable(hook):
+        raise UsageError(f"-p {plugin}: defines no pytest_torchbench_register_metrics(config)")
+    try:
+        returned = hook(config=None)
+    except Exception as exc:  # noqa: BLE001
+        raise UsageError(f"-p {plugin}: pytest_torchbench_register_metrics failed: {type(exc).__name__}: {exc}") from None
+    try:
+        return registry.register_returned(returned, f"-p {plugin}: pytest_torchbench_register_metrics")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _resolve(ref: str, role: str, baselines_dir: Path) -> BaselineSet:
@@ -114,6 +159,17 @@ def run(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         raise UsageError("name a command: torchbench compare A B, or torchbench show A (see torchbench --help)")
     baselines_dir = Path(args.baselines_dir).absolute()
+    added: list[str] = []
+    try:
+        for plugin in [*args.plugins, *getattr(args, "sub_plugins", [])]:
+            added += load_plugin_metrics(plugin)
+        return _run_command(args, baselines_dir)
+    finally:
+        for name in added:  # run() is also called in-process (tests): leave the registry as found
+            registry.unregister(name)
+
+
+def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
     if args.command == "show":
         shown = _resolve(args.baseline, "show", baselines_dir)
         results = [shown.entries[k] for k in sorted(shown.entries)]

@@ -10,7 +10,6 @@ from typing import Mapping, Sequence
 import pytest
 
 from .metrics import registry
-from .metrics.base import Metric
 from .results import BenchmarkResult
 from .vocabulary import USER_FACT_PREFIX, Verdict
 
@@ -20,20 +19,12 @@ def register_metrics(config: pytest.Config) -> list[str]:
     that the caller can unregister them at the end. A bad return value is one usage-error line."""
     added: list[str] = []
     for metrics in reversed(config.hook.pytest_torchbench_register_metrics(config=config)):
-        if metrics is None:
-            continue
-        if isinstance(metrics, Metric) or not isinstance(metrics, (list, tuple)):
-            raise pytest.UsageError(
-                "pytest_torchbench_register_metrics must return a list of pytest_torchbench.Metric "
-                f"instances or None, got {type(metrics).__name__}"
-            )
-        for metric in metrics:
-            try:
-                added += registry.register_all([metric])
-            except (TypeError, ValueError) as exc:
-                for name in added:
-                    registry.unregister(name)
-                raise pytest.UsageError(f"pytest_torchbench_register_metrics: {exc}") from None
+        try:
+            added += registry.register_returned(metrics, "pytest_torchbench_register_metrics")
+        except ValueError as exc:
+            for name in added:
+                registry.unregister(name)
+            raise pytest.UsageError(str(exc)) from None
     return added
 
 

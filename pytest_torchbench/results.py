@@ -78,10 +78,19 @@ def collect_environment(num_threads: int | None = None) -> Environment:
 # --------------------------------------------------------------------------------------------------
 
 
+class UnknownMetricError(ValueError):
+    """Stored data names a metric no loaded plugin registered: not a corrupt file, a missing
+    plugin (or conftest), so readers say which metric and how to load it instead of "malformed"."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"unknown metric {name!r}")
+        self.metric = name
+
+
 def metric_from_json(name: str, data: Mapping[str, Any]) -> Any:
     metric = registry.find(name)
     if metric is None:
-        raise ValueError(f"unknown metric {name!r}")
+        raise UnknownMetricError(name)
     return metric.from_json(data)
 
 
@@ -206,7 +215,7 @@ def limits_from_json(data: Any) -> dict[str, float]:
     limits = {}
     for name, value in data.items():
         if registry.find(str(name)) is None:
-            raise ValueError(f"limits: unknown metric {name!r}")
+            raise UnknownMetricError(str(name))
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ValueError(f"limits.{name} is {value!r}; it must be a finite fraction >= 0")
         limits[str(name)] = float(value)

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from .results import (
-    SCHEMA_VERSION, BenchmarkResult, Environment, invalid_number, limits_from_json, metric_from_json,
-    metric_to_json,
+    SCHEMA_VERSION, BenchmarkResult, Environment, UnknownMetricError, invalid_number, limits_from_json,
+    metric_from_json, metric_to_json,
 )
 
 SET_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -139,6 +139,13 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
                 extra_info=dict(entry.get("extra_info", {})),
                 limits=limits_from_json(entry.get("limits")),
             )
+    except UnknownMetricError as exc:
+        raise BaselineError(
+            f"baseline file {where} holds metric {exc.metric!r}, which no loaded plugin registers "
+            "(metrics beyond the built-in ones come from a plugin or conftest's "
+            "pytest_torchbench_register_metrics): run where that plugin is loaded (for the torchbench "
+            "command: -p MODULE or -p path/to/conftest.py); the file was left untouched"
+        ) from None
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
         if len(detail) > 200:

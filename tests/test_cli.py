@@ -83,3 +83,26 @@ def test_entry_points(tmp_path: Path, bench_env: None) -> None:
     assert "comparing 'pr'" in done.stdout
     done = subprocess.run([sys.executable, "-m", "pytest_torchbench", "--help"], capture_output=True, text=True)
     assert done.returncode == 0 and "compare" in done.stdout
+
+
+@pytest.mark.parametrize("plugin_text, needle", [
+    (None, "-p nosuch_plugin_module: import failed: ModuleNotFoundError"),
+    ("x = 1\n", "defines no pytest_torchbench_register_metrics(config)"),
+    ("raise RuntimeError('boom')\n", "import failed: RuntimeError: boom"),
+    ("def pytest_torchbench_register_metrics(config):\n    return 'lines'\n",
+     "must return a list of pytest_torchbench.Metric instances or None, got str"),
+    ("def pytest_torchbench_register_metrics(config):\n    raise KeyError(config)\n",
+     "pytest_torchbench_register_metrics failed: KeyError: None"),
+])
+def test_plugin_option_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str], plugin_text: str | None,
+                                           needle: str) -> None:
+    _sets(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    plugin = "nosuch_plugin_module"
+    if plugin_text is not None:
+        (tmp_path / "myplugin.py").write_text(plugin_text)
+        plugin = "myplugin.py"
+    assert main(["-p", plugin, "show", "main"]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith("torchbench: error: ") and needle in err and err.count("\n") == 1, err

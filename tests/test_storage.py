@@ -97,7 +97,7 @@ def test_corrupt_file_is_not_overwritten_by_save(tmp_path):
     ('{"schema": 2}', "has schema 2"),
     ('{"module": "m"}', "has schema None"),
     ('{"schema": 1, "module": "m"}', "missing field 'benchmarks'"),
-    ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"speed": {}}}}}', "unknown metric 'speed'"),
+    ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"speed": {}}}}}', "holds metric 'speed', which no loaded plugin registers"),
     ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '
      '{"number_per_run": 1, "raw_times": [1], "env": "abc"}}}}}', "unknown environment id 'abc'"),
     ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '

@@ -77,6 +77,28 @@ def register_all(metrics: Iterable[Metric]) -> list[str]:
     return added
 
 
+def register_returned(returned: object, source: str) -> list[str]:
+    """Register what one ``pytest_torchbench_register_metrics`` implementation returned (a list of
+    Metric instances, or None); the names added. Anything else is a ValueError naming ``source``,
+    and nothing of that return value stays registered. Shared by the pytest glue and the CLI."""
+    if returned is None:
+        return []
+    if isinstance(returned, Metric) or not isinstance(returned, (list, tuple)):
+        raise ValueError(
+            f"{source} must return a list of pytest_torchbench.Metric instances or None, "
+            f"got {type(returned).__name__}"
+        )
+    added: list[str] = []
+    for metric in returned:
+        try:
+            added += register_all([metric])
+        except (TypeError, ValueError) as exc:
+            for name in added:
+                unregister(name)
+            raise ValueError(f"{source}: {exc}") from None
+    return added
+
+
 for _builtin in (Time(), Instructions(), Ops(), Memory()):
     register(_builtin)
 #: The metrics that ship with pytest-torchbench.

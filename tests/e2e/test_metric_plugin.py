@@ -4,6 +4,9 @@ JUnit, Markdown and HTML, and validated when read back. Its one file is the conf
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 #: A real metric: Python line events of one call of the benchmark (sys.settrace), deterministic.
@@ -100,6 +103,21 @@ def test_a_metric_registered_by_a_plugin_goes_the_whole_way(bench) -> None:  # t
     properties = {p.get("name"): p.get("value") for p in ET.parse(bench.path / "junit.xml").iter("property")}
     assert properties["torchbench.verdict.lines"] == "regression (failed)"
     assert float(properties["torchbench.lines.value"]) > lines
+    # The torchbench command reads and judges the same sets once told where the metric comes from;
+    # without it, it says which metric is missing and how to load it (not "malformed").
+    assert bench.run("--bench-mode=lines", "--bench-save=pr").ret == 0
+    cli = [sys.executable, "-m", "pytest_torchbench"]
+    unknown = subprocess.run([*cli, "compare", "main", "pr"], cwd=bench.path, capture_output=True, text=True)
+    assert unknown.returncode == 4, unknown.stderr
+    assert "holds metric 'lines', which no loaded plugin registers" in unknown.stderr
+    assert "-p path/to/conftest.py" in unknown.stderr and unknown.stderr.count("\n") == 1
+    judged = subprocess.run([*cli, "-p", "conftest.py", "compare", "main", "pr"], cwd=bench.path,
+                            capture_output=True, text=True)
+    assert judged.returncode == 1, judged.stdout + judged.stderr
+    assert re.search(r"test_bench.py::test_loop: lines \d+ -> \d+ \(\+[\d.]+%, limit 5%\) FAILED", judged.stdout)
+    same = subprocess.run([*cli, "compare", "main", "main", "-p", "conftest.py"], cwd=bench.path,
+                          capture_output=True, text=True)
+    assert same.returncode == 0, same.stdout + same.stderr
     # The limit option knows the new name; a bad number in its baseline is one line, exit 4.
     assert bench.run("--bench-mode=lines", "--bench-compare=main", "--bench-fail=lines:200%").ret == 0
     path = bench.baseline("main")
