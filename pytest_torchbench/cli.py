@@ -27,6 +27,7 @@ from .refs import resolve_compare
 from .reports import jsonreport, publish, terminal
 from .results import BenchmarkResult
 from .storage import BaselineError, BaselineSet
+from .text import safe_text
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 4
 
@@ -202,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run(argv)
     except UsageError as exc:
-        print(f"torchbench: error: {exc}", file=sys.stderr)
+        print(f"torchbench: error: {safe_text(exc)}", file=sys.stderr)  # may quote a user's module
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 2

@@ -106,3 +106,13 @@ def test_plugin_option_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.M
     assert main(["-p", plugin, "show", "main"]) == 4
     err = capsys.readouterr().err
     assert err.startswith("torchbench: error: ") and needle in err and err.count("\n") == 1, err
+
+
+def test_plugin_errors_are_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A user's module can raise any text; it reaches the terminal (and CI logs) escaped."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "evil.py").write_text("raise ValueError('\\x1b[2J\\n::error::pwned')\n")
+    assert main(["-p", "evil.py", "show", "main"]) == 4
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and err.count("\n") == 1 and "import failed: ValueError" in err, err
