@@ -18,6 +18,7 @@ from .judgement import UNCHANGED, Verdict, failure_message
 from .options import BenchSettings
 from .reports import jsonreport, junit, markdown, publish, terminal
 from .results import BenchmarkResult
+from .session import BenchSession
 from .refs import save_stamp
 from .storage import BaselineError, BaselineSet, save_set
 
@@ -25,17 +26,20 @@ REPORT_ATTRIBUTE = "torchbench"
 
 
 class Controller:
-    def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None) -> None:
+    def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None,
+                 session: BenchSession | None = None) -> None:
         self.config = config
         self.settings = settings
         self.baseline = baseline
+        #: This process's measuring side: in a serial run it still holds the callable of the test
+        #: being judged, so a failed verdict can be explained by re-running it (op call sites).
+        self.session = session
         self.results: list[BenchmarkResult] = []
         self.verdicts: list[Verdict] = []
         self.modules_run: set[str] = set()
         self.nodeids_run: set[str] = set()
         self.collected: set[str] = set()  # before -k/-m deselection: a test not here was removed
         self.saved: list[Path] = []
-        self.profiles: list[dict[str, Any]] = []  # bench_profiler blocks, as profile_extras
         self.notes: list[str] = []
         self.interrupted = False
         self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
@@ -53,8 +57,6 @@ class Controller:
         payload: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
         if report.when == "call":
             self.nodeids_run.add(report.nodeid)
-        if payload and payload.get("profiles"):
-            self.profiles.extend(payload["profiles"])
         if report.when == "teardown" and report.nodeid in self._pending_properties:
             report.user_properties = [*report.user_properties, *self._pending_properties.pop(report.nodeid)]
         if report.when == "call" and payload and payload.get("results"):
@@ -72,6 +74,8 @@ class Controller:
         properties: list[tuple[str, object]] = []
         for result in results:
             judged = gate.judge(result, baseline, self.settings.policy, self._review)
+            if self.session is not None and baseline is not None and any(v.failed for v in judged):
+                self.session.explain(result, judged, baseline.get(result.key), self.settings.rootdir)
             properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
             verdicts.extend(judged)
         self.verdicts.extend(verdicts)
@@ -106,21 +110,22 @@ class Controller:
                 self.notes.append("run interrupted: baselines were not written")
             return
         crashed = self.crashed_tests()
+        measured = [r for r in self.results if r.metrics]  # a profile alone is no baseline
         if crashed and self.settings.save:
             self.notes.append(
                 f"a test process died while running {', '.join(crashed)}: "
                 f"baseline set '{self.settings.save}' was not written"
             )
-        elif self.settings.save and self.results:
+        elif self.settings.save and measured:
             folder = self.settings.baselines_dir / self.settings.save
             try:
-                self.saved = save_set(folder, self.results, stamp=save_stamp(folder))
+                self.saved = save_set(folder, measured, stamp=save_stamp(folder))
             except (BaselineError, OSError) as exc:
                 self.notes.append(f"ERROR: baselines not written: {exc}")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
             else:
                 self.notes.append(
-                    f"saved {len(self.results)} benchmark result(s) to baseline set "
+                    f"saved {len(measured)} benchmark result(s) to baseline set "
                     f"'{self.settings.save}' ({folder}; {len(self.saved)} file(s) changed)"
                 )
         elif self.settings.save:
@@ -150,7 +155,7 @@ class Controller:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         write = terminalreporter.write_line
-        if self.results or self.verdicts or self.notes or self.profiles:
+        if self.results or self.verdicts or self.notes:
             terminalreporter.section("torchbench", sep="=")
         name = self.baseline.name if self.baseline is not None else None
         width = terminal_width(terminalreporter)
@@ -162,8 +167,7 @@ class Controller:
                 write(line)
             if not shown and self.results:
                 write(f"no changes beyond the limits against baseline '{name}' ({self.baseline.source})")
-        profiled = [{"nodeid": r.key, **r.extras["profile"]} for r in self.results if "profile" in r.extras]
-        for line in terminal.render_profiles(profiled + self.profiles):
+        for line in terminal.render_profiles(self.results):
             write(line)
         for note in self.notes:
             write(f"torchbench: {note}")

@@ -12,6 +12,7 @@ from typing import Iterable, Iterator
 
 from .base import Metric
 from .instructions import Instructions
+from .kernels import Kernels
 from .memory import Memory
 from .ops import Ops
 from .time import Time
@@ -77,7 +78,7 @@ def register_all(metrics: Iterable[Metric]) -> list[str]:
     return added
 
 
-for _builtin in (Time(), Instructions(), Ops(), Memory()):
+for _builtin in (Time(), Instructions(), Ops(), Memory(), Kernels()):
     register(_builtin)
 #: The metrics that ship with pytest-torchbench.
 BUILTIN = names()

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_torchbench.engines import profiler as prof_engine
 from pytest_torchbench.engines.profiler import (
     ITERATION_MARKER,
     ProfilerActiveError,
@@ -22,8 +21,9 @@ from pytest_torchbench.engines.profiler import (
     count_ops,
     peak_memory,
     profile_run,
-    safe_file_stem,
 )
+from pytest_torchbench.engines.profiler import iterations, traces
+from pytest_torchbench.text import safe_file_stem
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 MiB = 1024 * 1024
@@ -160,8 +160,8 @@ def test_count_ops_reports_the_common_iteration_not_a_mean(xy: tuple[torch.Tenso
 def test_representative_prefers_majority_then_latest() -> None:
     a = collections.Counter({"aten::add": 1})
     b = collections.Counter({"aten::add": 2})
-    assert prof_engine._representative([b, a, a]) == a
-    assert prof_engine._representative([a, b]) == b
+    assert iterations.representative([b, a, a]) == a
+    assert iterations.representative([a, b]) == b
 
 
 def test_count_ops_rejects_bad_arguments() -> None:
@@ -221,7 +221,7 @@ def test_trace_compressed_when_large(
     tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     x, y = xy
-    monkeypatch.setattr(prof_engine, "TRACE_COMPRESS_THRESHOLD_BYTES", 100)
+    monkeypatch.setattr(traces, "TRACE_COMPRESS_THRESHOLD_BYTES", 100)
     summary = profile_run(lambda: x + y, iterations=2, options=ProfilerOptions(), trace_path=tmp_path / "t.json")
     assert summary.error is None
     assert summary.trace_path == tmp_path / "t.json.gz"

@@ -10,6 +10,8 @@ import pytest
 
 from pytest_torchbench.reports import html
 
+from conftest import profile_record
+
 
 def _links(text: str) -> list[str]:
     return re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', text)
@@ -43,13 +45,13 @@ def test_escaping_and_url_traces() -> None:
 
     result = BenchmarkResult("t.py::test[<b>]", "t.py", "test", "<b>", "\x1b[2J\n::error title=x::boom",
                              {"ops": OpsMetric({"aten::add": 1, "<script>alert(1)</script>": 2})},
-                             extras={"trace": "https://ci.example/trace.json"})
+                             extras={"profiles": [profile_record("https://ci.example/trace.json")]})
     text = html.render([result], [], None, None)
     assert "<b>]" not in text and "&lt;b&gt;" in text
     assert "<script>alert" not in text and "\x1b" not in text and "\n::error" not in text
     assert 'href="https://ci.example/trace.json"' in text
     # A trace name that would be a javascript: URL is quoted into a harmless relative link.
-    evil = BenchmarkResult("t.py::t", "t.py", "t", "", "", {}, extras={"trace": "javascript:alert(1)"})
+    evil = BenchmarkResult("t.py::t", "t.py", "t", "", "", {}, extras={"profiles": [profile_record("javascript:alert(1)")]})
     assert 'href="javascript:' not in html.render([evil], [], None, None)
 
 
@@ -58,7 +60,7 @@ def test_trace_links_from_bench_profile_and_relative_to_the_report(tmp_path: Pat
 
     trace = tmp_path / "traces" / "t.py__test-1a2b3c4d.json"
     result = BenchmarkResult("t.py::test", "t.py", "test", "", "", {"ops": OpsMetric({"aten::add": 1})},
-                             extras={"profile": {"trace": str(trace), "top_ops": []}})
+                             extras={"profiles": [profile_record(str(trace))]})
     assert 'href="traces/t.py__test-1a2b3c4d.json"' in html.render([result], [], None, None, base=tmp_path)
     assert f'href="{trace.as_uri()}"' in html.render([result], [], None, None)
 
