@@ -1,6 +1,9 @@
 """The measuring side of a run: one per process that runs tests (the only one serially, each xdist
 worker otherwise). It turns a callable into a BenchmarkResult by running the engines of the session's
-modes. It never reads baselines: judging is the controller's (see controller.py for why).
+modes. It never reads baselines: judging is the controller's (see controller.py for why). It keeps
+each test's measured callables until the test's teardown: where the controller judges in this same
+process (a serial run without valgrind), it hands a failed verdict back to :meth:`BenchSession.explain`,
+which re-runs the callable for details only a re-run can give (op call sites), for that test only.
 """
 from __future__ import annotations
 

@@ -81,7 +81,10 @@ def count_kernels(
         raise RuntimeError("this torch version does not expose the profiler's raw events")
     counters = kernels_per_iteration(
         Windows.of_raw(prof),
-        ((ev.start_ns(), ev.correlation_id()) for ev in raw if not _is_device(ev)),
+        # CPU ops (frontend events: no link of their own); CUDA runtime calls such as
+        # cudaLaunchKernel are CPU events too, but linked, and their ids are CUPTI's.
+        ((ev.start_ns(), ev.correlation_id()) for ev in raw
+         if not _is_device(ev) and ev.linked_correlation_id() == 0),
         ((ev.name(), ev.linked_correlation_id()) for ev in raw if _is_device(ev)),
     )
     if len(counters) != iterations:  # pragma: no cover - would mean the profiler lost our markers
