@@ -43,6 +43,9 @@ class Controller:
         self.notes: list[str] = []
         self.interrupted = False
         self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
+        # Failed reports with verdicts whose explanation needs a re-run in another process:
+        # (report, all its verdicts, refresh command, those verdicts, their nodeid by key).
+        self._to_explain: list[tuple[pytest.TestReport, list[Verdict], str, list[Verdict], dict[str, str]]] = []
 
     # -- gathering -------------------------------------------------------------------------------
 
@@ -71,11 +74,12 @@ class Controller:
         self.modules_run.update(r.module for r in results)
         baseline = self.baseline.entries if self.baseline is not None else None
         verdicts: list[Verdict] = []
+        elsewhere: list[Verdict] = []
         properties: list[tuple[str, object]] = []
         for result in results:
             judged = gate.judge(result, baseline, self.settings.policy, self._review)
             if self.session is not None and baseline is not None and any(v.failed for v in judged):
-                self.session.explain(result, judged, baseline.get(result.key), self.settings.rootdir)
+                elsewhere += self.session.explain(result, judged, baseline.get(result.key), self.settings.rootdir)
             properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
             verdicts.extend(judged)
         self.verdicts.extend(verdicts)
@@ -86,6 +90,8 @@ class Controller:
                        f"--bench-save={set_name}")
             report.outcome = "failed"
             report.longrepr = failure_message(verdicts, refresh)
+            if elsewhere:
+                self._to_explain.append((report, verdicts, refresh, elsewhere, {r.key: r.nodeid for r in results}))
 
     def _review(self, result: BenchmarkResult, verdicts: Any, baseline: BenchmarkResult | None) -> None:
         """The gate's verdict hook: pytest_torchbench_verdict implementations."""
@@ -109,6 +115,7 @@ class Controller:
             if self.settings.save:
                 self.notes.append("run interrupted: baselines were not written")
             return
+        self._explain_elsewhere()
         crashed = self.crashed_tests()
         measured = [r for r in self.results if r.metrics]  # a profile alone is no baseline
         if crashed and self.settings.save:
@@ -152,6 +159,37 @@ class Controller:
         error = extensions.report(self.config, self.results, self.verdicts)
         if error:
             self.notes.append(error)
+
+    def _explain_elsewhere(self) -> None:
+        """Failed verdicts of tests that ran in other processes (xdist, instructions mode's
+        workers) get their explanation from one serial re-run of those tests (``explain.py``);
+        their FAILED reports, shown after this, are rewritten with it."""
+        pending = [v for *_, elsewhere, _ in self._to_explain for v in elsewhere]
+        if not pending or self.settings.compare is None:
+            return
+        from . import explain
+        from .metrics import registry
+
+        baseline_options = [f"--bench-compare={self.settings.compare}",
+                            f"--bench-baselines-dir={self.settings.baselines_dir}"]
+        if self.config.option.bench_fail is not None:
+            baseline_options.append(f"--bench-fail={self.config.option.bench_fail}")
+        if self.settings.policy.strict_environment:
+            baseline_options.append("--bench-strict")
+        nodeids = {key: nodeid for *_, by_key in self._to_explain for key, nodeid in by_key.items()}
+        details, problem = explain.rerun_details(
+            self.config.invocation_params.args, pending, self.settings.rootdir, baseline_options,
+            Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"), nodeids)
+        for report, verdicts, refresh, elsewhere, _ in self._to_explain:
+            for verdict in elsewhere:
+                found = details.get((verdict.key, verdict.metric))
+                if found is not None:
+                    verdict.details = found
+                else:
+                    verdict.details = [*verdict.details, registry.get(verdict.metric).explain_elsewhere(report.nodeid)]
+            report.longrepr = failure_message(verdicts, refresh)
+        if problem:
+            self.notes.append(problem)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         write = terminalreporter.write_line

@@ -193,20 +193,22 @@ class BenchSession:
     # -- explaining a failure (same process only) -------------------------------------------------
 
     def explain(self, result: BenchmarkResult, verdicts: list[Verdict], baseline: BenchmarkResult | None,
-                root: Path) -> None:
+                root: Path) -> list[Verdict]:
         """Add the details only a re-run can give to the failed verdicts of ``result`` (op call
-        sites), in place, when this process still holds the callable that was measured; where it
-        does not (the test ran in another process), the metric's hint says how to get them."""
+        sites), in place, when this process still holds the callable that was measured. Returns
+        the failed verdicts it could not explain because the test ran in another process (the
+        controller re-runs those at the end of the session: ``explain.py``)."""
+        elsewhere = []
         for verdict in verdicts:
             metric = registry.find(verdict.metric)
             if not verdict.failed or metric is None or not metric.explains_failures or baseline is None:
                 continue
             then = baseline.metrics.get(verdict.metric)
-            measured = self._measured.get((result.nodeid, verdict.metric))
             if then is None:
                 continue
+            measured = self._measured.get((result.nodeid, verdict.metric))
             if measured is None:
-                verdict.details = [*verdict.details, metric.explain_elsewhere(result.nodeid)]
+                elsewhere.append(verdict)
                 continue
             if result.key != result.nodeid:
                 continue  # a second recording of the test: the kept callable is not its own
@@ -215,6 +217,7 @@ class BenchSession:
                 verdict.details = metric.explain(fn, context, result.metrics[verdict.metric], then, verdict.limit, root)
             except Exception as exc:  # noqa: BLE001 - an explanation must never hide the verdict
                 verdict.details = [*verdict.details, f"(could not re-run it for details: {type(exc).__name__}: {exc})"]
+        return elsewhere
 
     def forget(self, nodeid: str) -> None:
         """Drop what was kept for explaining ``nodeid`` (its callable holds the test's tensors)."""

@@ -76,8 +76,9 @@ class Ops(Metric):
         return lines
 
     def explain_elsewhere(self, nodeid: str) -> str:
-        return (f"call sites: the test ran in another process (xdist or instructions mode's workers); "
-                f"`pytest {safe_text(nodeid)} --bench-mode=ops` with the same --bench-compare, without -n, shows them")
+        return (f"call sites: not found (the test ran in another process, and re-running it did not "
+                f"give them); `pytest {safe_text(nodeid)} --bench-mode=ops` with the same --bench-compare, "
+                f"without -n, shows them")
 
     def headline(self, value: Any) -> float:
         return sum(value.ops.values())  # type: ignore[no-any-return]
