@@ -170,15 +170,11 @@ class Controller:
         from . import explain
         from .metrics import registry
 
-        baseline_options = [f"--bench-compare={self.settings.compare}",
-                            f"--bench-baselines-dir={self.settings.baselines_dir}"]
-        if self.config.option.bench_fail is not None:
-            baseline_options.append(f"--bench-fail={self.config.option.bench_fail}")
-        if self.settings.policy.strict_environment:
-            baseline_options.append("--bench-strict")
         nodeids = {key: nodeid for *_, by_key in self._to_explain for key, nodeid in by_key.items()}
         details, problem = explain.rerun_details(
-            self.config.invocation_params.args, pending, self.settings.rootdir, baseline_options,
+            self.config.invocation_params.args, pending, self.settings.rootdir,
+            explain.judging_options(self.settings.compare, self.settings.baselines_dir, self.config.option.bench_fail,
+                                    self.settings.policy.strict_environment),
             Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"), nodeids)
         for report, verdicts, refresh, elsewhere, _ in self._to_explain:
             for verdict in elsewhere:

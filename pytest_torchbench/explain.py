@@ -24,7 +24,7 @@ from typing import Any, Iterable, Sequence
 
 from .vocabulary import Verdict
 
-__all__ = ["passed_through", "rerun_command", "rerun_details"]
+__all__ = ["judging_options", "passed_through", "rerun_command", "rerun_details"]
 
 #: The user's options that decide how pytest finds and imports the tests (plugins, ini file,
 #: rootdir, import mode, conftests, overrides): kept for the re-run. ``True``: takes a value.
@@ -53,6 +53,17 @@ def passed_through(args: Sequence[str]) -> list[str]:
         elif arg.startswith("-p") and len(arg) > 2 and not arg.startswith("--"):
             kept.append(arg)  # -pNAME
     return kept
+
+
+def judging_options(compare: str, baselines_dir: Path, fail: str | None, strict: bool) -> list[str]:
+    """The options that make the re-run judge as this run does: the same baseline set and folder,
+    the same limits, the same strictness about environments."""
+    options = [f"--bench-compare={compare}", f"--bench-baselines-dir={baselines_dir}"]
+    if fail is not None:
+        options.append(f"--bench-fail={fail}")
+    if strict:
+        options.append("--bench-strict")
+    return options
 
 
 def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pytest_torchbench.explain import passed_through, rerun_command
+from pytest_torchbench.explain import judging_options, passed_through, rerun_command
 
 
 def test_only_the_options_that_find_and_import_the_tests_are_kept() -> None:
@@ -25,3 +25,8 @@ def test_the_rerun_is_serial_native_and_judged_like_this_run(tmp_path: Path) -> 
     assert "--bench-mode=ops" in command and "--bench-compare=main" in command and "--bench-fail=ops:5%" in command
     assert command[-2:] == [f"{tmp_path}/a/test_y.py::T::t", f"{tmp_path}/b/test_x.py::test[1]"]  # once each
     assert "-n" not in rerun_command([], ["t.py::t"], tmp_path, ["ops"], [], tmp_path / "r.json", xdist=False)
+
+
+def test_the_rerun_judges_with_the_same_baseline_limits_and_strictness(tmp_path: Path) -> None:
+    assert judging_options("main", tmp_path, None, False) == ["--bench-compare=main", f"--bench-baselines-dir={tmp_path}"]
+    assert judging_options("HEAD~1", tmp_path, "ops:10%", True)[2:] == ["--bench-fail=ops:10%", "--bench-strict"]
