@@ -383,7 +383,8 @@ def _e_lines(lines: Sequence[object]) -> str:
 
 
 #: Sorting (click a column head; again to reverse) and filtering (text, verdict, group) of the
-#: overview table; the filter also hides the cards of rows it hides. No network, no libraries.
+#: overview table; the filter also hides the cards of rows it hides (a card with no row, such as a
+#: test that only profiled, stays). No network, no libraries.
 #: The URL can preset them, so a CI link can point at the bad news: ``report.html?verdict=regression``,
 #: ``?q=resize&group=geometry``, ``?sort=delta&desc``.
 _SCRIPT = """
@@ -403,7 +404,8 @@ function apply(){var text=q.value.toLowerCase(),st=s.value,gr=g?g.value:'',shown
  Array.prototype.forEach.call(b.rows,function(r){var ok=(!text||r.textContent.toLowerCase().indexOf(text)>=0)
   &&(!st||r.getAttribute('data-s')===st)&&(!gr||r.getAttribute('data-g')===gr);
   r.style.display=ok?'':'none';if(ok){n++;var a=r.querySelector('a');if(a)shown[a.getAttribute('href').slice(1)]=1;}});
- Array.prototype.forEach.call(document.querySelectorAll('section.card[id]'),function(c){c.style.display=shown[c.id]?'':'none';});
+ var listed={};Array.prototype.forEach.call(b.rows,function(r){var a=r.querySelector('a');if(a)listed[a.getAttribute('href').slice(1)]=1;});
+ Array.prototype.forEach.call(document.querySelectorAll('section.card[id]'),function(c){c.style.display=shown[c.id]||!listed[c.id]?'':'none';});
  document.getElementById('count').textContent=n+' of '+b.rows.length+' rows';}
 q.addEventListener('input',apply);s.addEventListener('change',apply);if(g)g.addEventListener('change',apply);
 var p=new URLSearchParams(location.search);q.value=p.get('q')||'';s.value=p.get('verdict')||'';if(g)g.value=p.get('group')||'';

@@ -163,3 +163,26 @@ def test_end_to_end_html_and_bad_target(pytester, run_bench, bench_module) -> No
     bad = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-html=blocker/r.html")
     assert bad.ret == 0
     bad.stdout.fnmatch_lines(["torchbench: ERROR: --bench-html=*blocker/r.html: cannot write (*)"])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs a chromium browser (apt-get install chromium)")
+def test_a_test_that_only_profiled_keeps_its_card_visible(sample_comparison, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A ``bench_profiler`` test has a card (its trace link) but no row in the overview; the
+    script that hides the cards of filtered-out rows hid it on every load."""
+    from pytest_torchbench.results import BenchmarkResult
+
+    current, verdicts, base = sample_comparison
+    profiled = BenchmarkResult("bench/test_m.py::test_prof", "bench/test_m.py", "test_prof", "", "", {},
+                               extras={"profiles": [profile_record(str(tmp_path / "traces" / "p.json"), "bench_profiler")]})
+    page = tmp_path / "report.html"
+    page.write_text(html.render([*current, profiled], verdicts, base, "main", base=tmp_path), encoding="utf-8")
+    dumped = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+    cards = dict(re.findall(r'<section class="card [^"]*" id="([^"]+)"[^>]*?( style="display: none;")?>', dumped))
+    assert len(cards) == 4, cards  # test_slow, test_fast, test_new and the profiled test
+    assert all(hidden == "" for hidden in cards.values()), cards  # nothing filtered: every card shows
+    assert 'href="traces/p.json"' in dumped
