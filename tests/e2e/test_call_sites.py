@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import pytest
 
@@ -114,3 +115,19 @@ def test_a_rerun_that_does_not_reproduce_the_failure_says_so(
     assert "call sites: not found (the test ran in another process, and re-running it did not give them)" in out
     assert "`pytest test_color.py::test_gray --bench-mode=ops`" in out
     assert "torchbench: the re-run for call sites did not reproduce 1 failure(s)" in out
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instructions_mode_the_main_ci_command_gets_call_sites_too(
+    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+) -> None:
+    """``--bench-mode=instructions,ops``: the tests run in valgrind workers, the controller judges;
+    the failed test is re-run natively at the end of the session for its call sites."""
+    assert run_bench("--bench-mode=instructions,ops", "--bench-save=main", "-k", "test_gray").ret == 0
+    color_project.write_text("")
+    result = run_bench("--bench-mode=instructions,ops", "--bench-compare=main", "-k", "test_gray")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    failures = out[out.index("= FAILURES ="):out.index("short test summary")]
+    assert "instructions regressed" in failures
+    assert "    aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failures, out
