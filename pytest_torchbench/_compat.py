@@ -47,7 +47,10 @@ def function_counts_from_dict(counts: Mapping[str, int], inclusive: bool = False
 
 def kineto_events(prof: Any) -> list[Any] | None:
     """The raw Kineto events of a finished ``torch.profiler.profile`` (``profiler.kineto_results``,
-    private), or None where this torch does not have them (callers fall back)."""
+    private), or None where this torch does not have them (callers fall back). The engine reads
+    their ``name()``, ``start_ns()``, ``end_ns()``, ``device_type()``, ``nbytes()`` (peak memory)
+    and ``correlation_id()`` / ``linked_correlation_id()`` (kernels to the op that launched them),
+    as torch's own ``_parse_kineto_results`` does (checked with torch 2.13)."""
     try:
         return list(prof.profiler.kineto_results.events())
     except Exception:  # noqa: BLE001 - any shape change of a private API means "not available"

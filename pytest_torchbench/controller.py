@@ -18,6 +18,7 @@ from .judgement import UNCHANGED, Verdict, failure_message
 from .options import BenchSettings
 from .reports import jsonreport, junit, markdown, publish, terminal
 from .results import BenchmarkResult
+from .session import BenchSession
 from .refs import save_stamp
 from .storage import BaselineError, BaselineSet, save_set
 
@@ -25,20 +26,26 @@ REPORT_ATTRIBUTE = "torchbench"
 
 
 class Controller:
-    def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None) -> None:
+    def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None,
+                 session: BenchSession | None = None) -> None:
         self.config = config
         self.settings = settings
         self.baseline = baseline
+        #: This process's measuring side: in a serial run it still holds the callable of the test
+        #: being judged, so a failed verdict can be explained by re-running it (op call sites).
+        self.session = session
         self.results: list[BenchmarkResult] = []
         self.verdicts: list[Verdict] = []
         self.modules_run: set[str] = set()
         self.nodeids_run: set[str] = set()
         self.collected: set[str] = set()  # before -k/-m deselection: a test not here was removed
         self.saved: list[Path] = []
-        self.profiles: list[dict[str, Any]] = []  # bench_profiler blocks, as profile_extras
         self.notes: list[str] = []
         self.interrupted = False
         self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
+        # Failed reports with verdicts whose explanation needs a re-run in another process:
+        # (report, all its verdicts, refresh command, those verdicts, their nodeid by key).
+        self._to_explain: list[tuple[pytest.TestReport, list[Verdict], str, list[Verdict], dict[str, str]]] = []
 
     # -- gathering -------------------------------------------------------------------------------
 
@@ -53,8 +60,6 @@ class Controller:
         payload: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
         if report.when == "call":
             self.nodeids_run.add(report.nodeid)
-        if payload and payload.get("profiles"):
-            self.profiles.extend(payload["profiles"])
         if report.when == "teardown" and report.nodeid in self._pending_properties:
             report.user_properties = [*report.user_properties, *self._pending_properties.pop(report.nodeid)]
         if report.when == "call" and payload and payload.get("results"):
@@ -69,9 +74,12 @@ class Controller:
         self.modules_run.update(r.module for r in results)
         baseline = self.baseline.entries if self.baseline is not None else None
         verdicts: list[Verdict] = []
+        elsewhere: list[Verdict] = []
         properties: list[tuple[str, object]] = []
         for result in results:
             judged = gate.judge(result, baseline, self.settings.policy, self._review)
+            if self.session is not None and baseline is not None and any(v.failed for v in judged):
+                elsewhere += self.session.explain(result, judged, baseline.get(result.key), self.settings.rootdir)
             properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
             verdicts.extend(judged)
         self.verdicts.extend(verdicts)
@@ -82,6 +90,8 @@ class Controller:
                        f"--bench-save={set_name}")
             report.outcome = "failed"
             report.longrepr = failure_message(verdicts, refresh)
+            if elsewhere:
+                self._to_explain.append((report, verdicts, refresh, elsewhere, {r.key: r.nodeid for r in results}))
 
     def _review(self, result: BenchmarkResult, verdicts: Any, baseline: BenchmarkResult | None) -> None:
         """The gate's verdict hook: pytest_torchbench_verdict implementations."""
@@ -105,22 +115,24 @@ class Controller:
             if self.settings.save:
                 self.notes.append("run interrupted: baselines were not written")
             return
+        self._explain_elsewhere()
         crashed = self.crashed_tests()
+        measured = [r for r in self.results if r.metrics]  # a profile alone is no baseline
         if crashed and self.settings.save:
             self.notes.append(
                 f"a test process died while running {', '.join(crashed)}: "
                 f"baseline set '{self.settings.save}' was not written"
             )
-        elif self.settings.save and self.results:
+        elif self.settings.save and measured:
             folder = self.settings.baselines_dir / self.settings.save
             try:
-                self.saved = save_set(folder, self.results, stamp=save_stamp(folder))
+                self.saved = save_set(folder, measured, stamp=save_stamp(folder))
             except (BaselineError, OSError) as exc:
                 self.notes.append(f"ERROR: baselines not written: {exc}")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
             else:
                 self.notes.append(
-                    f"saved {len(self.results)} benchmark result(s) to baseline set "
+                    f"saved {len(measured)} benchmark result(s) to baseline set "
                     f"'{self.settings.save}' ({folder}; {len(self.saved)} file(s) changed)"
                 )
         elif self.settings.save:
@@ -148,9 +160,36 @@ class Controller:
         if error:
             self.notes.append(error)
 
+    def _explain_elsewhere(self) -> None:
+        """Failed verdicts of tests that ran in other processes (xdist, instructions mode's
+        workers) get their explanation from one serial re-run of those tests (``explain.py``);
+        their FAILED reports, shown after this, are rewritten with it."""
+        pending = [v for *_, elsewhere, _ in self._to_explain for v in elsewhere]
+        if not pending or self.settings.compare is None:
+            return
+        from . import explain
+        from .metrics import registry
+
+        nodeids = {key: nodeid for *_, by_key in self._to_explain for key, nodeid in by_key.items()}
+        details, problem = explain.rerun_details(
+            self.config.invocation_params.args, pending, self.settings.rootdir,
+            explain.judging_options(self.settings.compare, self.settings.baselines_dir, self.config.option.bench_fail,
+                                    self.settings.policy.strict_environment),
+            Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"), nodeids)
+        for report, verdicts, refresh, elsewhere, _ in self._to_explain:
+            for verdict in elsewhere:
+                found = details.get((verdict.key, verdict.metric))
+                if found is not None:
+                    verdict.details = found
+                else:
+                    verdict.details = [*verdict.details, registry.get(verdict.metric).explain_elsewhere(report.nodeid)]
+            report.longrepr = failure_message(verdicts, refresh)
+        if problem:
+            self.notes.append(problem)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         write = terminalreporter.write_line
-        if self.results or self.verdicts or self.notes or self.profiles:
+        if self.results or self.verdicts or self.notes:
             terminalreporter.section("torchbench", sep="=")
         name = self.baseline.name if self.baseline is not None else None
         width = terminal_width(terminalreporter)
@@ -162,8 +201,7 @@ class Controller:
                 write(line)
             if not shown and self.results:
                 write(f"no changes beyond the limits against baseline '{name}' ({self.baseline.source})")
-        profiled = [{"nodeid": r.key, **r.extras["profile"]} for r in self.results if "profile" in r.extras]
-        for line in terminal.render_profiles(profiled + self.profiles):
+        for line in terminal.render_profiles(self.results):
             write(line)
         for note in self.notes:
             write(f"torchbench: {note}")

@@ -381,8 +381,7 @@ class ProfilerFixture:
         self._current: Any = None
 
     def __call__(self, **options: Any) -> Any:
-        from .engines.profiler import ProfilerOptions, ProfilerSession
-        from .session import trace_file
+        from .engines.profiler import ProfilerOptions, ProfilerSession, trace_file
 
         suffix = "" if not self._sessions else f"-{len(self._sessions) + 1}"
         session = ProfilerSession(
@@ -403,5 +402,6 @@ class ProfilerFixture:
     def errors(self) -> list[str]:
         return [s.error for s in self._sessions if s.error]
 
-    def summaries(self) -> list[Any]:
-        return [s.summary() for s in self._sessions if s.profiler is not None]
+    def records(self) -> list[dict[str, Any]]:
+        """The profiled blocks in the shape results carry (``ProfileSummary.record``)."""
+        return [s.summary().record("bench_profiler") for s in self._sessions if s.profiler is not None]

@@ -105,6 +105,10 @@ def _parse_modes(raw: str | None) -> tuple[str, ...]:
             f"choose from {', '.join(registry.names())} (several as 'time,ops')"
         )
     for mode in modes:
+        reason = registry.get(mode).unavailable()
+        if reason is not None:
+            raise pytest.UsageError(reason)
+    for mode in modes:
         clash = next((other for other in registry.get(mode).excludes if other in modes), None)
         if clash is not None:
             first, second = sorted((mode, clash), key=registry.rank)

@@ -155,7 +155,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         configure_controller(config)
     if not worker:
-        config.pluginmanager.register(Controller(config, settings, baseline), "torchbench-controller")
+        config.pluginmanager.register(Controller(config, settings, baseline, session), "torchbench-controller")
         if _is_xdist_controller(config) and "time" in settings.modes:
             config.issue_config_time_warning(
                 TorchbenchWarning(
@@ -306,19 +306,20 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
     report = yield
+    session = _session(item.config)
     if call.when == "call":
         recorder = item.stash.get(recorder_key, None)
+        profiled = item.stash.get(profiler_key, None)
+        if session is not None and recorder is not None and profiled is not None and report.passed:
+            # bench_profiler blocks travel as results too: one path for every profile.
+            session.add_profiles(recorder.results, profiled.records(), recorder.naming)
         if recorder is not None and recorder.results and report.passed:
             recorder.finish()  # group and extra_info as the test left them
             for result in recorder.results:  # the marker's limits travel with (and are saved with) results
                 result.limits = dict(recorder.options.limits)
             setattr(report, REPORT_ATTRIBUTE, {"results": [r.to_json() for r in recorder.results]})
-    elif call.when == "teardown" and item.stash.get(profiles_key, None):
-        from .session import profile_extras
-
-        setattr(report, REPORT_ATTRIBUTE, {
-            "profiles": [{"nodeid": item.nodeid, **profile_extras(s)} for s in item.stash[profiles_key]],
-        })
+    elif call.when == "teardown" and session is not None:
+        session.forget(item.nodeid)  # the kept callables hold the test's tensors
     return report
 
 
@@ -346,13 +347,13 @@ def bench_profiler(request: pytest.FixtureRequest) -> Generator[ProfilerFixture,
         output_dir=settings.output_dir,
         nodeid=request.node.nodeid,
     )
+    request.node.stash[profiler_key] = fixture  # its blocks join the test's results (makereport)
     yield fixture
     for error in fixture.errors():
         _warn(f"{request.node.nodeid}: {error}")
-    request.node.stash[profiles_key] = fixture.summaries()
 
 
-profiles_key = pytest.StashKey[list]()
+profiler_key = pytest.StashKey[ProfilerFixture]()
 
 
 def _warn(message: str) -> None:

@@ -1,6 +1,9 @@
 """The measuring side of a run: one per process that runs tests (the only one serially, each xdist
 worker otherwise). It turns a callable into a BenchmarkResult by running the engines of the session's
-modes. It never reads baselines: judging is the controller's (see controller.py for why).
+modes. It never reads baselines: judging is the controller's (see controller.py for why). It keeps
+each test's measured callables until the test's teardown: where the controller judges in this same
+process (a serial run without valgrind), it hands a failed verdict back to :meth:`BenchSession.explain`,
+which re-runs the callable for details only a re-run can give (op call sites), for that test only.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from .metrics.instructions import (  # noqa: F401
 )
 from .metrics.time import time_spec
 from .results import BenchmarkResult, Environment, collect_environment
+from .vocabulary import Verdict
 
 
 @contextlib.contextmanager
@@ -80,23 +84,6 @@ class Naming:
     description: str
 
 
-def profile_extras(summary: Any) -> dict[str, Any]:
-    """The part of a profile summary that travels with results (JSON): top ops and the trace."""
-    return {
-        "trace": str(summary.trace_path) if summary.trace_path else None,
-        "iterations": summary.iterations,
-        "top_ops": [op.to_dict() for op in summary.top_ops],
-        "error": summary.error,
-    }
-
-
-def trace_file(output_dir: Path, nodeid: str, suffix: str = "") -> Path:
-    """Where a test's profiler trace goes: one name rule for --bench-profile and bench_profiler."""
-    from .engines.profiler import safe_file_stem
-
-    return output_dir / "traces" / f"{safe_file_stem(nodeid)}{suffix}.json"
-
-
 class BenchSession:
     """Measures in the current process; knows the engines, not pytest's hooks, never baselines."""
 
@@ -116,6 +103,10 @@ class BenchSession:
         # Facts added by pytest_torchbench_environment hooks; asked for once per process.
         self._extra_environment = extra_environment
         self._extra_facts: dict[str, str] | None = None
+        # What each metric measured for the running test, kept until its teardown so that a
+        # failed verdict can be explained by re-running the callable (Metric.explain): only
+        # where the judging process is the measuring one (a serial run without valgrind).
+        self._measured: dict[tuple[str, str], tuple[Callable[[], Any], MeasureContext]] = {}
 
     # -- environment and baseline, computed once per process ------------------------------------
 
@@ -155,7 +146,7 @@ class BenchSession:
                 result.metrics[mode] = metric
                 result.environments[mode] = self.environment(mode, options.num_threads)
             if self.profile:
-                result.extras["profile"] = self._profile(fn, options, naming)
+                result.extras["profiles"] = [self._profile(fn, options, naming)]
         return result
 
     def _profile(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> dict[str, Any]:
@@ -163,9 +154,20 @@ class BenchSession:
         from .engines import profiler
 
         profiler_options = profiler.ProfilerOptions.from_kwargs(**dict(options.profile or {}))
-        trace_path = trace_file(self.output_dir, naming.nodeid) if self.output_dir is not None else None
+        trace_path = profiler.trace_file(self.output_dir, naming.nodeid) if self.output_dir is not None else None
         summary = profiler.profile_run(fn, iterations=3, options=profiler_options, trace_path=trace_path, top_n=5)
-        return profile_extras(summary)  # a trace that could not be written shows as its error line
+        return summary.record("--bench-profile")  # a trace that could not be written shows as its error line
+
+    def add_profiles(self, results: list[BenchmarkResult], records: list[dict[str, Any]],
+                     naming: Naming) -> None:
+        """The test's ``bench_profiler`` blocks join its results (the first one's ``extras["profiles"]``,
+        beside any ``--bench-profile`` record), or make a result of their own when the test measured
+        nothing else: one path and one shape for every profile, so every report shows them."""
+        if not records:
+            return
+        if not results:
+            results.append(_new_result(naming))
+        results[0].extras.setdefault("profiles", []).extend(records)
 
     def time_spec(self, options: BenchOptions, naming: Naming) -> Any:
         """The time engine's settings from the marker and this session's --bench-min-run-time."""
@@ -179,9 +181,48 @@ class BenchSession:
 
             # Seed first, so that a setup drawing random inputs draws the same ones every run.
             seed = seeder(options.seed)
-            return metric.measure(fn, MeasureContext(options, naming, self.min_run_time,
-                                                     chain(seed, before_region), seed, before_region))
-        return metric.measure(fn, MeasureContext(options, naming, self.min_run_time, before_region))
+            context = MeasureContext(options, naming, self.min_run_time, chain(seed, before_region), seed,
+                                     before_region)
+        else:
+            context = MeasureContext(options, naming, self.min_run_time, before_region)
+        value = metric.measure(fn, context)
+        if metric.explains_failures:
+            self._measured[(naming.nodeid, mode)] = (fn, context)
+        return value
+
+    # -- explaining a failure (same process only) -------------------------------------------------
+
+    def explain(self, result: BenchmarkResult, verdicts: list[Verdict], baseline: BenchmarkResult | None,
+                root: Path) -> list[Verdict]:
+        """Add the details only a re-run can give to the failed verdicts of ``result`` (op call
+        sites), in place, when this process still holds the callable that was measured. Returns
+        the failed verdicts it could not explain because the test ran in another process (the
+        controller re-runs those at the end of the session: ``explain.py``)."""
+        elsewhere = []
+        for verdict in verdicts:
+            metric = registry.find(verdict.metric)
+            if not verdict.failed or metric is None or not metric.explains_failures or baseline is None:
+                continue
+            then = baseline.metrics.get(verdict.metric)
+            if then is None:
+                continue
+            measured = self._measured.get((result.nodeid, verdict.metric))
+            if measured is None:
+                elsewhere.append(verdict)
+                continue
+            if result.key != result.nodeid:
+                continue  # a second recording of the test: the kept callable is not its own
+            fn, context = measured
+            try:
+                verdict.details = metric.explain(fn, context, result.metrics[verdict.metric], then, verdict.limit, root)
+            except Exception as exc:  # noqa: BLE001 - an explanation must never hide the verdict
+                verdict.details = [*verdict.details, f"(could not re-run it for details: {type(exc).__name__}: {exc})"]
+        return elsewhere
+
+    def forget(self, nodeid: str) -> None:
+        """Drop what was kept for explaining ``nodeid`` (its callable holds the test's tensors)."""
+        for key in [k for k in self._measured if k[0] == nodeid]:
+            del self._measured[key]
 
     def record_measurement(self, metric: str, value: Any, num_threads: int, naming: Naming) -> BenchmarkResult:
         """A result measured by the user through bench_timer (their own Timer call)."""

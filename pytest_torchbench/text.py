@@ -10,14 +10,17 @@ older ``##[error]``) is executed by GitHub Actions as a workflow command when it
 it); it imports nothing of ours, so every layer may use it.
 
 Also here: number formatting that never raises (NaN, infinities, 1e308 in a baseline must print as
-text, not end the report in a traceback).
+text, not end the report in a traceback), and the rule that turns a test id into a file name
+(:func:`safe_file_stem`, for traces and other artifacts).
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import re
+import unicodedata
 
-__all__ = ["safe_text", "markdown_text", "markdown_code_block", "safe_number", "finite"]
+__all__ = ["safe_text", "markdown_text", "markdown_code_block", "safe_number", "finite", "safe_file_stem"]
 
 # C0 and C1 controls, DEL, and the Unicode line/paragraph separators and bidi overrides that can
 # reorder or split what a reader sees.
@@ -74,3 +77,45 @@ def safe_number(value: object, spec: str = "g") -> str:
         return format(value, spec)
     except (ValueError, OverflowError):  # pragma: no cover - specs we use accept every float
         return repr(value)
+
+
+# -- file names from test ids ------------------------------------------------------------------
+
+_MAX_STEM = 100
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {f"COM{i}" for i in range(1, 10)} | {
+    f"LPT{i}" for i in range(1, 10)
+}
+
+
+def safe_file_stem(test_id: str, *, max_length: int = _MAX_STEM) -> str:
+    """A file name stem for a pytest node id: readable, safe on every common filesystem, deterministic
+    and unique per id.
+
+    ``tests/a/test_x.py::TestC::test_f[param]`` becomes ``tests_a_test_x.py__TestC__test_f-param-<hash>``
+    where ``<hash>`` is 8 hex digits of the full id. The readable part folds characters (``/`` and
+    ``::`` to ``_``, anything outside ``[A-Za-z0-9._-]`` to ``_``, trailing ``._-`` stripped), so
+    ids such as ``test[a]``, ``test[a.]``, ``test[a_]`` and ``test[a-]`` share it; the hash, always
+    appended, keeps their traces apart. The stem leaves room for suffixes like
+    ``.pt.trace.json.gz`` under the 255-byte name limit.
+    """
+    if max_length < 16:
+        raise ValueError("max_length must be at least 16")
+    digest = hashlib.sha1(test_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    base, bracket, param = test_id.partition("[")
+    if bracket and param.endswith("]"):
+        param = param[:-1]
+
+    def clean(text: str) -> str:
+        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+        return _UNSAFE.sub("_", text)
+
+    stem = clean(base.replace("::", "__").replace("/", "_").replace("\\", "_"))
+    if bracket:
+        stem += "-" + clean(param)
+    stem = stem.strip("._-")
+    if stem.split(".")[0].upper() in _WINDOWS_RESERVED:
+        stem = "_" + stem
+    if not stem:
+        return f"test-{digest}"
+    return stem[: max_length - 9].rstrip("._-") + "-" + digest

@@ -82,6 +82,21 @@ def bench_module() -> str:
     return BENCH_MODULE
 
 
+def profile_record(trace: str | None, source: str = "--bench-profile", error: str | None = None) -> dict:
+    """A profile as results carry it, made by the engine's own ``ProfileSummary.record`` (the one
+    shape ``--bench-profile`` and ``bench_profiler`` write), not built by hand."""
+    from pathlib import Path
+
+    from pytest_torchbench.engines.profiler import OpStat, ProfileSummary
+
+    top = [OpStat("aten::add", 3, 12.5, 20.0)]
+    local = trace is not None and "://" not in trace and not trace.startswith("javascript:")
+    record = ProfileSummary(3, top, "table", Path(trace) if local and trace else None, error).record(source)
+    if trace is not None and not local:
+        record["trace"] = trace  # e.g. a report hook that uploaded the trace and points at its URL
+    return record
+
+
 def make_result(key: str, times: list[float] | None = None, instructions: float | None = None,
                 functions: dict[str, float] | None = None, ops: dict[str, float] | None = None,
                 extras: dict | None = None) -> BenchmarkResult:
@@ -124,7 +139,7 @@ def sample_data() -> tuple[list, list, dict]:
         make_result("bench/test_m.py::test_slow", times=[1.30e-5, 1.31e-5, 1.29e-5, 1.33e-5, 1.30e-5, 1.32e-5, 1.27e-5, 1.36e-5, 1.31e-5, 1.29e-5],
                     instructions=130_000, functions={"aten::add_impl": 85_000, "PyEval": 40_000, "aten::copy_": 5_000},
                     ops={"aten::add": 1, "aten::empty": 2, "aten::copy_": 1},
-                    extras={"trace": "/tmp/traces/test_slow.json.gz"}),
+                    extras={"profiles": [profile_record("/tmp/traces/test_slow.json.gz")]}),
         make_result("bench/test_m.py::test_fast", instructions=40_000, functions={"f": 40_000}, ops={"aten::mul": 2}),
         make_result("bench/test_m.py::test_new", instructions=1_000, ops={"aten::sum": 1}),
     ]

@@ -19,7 +19,7 @@ import math
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 from ..text import safe_number
-from ..vocabulary import Environment, Plot, Policy, Verdict, as_float
+from ..vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Environment, Plot, Policy, Verdict, as_float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,12 +82,31 @@ class Metric:
     explains: ClassVar[str | None] = None
     #: The words of a failure message for any judged status (default: by status, "regressed"...).
     failure_words: ClassVar[str | None] = None
+    #: ``explain`` can add details to a failed verdict by re-running the measured callable.
+    explains_failures: ClassVar[bool] = False
 
     # -- measuring ------------------------------------------------------------------------------
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> Any:
         """Measure ``fn`` (already called once by the caller) and return a ``value_type``."""
         raise NotImplementedError(f"metric {self.name!r} cannot measure a callable")
+
+    def unavailable(self) -> str | None:
+        """Why this metric cannot measure in this process (one line for the usage error, exit 4),
+        or None when it can. Asked once, when the mode is selected."""
+        return None
+
+    def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
+                limit: float, root: Any) -> list[str]:
+        """The details of a failed verdict, given again with what only a re-run of ``fn`` can tell
+        (op call sites). Called only for failed verdicts, and only where the judging process still
+        holds ``fn`` (``explains_failures`` metrics); ``root`` is the rootdir, for relative paths."""
+        raise NotImplementedError
+
+    def explain_elsewhere(self, nodeid: str) -> str:
+        """The detail line added instead when the test ran in another process (xdist workers,
+        instructions mode's counted workers): how to get the explanation."""
+        return ""
 
     def environment_facts(self) -> Mapping[str, str]:
         """Facts this metric adds to the process's fingerprint (e.g. the valgrind version)."""
@@ -167,6 +186,37 @@ class Metric:
         return f"<metric {self.name}>"
 
 
+def changed_counts(current: Mapping[str, float], baseline: Mapping[str, float],
+                   limit: float) -> list[tuple[str, float, float]]:
+    """(name, baseline, current) of every count that changed beyond ``limit`` (relative; a count
+    that was 0 changed infinitely), by name: the exact-count metrics' rule (ops, kernels)."""
+    changed = []
+    for name in sorted(set(current) | set(baseline)):
+        now, then = current.get(name, 0.0), baseline.get(name, 0.0)
+        relative = abs(now - then) / then if then else math.inf
+        if now != then and relative > limit:
+            changed.append((name, then, now))
+    return changed
+
+
+def judge_counts(key: str, metric: str, current: Mapping[str, float], baseline: Mapping[str, float],
+                 limit: float, unit: str, things: str) -> Verdict:
+    """The verdict of an exact-count metric: any count that changed beyond the limit fails, whichever
+    way it went (counts are exact, so a change is never noise), each listed in ``details`` as
+    ``name then -> now per call``. ``unit``: "calls"; ``things``: "op(s)"."""
+    changed = changed_counts(current, baseline, limit)
+    total_now, total_then = sum(current.values()), sum(baseline.values())
+    if changed:
+        status = REGRESSION if total_now >= total_then else IMPROVEMENT
+    else:
+        status = UNCHANGED
+    summary = f"{metric} {total_then:g} -> {total_now:g} {unit} per call ({len(changed)} {things} changed)"
+    details = [f"{name} {then:g} -> {now:g} per call" for name, then, now in changed]
+    verdict = Verdict(key, metric, status, total_then, total_now, limit, None, summary, details)
+    verdict.failed = bool(changed)
+    return verdict
+
+
 def format_fraction(delta: float) -> str:
     """A relative change in a verdict summary; ``new`` when the baseline was 0."""
     if not math.isfinite(delta):
@@ -210,4 +260,4 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
-__all__ = ["Metric", "MeasureContext", "Environment", "format_fraction"]
+__all__ = ["Metric", "MeasureContext", "Environment", "changed_counts", "format_fraction", "judge_counts"]

@@ -7,12 +7,14 @@ of the same benchmark (an extra ``aten::clone`` explains extra instructions).
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Callable, Mapping
 
-from ..text import finite
-from ..vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict, round_sig
-from .base import MeasureContext, Metric
+from ..text import finite, safe_text
+from ..vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
+from .base import MeasureContext, Metric, changed_counts, judge_counts
+
+#: Call sites shown per changed op (the most frequent first).
+_SITES_SHOWN = 2
 
 
 @dataclasses.dataclass
@@ -42,6 +44,8 @@ class Ops(Metric):
     explains = "aten ops (calls per run)"
     failure_words = "op counts changed"
 
+    explains_failures = True
+
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> OpsMetric:
         from ..engines import profiler
 
@@ -49,22 +53,32 @@ class Ops(Metric):
                                             before_region=context.before_region))
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-        changed = []
-        for op in sorted(set(current.ops) | set(baseline.ops)):
-            now, then = current.ops.get(op, 0.0), baseline.ops.get(op, 0.0)
-            relative = abs(now - then) / then if then else math.inf
-            if now != then and relative > limit:
-                changed.append(f"{op} {then:g} -> {now:g} per call")
-        total_now, total_then = sum(current.ops.values()), sum(baseline.ops.values())
-        if changed:
-            status = REGRESSION if total_now >= total_then else IMPROVEMENT
-            failed_anyway = True
-        else:
-            status, failed_anyway = UNCHANGED, False
-        summary = f"ops {total_then:g} -> {total_now:g} calls per call ({len(changed)} op(s) changed)"
-        verdict = Verdict(key, "ops", status, total_then, total_now, limit, None, summary, changed)
-        verdict.failed = failed_anyway  # any change of op counts fails: they are exact
-        return verdict
+        return judge_counts(key, "ops", current.ops, baseline.ops, limit, "calls", "op(s)")
+
+    def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
+                limit: float, root: Any) -> list[str]:
+        """The changed ops, each with the user's lines that call it now: one more seeded run of
+        ``fn`` with its torch calls tagged (``profiler.op_call_sites``), for a failed benchmark only.
+        An op no longer called has no call site to show."""
+        from ..engines import profiler
+
+        sites = profiler.op_call_sites(fn, root=root, by_shape=context.options.ops_by_shape,
+                                       before_region=context.before_region)
+        lines = []
+        for op, then, now in changed_counts(current.ops, baseline.ops, limit):
+            line = f"{op} {then:g} -> {now:g} per call"
+            found = sites.get(op, [])
+            if found:
+                shown = ", ".join(safe_text(site) for site, _ in found[:_SITES_SHOWN])
+                more = f", +{len(found) - _SITES_SHOWN} more" if len(found) > _SITES_SHOWN else ""
+                line += f" ({shown}{more})"
+            lines.append(line)
+        return lines
+
+    def explain_elsewhere(self, nodeid: str) -> str:
+        return (f"call sites: not found (the test ran in another process, and re-running it did not "
+                f"give them); `pytest {safe_text(nodeid)} --bench-mode=ops` with the same --bench-compare, "
+                f"without -n, shows them")
 
     def headline(self, value: Any) -> float:
         return sum(value.ops.values())  # type: ignore[no-any-return]

@@ -12,6 +12,7 @@ from typing import Iterable, Iterator
 
 from .base import Metric
 from .instructions import Instructions
+from .kernels import Kernels
 from .memory import Memory
 from .ops import Ops
 from .time import Time
@@ -99,7 +100,7 @@ def register_returned(returned: object, source: str) -> list[str]:
     return added
 
 
-for _builtin in (Time(), Instructions(), Ops(), Memory()):
+for _builtin in (Time(), Instructions(), Ops(), Memory(), Kernels()):
     register(_builtin)
 #: The metrics that ship with pytest-torchbench.
 BUILTIN = names()

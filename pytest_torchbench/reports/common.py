@@ -58,6 +58,28 @@ def unjudged(results: Iterable[BenchmarkResult], verdicts: Iterable[Verdict]) ->
     return found
 
 
+def profiles_of(result: BenchmarkResult) -> list[Mapping[str, Any]]:
+    """The profiles recorded for a result (``extras["profiles"]``: ``--bench-profile`` runs and
+    ``bench_profiler`` blocks, one shape, see ``engines.profiler.ProfileSummary.record``);
+    entries that are not objects are skipped, so a hand-edited JSON cannot break a report."""
+    extras = result.extras if isinstance(result.extras, Mapping) else {}
+    profiles = extras.get("profiles")
+    if not isinstance(profiles, (list, tuple)):
+        return []
+    return [p for p in profiles if isinstance(p, Mapping)]
+
+
+def top_ops_of(profile: Mapping[str, Any], top: int = 5) -> list[tuple[str, str, str]]:
+    """(name, calls, self CPU us) of a profile's top ops, as text (never raises)."""
+    rows = []
+    ops = profile.get("top_ops")
+    for op in ops[:top] if isinstance(ops, list) else []:
+        if isinstance(op, Mapping):
+            rows.append((str(op.get("name", "?")), safe_number(op.get("calls", 0)),
+                         safe_number(op.get("self_cpu_time_us", 0), ".1f")))
+    return rows
+
+
 def format_value(metric: str, value: float | None) -> str:
     """A headline value as text; never raises (NaN, inf and huge numbers included)."""
     if value is None:

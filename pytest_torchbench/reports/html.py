@@ -4,7 +4,7 @@ Why self-contained: the report is uploaded as a CI artifact and opened from a do
 an air-gapped machine, so it must not fetch anything: styles are inline, plots are SVG drawn here
 in Python (no CDN, no fonts), and one small inline script sorts and filters the overview table (the
 report reads fine without it). The only links that leave the file are to profiler traces
-(``--bench-profile``: ``extras["profile"]["trace"]``), relative to the report when they lie beside it.
+(``extras["profiles"]``: ``--bench-profile`` and ``bench_profiler``), relative to the report when they lie beside it.
 
 Why it stays small at suite size: a suite of 300 benchmarks in time mode has hundreds of thousands
 of replicate times (thousands for a 10 us benchmark); drawn one dot each, the report was 8-19 MB.
@@ -33,8 +33,8 @@ from ..metrics import registry
 from ..results import BenchmarkResult, nodeid_of
 from ..vocabulary import Bars, Distribution, Heading
 from .common import (
-    count_tests, format_delta, format_value, group_of, metric_rank, metric_value, safe_delta, status_rank,
-    unjudged, verdicts_by_key, worst_status,
+    count_tests, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
+    status_rank, top_ops_of, unjudged, verdicts_by_key, worst_status,
 )
 from .text import finite, safe_number, safe_text
 
@@ -274,18 +274,23 @@ def _trace_href(trace: object, base: Path | None) -> str:
     return urllib.parse.quote(target.replace(os.sep, "/"))
 
 
-def _traces_of(result: BenchmarkResult) -> list[str]:
-    """Profiler traces recorded for a result: ``extras["profile"]["trace"]`` (--bench-profile) and
-    ``extras["trace"]`` (a trace named by a user's hook or an older result)."""
-    extras = result.extras if isinstance(result.extras, Mapping) else {}
-    found: list[str] = []
-    profile = extras.get("profile")
-    candidates = [profile.get("trace") if isinstance(profile, Mapping) else None, extras.get("trace")]
-    for candidate in candidates:
-        for trace in candidate if isinstance(candidate, (list, tuple)) else [candidate]:
-            if trace and str(trace) not in found:
-                found.append(str(trace))
-    return found
+def _profiles_html(result: BenchmarkResult, base: Path | None) -> str:
+    """Each profile of a result (``--bench-profile``, ``bench_profiler``): a link to its trace and
+    its top ops by self CPU time."""
+    parts = []
+    for profile in profiles_of(result):
+        trace = profile.get("trace")
+        source = _e(profile.get("source") or "profile")
+        if trace:
+            link = f'<a href="{_e(_trace_href(trace, base))}">{_e(Path(str(trace)).name or trace)}</a>'
+        else:
+            link = f"no trace ({_e(profile.get('error') or 'not written')})"
+        rows = "".join(f"<tr><td>{_e(name)}</td><td>{_e(calls)}</td><td>{_e(self_us)}</td></tr>"
+                       for name, calls, self_us in top_ops_of(profile))
+        table = (f"<table><thead><tr><th>op</th><th>calls</th><th>self CPU (us)</th></tr></thead>"
+                 f"<tbody>{rows}</tbody></table>" if rows else "")
+        parts.append(f'<div class="meta">profiler trace ({source}): {link}</div>{table}')
+    return "".join(parts)
 
 
 def _draw(part: Heading | Distribution | Bars) -> str:
@@ -323,10 +328,7 @@ def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: S
     for verdict in (v for v in verdicts if v.details and v.status != UNCHANGED):
         parts.append(f"<h3 class=\"meta\">{_e(verdict.metric)}: {_e(verdict.summary)}</h3>"
                      f"<pre>{_e_lines(verdict.details)}</pre>")
-    traces = _traces_of(result)
-    if traces:
-        parts.append('<div class="meta">profiler trace: ' + ", ".join(
-            f'<a href="{_e(_trace_href(t, base))}">{_e(Path(t).name or t)}</a>' for t in traces) + "</div>")
+    parts.append(_profiles_html(result, base))
     parts.append("</section>")
     return "".join(parts)
 
@@ -381,7 +383,8 @@ def _e_lines(lines: Sequence[object]) -> str:
 
 
 #: Sorting (click a column head; again to reverse) and filtering (text, verdict, group) of the
-#: overview table; the filter also hides the cards of rows it hides. No network, no libraries.
+#: overview table; the filter also hides the cards of rows it hides (a card with no row, such as a
+#: test that only profiled, stays). No network, no libraries.
 #: The URL can preset them, so a CI link can point at the bad news: ``report.html?verdict=regression``,
 #: ``?q=resize&group=geometry``, ``?sort=delta&desc``.
 _SCRIPT = """
@@ -401,7 +404,8 @@ function apply(){var text=q.value.toLowerCase(),st=s.value,gr=g?g.value:'',shown
  Array.prototype.forEach.call(b.rows,function(r){var ok=(!text||r.textContent.toLowerCase().indexOf(text)>=0)
   &&(!st||r.getAttribute('data-s')===st)&&(!gr||r.getAttribute('data-g')===gr);
   r.style.display=ok?'':'none';if(ok){n++;var a=r.querySelector('a');if(a)shown[a.getAttribute('href').slice(1)]=1;}});
- Array.prototype.forEach.call(document.querySelectorAll('section.card[id]'),function(c){c.style.display=shown[c.id]?'':'none';});
+ var listed={};Array.prototype.forEach.call(b.rows,function(r){var a=r.querySelector('a');if(a)listed[a.getAttribute('href').slice(1)]=1;});
+ Array.prototype.forEach.call(document.querySelectorAll('section.card[id]'),function(c){c.style.display=shown[c.id]||!listed[c.id]?'':'none';});
  document.getElementById('count').textContent=n+' of '+b.rows.length+' rows';}
 q.addEventListener('input',apply);s.addEventListener('change',apply);if(g)g.addEventListener('change',apply);
 var p=new URLSearchParams(location.search);q.value=p.get('q')||'';s.value=p.get('verdict')||'';if(g)g.value=p.get('group')||'';

@@ -19,8 +19,8 @@ from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, U
 from ..metrics import registry
 from ..results import BenchmarkResult
 from .common import (
-    count_tests, format_delta, format_value, group_of, metric_rank, metric_value, safe_delta, status_rank,
-    unjudged, verdicts_by_key,
+    count_tests, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
+    status_rank, top_ops_of, unjudged, verdicts_by_key,
 )
 from .text import markdown_code_block, markdown_text
 
@@ -107,6 +107,26 @@ def _table(rows: list[tuple[str, str, Verdict]], grouped: bool) -> list[str]:
     return lines
 
 
+def _profiles(results: Sequence[BenchmarkResult]) -> list[str]:
+    """One folded block listing every profile (``--bench-profile`` and ``bench_profiler``): where
+    its trace is and its top ops by self CPU time."""
+    profiled = [(result, profile) for result in results for profile in profiles_of(result)]
+    if not profiled:
+        return []
+    lines = [f"<details><summary>Profiles ({len(profiled)}): traces and top ops by self CPU time</summary>", ""]
+    for result, profile in profiled:
+        trace = profile.get("trace")
+        where = f"`{_escape(trace)}`" if trace else f"no trace ({_escape(profile.get('error') or 'not written')})"
+        lines += [f"**{_escape(result.key)}** ({_escape(profile.get('source') or 'profile')}): {where}", ""]
+        rows = top_ops_of(profile)
+        if rows:
+            lines += ["| op | calls | self CPU (us) |", "| --- | ---: | ---: |"]
+            lines += [f"| {_escape(name)} | {calls} | {self_us} |" for name, calls, self_us in rows]
+            lines.append("")
+    lines += ["</details>", ""]
+    return lines
+
+
 def render(
     results: Sequence[BenchmarkResult],
     verdicts: Sequence[Verdict],
@@ -160,6 +180,7 @@ def render(
                       *_table(rest, grouped), "", "</details>", ""]
         else:
             lines += [*_table(rest, grouped), ""]
+    lines += _profiles(results)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -11,7 +11,7 @@ from typing import Sequence
 from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, Verdict
 from ..results import BenchmarkResult
 from ..metrics import registry
-from .common import group_of, metric_rank, metric_value, safe_delta
+from .common import group_of, metric_rank, metric_value, profiles_of, safe_delta
 from .text import finite, safe_number, safe_text
 
 _MARKS = {REGRESSION: "!", NOISY: "~", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
@@ -128,15 +128,20 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
     return lines
 
 
-def render_profiles(profiles: Sequence[dict]) -> list[str]:
-    """Top ops by self CPU time per profiled benchmark, and where its trace is."""
-    if not profiles:
+def render_profiles(results: Sequence[BenchmarkResult]) -> list[str]:
+    """Top ops by self CPU time per profile (``--bench-profile`` and ``bench_profiler``), and where
+    its trace is."""
+    profiled = [(result, profile) for result in results for profile in profiles_of(result)]
+    if not profiled:
         return []
     lines = [" torchbench profiles (top ops by self CPU time, totals over the profiled runs) ".center(100, "-")]
-    for profile in profiles:
+    for result, profile in profiled:
         trace = profile.get("trace") or f"no trace ({profile.get('error') or 'not written'})"
-        lines.append(f"{safe_text(profile.get('nodeid', '?'))}: {safe_text(trace)}")
-        for op in profile.get("top_ops", [])[:5]:
+        source = profile.get("source")
+        lines.append(f"{safe_text(result.key)}: {safe_text(trace)}" + (f"  ({safe_text(source)})" if source else ""))
+        for op in profile.get("top_ops", [])[:5] if isinstance(profile.get("top_ops"), list) else []:
+            if not isinstance(op, dict):
+                continue
             device = op.get("self_device_time_us")
             device_text = f"  device {safe_number(device, '.1f')} us" if device else ""
             lines.append(f"    {safe_text(op.get('name', '?')):<40} {safe_number(op.get('calls', 0)):>6} calls  "

@@ -145,3 +145,48 @@ def test_nested(bench_profiler):
     assert result.ret == 0
     lines = [line for line in result.stdout.lines if "could not write profiler trace" in line]
     assert len(lines) == 1, result.stdout.str()
+
+
+KERNELS = '''
+import torch
+
+def test_add(benchmark):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    x = torch.ones(64, 64, device=device)
+    benchmark(lambda: x + x)
+'''
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a CUDA device")
+def test_kernels_mode_without_cuda_is_one_line_and_exit_4(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+    pytester.makepyfile(test_k=KERNELS)
+    for modes in ("kernels", "ops,kernels"):
+        result = run_bench(f"--bench-mode={modes}", "--bench-save=main")
+        assert result.ret == 4, result.stdout.str() + result.stderr.str()
+        errors = [line for line in result.stderr.lines if line.strip()]
+        assert len(errors) == 1, result.stderr.str()
+        assert "no CUDA device" in errors[0] and "--bench-mode=kernels" in errors[0]
+        assert not (pytester.path / "baselines").exists()  # nothing ran
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_kernels_saved_identical_and_an_extra_kernel_fails(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+    flag = pytester.path.parent / f"{pytester.path.name}-k.flag"
+    pytester.makepyfile(test_k=f'''
+import os, torch
+
+def test_add(benchmark):
+    x = torch.ones(64, 64, device="cuda")
+    extra = os.path.exists({str(flag)!r})
+    benchmark(lambda: (x + x).relu() if extra else x + x)
+''')
+    assert run_bench("--bench-mode=kernels,memory", "--bench-save=main").ret == 0
+    saved = json.loads((pytester.path / "baselines/main/test_k.json").read_text())
+    entry = saved["benchmarks"]["test_k.py::test_add"]["metrics"]
+    assert sum(entry["kernels"]["kernels"].values()) == 1
+    assert entry["memory"]["peak_bytes"].get("cuda", 0) >= 64 * 64 * 4  # CUDA peak memory is reported
+    assert run_bench("--bench-mode=kernels", "--bench-compare=main").ret == 0
+    flag.write_text("")
+    failed = run_bench("--bench-mode=kernels", "--bench-compare=main")
+    assert failed.ret == 1
+    failed.stdout.fnmatch_lines(["*test_add: kernels kernel launches changed: kernels 1 -> 2 launches per call (1 kernel(s) changed)*"])

@@ -111,3 +111,49 @@ def test_report_path_that_is_not_a_regular_file_is_refused_before_running(
     assert errors[0].startswith(f"ERROR: {option}=")
     assert not (pytester.path / "baselines").exists()  # nothing ran
     assert target.is_symlink() if kind != "fifo" else target.is_fifo()
+
+
+PROFILED = '''
+import torch
+
+def test_mm(benchmark):
+    x = torch.ones(8, 8)
+    benchmark(torch.mm, x, x)
+
+def test_prof(bench_profiler):
+    with bench_profiler(record_shapes=True):
+        torch.ones(16, 16).relu()
+'''
+
+
+def test_profiles_of_bench_profile_and_bench_profiler_reach_every_report(
+    pytester: pytest.Pytester, run_bench  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 9 item 3: ``bench_profiler`` blocks travelled in a teardown payload only the terminal
+    read, so the JSON, Markdown and HTML reports never showed them; now both kinds of profile are
+    in the results, in one shape, and the HTML links every trace."""
+    pytester.makepyfile(test_p=PROFILED)
+    result = run_bench("--bench-mode=ops", "--bench-profile", "--bench-output=out", "--bench-save=main",
+                       "--bench-json=out/results.json", "--bench-markdown=out/summary.md",
+                       "--bench-html=out/report.html")
+    assert result.ret == 0, result.stdout.str()
+    results = {r["key"]: r for r in json.loads((pytester.path / "out/results.json").read_text())["benchmarks"]}
+    sources = {key: [p["source"] for p in r["extras"]["profiles"]] for key, r in results.items()}
+    assert sources == {"test_p.py::test_mm": ["--bench-profile"], "test_p.py::test_prof": ["bench_profiler"]}
+    traces = [p["trace"] for r in results.values() for p in r["extras"]["profiles"]]
+    assert all(trace and os.path.isfile(trace) for trace in traces), traces
+    assert any(op["name"] == "aten::relu" for op in results["test_p.py::test_prof"]["extras"]["profiles"][0]["top_ops"])
+    # A profile alone is no baseline: only the measured benchmark was saved.
+    saved = json.loads((pytester.path / "baselines/main/test_p.json").read_text())
+    assert list(saved["benchmarks"]) == ["test_p.py::test_mm"]
+    assert "saved 1 benchmark result(s)" in result.stdout.str()
+    # The HTML links both traces, relative to the report, and the files are there.
+    page = (pytester.path / "out/report.html").read_text(encoding="utf-8")
+    links = sorted(set(re.findall(r'href="(traces/[^"]+)"', page)))
+    assert len(links) == 2 and all((pytester.path / "out" / link).is_file() for link in links), links
+    assert "profiler trace (bench_profiler)" in page and "profiler trace (--bench-profile)" in page
+    summary = (pytester.path / "out/summary.md").read_text()
+    assert "**test\\_p.py::test\\_prof** (bench\\_profiler)" in summary
+    assert "**test\\_p.py::test\\_mm** (--bench-profile)" in summary
+    result.stdout.fnmatch_lines(["*torchbench profiles*", "test_p.py::test_mm: *out/traces/*(--bench-profile)",
+                                 "*", "test_p.py::test_prof: *out/traces/*(bench_profiler)"], consecutive=False)

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_torchbench.engines import profiler as prof_engine
 from pytest_torchbench.engines.profiler import (
     ITERATION_MARKER,
     ProfilerActiveError,
@@ -22,8 +21,9 @@ from pytest_torchbench.engines.profiler import (
     count_ops,
     peak_memory,
     profile_run,
-    safe_file_stem,
 )
+from pytest_torchbench.engines.profiler import iterations, traces
+from pytest_torchbench.text import safe_file_stem
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 MiB = 1024 * 1024
@@ -160,8 +160,8 @@ def test_count_ops_reports_the_common_iteration_not_a_mean(xy: tuple[torch.Tenso
 def test_representative_prefers_majority_then_latest() -> None:
     a = collections.Counter({"aten::add": 1})
     b = collections.Counter({"aten::add": 2})
-    assert prof_engine._representative([b, a, a]) == a
-    assert prof_engine._representative([a, b]) == b
+    assert iterations.representative([b, a, a]) == a
+    assert iterations.representative([a, b]) == b
 
 
 def test_count_ops_rejects_bad_arguments() -> None:
@@ -221,7 +221,7 @@ def test_trace_compressed_when_large(
     tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     x, y = xy
-    monkeypatch.setattr(prof_engine, "TRACE_COMPRESS_THRESHOLD_BYTES", 100)
+    monkeypatch.setattr(traces, "TRACE_COMPRESS_THRESHOLD_BYTES", 100)
     summary = profile_run(lambda: x + y, iterations=2, options=ProfilerOptions(), trace_path=tmp_path / "t.json")
     assert summary.error is None
     assert summary.trace_path == tmp_path / "t.json.gz"
@@ -409,3 +409,126 @@ def test_safe_file_stem_ids_that_fold_to_one_name_stay_distinct() -> None:
     stems = [safe_file_stem(i) for i in ids]
     assert len(set(stems)) == len(ids), stems
     assert all(stem.startswith("t.py__") for stem in stems)  # still readable
+
+
+# --- the shared iteration rule ----------------------------------------------------------------------
+
+
+def test_windows_put_a_time_in_the_window_that_contains_it() -> None:
+    windows = iterations.Windows([(30, 40), (10, 20)])
+    assert [windows.index(t) for t in (5, 10, 15, 20, 25, 30, 40, 41)] == [None, 0, 0, 0, None, 1, 1, None]
+    assert len(windows) == 2
+
+
+def test_every_profiled_measurement_goes_through_one_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 9: the per-iteration marker logic was written three ways; op counts, peak memory,
+    call sites and --bench-profile now all run ``iterations.record``."""
+    from pytest_torchbench.engines.profiler import memory, ops
+
+    calls: list[str] = []
+    real = iterations.record
+
+    def spy(*args: object, **kwargs: object) -> object:
+        calls.append(str(kwargs["what"]))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    for module in (ops, memory, traces):
+        monkeypatch.setattr(module, "record", spy)
+    x = torch.ones(4, 4)
+    count_ops(lambda: x + x)
+    peak_memory(lambda: x + x)
+    profile_run(lambda: x + x, iterations=2, options=ProfilerOptions.from_kwargs(activities=["cpu"]), trace_path=None)
+    ops.op_call_sites(lambda: x + x, root=Path.cwd())
+    assert calls == ["count_ops", "peak_memory", "profile_run", "op_call_sites"]
+
+
+# --- call sites --------------------------------------------------------------------------------------
+
+
+def _helper_that_clones(x: torch.Tensor) -> torch.Tensor:
+    y = x + 1
+    return y.clone()
+
+
+def test_op_call_sites_name_the_users_line_and_function() -> None:
+    from pytest_torchbench.engines.profiler import op_call_sites
+
+    x = torch.ones(4, 4)
+    here = Path(__file__)
+    sites = op_call_sites(lambda: torch.mm(x, _helper_that_clones(x)), root=here.parent.parent)
+    clone_line = _helper_that_clones.__code__.co_firstlineno + 2
+    add_line = clone_line - 1
+    assert sites["aten::clone"] == [(f"engines/{here.name}:{clone_line} in _helper_that_clones", 1)]
+    # nested ops come from the line too (``x + 1`` copies its scalar as well: two sites)
+    assert (f"engines/{here.name}:{clone_line} in _helper_that_clones", 1) in sites["aten::copy_"]
+    assert sites["aten::add"] == [(f"engines/{here.name}:{add_line} in _helper_that_clones", 1)]
+    mm_site, = sites["aten::mm"]
+    assert mm_site[0].endswith("in <lambda>")
+    # The same keys as count_ops, so a verdict's changed ops can be looked up.
+    assert set(sites) == set(count_ops(lambda: torch.mm(x, _helper_that_clones(x))))
+
+
+def test_op_call_sites_outside_the_root_keep_their_path() -> None:
+    from pytest_torchbench.engines.profiler import op_call_sites
+
+    x = torch.ones(2)
+    sites = op_call_sites(lambda: x * 2, root=Path("/nonexistent-root"))
+    (site, calls), = sites["aten::mul"]
+    assert site.startswith(str(Path(__file__).parent)) and calls == 1
+
+
+# --- kernels (the attribution rule runs without a GPU) ------------------------------------------------
+
+
+def test_kernels_are_counted_in_the_iteration_whose_op_launched_them() -> None:
+    from pytest_torchbench.engines.profiler.kernels import kernels_per_iteration
+
+    windows = iterations.Windows([(100, 200), (300, 400)])
+    cpu = [(50, 1), (150, 2), (160, 3), (350, 4), (450, 5), (170, 0)]  # (start, correlation id)
+    # Kernels run later on the GPU's clock: only the correlation says which call launched them.
+    device = [("gemm", 2), ("relu", 3), ("gemm", 4), ("warmup_kernel", 1), ("after", 5), ("gemm", 99)]
+    counters = kernels_per_iteration(windows, cpu, device)
+    assert [dict(c) for c in counters] == [{"gemm": 1, "relu": 1}, {"gemm": 1}]
+
+
+def test_count_kernels_without_cuda_is_a_clear_error() -> None:
+    from pytest_torchbench.engines.profiler import NoCudaError, count_kernels
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    with pytest.raises(NoCudaError, match="no CUDA device"):
+        count_kernels(lambda: None)
+
+
+@needs_cuda
+def test_cuda_peak_memory_is_not_reported_for_cpu_code_in_a_process_without_cuda_work(tmp_path: Path) -> None:
+    """Issue 13: the CUDA peak is reported when the process uses CUDA, not a meaningless 0."""
+    import subprocess
+    import sys
+
+    code = ("import torch; from pytest_torchbench.engines.profiler import peak_memory; "
+            "print(peak_memory(lambda: torch.ones(64, 64))['cuda_peak_bytes'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "None"
+
+
+@needs_cuda
+def test_cuda_kernel_counts_are_per_call_and_deterministic() -> None:
+    from pytest_torchbench.engines.profiler import count_kernels
+
+    x = torch.randn(64, 64, device="cuda")
+    one = count_kernels(lambda: x + x)
+    assert sum(one.values()) == 1.0 and all(v == int(v) for v in one.values())
+    assert count_kernels(lambda: x + x, iterations=5) == one
+    two = count_kernels(lambda: (x + x).relu())
+    assert sum(two.values()) == 2.0
+    assert set(one) < set(two)
+
+
+@needs_cuda
+def test_cuda_activity_is_recorded_by_the_profiler_session(tmp_path: Path) -> None:
+    x = torch.randn(64, 64, device="cuda")
+    with ProfilerSession(trace_path=tmp_path / "t.json") as session:
+        x @ x
+    assert session.error is None and session.trace_path is not None
+    assert "cuda" in session.trace_path.read_text().lower()  # GPU kernels are in the trace

@@ -10,6 +10,8 @@ import pytest
 
 from pytest_torchbench.reports import html
 
+from conftest import profile_record
+
 
 def _links(text: str) -> list[str]:
     return re.findall(r'(?:src|href)\s*=\s*"([^"]*)"', text)
@@ -43,13 +45,13 @@ def test_escaping_and_url_traces() -> None:
 
     result = BenchmarkResult("t.py::test[<b>]", "t.py", "test", "<b>", "\x1b[2J\n::error title=x::boom",
                              {"ops": OpsMetric({"aten::add": 1, "<script>alert(1)</script>": 2})},
-                             extras={"trace": "https://ci.example/trace.json"})
+                             extras={"profiles": [profile_record("https://ci.example/trace.json")]})
     text = html.render([result], [], None, None)
     assert "<b>]" not in text and "&lt;b&gt;" in text
     assert "<script>alert" not in text and "\x1b" not in text and "\n::error" not in text
     assert 'href="https://ci.example/trace.json"' in text
     # A trace name that would be a javascript: URL is quoted into a harmless relative link.
-    evil = BenchmarkResult("t.py::t", "t.py", "t", "", "", {}, extras={"trace": "javascript:alert(1)"})
+    evil = BenchmarkResult("t.py::t", "t.py", "t", "", "", {}, extras={"profiles": [profile_record("javascript:alert(1)")]})
     assert 'href="javascript:' not in html.render([evil], [], None, None)
 
 
@@ -58,7 +60,7 @@ def test_trace_links_from_bench_profile_and_relative_to_the_report(tmp_path: Pat
 
     trace = tmp_path / "traces" / "t.py__test-1a2b3c4d.json"
     result = BenchmarkResult("t.py::test", "t.py", "test", "", "", {"ops": OpsMetric({"aten::add": 1})},
-                             extras={"profile": {"trace": str(trace), "top_ops": []}})
+                             extras={"profiles": [profile_record(str(trace))]})
     assert 'href="traces/t.py__test-1a2b3c4d.json"' in html.render([result], [], None, None, base=tmp_path)
     assert f'href="{trace.as_uri()}"' in html.render([result], [], None, None)
 
@@ -161,3 +163,26 @@ def test_end_to_end_html_and_bad_target(pytester, run_bench, bench_module) -> No
     bad = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-html=blocker/r.html")
     assert bad.ret == 0
     bad.stdout.fnmatch_lines(["torchbench: ERROR: --bench-html=*blocker/r.html: cannot write (*)"])
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs a chromium browser (apt-get install chromium)")
+def test_a_test_that_only_profiled_keeps_its_card_visible(sample_comparison, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A ``bench_profiler`` test has a card (its trace link) but no row in the overview; the
+    script that hides the cards of filtered-out rows hid it on every load."""
+    from pytest_torchbench.results import BenchmarkResult
+
+    current, verdicts, base = sample_comparison
+    profiled = BenchmarkResult("bench/test_m.py::test_prof", "bench/test_m.py", "test_prof", "", "", {},
+                               extras={"profiles": [profile_record(str(tmp_path / "traces" / "p.json"), "bench_profiler")]})
+    page = tmp_path / "report.html"
+    page.write_text(html.render([*current, profiled], verdicts, base, "main", base=tmp_path), encoding="utf-8")
+    dumped = subprocess.run(
+        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=120,
+    ).stdout
+    cards = dict(re.findall(r'<section class="card [^"]*" id="([^"]+)"[^>]*?( style="display: none;")?>', dumped))
+    assert len(cards) == 4, cards  # test_slow, test_fast, test_new and the profiled test
+    assert all(hidden == "" for hidden in cards.values()), cards  # nothing filtered: every card shows
+    assert 'href="traces/p.json"' in dumped

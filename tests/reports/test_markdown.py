@@ -29,7 +29,11 @@ def test_regressions_first_in_a_real_table_with_folded_explanations(sample_compa
     # Badges/summary count tests: test_slow regressed in three metrics, counted once.
     assert "1 regressed, 1 improved, 1 new, 1 missing; 1 test(s) failed" in text
     why = text[text.index("### Why"):]
-    assert why.count("<details>") == 1 + 1  # one per regressed benchmark, + the folded unchanged rows
+    # one per regressed benchmark, + the profiles, + the folded unchanged rows
+    assert why.count("<details>") == 1 + 1 + 1
+    profiles = why[why.index("<summary>Profiles (1)"):]
+    assert "**bench/test\\_m.py::test\\_slow** (--bench-profile): `/tmp/traces/test\\_slow.json.gz`" in profiles
+    assert "| aten::add | 3 | 12.5 |" in profiles
     assert "+25,000  aten::add_impl" in why  # function level
     assert "aten::empty 1 -> 2 per call" in why  # op level
     assert text.count("<details>") == text.count("</details>")
@@ -70,8 +74,10 @@ def test_group_column_when_groups_exist() -> None:
 def test_no_baseline_and_pipes_escaped(sample_comparison) -> None:  # type: ignore[no-untyped-def]
     current, _, _ = sample_comparison
     text = markdown.render(current, [], None)
-    assert "no baseline to compare with" in text and "<details>" not in text
-    assert len(_table_rows(text)) == 3 + 2 + 2  # every measured metric of the 3 results
+    assert "no baseline to compare with" in text
+    assert text.count("<details>") == 1 and "<summary>Profiles (1)" in text  # only test_slow's profile is folded
+    results_part = text[:text.index("<details><summary>Profiles")]  # the profiles come last
+    assert len(_table_rows(results_part)) == 3 + 2 + 2  # every measured metric of the 3 results
     assert markdown._escape("a|b\nc") == "a\\|b\\\\x0ac"  # the escape's backslash is escaped too
 
 

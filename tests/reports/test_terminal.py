@@ -47,8 +47,8 @@ def test_hostile_text_is_escaped_on_every_line() -> None:
     verdict = Verdict(result.key, "ops", REGRESSION, 1, 2, summary=evil, details=[evil, "::warning::x"])
     lines = [*terminal.render_tables([result], [verdict], "::error::base"),
              *terminal.render_verdict_lines([verdict]),
-             *terminal.render_profiles([{"nodeid": evil, "trace": evil, "top_ops": [{"name": evil, "calls": 1,
-                                                                                     "self_cpu_time_us": 1.0}]}])]
+             *terminal.render_profiles([BenchmarkResult(result.key, "t.py", "t", "", "", {}, extras={"profiles": [
+                 {"source": evil, "trace": evil, "top_ops": [{"name": evil, "calls": 1, "self_cpu_time_us": 1.0}]}]})])]
     for line in lines:
         assert "\x1b" not in line and "\n" not in line, line
         assert not line.lstrip().startswith(("::", "##[")), line

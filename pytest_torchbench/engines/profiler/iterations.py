@@ -1,0 +1,167 @@
+"""Iterations under the profiler: the one loop every profiled measurement runs, and the one rule
+that assigns an event to the iteration it belongs to.
+
+How iterations are delimited: every call of the measured callable is wrapped in a
+``torch.profiler.record_function`` marker named :data:`ITERATION_MARKER`. An event belongs to the
+marker whose time window contains its start, so whatever the profiler itself does when it starts,
+stops or flushes (and anything the callable does not do) is never attributed to it; nested ops and
+ops run on other threads while the iteration ran (autograd's device threads) are. Counting per
+marker also lets a caller check that every iteration did the same work instead of dividing a total.
+
+Op counts, peak memory, kernel launches, call sites and ``--bench-profile`` summaries all go
+through :func:`record` and :class:`Windows`: the marker logic is written once.
+"""
+from __future__ import annotations
+
+import bisect
+import collections
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+from torch.profiler import profile, record_function
+
+from ..._compat import kineto_events, profiler_enabled
+
+__all__ = [
+    "ITERATION_MARKER", "ProfilerActiveError", "Windows", "check_counts", "ensure_no_active_profiler",
+    "record", "representative", "stop_leftover_profiler", "sync_cuda",
+]
+
+#: Name of the ``record_function`` range wrapped around each call of the measured callable. It is not
+#: an ``aten::`` name, so it never shows up in op counts itself.
+ITERATION_MARKER = "torchbench::iteration"
+
+
+class ProfilerActiveError(RuntimeError):
+    """Raised when a profiler is started while another one is already recording.
+
+    torch supports only one active profiler per process; a second one either fails deep inside
+    Kineto or silently steals the events, so we refuse early with a message a test author can act on.
+    """
+
+
+def stop_leftover_profiler() -> bool:
+    """Stop a torch profiler that is still recording (one a test started and never stopped).
+
+    Why: torch allows one active profiler per process, so a profiler left running by one test
+    makes every later profiler in the process fail, and records every op of later tests. Returns
+    whether one was running. The profile object that started it is abandoned (its results lost).
+    """
+    if not profiler_enabled():
+        return False
+    disable = getattr(torch._C._autograd, "_disable_profiler", None)
+    if disable is not None:
+        try:
+            disable()
+        except Exception:  # pragma: no cover - kineto already stopped it on its side
+            pass
+    on_stop = getattr(torch.autograd.profiler, "_run_on_profiler_stop", None)
+    if on_stop is not None:
+        on_stop()
+    return True
+
+
+def ensure_no_active_profiler(what: str) -> None:
+    if profiler_enabled():
+        raise ProfilerActiveError(
+            f"a torch profiler is already active in this test; {what} cannot start a second one. "
+            "Stop the other profiler first (only one torch profiler can record at a time), or use "
+            "the bench_profiler fixture instead of opening your own torch.profiler.profile."
+        )
+
+
+def check_counts(iterations: int, warmup: int) -> None:
+    if not isinstance(iterations, int) or iterations < 1:
+        raise ValueError(f"iterations must be an int >= 1, got {iterations!r}")
+    if not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be an int >= 0, got {warmup!r}")
+
+
+def sync_cuda() -> None:
+    """Wait for queued CUDA work (only when this process initialised CUDA: never starts it)."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+
+
+def record(
+    fn: Callable[[], object],
+    *,
+    iterations: int,
+    warmup: int,
+    what: str,
+    before_region: Callable[[], object] | None = None,
+    step: bool = False,
+    **profile_kwargs: Any,
+) -> profile:
+    """Warm ``fn`` up, then call it ``iterations`` times under ``torch.profiler.profile(**profile_kwargs)``,
+    each call inside its own :data:`ITERATION_MARKER`; returns the finished profile.
+
+    ``before_region`` (e.g. seeding) runs before the warm-up and again before the profiled
+    iterations, outside any marker. ``step``: each call is one profiler step (``prof.step()`` after
+    it, CUDA synchronised first), so a schedule in ``profile_kwargs`` selects which calls are
+    recorded. The callable's result is dropped inside the marker, so freeing it is attributed to
+    the iteration that made it, not to the next one. ``what`` names the caller in the error raised
+    when another profiler is already recording.
+    """
+    check_counts(iterations, warmup)
+    ensure_no_active_profiler(what)
+    if before_region is not None:
+        before_region()
+    for _ in range(warmup):
+        fn()
+    if before_region is not None:
+        before_region()
+    sync_cuda()
+    with profile(**profile_kwargs) as prof:
+        for _ in range(iterations):
+            with record_function(ITERATION_MARKER):
+                fn()
+            if step:
+                sync_cuda()
+                prof.step()
+        sync_cuda()
+    return prof
+
+
+class Windows:
+    """Sorted, non-overlapping time windows (iterations, or call sites) and which one a time falls in.
+
+    Times are whatever unit the events use (microseconds for ``prof.events()``, nanoseconds for
+    the raw Kineto events); a window contains both its ends.
+    """
+
+    def __init__(self, spans: Iterable[tuple[float, float]]) -> None:
+        self.spans = sorted(spans)
+        self._starts = [start for start, _ in self.spans]
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    def index(self, t: float) -> int | None:
+        """The window containing ``t``, or None when it lies outside every window."""
+        i = bisect.bisect_right(self._starts, t) - 1
+        if i >= 0 and t <= self.spans[i][1]:
+            return i
+        return None
+
+    @classmethod
+    def of_events(cls, events: Sequence[Any], name: str = ITERATION_MARKER) -> Windows:
+        """Windows of the ``prof.events()`` (FunctionEvent) ranges called ``name``."""
+        return cls((ev.time_range.start, ev.time_range.end) for ev in events if ev.name == name)
+
+    @classmethod
+    def of_raw(cls, prof: profile, name: str = ITERATION_MARKER) -> Windows:
+        """Windows of the raw Kineto events called ``name`` (nanoseconds)."""
+        raw = kineto_events(prof) or []
+        return cls((ev.start_ns(), ev.end_ns()) for ev in raw if ev.name() == name)
+
+
+def representative(counters: list[collections.Counter[str]]) -> collections.Counter[str]:
+    """The per-iteration count to report: the counts most iterations agree on (ties go to the later
+    iteration, which had more warm-up). For deterministic code every iteration agrees; taking a
+    whole iteration's counts, rather than a per-op mean, keeps the numbers integers and consistent
+    with each other when one iteration took a one-off path (a cache fill, a lazy init)."""
+    frozen = [tuple(sorted(c.items())) for c in counters]
+    tally = collections.Counter(frozen)
+    best = max(range(len(frozen)), key=lambda i: (tally[frozen[i]], i))
+    return counters[best]

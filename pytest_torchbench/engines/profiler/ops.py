@@ -1,0 +1,196 @@
+"""Op counts: deterministic per-iteration counts of ``aten::`` ops, and where the user's code calls them.
+
+Unlike times, op counts do not move with machine load, so they can be compared exactly against a
+baseline, and a difference explains *why* something got slower (one more ``aten::clone``, one more
+``aten::copy_``). :func:`op_call_sites` answers the next question, *which line*: it is run only
+for a benchmark whose op counts already failed the gate, because tagging every torch call costs.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from torch.overrides import TorchFunctionMode
+from torch.profiler import ProfilerActivity, record_function
+
+from .iterations import Windows, record, representative
+
+__all__ = ["DEFAULT_OP_PREFIXES", "SITE_MARKER", "count_ops", "op_call_sites", "user_frame"]
+
+#: Only events with one of these prefixes are counted as ops. ``aten::`` covers every dispatcher op
+#: of core PyTorch, nested ones included; it excludes the iteration marker, ``[memory]`` events,
+#: ``ProfilerStep#N``, autograd bookkeeping ranges (``autograd::engine::...``, ``*Backward0``) and
+#: runtime calls such as ``cudaLaunchKernel``, whose number or presence depends on the profiler or
+#: the driver rather than on the code under test.
+DEFAULT_OP_PREFIXES: tuple[str, ...] = ("aten::",)
+
+#: Prefix of the ``record_function`` ranges :func:`op_call_sites` wraps around each torch call made
+#: from user code; the rest of the name is the call site (``path:line in function``).
+SITE_MARKER = "torchbench::site "
+
+
+def _op_key(ev: Any, by_shape: bool) -> str:
+    if by_shape:
+        return f"{ev.name} {list(ev.input_shapes) if ev.input_shapes is not None else []}"
+    return str(ev.name)
+
+
+def _per_iteration_counts(
+    events: Sequence[Any], *, by_shape: bool, prefixes: tuple[str, ...]
+) -> list[collections.Counter[str]]:
+    """One Counter per iteration marker (see ``iterations``: an op belongs to the marker whose
+    window contains its start)."""
+    windows = Windows.of_events(events)
+    counters: list[collections.Counter[str]] = [collections.Counter() for _ in range(len(windows))]
+    for ev in events:
+        if not ev.name.startswith(prefixes):
+            continue
+        i = windows.index(ev.time_range.start)
+        if i is not None:
+            counters[i][_op_key(ev, by_shape)] += 1
+    return counters
+
+
+def count_ops(
+    fn: Callable[[], object],
+    *,
+    iterations: int = 3,
+    warmup: int = 1,
+    by_shape: bool = False,
+    prefixes: tuple[str, ...] = DEFAULT_OP_PREFIXES,
+    before_region: Callable[[], object] | None = None,
+) -> dict[str, float]:
+    """Count the ``aten::`` ops one call of ``fn`` dispatches, nested ops included.
+
+    ``fn`` is first called ``warmup`` times without the profiler (lazy initialisation, caches), then
+    ``iterations`` times under a CPU-only profiler, each call inside its own marker. The counts are
+    those of one iteration (see ``iterations.representative``), so they do not depend on ``iterations`` nor
+    on anything the profiler does outside the markers. Counting *nested* ops gives the most
+    explanatory diff (``aten::linear`` -> ``aten::addmm`` -> ``aten::copy_``), at the price that one
+    extra top-level op can show up as several changed lines.
+
+    With ``by_shape`` the keys carry the input shapes, e.g. ``"aten::add [[4, 4], [4, 4], []]"``.
+    Returns a dict sorted by key; values are floats (for storage alongside other metrics) holding
+    integers. ``before_region`` (e.g. seeding) runs before the warm-up and before the profiled
+    iterations, outside any iteration marker.
+    """
+    prof = record(fn, iterations=iterations, warmup=warmup, what="count_ops", before_region=before_region,
+                  activities=[ProfilerActivity.CPU], record_shapes=by_shape)
+    counters = _per_iteration_counts(prof.events(), by_shape=by_shape, prefixes=prefixes)
+    if len(counters) != iterations:  # pragma: no cover - would mean the profiler lost our markers
+        raise RuntimeError(
+            f"profiler recorded {len(counters)} iteration markers for {iterations} iterations"
+        )
+    chosen = representative(counters)
+    return {key: float(chosen[key]) for key in sorted(chosen)}
+
+
+# -- call sites -------------------------------------------------------------------------------------
+
+
+def _package_dir(module: types.ModuleType | None) -> str | None:
+    file = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(file)) + os.sep if file else None
+
+
+def _skipped_dirs() -> tuple[str, ...]:
+    """Folders whose frames are never the user's: torch, pytest, pluggy and this plugin."""
+    dirs = [_package_dir(sys.modules.get(name)) for name in ("torch", "_pytest", "pytest", "pluggy")]
+    dirs.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep)
+    return tuple(d for d in dirs if d)
+
+
+def user_frame(frame: types.FrameType | None, skipped: tuple[str, ...]) -> tuple[str, int, str] | None:
+    """The innermost frame, from ``frame`` outwards, that is the user's code: not in ``skipped``
+    folders, not in an installed package (``site-packages``, ``dist-packages``), not frozen or
+    generated (``<string>``). (absolute path, line, function) or None."""
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith("<"):
+            path = os.path.abspath(filename)
+            installed = f"{os.sep}site-packages{os.sep}" in path or f"{os.sep}dist-packages{os.sep}" in path
+            if not installed and not path.startswith(skipped):
+                return path, frame.f_lineno, frame.f_code.co_name
+        frame = frame.f_back
+    return None
+
+
+def _site_name(site: tuple[str, int, str], root: Path) -> str:
+    path, line, function = site
+    try:
+        shown = Path(path).relative_to(root).as_posix()
+    except ValueError:
+        shown = Path(path).as_posix()
+    return f"{shown}:{line} in {function}"
+
+
+class _SiteMode(TorchFunctionMode):
+    """Wraps every torch call made from user code in a range named after its call site.
+
+    Why not the profiler's own ``with_stack=True``: in this torch its stacks name Python functions
+    by the line they start on (the op events' own ``stack()`` is empty; their Python parents are
+    function-entry events such as ``gray.py(50): grayscale_to_rgb``), not the line that called the
+    op. The torch function mode sees the calling frame itself. Inside a handled call the mode is
+    off (torch pops it), so each user-level call gets one range and its nested ops fall inside it.
+    """
+
+    def __init__(self, root: Path) -> None:
+        super().__init__()
+        self.root = root
+        self.skipped = _skipped_dirs()
+        self.names: dict[tuple[str, int, str], str] = {}
+
+    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        site = user_frame(sys._getframe(1), self.skipped)
+        if site is None:
+            return func(*args, **kwargs)
+        name = self.names.get(site)
+        if name is None:
+            name = self.names[site] = SITE_MARKER + _site_name(site, self.root)
+        with record_function(name):
+            return func(*args, **kwargs)
+
+
+def op_call_sites(
+    fn: Callable[[], object],
+    *,
+    root: Path,
+    by_shape: bool = False,
+    prefixes: tuple[str, ...] = DEFAULT_OP_PREFIXES,
+    before_region: Callable[[], object] | None = None,
+) -> dict[str, list[tuple[str, int]]]:
+    """Where one call of ``fn`` calls each op: op key -> [(``path:line in function``, calls)], most
+    calls first. Paths are relative to ``root`` when under it.
+
+    One warm-up call, then one call under the profiler with every torch call from user code
+    tagged by its call site (:class:`_SiteMode`). An op is attributed to the site whose range
+    contains its start, which also covers ops run on other threads during the call (autograd's
+    backward). The op keys are :func:`count_ops`'s, so they line up with a verdict's changed ops.
+    Costs a few times one plain profiled call: meant for benchmarks that already failed.
+    """
+    mode = _SiteMode(Path(root))
+
+    def tagged() -> object:
+        with mode:
+            return fn()
+
+    prof = record(tagged, iterations=1, warmup=1, what="op_call_sites", before_region=before_region,
+                  activities=[ProfilerActivity.CPU], record_shapes=by_shape)
+    events = prof.events()
+    iteration = Windows.of_events(events)
+    site_spans = [(ev.time_range.start, ev.time_range.end, ev.name[len(SITE_MARKER):])
+                  for ev in events if ev.name.startswith(SITE_MARKER)]
+    sites = Windows((start, end) for start, end, _ in site_spans)
+    names = [name for _, _, name in sorted(site_spans)]
+    found: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for ev in events:
+        if not ev.name.startswith(prefixes) or iteration.index(ev.time_range.start) is None:
+            continue
+        i = sites.index(ev.time_range.start)
+        found[_op_key(ev, by_shape)][names[i] if i is not None else "?"] += 1
+    return {op: sorted(counter.items(), key=lambda item: (-item[1], item[0])) for op, counter in sorted(found.items())}

@@ -1,0 +1,118 @@
+"""Explaining a failure that was measured in another process: op call sites for xdist and
+instructions mode.
+
+Why a second pytest: a failed verdict is explained by re-running the benchmark's callable
+(``Metric.explain``: op call sites). In a serial run the judging process holds that callable at
+the end of the test's call phase and re-runs it at once (``session.BenchSession.explain``). Under
+xdist, and in instructions mode (whose tests run in valgrind workers), the judging process is the
+controller: the callable lives in a worker that has moved on, xdist has no way to ask it
+afterwards, and a worker must not read baselines to judge for itself (a worker that loaded them
+has a different heap, which moves instruction counts). So at the end of the session the controller
+runs the failed tests once more, natively and serially, in one pytest process measuring only the
+metrics to explain (``--bench-mode=ops --bench-compare=<the same baseline>``), whose serial run
+explains them in-process, and reads the details from its ``--bench-json``. Cost: nothing when no
+such verdict failed; otherwise one pytest start (importing torch) plus those tests.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from .vocabulary import Verdict
+
+__all__ = ["judging_options", "passed_through", "rerun_command", "rerun_details"]
+
+#: The user's options that decide how pytest finds and imports the tests (plugins, ini file,
+#: rootdir, import mode, conftests, overrides): kept for the re-run. ``True``: takes a value.
+_PASSED_THROUGH = {
+    "-p": True, "-c": True, "--config-file": True, "--rootdir": True, "-o": True, "--override-ini": True,
+    "--import-mode": True, "--confcutdir": True, "--noconftest": False,
+}
+#: Seconds the re-run may take: a torch import and a few tests, generously.
+TIMEOUT = 300.0
+
+
+def passed_through(args: Sequence[str]) -> list[str]:
+    """The options of ``args`` (pytest's command line) that the re-run keeps, in their order; the
+    rest (paths, -k, -n, report options, the modes) is left out."""
+    kept: list[str] = []
+    taking = False
+    for arg in map(str, args):
+        if taking:
+            kept.append(arg)
+            taking = False
+            continue
+        name, has_value, _ = arg.partition("=")
+        if name in _PASSED_THROUGH:
+            kept.append(arg)
+            taking = _PASSED_THROUGH[name] and not has_value
+        elif arg.startswith("-p") and len(arg) > 2 and not arg.startswith("--"):
+            kept.append(arg)  # -pNAME
+    return kept
+
+
+def judging_options(compare: str, baselines_dir: Path, fail: str | None, strict: bool) -> list[str]:
+    """The options that make the re-run judge as this run does: the same baseline set and folder,
+    the same limits, the same strictness about environments."""
+    options = [f"--bench-compare={compare}", f"--bench-baselines-dir={baselines_dir}"]
+    if fail is not None:
+        options.append(f"--bench-fail={fail}")
+    if strict:
+        options.append("--bench-strict")
+    return options
+
+
+def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],
+                  compare: Sequence[str], json_path: Path, xdist: bool) -> list[str]:
+    """The command line of the re-run: this interpreter, the user's passed-through options, the
+    failed tests (as paths under ``rootdir``, wherever pytest was started from), serial (``-n 0``
+    when xdist is installed, over an ``addopts`` that sets ``-n``), only ``metrics``, judged as
+    this run judges (``compare``: the baseline options, e.g. ``--bench-compare=main``,
+    ``--bench-baselines-dir=...``, ``--bench-fail=...``), results to ``json_path``."""
+    tests = []
+    for nodeid in sorted(set(nodeids)):
+        path, sep, rest = nodeid.partition("::")
+        tests.append(str(rootdir / path) + sep + rest)
+    return [
+        sys.executable, "-m", "pytest", *passed_through(args), *(["-n", "0"] if xdist else []),
+        "-q", "-p", "no:cacheprovider", f"--bench-mode={','.join(metrics)}", *compare,
+        f"--bench-json={json_path}", *tests,
+    ]
+
+
+def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path, compare: Sequence[str], cwd: Path,
+                  xdist: bool, nodeid_of: dict[str, str]) -> tuple[dict[tuple[str, str], list[str]], str | None]:
+    """Re-run the tests of the ``pending`` failed verdicts; their new details by (key, metric), and
+    one line saying why there are none when the re-run could not give them."""
+    metrics = sorted({v.metric for v in pending})
+    with tempfile.TemporaryDirectory(prefix="torchbench-explain-") as folder:
+        json_path = Path(folder) / "results.json"
+        command = rerun_command(args, (nodeid_of[v.key] for v in pending), rootdir, metrics, compare, json_path,
+                                xdist)
+        try:
+            done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            return {}, f"the re-run for call sites took over {TIMEOUT:g} s and was stopped"
+        except OSError as exc:
+            return {}, f"the re-run for call sites could not start ({exc})"
+        try:
+            document: Any = json.loads(json_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            tail = " ".join((done.stdout or done.stderr or "").split()[-30:])
+            return {}, f"the re-run for call sites wrote no results (exit {done.returncode}: {tail})"
+    wanted = {(v.key, v.metric) for v in pending}
+    found: dict[tuple[str, str], list[str]] = {}
+    for data in document.get("verdicts", []) if isinstance(document, dict) else []:
+        if not isinstance(data, dict):
+            continue
+        where = (str(data.get("key")), str(data.get("metric")))
+        details = data.get("details")
+        if where in wanted and data.get("failed") and isinstance(details, list):
+            found[where] = [str(line) for line in details]
+    missing = len(wanted) - len(found)
+    return found, (f"the re-run for call sites did not reproduce {missing} failure(s)" if missing else None)

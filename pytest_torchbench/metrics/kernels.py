@@ -1,0 +1,81 @@
+"""The ``kernels`` metric: CUDA kernel launches per call, by kernel name (needs a CUDA device).
+
+The GPU counterpart of ``ops``: which kernels one call launches (and memcpy/memset activities) is
+decided by the code and the libraries' algorithm choice, not by load, so the counts are compared
+exactly: any change beyond the limit (default 0) fails and the failure names the kernels. A new
+kernel (a fused one split in two, an extra copy to the device) shows as a line of its own.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Mapping
+
+from ..text import finite
+from ..vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
+from .base import MeasureContext, Metric, judge_counts
+
+
+@dataclasses.dataclass
+class KernelsMetric:
+    """CUDA activities launched per call (kernels, memcpy, memset), by name."""
+
+    kernels: dict[str, float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kernels": {k: round_sig(v) for k, v in sorted(self.kernels.items())}}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> KernelsMetric:
+        kernels = data["kernels"]
+        if not isinstance(kernels, Mapping):
+            raise ValueError("kernels.kernels must be an object")
+        return cls({str(k): float(v) for k, v in kernels.items()})
+
+
+class Kernels(Metric):
+    name = "kernels"
+    value_type = KernelsMetric
+    help = "CUDA kernel launches (needs a GPU)"
+    default_limit = 0.0
+    # The kernels chosen follow the GPU model, the CUDA/cuDNN build and torch itself.
+    comparability_facts = ("torch", "torch_git", "gpu")
+    table_title = "CUDA kernel launches per call"
+    explains = "CUDA kernels (launches per run)"
+    failure_words = "kernel launches changed"
+
+    def unavailable(self) -> str | None:
+        from ..engines import profiler
+
+        if profiler.cuda_usable():
+            return None
+        return ("--bench-mode=kernels counts CUDA kernel launches, but there is no CUDA device here "
+                "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave 'kernels' out")
+
+    def measure(self, fn: Callable[[], Any], context: MeasureContext) -> KernelsMetric:
+        from ..engines import profiler
+
+        return KernelsMetric(profiler.count_kernels(fn, before_region=context.before_region))
+
+    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
+        return judge_counts(key, "kernels", current.kernels, baseline.kernels, limit, "launches", "kernel(s)")
+
+    def headline(self, value: Any) -> float:
+        return sum(value.kernels.values())  # type: ignore[no-any-return]
+
+    def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
+        return [(f"{prefix}kernels.launches_per_run", round_sig(sum(value.kernels.values()))),
+                (f"{prefix}kernels.distinct", len(value.kernels))]
+
+    def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
+        if baseline is not None:
+            changes = sorted(
+                ((name, current.kernels.get(name, 0.0) - baseline.kernels.get(name, 0.0))
+                 for name in set(current.kernels) | set(baseline.kernels)),
+                key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]),
+            )
+            changes = [(name, change) for name, change in changes if change != 0]
+            if not changes:
+                return []
+            return [[Heading("CUDA kernel launches per run: change vs baseline"), Bars(changes[:top], "launches per run")]]
+        ordered = sorted(current.kernels.items(), key=lambda i: (-i[1] if finite(i[1]) else 0.0, i[0]))[:top]
+        return [[Heading("CUDA kernel launches per run (no baseline)"), Bars(ordered, "launches per run", neutral=True)]]

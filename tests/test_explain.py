@@ -1,0 +1,32 @@
+"""The re-run that explains failures measured in other processes: its command line (pure)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from pytest_torchbench.explain import judging_options, passed_through, rerun_command
+
+
+def test_only_the_options_that_find_and_import_the_tests_are_kept() -> None:
+    args = ["tests", "-k", "gray", "-n", "2", "-p", "no:benchmark", "-pmyplugin", "--import-mode=importlib",
+            "-o", "addopts=", "--rootdir", "/r", "-c", "/r/tox.ini", "--bench-mode=instructions,ops",
+            "--bench-html=r.html", "--confcutdir=/r", "--noconftest"]
+    assert passed_through(args) == ["-p", "no:benchmark", "-pmyplugin", "--import-mode=importlib", "-o", "addopts=",
+                                    "--rootdir", "/r", "-c", "/r/tox.ini", "--confcutdir=/r", "--noconftest"]
+
+
+def test_the_rerun_is_serial_native_and_judged_like_this_run(tmp_path: Path) -> None:
+    command = rerun_command(["-p", "no:benchmark", "-n", "4"], ["b/test_x.py::test[1]", "a/test_y.py::T::t",
+                                                                 "b/test_x.py::test[1]"],
+                            tmp_path, ["ops"], ["--bench-compare=main", "--bench-fail=ops:5%"],
+                            tmp_path / "r.json", xdist=True)
+    assert command[:3] == [sys.executable, "-m", "pytest"]  # this interpreter, never under valgrind
+    assert command[3:7] == ["-p", "no:benchmark", "-n", "0"]  # -n 0 wins over an addopts -n
+    assert "--bench-mode=ops" in command and "--bench-compare=main" in command and "--bench-fail=ops:5%" in command
+    assert command[-2:] == [f"{tmp_path}/a/test_y.py::T::t", f"{tmp_path}/b/test_x.py::test[1]"]  # once each
+    assert "-n" not in rerun_command([], ["t.py::t"], tmp_path, ["ops"], [], tmp_path / "r.json", xdist=False)
+
+
+def test_the_rerun_judges_with_the_same_baseline_limits_and_strictness(tmp_path: Path) -> None:
+    assert judging_options("main", tmp_path, None, False) == ["--bench-compare=main", f"--bench-baselines-dir={tmp_path}"]
+    assert judging_options("HEAD~1", tmp_path, "ops:10%", True)[2:] == ["--bench-fail=ops:10%", "--bench-strict"]
