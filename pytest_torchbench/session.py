@@ -107,8 +107,10 @@ class BenchSession:
         output_dir: Path | None = None,
         profile: bool = False,
         extra_environment: Callable[[], Mapping[str, Any]] | None = None,
+        rootdir: str | None = None,
     ) -> None:
         self.modes = modes
+        self.rootdir = rootdir  # source locations in results are relative to it
         self.min_run_time = min_run_time
         self.output_dir = output_dir
         self.profile = profile
@@ -180,8 +182,10 @@ class BenchSession:
             # Seed first, so that a setup drawing random inputs draws the same ones every run.
             seed = seeder(options.seed)
             return metric.measure(fn, MeasureContext(options, naming, self.min_run_time,
-                                                     chain(seed, before_region), seed, before_region))
-        return metric.measure(fn, MeasureContext(options, naming, self.min_run_time, before_region))
+                                                     chain(seed, before_region), seed, before_region,
+                                                     rootdir=self.rootdir))
+        return metric.measure(fn, MeasureContext(options, naming, self.min_run_time, before_region,
+                                                 rootdir=self.rootdir))
 
     def record_measurement(self, metric: str, value: Any, num_threads: int, naming: Naming) -> BenchmarkResult:
         """A result measured by the user through bench_timer (their own Timer call)."""

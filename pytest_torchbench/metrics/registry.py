@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from .base import Metric
+from .compile import Compile
 from .instructions import Instructions
 from .memory import Memory
 from .ops import Ops
@@ -77,7 +78,7 @@ def register_all(metrics: Iterable[Metric]) -> list[str]:
     return added
 
 
-for _builtin in (Time(), Instructions(), Ops(), Memory()):
+for _builtin in (Time(), Instructions(), Ops(), Memory(), Compile()):
     register(_builtin)
 #: The metrics that ship with pytest-torchbench.
 BUILTIN = names()
