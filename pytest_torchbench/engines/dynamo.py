@@ -30,7 +30,7 @@ from typing import Any, Callable, Sequence
 
 from .. import _compat
 
-__all__ = ["CompileCounts", "Event", "count_compiles", "relative_location", "short_reason"]
+__all__ = ["DEFAULT_WARMUP", "CompileCounts", "Event", "count_compiles", "grouped", "relative_location", "short_reason"]
 
 #: Calls after the first one when the benchmark gives no ``warmup``: the second call shows a
 #: recompilation caused by the first (state it changed, a shape seen for the second time), the third
@@ -141,13 +141,13 @@ def _relative_path(filename: str, rootdir: str | os.PathLike[str] | None) -> str
     return path.name
 
 
-_ABSOLUTE_PATH = re.compile(r"(/[^\s'\"():,]+)")
+#: An absolute path with at least two parts inside a message (``/home/u/proj/model.py``).
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/[^\s'\"():,/]+/[^\s'\"():,]+")
 
 
 def _relative_paths(text: str, rootdir: str | os.PathLike[str] | None) -> str:
     """Absolute paths inside a message made relative as :func:`relative_location` does."""
-    return _ABSOLUTE_PATH.sub(lambda m: _relative_path(m.group(1), rootdir) if os.path.isabs(m.group(1)) and
-                              os.sep in m.group(1)[1:] else m.group(1), text)
+    return _ABSOLUTE_PATH.sub(lambda match: _relative_path(match.group(0), rootdir), text)
 
 
 def _user_location(stack: Sequence[tuple[str, int, str]], rootdir: str | os.PathLike[str] | None) -> str:

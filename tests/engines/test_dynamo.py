@@ -112,6 +112,8 @@ def test_reasons_are_one_deterministic_line() -> None:
     assert short == ("Failed to trace builtin operator: cannot trace <function f at 0x...> from src/model.py "
                      "and torch/nn/x.py")
     assert dynamo.short_reason("") == "unknown reason"
+    kept = "x: and/or /x https://example.org/a/b"  # not absolute file paths: left alone
+    assert dynamo.short_reason(kept, "/home/u/proj") == kept
     assert len(dynamo.short_reason("x" * 1000)) == 300
 
 
