@@ -78,8 +78,9 @@ def register_all(metrics: Iterable[Metric]) -> list[str]:
     return added
 
 
-for _builtin in (Time(), Instructions(), Ops(), Memory(), Compile()):
+for _builtin in (Time(), Instructions(), Ops(), Memory()):
     register(_builtin)
+register(Compile())
 #: The metrics that ship with pytest-torchbench.
 BUILTIN = names()
 #: What ``--bench-*`` measures when no ``--bench-mode`` is given.
