@@ -74,6 +74,84 @@ def profiler_enabled() -> bool:
     return bool(getattr(torch.autograd.profiler, "_is_profiler_enabled", False))
 
 
+# -- torch._dynamo (compile mode) ----------------------------------------------------------------
+#
+# What torch.compile did during some calls, read from dynamo's own bookkeeping. Checked against
+# torch 2.13 (``counters`` and ``graph_break_reasons`` exist since torch 2.0; the
+# ``CompilationMetrics`` records of ``get_compilation_metrics`` since 2.2, their ``recompile_reason``
+# and ``fail_user_frame_*`` fields since 2.5). ``torch._dynamo.explain`` is NOT used: it compiles
+# the callable it is given with its own backend, so a benchmark that calls an already compiled
+# function (with inductor, say) would be measured as something else, and a callable that never
+# compiles anything would be compiled.
+
+
+class DynamoUnavailable(RuntimeError):
+    """This torch lacks the dynamo bookkeeping compile mode reads (a message says which)."""
+
+
+def _dynamo_utils() -> Any:
+    try:
+        import torch._dynamo
+        from torch._dynamo import utils
+    except Exception as exc:  # noqa: BLE001 - any import failure means "no dynamo here"
+        raise DynamoUnavailable(f"--bench-mode=compile needs torch._dynamo, which cannot be imported: {exc}") from None
+    for name in ("counters", "graph_break_reasons", "get_compilation_metrics", "clear_compilation_metrics"):
+        if not hasattr(utils, name):
+            import torch
+
+            raise DynamoUnavailable(
+                f"--bench-mode=compile reads torch._dynamo.utils.{name}, which torch {torch.__version__} "
+                f"does not have (checked with torch {TESTED_TORCH[0]}.{TESTED_TORCH[1]})"
+            )
+    return utils
+
+
+def dynamo_reset() -> None:
+    """``torch._dynamo.reset()`` (public): every code cache, guard and counter of compiled frames
+    cleared, as in a fresh process. Also clears the compile records read below."""
+    import torch._dynamo
+
+    _dynamo_utils()
+    torch._dynamo.reset()
+    _dynamo_utils().clear_compilation_metrics()
+
+
+def dynamo_graph_count() -> int:
+    """Graphs dynamo has handed to a backend in this process so far
+    (``counters["stats"]["unique_graphs"]``, not cleared by ``reset``: callers take differences)."""
+    return int(_dynamo_utils().counters["stats"]["unique_graphs"])
+
+
+def dynamo_graph_breaks() -> list[tuple[str, list[tuple[str, int, str]]]]:
+    """Graph breaks since the last reset, in order: ``(reason, user stack)``, the stack as
+    ``(filename, line, function)`` outermost first. From ``utils.graph_break_reasons``, the list
+    every ``GraphCompileReason(graph_break=True)`` appends itself to (cleared by ``reset``)."""
+    found = []
+    for reason in list(_dynamo_utils().graph_break_reasons):
+        stack = [(str(getattr(frame, "filename", "?")), int(getattr(frame, "lineno", 0) or 0),
+                  str(getattr(frame, "name", "?"))) for frame in getattr(reason, "user_stack", None) or []]
+        found.append((str(getattr(reason, "reason", reason)), stack))
+    return found
+
+
+def dynamo_take_frame_compiles() -> list[dict[str, Any]]:
+    """The frame compilations recorded since the last call (``get_compilation_metrics``, then
+    cleared: the record is a deque of at most 64, so callers drain it after every call), as
+    plain dicts of the fields compile mode reads; runtime records (lazy backward, autotuning) left out."""
+    utils = _dynamo_utils()
+    records = utils.get_compilation_metrics()
+    utils.clear_compilation_metrics()
+    taken = []
+    for record in records:
+        if getattr(record, "is_runtime", False) or getattr(record, "co_name", None) is None:
+            continue
+        taken.append({name: getattr(record, name, None) for name in (
+            "compile_id", "co_name", "co_filename", "co_firstlineno", "cache_size", "recompile_reason",
+            "fail_type", "fail_reason", "fail_user_frame_filename", "fail_user_frame_lineno",
+        )})
+    return taken
+
+
 # -- pytest -------------------------------------------------------------------------------------
 
 

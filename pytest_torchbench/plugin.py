@@ -148,6 +148,7 @@ def pytest_configure(config: pytest.Config) -> None:
         output_dir=settings.output_dir,
         profile=settings.profile,
         extra_environment=lambda: extensions.environment_facts(config),
+        rootdir=str(config.rootpath),
     )
     config.stash[session_key] = session
     if "instructions" in settings.modes and not worker:

@@ -94,8 +94,10 @@ class BenchSession:
         output_dir: Path | None = None,
         profile: bool = False,
         extra_environment: Callable[[], Mapping[str, Any]] | None = None,
+        rootdir: str | None = None,
     ) -> None:
         self.modes = modes
+        self.rootdir = rootdir  # source locations in results are relative to it
         self.min_run_time = min_run_time
         self.output_dir = output_dir
         self.profile = profile
@@ -182,9 +184,9 @@ class BenchSession:
             # Seed first, so that a setup drawing random inputs draws the same ones every run.
             seed = seeder(options.seed)
             context = MeasureContext(options, naming, self.min_run_time, chain(seed, before_region), seed,
-                                     before_region)
+                                     before_region, rootdir=self.rootdir)
         else:
-            context = MeasureContext(options, naming, self.min_run_time, before_region)
+            context = MeasureContext(options, naming, self.min_run_time, before_region, rootdir=self.rootdir)
         value = metric.measure(fn, context)
         if metric.explains_failures:
             self._measured[(naming.nodeid, mode)] = (fn, context)

@@ -40,6 +40,8 @@ class MeasureContext:
     #: of Python-heavy code by 0.25% from run to run.
     seed: Callable[[], None] | None = None
     setup: Callable[[], None] | None = None
+    #: pytest's root directory: source locations a metric stores are relative to it (deterministic).
+    rootdir: str | None = None
 
 
 class Metric:

@@ -1,0 +1,66 @@
+"""The compile metric's JSON and judgement, on exact values (no compiling here)."""
+from __future__ import annotations
+
+import pytest
+
+from pytest_torchbench.metrics import registry
+from pytest_torchbench.metrics.compile import CompileMetric
+from pytest_torchbench.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
+
+PRINT = "Failed to trace builtin operator: Dynamo does not know how to trace builtin operator `print`"
+
+
+def _value(graphs: int = 1, breaks: list[tuple[str, str, int]] | None = None,
+           recompiles: list[tuple[str, str, int]] | None = None) -> CompileMetric:
+    breaks, recompiles = breaks or [], recompiles or []
+    return CompileMetric(graphs=graphs, graph_breaks=sum(n for *_, n in breaks),
+                         recompiles=sum(n for *_, n in recompiles), calls=3, breaks=breaks,
+                         recompile_reasons=recompiles)
+
+
+def _judge(current: CompileMetric, baseline: CompileMetric):  # type: ignore[no-untyped-def]
+    return registry.get("compile").judge("t.py::test_f", current, baseline, 0.0, Policy())
+
+
+def test_a_new_graph_break_is_a_regression_naming_reason_and_line() -> None:
+    verdict = _judge(_value(2, breaks=[("model.py:42", PRINT, 1)]), _value(1))
+    assert verdict.status == REGRESSION
+    assert verdict.summary.startswith(f"graph breaks 0 -> 1: {PRINT} at model.py:42; graphs 1 -> 2")
+    assert verdict.details == [f"+ graph break: {PRINT} at model.py:42"]
+
+
+def test_the_same_counts_are_unchanged_and_a_moved_break_is_shown_not_failed() -> None:
+    value = _value(2, breaks=[("model.py:42", PRINT, 1)])
+    assert _judge(value, value).status == UNCHANGED
+    moved = _judge(_value(2, breaks=[("model.py:44", PRINT, 1)]), value)
+    assert moved.status == UNCHANGED and moved.details == [f"moved: {PRINT} at model.py:44"]
+
+
+def test_a_recompile_more_is_a_regression_and_fewer_breaks_an_improvement() -> None:
+    recompiled = _value(2, recompiles=[("model.py:3", "f: tensor 'x' size mismatch at index 0", 1)])
+    verdict = _judge(recompiled, _value(1))
+    assert verdict.status == REGRESSION and "recompiles 0 -> 1: f: tensor 'x' size mismatch" in verdict.summary
+    better = _judge(_value(1), _value(2, breaks=[("model.py:42", PRINT, 1)]))
+    assert better.status == IMPROVEMENT and better.details == [f"- graph break: {PRINT} at model.py:42"]
+
+
+def test_code_that_stops_compiling_is_a_regression() -> None:
+    assert _judge(_value(0), _value(1)).status == REGRESSION
+
+
+def test_json_round_trip_and_bad_values() -> None:
+    value = _value(2, breaks=[("model.py:42", PRINT, 2)], recompiles=[("m.py:1", "r", 1)])
+    metric = registry.get("compile")
+    assert metric.from_json(metric.to_json(value)) == value
+    assert metric.invalid_number(metric.to_json(value)) is None
+    data = metric.to_json(value)
+    with pytest.raises(ValueError, match="compile.graphs"):
+        metric.from_json({**data, "graphs": 1.5})
+    with pytest.raises(ValueError, match="compile.breaks"):
+        metric.from_json({**data, "breaks": [{"reason": 3, "where": "x"}]})
+    assert "compile.calls" in (metric.invalid_number({**data, "calls": 0}) or "")
+
+
+def test_the_cell_reads_as_words() -> None:
+    metric = registry.get("compile")
+    assert metric.cell(_value(1), 1.0) == "1 graph, 0 breaks, 0 recompiles"
