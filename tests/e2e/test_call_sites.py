@@ -64,6 +64,9 @@ def test_a_changed_op_names_the_users_line_that_calls_it(
     # The nested ops of the clone come from the same line; the path is relative to the rootdir.
     assert "aten::copy_ 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in out
     assert str(pytester.path) + "/color" not in out
+    # The re-run happens after the test's capture ended: torch's Kineto start/stop lines (fd 2) must
+    # not reach the user's terminal from it.
+    assert "profiler_start" not in result.stderr.str()
     # The call sites are part of the verdict: the JSON report has them too.
     verdicts = json.loads((pytester.path / "out.json").read_text())["verdicts"]
     failed = [v for v in verdicts if v["key"] == "test_color.py::test_gray"]

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import bisect
 import collections
-from typing import Any, Callable, Iterable, Sequence
+import contextlib
+import os
+import sys
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import torch
 from torch.profiler import profile, record_function
@@ -121,6 +124,31 @@ def record(
                 prof.step()
         sync_cuda()
     return prof
+
+
+@contextlib.contextmanager
+def native_stderr_silenced() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null for the block.
+
+    Why: torch 2.13's Kineto writes ``USDT:... profiler_start`` / ``profiler_stop`` to fd 2 on every
+    profiler start and stop, whatever ``KINETO_LOG_LEVEL`` says. Inside a test pytest captures it;
+    a re-run outside the test's capture (op call sites, judged after the call) would print it into
+    the user's terminal between the progress dots. Only for re-runs whose output nobody needs."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):
+        yield  # no usable fd 2 (an embedding host): nothing to silence
+        return
+    try:
+        with open(os.devnull, "wb") as devnull:
+            os.dup2(devnull.fileno(), 2)
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 class Windows:

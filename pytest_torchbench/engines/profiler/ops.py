@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 from torch.overrides import TorchFunctionMode
 from torch.profiler import ProfilerActivity, record_function
 
-from .iterations import Windows, record, representative
+from .iterations import Windows, native_stderr_silenced, record, representative
 
 __all__ = ["DEFAULT_OP_PREFIXES", "SITE_MARKER", "count_ops", "op_call_sites", "user_frame"]
 
@@ -179,8 +179,9 @@ def op_call_sites(
         with mode:
             return fn()
 
-    prof = record(tagged, iterations=1, warmup=1, what="op_call_sites", before_region=before_region,
-                  activities=[ProfilerActivity.CPU], record_shapes=by_shape)
+    with native_stderr_silenced():
+        prof = record(tagged, iterations=1, warmup=1, what="op_call_sites", before_region=before_region,
+                      activities=[ProfilerActivity.CPU], record_shapes=by_shape)
     events = prof.events()
     iteration = Windows.of_events(events)
     site_spans = [(ev.time_range.start, ev.time_range.end, ev.name[len(SITE_MARKER):])
