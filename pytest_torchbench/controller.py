@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from . import extensions, gate
+from . import explain, extensions, gate
 from ._compat import terminal_width
 from .judgement import UNCHANGED, Verdict, failure_message
 from .options import BenchSettings
@@ -156,7 +156,8 @@ class Controller:
             self.baseline.source if self.baseline is not None else None,
             self.settings.markdown_path, self.settings.html_path, markdown.step_summary_path(),
         ))
-        error = extensions.report(self.config, self.results, self.verdicts)
+        # The end-of-session re-run (explain.py) does not call the user's report hooks a second time.
+        error = None if explain.in_rerun() else extensions.report(self.config, self.results, self.verdicts)
         if error:
             self.notes.append(error)
 
@@ -167,7 +168,6 @@ class Controller:
         pending = [v for *_, elsewhere, _ in self._to_explain for v in elsewhere]
         if not pending or self.settings.compare is None:
             return
-        from . import explain
         from .metrics import registry
 
         nodeids = {key: nodeid for *_, by_key in self._to_explain for key, nodeid in by_key.items()}

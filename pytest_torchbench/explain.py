@@ -16,6 +16,7 @@ such verdict failed; otherwise one pytest start (importing torch) plus those tes
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,8 @@ from typing import Any, Iterable, Sequence
 
 from .vocabulary import Verdict
 
-__all__ = ["judging_options", "passed_through", "rerun_command", "rerun_details"]
+__all__ = ["RERUN_ENV", "in_rerun", "judging_options", "passed_through", "rerun_command", "rerun_details",
+           "rerun_environment"]
 
 #: The user's options that decide how pytest finds and imports the tests (plugins, ini file,
 #: rootdir, import mode, conftests, overrides): kept for the re-run. ``True``: takes a value.
@@ -32,8 +34,26 @@ _PASSED_THROUGH = {
     "-p": True, "-c": True, "--config-file": True, "--rootdir": True, "-o": True, "--override-ini": True,
     "--import-mode": True, "--confcutdir": True, "--noconftest": False,
 }
+#: Set in the re-run's environment. The re-run reads the user's ini file (``addopts``) and
+#: environment like the run that started it, so without this it would save the baselines, write
+#: the Markdown, HTML and JUnit reports and the CI job summary, traces, and call the report hooks a
+#: second time, with only its own few tests. With it, its one output is its ``--bench-json``.
+RERUN_ENV = "TORCHBENCH_EXPLAIN_RERUN"
 #: Seconds the re-run may take: a torch import and a few tests, generously.
 TIMEOUT = 300.0
+
+
+def in_rerun() -> bool:
+    """Whether this pytest is the end-of-session re-run (it then writes only its JSON)."""
+    return os.environ.get(RERUN_ENV) == "1"
+
+
+def rerun_environment() -> dict[str, str]:
+    """This process's environment for the re-run: marked as the re-run, without the CI job summary
+    file (GitHub Actions' ``GITHUB_STEP_SUMMARY``), which the re-run would append to."""
+    env = {name: value for name, value in os.environ.items() if name != "GITHUB_STEP_SUMMARY"}
+    env[RERUN_ENV] = "1"
+    return env
 
 
 def passed_through(args: Sequence[str]) -> list[str]:
@@ -88,6 +108,8 @@ def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path
                   xdist: bool, nodeid_of: dict[str, str]) -> tuple[dict[tuple[str, str], list[str]], str | None]:
     """Re-run the tests of the ``pending`` failed verdicts; their new details by (key, metric), and
     one line saying why there are none when the re-run could not give them."""
+    if in_rerun():
+        return {}, None  # a re-run never starts another (its tests run serially and explain in-process)
     metrics = sorted({v.metric for v in pending})
     with tempfile.TemporaryDirectory(prefix="torchbench-explain-") as folder:
         json_path = Path(folder) / "results.json"
@@ -95,7 +117,7 @@ def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path
                                 xdist)
         try:
             done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  timeout=TIMEOUT)
+                                  timeout=TIMEOUT, env=rerun_environment())
         except subprocess.TimeoutExpired:
             return {}, f"the re-run for call sites took over {TIMEOUT:g} s and was stopped"
         except OSError as exc:

@@ -9,6 +9,7 @@ import dataclasses
 from pathlib import Path
 import pytest
 
+from . import explain
 from .judgement import LimitSpecError, Policy, parse_limits
 from .metrics import registry
 from .reports.paths import option_targets_error
@@ -154,20 +155,21 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         fail_stale=bool(opt.bench_fail_stale),
     )
     json_path = Path(opt.bench_json).absolute() if opt.bench_json else None
+    rerun = explain.in_rerun()  # the end-of-session re-run writes only its JSON
     return BenchSettings(
         active=active,
         modes=modes,
-        save=opt.bench_save,
+        save=None if rerun else opt.bench_save,
         compare=opt.bench_compare,
         json_path=json_path,
         baselines_dir=baselines_dir,
         policy=policy,
         min_run_time=opt.bench_min_run_time,
         rootdir=rootdir,
-        profile=bool(opt.bench_profile),
+        profile=bool(opt.bench_profile) and not rerun,
         output_dir=Path(opt.bench_output).absolute() if opt.bench_output else rootdir / ".torchbench",
-        markdown_path=Path(opt.bench_markdown).absolute() if opt.bench_markdown else None,
-        html_path=Path(opt.bench_html).absolute() if opt.bench_html else None,
+        markdown_path=Path(opt.bench_markdown).absolute() if opt.bench_markdown and not rerun else None,
+        html_path=Path(opt.bench_html).absolute() if opt.bench_html and not rerun else None,
         only=bool(opt.bench_only),
         skip=bool(opt.bench_skip),
     )

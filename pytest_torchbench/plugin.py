@@ -20,7 +20,7 @@ from typing import Any, Generator
 
 import pytest
 
-from . import extensions
+from . import explain, extensions
 from ._compat import fixture_argnames
 from . import options as options_module
 from .controller import REPORT_ATTRIBUTE, Controller
@@ -124,6 +124,8 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in extensions.register_metrics(config):
         config.add_cleanup(functools.partial(registry.unregister, name))
     settings = options_module.settings_from_config(config)
+    if explain.in_rerun():
+        config.option.xmlpath = None  # the re-run leaves the user's --junitxml (from addopts) alone
     config.stash[settings_key] = settings
     config.stash[session_key] = None
     if not settings.active:

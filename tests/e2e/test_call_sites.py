@@ -134,3 +134,39 @@ def test_instructions_mode_the_main_ci_command_gets_call_sites_too(
     failures = out[out.index("= FAILURES ="):out.index("short test summary")]
     assert "instructions regressed" in failures
     assert "    aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failures, out
+
+
+REPORT_HOOK = '''
+import os
+
+
+def pytest_torchbench_report(config, results, verdicts):
+    with open(os.path.join(os.path.dirname(__file__), "hook.log"), "a") as log:
+        log.write(f"report {len(results)}\\n")
+'''
+
+
+def test_the_rerun_writes_none_of_the_users_outputs(
+    pytester: pytest.Pytester, run_bench, color_project, monkeypatch  # type: ignore[no-untyped-def]
+) -> None:
+    """The re-run reads the same ini file (its ``addopts``) and environment as the user's run: it
+    must not append a second summary to the CI job summary, rewrite the user's Markdown, HTML or
+    JUnit reports with its own, save baselines, or call the user's report hooks a second time.
+    Its only output is its JSON."""
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+    pytester.makeconftest(REPORT_HOOK)
+    color_project.write_text("")
+    pytester.makeini("[pytest]\naddopts = --bench-markdown=report.md --bench-html=report.html "
+                     "--junitxml=junit.xml --bench-save=after\n")
+    summary = pytester.path / "step_summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = run_bench("--bench-mode=ops", "--bench-compare=main", "-n", "2")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in out  # it re-ran
+    assert summary.read_text().strip() == (pytester.path / "report.md").read_text().strip()  # one summary: the run's
+    assert "test\\_unchanged" in (pytester.path / "report.md").read_text()  # the run's report, not the re-run's
+    assert "test_unchanged" in (pytester.path / "report.html").read_text()
+    assert "test_unchanged" in (pytester.path / "junit.xml").read_text()
+    assert (pytester.path / "hook.log").read_text() == "report 2\n"
+    assert "saved 2 benchmark result(s) to baseline set 'after'" in out
