@@ -21,6 +21,7 @@ from .results import BenchmarkResult
 from .session import BenchSession
 from .refs import save_stamp
 from .storage import BaselineError, BaselineSet, save_set
+from .text import safe_text
 
 REPORT_ATTRIBUTE = "torchbench"
 
@@ -204,7 +205,7 @@ class Controller:
         for line in terminal.render_profiles(self.results):
             write(line)
         for note in self.notes:
-            write(f"torchbench: {note}")
+            write(f"torchbench: {safe_text(note)}")  # notes quote files and the re-run's output
 
     def crashed_tests(self) -> list[str]:
         """Tests whose (valgrind) worker died mid-run: a partial run must not become a baseline."""

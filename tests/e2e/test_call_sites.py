@@ -170,3 +170,35 @@ def test_the_rerun_writes_none_of_the_users_outputs(
     assert "test_unchanged" in (pytester.path / "junit.xml").read_text()
     assert (pytester.path / "hook.log").read_text() == "report 2\n"
     assert "saved 2 benchmark result(s) to baseline set 'after'" in out
+
+
+NEEDS_OPTION = '''
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--device")
+
+
+def pytest_configure(config):
+    if config.getoption("--device") is None:
+        raise pytest.UsageError("\\x1b[2J::error::give --device")
+'''
+
+
+def test_a_rerun_that_cannot_start_says_why_with_its_text_escaped(
+    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+) -> None:
+    """A conftest that requires an option of its own: the re-run (which passes on only the options
+    that decide how tests are found) stops at once; the note quoting its output reaches the
+    terminal escaped, the verdict stands with the line saying how to get the call sites."""
+    pytester.makeconftest(NEEDS_OPTION)
+    assert run_bench("--device=cpu", "--bench-mode=ops", "--bench-save=main").ret == 0
+    color_project.write_text("")
+    result = run_bench("--device=cpu", "--bench-mode=ops", "--bench-compare=main", "-n", "2")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "torchbench: the re-run for call sites wrote no results (exit 4: " in out
+    assert "\x1b" not in out
+    assert "\\x1b[2J::error::give --device" in out
+    assert "call sites: not found" in out
