@@ -38,6 +38,14 @@ __all__ = ["DEFAULT_WARMUP", "CompileCounts", "Event", "count_compiles", "groupe
 DEFAULT_WARMUP = 2
 
 _ADDRESS = re.compile(r"\b0x[0-9a-fA-F]+\b")
+#: A guard on an object's identity names its id (a heap address in decimal, new in every process):
+#: ``___check_type_id(m, 94284816984272)``, ``___check_obj_id(fn.__code__, 140107592005072)``.
+_GUARD_ID = re.compile(r"(\b\w*_id\([^\n]*?,\s*)\d+(?=\))")
+#: The user's line in a guard failure, ``  # model.py:11 in f``, whose path torch shortened relative
+#: to where torch is installed (``torch.utils._traceback.shorten_filename``): a suffix of the
+#: absolute path that depends on the checkout's folder. Kept as its file name.
+_SEPARATORS = re.compile(r"[/\\]")
+_GUARD_FRAME = re.compile(r"(?<=  # )([^#\n]+?):(\d+) in (?=[\w<])")
 _COMPILE_ID = re.compile(r"^\[?\d+/\d+\]?:\s*")
 _MAX_REASON = 300
 
@@ -115,7 +123,8 @@ def short_reason(text: str, rootdir: str | os.PathLike[str] | None = None) -> st
     head = lines[0]
     explanation = next((line[len("Explanation:"):].strip() for line in lines[1:] if line.startswith("Explanation:")), "")
     text = f"{head}: {explanation}" if explanation and explanation not in head else head
-    text = _ADDRESS.sub("0x...", _relative_paths(text, rootdir))
+    text = _GUARD_FRAME.sub(lambda match: _SEPARATORS.split(match.group(1))[-1] + f":{match.group(2)} in ", text)
+    text = _GUARD_ID.sub(r"\1...", _ADDRESS.sub("0x...", _relative_paths(text, rootdir)))
     return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
 
 

@@ -150,3 +150,67 @@ def test_inductor_compiled_function_is_counted(pytester: pytest.Pytester, bench_
     metrics = _compile_metrics(pytester.path / "baselines/main/test_inductor.json")
     value = metrics["test_inductor.py::test_inductor"]
     assert (value["graphs"], value["graph_breaks"], value["recompiles"]) == (1, 0, 0)
+
+
+SWAPPED = '''
+import torch
+
+
+class Double(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+def f(fn, x):
+    return fn(x)
+
+
+compiled = torch.compile(f, backend="eager")
+
+
+def g1(x):
+    return x + 1
+
+
+def g2(x):
+    return x + 2
+'''
+
+SWAPPED_TESTS = '''
+import itertools
+
+import torch
+from swapped import Double, compiled, g1, g2
+
+def test_modules(benchmark):
+    modules = itertools.cycle([Double(), torch.nn.ReLU()])
+    benchmark(lambda: compiled(next(modules), torch.ones(4)))
+
+def test_functions(benchmark):
+    functions = itertools.cycle([g1, g2])
+    benchmark(lambda: compiled(next(functions), torch.ones(4)))
+'''
+
+
+def test_recompile_reasons_are_the_same_in_another_process_and_another_checkout(
+    pytester: pytest.Pytester, run_bench, monkeypatch  # type: ignore[no-untyped-def]
+) -> None:
+    """Guard failures on an object's identity (a module or function swapped between calls) name
+    the object's id, a heap address that changes with every process; and torch shortens the file
+    in them relative to where torch is installed, which changes with the checkout's path. Both are
+    kept out of the stored reason: a saved set compares unchanged from a fresh process in another
+    folder."""
+    first = pytester.path / "a"
+    first.mkdir()
+    (first / "swapped.py").write_text(SWAPPED)
+    (first / "test_swapped.py").write_text(SWAPPED_TESTS)
+    monkeypatch.chdir(first)
+    saved = run_bench("--bench-mode=compile", "--bench-save=main", f"--rootdir={first}")
+    assert saved.ret == 0, saved.stdout.str()
+    stored = (first / "baselines/main/test_swapped.json").read_text()
+    assert "recompile_reasons" in stored and '"recompiles": 0' not in stored, stored
+    second = pytester.path / "another checkout"
+    shutil.copytree(first, second)
+    monkeypatch.chdir(second)
+    compared = run_bench("--bench-mode=compile", "--bench-compare=main", f"--rootdir={second}")
+    assert compared.ret == 0, compared.stdout.str()

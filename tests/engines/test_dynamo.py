@@ -122,3 +122,16 @@ def test_locations_never_hold_absolute_paths() -> None:
     assert dynamo.relative_location("/usr/lib/python3/site-packages/torch/a.py", 9, "/home/u/proj") == "torch/a.py:9"
     assert dynamo.relative_location("/elsewhere/m.py", 1, "/home/u/proj") == "m.py:1"
     assert dynamo.relative_location("<string>", 1, None) == "<string>:1"
+
+
+def test_short_reason_drops_object_ids_and_keeps_the_file_name_of_guard_frames() -> None:
+    """Identity guards print a heap address in decimal; torch shortens the guard's file relative to
+    its own install folder (a suffix depending on the checkout's path): neither may be stored."""
+    reason = ("___check_type_id(m, 94895022958240), type=<class 'model.M'>  # return m(x)  "
+              "# mp/pytest-of-root/my checkout/model.py:11 in h (HINT: type M)\nUser stack trace:\n  File x")
+    assert dynamo.short_reason(reason) == (
+        "___check_type_id(m, ...), type=<class 'model.M'>  # return m(x)  # model.py:11 in h (HINT: type M)")
+    assert dynamo.short_reason("___check_obj_id(fn.__code__, 140086386882000), type=<class 'code'>") == (
+        "___check_obj_id(fn.__code__, ...), type=<class 'code'>")
+    assert dynamo.short_reason("tensor 'x' size mismatch at index 0. expected 4, actual 5") == (
+        "tensor 'x' size mismatch at index 0. expected 4, actual 5")
