@@ -20,6 +20,9 @@ from .base import MeasureContext, Metric
 
 #: Events kept per kind in a baseline (distinct ones; their counts are always complete).
 _MAX_EVENTS = 50
+#: Characters of a stored reason or place: a measured reason is cut at 300 (``engines/dynamo``),
+#: plus a few words; longer text in a file was written by hand and would flood every report.
+_MAX_TEXT = 1000
 
 
 def _events_to_json(events: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
@@ -29,10 +32,16 @@ def _events_to_json(events: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
 def _events_from_json(data: Any, field: str) -> list[tuple[str, str, int]]:
     if not isinstance(data, list):
         raise ValueError(f"compile.{field} must be a list")
+    if len(data) > _MAX_EVENTS:
+        raise ValueError(f"compile.{field} has {len(data)} entries; a save stores at most {_MAX_EVENTS}")
     events = []
     for item in data:
         if not isinstance(item, Mapping) or not isinstance(item.get("reason"), str) or not isinstance(item.get("where"), str):
             raise ValueError(f"compile.{field} entries need a text 'reason' and 'where'")
+        for name in ("reason", "where"):
+            if len(item[name]) > _MAX_TEXT:
+                raise ValueError(f"compile.{field} entries: {name!r} is {len(item[name])} characters; "
+                                 f"a save stores at most {_MAX_TEXT}")
         count = item.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"compile.{field} count must be a whole number >= 1, got {count!r}")

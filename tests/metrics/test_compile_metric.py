@@ -64,3 +64,17 @@ def test_json_round_trip_and_bad_values() -> None:
 def test_the_cell_reads_as_words() -> None:
     metric = registry.get("compile")
     assert metric.cell(_value(1), 1.0) == "1 graph, 0 breaks, 0 recompiles"
+
+
+def test_a_hand_edited_baseline_with_more_events_or_longer_text_than_a_save_writes_is_refused() -> None:
+    """A save stores at most 50 events per kind, reasons of at most a few hundred characters: a
+    file with thousands of them (6 MB of HTML report from one entry, before) was edited by hand."""
+    metric = registry.get("compile")
+    data = metric.to_json(_value())
+    many = [{"reason": "r", "where": f"m.py:{i}", "count": 1} for i in range(51)]
+    with pytest.raises(ValueError, match=r"compile.breaks has 51 entries; a save stores at most 50"):
+        metric.from_json({**data, "breaks": many})
+    with pytest.raises(ValueError, match=r"compile.recompile_reasons entries: 'reason' is 5000 characters"):
+        metric.from_json({**data, "recompile_reasons": [{"reason": "x" * 5000, "where": "m.py:1"}]})
+    kept = [{"reason": "x" * 1000, "where": f"m.py:{i}", "count": 1} for i in range(50)]
+    assert len(metric.from_json({**data, "breaks": kept}).breaks) == 50
