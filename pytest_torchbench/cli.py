@@ -95,16 +95,20 @@ def load_plugin_metrics(plugin: str) -> list[str]:
             spec.loader.exec_module(module)
         else:
             module = importlib.import_module(plugin)
-    except UsageError:
+    except (UsageError, KeyboardInterrupt):
         raise
-    except Exception as exc:  # noqa: BLE001 - anything the user's module raises on import is one line
+    # Anything the user's module raises on import is one line, SystemExit and pytest's Skipped
+    # (a conftest's importorskip) included: they derive from BaseException, not Exception.
+    except BaseException as exc:  # noqa: BLE001
         raise UsageError(f"-p {plugin}: import failed: {type(exc).__name__}: {exc}") from None
     hook = getattr(module, "pytest_torchbench_register_metrics", None)
     if not callable(hook):
         raise UsageError(f"-p {plugin}: defines no pytest_torchbench_register_metrics(config)")
     try:
         returned = hook(config=None)
-    except Exception as exc:  # noqa: BLE001
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001
         raise UsageError(f"-p {plugin}: pytest_torchbench_register_metrics failed: {type(exc).__name__}: {exc}") from None
     try:
         return registry.register_returned(returned, f"-p {plugin}: pytest_torchbench_register_metrics")

@@ -89,6 +89,12 @@ def test_entry_points(tmp_path: Path, bench_env: None) -> None:
     (None, "-p nosuch_plugin_module: import failed: ModuleNotFoundError"),
     ("x = 1\n", "defines no pytest_torchbench_register_metrics(config)"),
     ("raise RuntimeError('boom')\n", "import failed: RuntimeError: boom"),
+    # A conftest given as -p often skips itself when an optional package is missing, or exits.
+    ("import pytest\npytest.importorskip('nonexistent_mod_xyz')\n",
+     "import failed: Skipped: could not import 'nonexistent_mod_xyz'"),
+    ("import sys\nsys.exit('\\x1b[2Jbye')\n", "import failed: SystemExit: \\x1b[2Jbye"),
+    ("def pytest_torchbench_register_metrics(config):\n    raise SystemExit(3)\n",
+     "pytest_torchbench_register_metrics failed: SystemExit: 3"),
     ("def pytest_torchbench_register_metrics(config):\n    return 'lines'\n",
      "must return a list of pytest_torchbench.Metric instances or None, got str"),
     ("def pytest_torchbench_register_metrics(config):\n    raise KeyError(config)\n",
