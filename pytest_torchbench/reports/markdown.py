@@ -116,7 +116,8 @@ def _profiles(results: Sequence[BenchmarkResult]) -> list[str]:
     lines = [f"<details><summary>Profiles ({len(profiled)}): traces and top ops by self CPU time</summary>", ""]
     for result, profile in profiled:
         trace = profile.get("trace")
-        where = f"`{_escape(trace)}`" if trace else f"no trace ({_escape(profile.get('error') or 'not written')})"
+        # Escaped text, not a code span: a code span shows escapes (``\\_``, ``&lt;``) literally.
+        where = _escape(trace) if trace else f"no trace ({_escape(profile.get('error') or 'not written')})"
         lines += [f"**{_escape(result.key)}** ({_escape(profile.get('source') or 'profile')}): {where}", ""]
         rows = top_ops_of(profile)
         if rows:
