@@ -176,7 +176,8 @@ class Controller:
             self.config.invocation_params.args, pending, self.settings.rootdir,
             explain.judging_options(self.settings.compare, self.settings.baselines_dir, self.config.option.bench_fail,
                                     self.settings.policy.strict_environment),
-            Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"), nodeids)
+            Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"), nodeids,
+            getattr(self.config.option, "file_or_dir", None) or ())
         for report, verdicts, refresh, elsewhere, _ in self._to_explain:
             for verdict in elsewhere:
                 found = details.get((verdict.key, verdict.metric))

@@ -28,11 +28,15 @@ from .vocabulary import Verdict
 __all__ = ["RERUN_ENV", "in_rerun", "judging_options", "passed_through", "rerun_command", "rerun_details",
            "rerun_environment"]
 
-#: The user's options that decide how pytest finds and imports the tests (plugins, ini file,
-#: rootdir, import mode, conftests, overrides): kept for the re-run. ``True``: takes a value.
-_PASSED_THROUGH = {
-    "-p": True, "-c": True, "--config-file": True, "--rootdir": True, "-o": True, "--override-ini": True,
-    "--import-mode": True, "--confcutdir": True, "--noconftest": False,
+#: Options of the user's command line the re-run leaves out (``True``: takes a value): the cache
+#: plugin's (the re-run runs without the cache, so as to write none), the debugger's (nobody is at
+#: the re-run's stdin), and ``--basetemp`` (pytest empties that folder when it starts: the user's
+#: run's temporary files would be gone).
+_LEFT_OUT = {
+    "--lf": False, "--last-failed": False, "--ff": False, "--failed-first": False, "--nf": False,
+    "--new-first": False, "--sw": False, "--stepwise": False, "--sw-skip": False, "--stepwise-skip": False,
+    "--sw-reset": False, "--stepwise-reset": False, "--cache-clear": False, "--lfnf": True,
+    "--last-failed-no-failures": True, "--pdb": False, "--trace": False, "--basetemp": True,
 }
 #: Set in the re-run's environment. The re-run reads the user's ini file (``addopts``) and
 #: environment like the run that started it, so without this it would save the baselines, write
@@ -56,22 +60,28 @@ def rerun_environment() -> dict[str, str]:
     return env
 
 
-def passed_through(args: Sequence[str]) -> list[str]:
-    """The options of ``args`` (pytest's command line) that the re-run keeps, in their order; the
-    rest (paths, -k, -n, report options, the modes) is left out."""
+def passed_through(args: Sequence[str], positional: Sequence[str] = ()) -> list[str]:
+    """The user's command line ``args`` for the re-run: every option as given, in order (a
+    conftest's own, such as ``--device cpu`` or ``--runslow``, included: without them a test may
+    not run, or run otherwise, and a conftest may refuse to start), less ``positional`` (the paths
+    and node ids pytest parsed from it, ``config.option.file_or_dir``: the re-run names the failed
+    tests instead; each removed once, from the end, where a value equal to one is least likely)
+    and the options of ``_LEFT_OUT``. The re-run's own options come after these, and win."""
     kept: list[str] = []
-    taking = False
+    skipping = False
     for arg in map(str, args):
-        if taking:
-            kept.append(arg)
-            taking = False
+        if skipping:
+            skipping = False
             continue
         name, has_value, _ = arg.partition("=")
-        if name in _PASSED_THROUGH:
-            kept.append(arg)
-            taking = _PASSED_THROUGH[name] and not has_value
-        elif arg.startswith("-p") and len(arg) > 2 and not arg.startswith("--"):
-            kept.append(arg)  # -pNAME
+        if name in _LEFT_OUT:
+            skipping = _LEFT_OUT[name] and not has_value
+            continue
+        kept.append(arg)
+    for value in reversed([str(p) for p in positional]):
+        where = next((i for i in range(len(kept) - 1, -1, -1) if kept[i] == value), None)
+        if where is not None:
+            del kept[where]
     return kept
 
 
@@ -87,8 +97,8 @@ def judging_options(compare: str, baselines_dir: Path, fail: str | None, strict:
 
 
 def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],
-                  compare: Sequence[str], json_path: Path, xdist: bool) -> list[str]:
-    """The command line of the re-run: this interpreter, the user's passed-through options, the
+                  compare: Sequence[str], json_path: Path, xdist: bool, positional: Sequence[str] = ()) -> list[str]:
+    """The command line of the re-run: this interpreter, the user's options (:func:`passed_through`), the
     failed tests (as paths under ``rootdir``, wherever pytest was started from), serial (``-n 0``
     when xdist is installed, over an ``addopts`` that sets ``-n``), only ``metrics``, judged as
     this run judges (``compare``: the baseline options, e.g. ``--bench-compare=main``,
@@ -98,14 +108,15 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
         path, sep, rest = nodeid.partition("::")
         tests.append(str(rootdir / path) + sep + rest)
     return [
-        sys.executable, "-m", "pytest", *passed_through(args), *(["-n", "0"] if xdist else []),
+        sys.executable, "-m", "pytest", *passed_through(args, positional), *(["-n", "0"] if xdist else []),
         "-q", "-p", "no:cacheprovider", f"--bench-mode={','.join(metrics)}", *compare,
         f"--bench-json={json_path}", *tests,
     ]
 
 
 def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path, compare: Sequence[str], cwd: Path,
-                  xdist: bool, nodeid_of: dict[str, str]) -> tuple[dict[tuple[str, str], list[str]], str | None]:
+                  xdist: bool, nodeid_of: dict[str, str], positional: Sequence[str] = ()
+                  ) -> tuple[dict[tuple[str, str], list[str]], str | None]:
     """Re-run the tests of the ``pending`` failed verdicts; their new details by (key, metric), and
     one line saying why there are none when the re-run could not give them."""
     if in_rerun():
@@ -114,7 +125,7 @@ def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path
     with tempfile.TemporaryDirectory(prefix="torchbench-explain-") as folder:
         json_path = Path(folder) / "results.json"
         command = rerun_command(args, (nodeid_of[v.key] for v in pending), rootdir, metrics, compare, json_path,
-                                xdist)
+                                xdist, positional)
         try:
             done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                                   timeout=TIMEOUT, env=rerun_environment())

@@ -7,12 +7,16 @@ from pathlib import Path
 from pytest_torchbench.explain import judging_options, passed_through, rerun_command
 
 
-def test_only_the_options_that_find_and_import_the_tests_are_kept() -> None:
-    args = ["tests", "-k", "gray", "-n", "2", "-p", "no:benchmark", "-pmyplugin", "--import-mode=importlib",
+def test_every_option_is_kept_but_the_paths_the_cache_the_debugger_and_basetemp() -> None:
+    """A conftest's own options (``--device cpu``) travel too: without them a test may not run, or
+    a conftest may refuse to start. The paths pytest parsed are left out (the re-run names the
+    failed tests), once each and from the end, so an option's value equal to one stays."""
+    args = ["-k", "tests", "tests", "-n", "2", "-p", "no:benchmark", "-pmyplugin", "--import-mode=importlib",
             "-o", "addopts=", "--rootdir", "/r", "-c", "/r/tox.ini", "--bench-mode=instructions,ops",
-            "--bench-html=r.html", "--confcutdir=/r", "--noconftest"]
-    assert passed_through(args) == ["-p", "no:benchmark", "-pmyplugin", "--import-mode=importlib", "-o", "addopts=",
-                                    "--rootdir", "/r", "-c", "/r/tox.ini", "--confcutdir=/r", "--noconftest"]
+            "--device", "cpu", "--lf", "--pdb", "--basetemp", "/tmp/b", "--lfnf=all", "--sw", "t.py::t[a b]"]
+    assert passed_through(args, ["tests", "t.py::t[a b]"]) == [
+        "-k", "tests", "-n", "2", "-p", "no:benchmark", "-pmyplugin", "--import-mode=importlib", "-o", "addopts=",
+        "--rootdir", "/r", "-c", "/r/tox.ini", "--bench-mode=instructions,ops", "--device", "cpu"]
 
 
 def test_the_rerun_is_serial_native_and_judged_like_this_run(tmp_path: Path) -> None:
@@ -21,7 +25,7 @@ def test_the_rerun_is_serial_native_and_judged_like_this_run(tmp_path: Path) -> 
                             tmp_path, ["ops"], ["--bench-compare=main", "--bench-fail=ops:5%"],
                             tmp_path / "r.json", xdist=True)
     assert command[:3] == [sys.executable, "-m", "pytest"]  # this interpreter, never under valgrind
-    assert command[3:7] == ["-p", "no:benchmark", "-n", "0"]  # -n 0 wins over an addopts -n
+    assert command[3:9] == ["-p", "no:benchmark", "-n", "4", "-n", "0"]  # -n 0 comes after the user's -n: it wins
     assert "--bench-mode=ops" in command and "--bench-compare=main" in command and "--bench-fail=ops:5%" in command
     assert command[-2:] == [f"{tmp_path}/a/test_y.py::T::t", f"{tmp_path}/b/test_x.py::test[1]"]  # once each
     assert "-n" not in rerun_command([], ["t.py::t"], tmp_path, ["ops"], [], tmp_path / "r.json", xdist=False)

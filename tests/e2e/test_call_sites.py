@@ -182,23 +182,47 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     if config.getoption("--device") is None:
-        raise pytest.UsageError("\\x1b[2J::error::give --device")
+        raise pytest.UsageError("give --device")
+'''
+
+
+def test_the_rerun_gets_the_users_own_options(
+    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+) -> None:
+    """A conftest that requires an option of its own (``--device``): the re-run gets it, so it
+    starts and gives the call sites (before, it was left out and the re-run stopped at once)."""
+    pytester.makeconftest(NEEDS_OPTION)
+    assert run_bench("--device=cpu", "--bench-mode=ops", "--bench-save=main").ret == 0
+    color_project.write_text("")
+    result = run_bench("--device", "cpu", "--bench-mode=ops", "--bench-compare=main", "-n", "2", "test_color.py")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert out.count("aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)") == 2, out
+    assert "re-run for call sites" not in out
+
+
+INSISTS_ON_XDIST = '''
+import pytest
+
+
+def pytest_configure(config):
+    if config.getoption("numprocesses", None) == 0:
+        raise pytest.UsageError("\\x1b[2J::error::this suite runs under xdist only")
 '''
 
 
 def test_a_rerun_that_cannot_start_says_why_with_its_text_escaped(
     pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
 ) -> None:
-    """A conftest that requires an option of its own: the re-run (which passes on only the options
-    that decide how tests are found) stops at once; the note quoting its output reaches the
-    terminal escaped, the verdict stands with the line saying how to get the call sites."""
-    pytester.makeconftest(NEEDS_OPTION)
-    assert run_bench("--device=cpu", "--bench-mode=ops", "--bench-save=main").ret == 0
+    """A conftest that refuses the serial re-run: the note quoting the re-run's output reaches the
+    terminal escaped; the verdict stands with the line saying how to get the call sites."""
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+    pytester.makeconftest(INSISTS_ON_XDIST)
     color_project.write_text("")
-    result = run_bench("--device=cpu", "--bench-mode=ops", "--bench-compare=main", "-n", "2")
+    result = run_bench("--bench-mode=ops", "--bench-compare=main", "-n", "2")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert "torchbench: the re-run for call sites wrote no results (exit 4: " in out
     assert "\x1b" not in out
-    assert "\\x1b[2J::error::give --device" in out
+    assert "\\x1b[2J::error::this suite runs under xdist only" in out
     assert "call sites: not found" in out
