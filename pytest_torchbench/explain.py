@@ -126,9 +126,14 @@ def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path
         json_path = Path(folder) / "results.json"
         command = rerun_command(args, (nodeid_of[v.key] for v in pending), rootdir, metrics, compare, json_path,
                                 xdist, positional)
+        # Its output goes to a file, not a pipe: a process a test started and left running (a helper
+        # server) inherits it, and reading a pipe to its end would wait for that process too, and
+        # forever after a timeout (``subprocess.run`` reads on once the re-run is killed).
+        output_path = Path(folder) / "output.txt"
         try:
-            done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                  timeout=TIMEOUT, env=rerun_environment())
+            with open(output_path, "wb") as output:
+                done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=output,
+                                      stderr=subprocess.STDOUT, timeout=TIMEOUT, env=rerun_environment())
         except subprocess.TimeoutExpired:
             return {}, f"the re-run for call sites took over {TIMEOUT:g} s and was stopped"
         except OSError as exc:
@@ -136,7 +141,8 @@ def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path
         try:
             document: Any = json.loads(json_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            tail = " ".join((done.stdout or done.stderr or "").split()[-30:])
+            text = output_path.read_bytes()[-20000:].decode("utf-8", "replace")
+            tail = " ".join(text.split()[-30:])
             return {}, f"the re-run for call sites wrote no results (exit {done.returncode}: {tail})"
     wanted = {(v.key, v.metric) for v in pending}
     found: dict[tuple[str, str], list[str]] = {}

@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
+import time
 
 import pytest
 
@@ -226,3 +229,47 @@ def test_a_rerun_that_cannot_start_says_why_with_its_text_escaped(
     assert "\x1b" not in out
     assert "\\x1b[2J::error::this suite runs under xdist only" in out
     assert "call sites: not found" in out
+
+
+LEAVES_A_HELPER = '''
+import os
+import subprocess
+import sys
+
+import torch
+
+from color.gray import grayscale_to_rgb
+
+
+def test_gray(benchmark):
+    # A helper process the test starts and leaves running (a server, say), holding the output.
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(os.path.join(os.path.dirname(__file__), "helpers.txt"), "a") as pids:
+        pids.write(f"{helper.pid}\\n")
+    benchmark(grayscale_to_rgb, torch.ones(1, 8, 8))
+'''
+
+
+def test_a_helper_process_left_running_does_not_hold_up_the_session(
+    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+) -> None:
+    """With ``-s`` the re-run's tests write straight to its output, and so do the processes they
+    start: read from a pipe, the session waited for a helper left running to exit (forever, when
+    it never does) after the re-run itself was done."""
+    pytester.makepyfile(test_color=LEAVES_A_HELPER)
+    helpers = pytester.path / "helpers.txt"
+    try:
+        assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+        color_project.write_text("")
+        started = time.monotonic()
+        result = run_bench("-s", "--bench-mode=ops", "--bench-compare=main", "-n", "2")
+        took = time.monotonic() - started
+        result.assert_outcomes(failed=1)
+        assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in result.stdout.str()
+        assert took < 90, f"the session took {took:.0f} s: it waited for the helper (120 s)"
+    finally:
+        for pid in helpers.read_text().split() if helpers.exists() else []:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
