@@ -166,7 +166,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     baselines_dir = Path(args.baselines_dir).absolute()
     added: list[str] = []
     try:
-        for plugin in [*args.plugins, *getattr(args, "sub_plugins", [])]:
+        for plugin in dict.fromkeys([*args.plugins, *getattr(args, "sub_plugins", [])]):  # -p X twice: once
             added += load_plugin_metrics(plugin)
         return _run_command(args, baselines_dir)
     finally:

@@ -115,7 +115,7 @@ def test_a_metric_registered_by_a_plugin_goes_the_whole_way(bench) -> None:  # t
                             capture_output=True, text=True)
     assert judged.returncode == 1, judged.stdout + judged.stderr
     assert re.search(r"test_bench.py::test_loop: lines \d+ -> \d+ \(\+[\d.]+%, limit 5%\) FAILED", judged.stdout)
-    same = subprocess.run([*cli, "compare", "main", "main", "-p", "conftest.py"], cwd=bench.path,
+    same = subprocess.run([*cli, "-p", "conftest.py", "compare", "main", "main", "-p", "conftest.py"], cwd=bench.path,
                           capture_output=True, text=True)
     assert same.returncode == 0, same.stdout + same.stderr
     # The limit option knows the new name; a bad number in its baseline is one line, exit 4.
