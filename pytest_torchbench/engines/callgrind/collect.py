@@ -47,7 +47,7 @@ from . import client_requests
 from .parse import function_counts, parse_callgrind_file
 
 __all__ = [
-    "NotUnderValgrind", "DumpNotFound", "Region", "session_start", "measure", "count_region", "read_region",
+    "NotUnderValgrind", "DumpNotFound", "Region", "measure", "count_region", "read_region",
     "plan_calls", "dump_total",
 ]
 
@@ -60,7 +60,8 @@ class DumpNotFound(RuntimeError):
     """The dump of a region did not appear where the launch said it would."""
 
 
-_session_started = False
+#: Whether Callgrind's instrumentation is on in this process (switched on at the first region).
+_instrumenting = False
 _sequence = itertools.count(1)
 _dumps = itertools.count(1)  # Callgrind numbers this process's dumps 1, 2, ... (``<file>.<n>``)
 
@@ -74,28 +75,6 @@ _LOOP_SOURCE = (
     "    _off()\n"
 )
 _Loop = Callable[[Callable[[], object], int, Callable[[], object], Callable[[], object]], None]
-
-
-def session_start() -> None:
-    """Switch Callgrind's instrumentation on, once per process (later calls do nothing).
-
-    Call it after the heavy imports and the benchmarks' setup: everything before it runs at
-    about a third of the instrumented cost. It also pins torch to one thread and freezes the
-    objects alive so far out of the garbage collector's sight.
-    """
-    global _session_started
-    if _session_started:
-        return
-    if not client_requests.running_on_valgrind():
-        raise NotUnderValgrind(
-            "instruction counting must run inside valgrind --tool=callgrind "
-            "(launch the process with launch.valgrind_argv(...))"
-        )
-    torch.set_num_threads(1)
-    gc.collect()
-    gc.freeze()
-    client_requests.start_instrumentation()
-    _session_started = True
 
 
 def _fresh_loop() -> _Loop:
@@ -265,10 +244,10 @@ def count_region(
     # still holds what earlier benchmarks looked up; their entries evict ours in a pattern that
     # depends on history. Emptying it before the warm-up makes the region see only its own.
     sys._clear_type_cache()
-    global _session_started
-    if not _session_started:
+    global _instrumenting
+    if not _instrumenting:
         client_requests.start_instrumentation()
-        _session_started = True
+        _instrumenting = True
     keep_instrumenting = False
     try:
         probe_path: Path | None = None
@@ -301,7 +280,7 @@ def count_region(
     finally:
         if not keep_instrumenting:
             client_requests.stop_instrumentation()
-            _session_started = False
+            _instrumenting = False
         if gc_was_enabled:
             gc.enable()
         torch.set_num_threads(previous_threads)
@@ -312,10 +291,9 @@ def _is_small(instructions_per_call: int) -> bool:
     return instructions_per_call <= REGION_BUDGET // 128
 
 
-def read_region(region: Region, task_spec: TaskSpec | None = None, keep_output: bool = False) -> CallgrindStats:
+def read_region(region: Region, task_spec: TaskSpec | None = None) -> CallgrindStats:
     """Parse a region's dump into torch's ``CallgrindStats`` and delete the dump."""
     parts = parse_callgrind_file(region.dump)
-    text = region.dump.read_text(encoding="utf-8", errors="replace") if keep_output else None
     region.dump.unlink()
     return CallgrindStats(
         task_spec=task_spec or TaskSpec(stmt=region.label, setup="", num_threads=1),
@@ -325,7 +303,7 @@ def read_region(region: Region, task_spec: TaskSpec | None = None, keep_output: 
         baseline_exclusive_stats=FunctionCounts((), inclusive=False),
         stmt_inclusive_stats=function_counts(parts, inclusive=True, drop_program_totals=True),
         stmt_exclusive_stats=function_counts(parts, inclusive=False),
-        stmt_callgrind_out=text,
+        stmt_callgrind_out=None,
     )
 
 
@@ -336,7 +314,6 @@ def measure(
     warmup: int | None = 100,
     task_spec: TaskSpec | None = None,
     out_dir: str | os.PathLike[str],
-    keep_output: bool = False,
     before_warmup: Callable[[], object] | None = None,
     before_region: Callable[[], object] | None = None,
 ) -> CallgrindStats:
@@ -348,16 +325,15 @@ def measure(
     runs that are compared: the per-call count depends on it a little (specialisation).
     ``out_dir`` is the folder of the ``--callgrind-out-file`` pattern. The baseline stats are
     empty (no empty-statement baseline is collected); the region includes a constant overhead of
-    some hundred instructions (the loop set-up and the two toggles). With ``keep_output`` the
-    dump's text is kept in ``stmt_callgrind_out``. The dump is parsed here, under valgrind; the
-    pytest plugin instead hands :func:`count_region`'s dump to its controller, which reads it
+    some hundred instructions (the loop set-up and the two toggles). The dump is parsed here,
+    under valgrind (``bench_timer(...).collect_callgrind()``); for benchmarks the plugin hands :func:`count_region`'s dump to its controller, which reads it
     natively.
     """
     task_spec = task_spec or _default_task_spec(fn)
     region = count_region(fn, number=number, warmup=warmup, out_dir=out_dir,
                           num_threads=task_spec.num_threads, before_warmup=before_warmup,
                           before_region=before_region)
-    return read_region(region, task_spec, keep_output)
+    return read_region(region, task_spec)
 
 
 @functools.lru_cache(maxsize=1)
