@@ -180,6 +180,20 @@ class LaunchedWorkers:
                 )
             spec.python = command
 
+    def pytest_configure_node(self, node: Any) -> None:
+        """What xdist sends each worker besides its arguments, made the same on every run.
+
+        Why: the worker unpacks it before importing anything, and strings of other lengths there
+        move every later allocation, and with them the addresses CPython's type attribute cache
+        and dicts hash (measured: ``--bench-html=...`` on the controller's command line moved the
+        examples' nn.Module forwards by 0.2-0.4%, all in dict and type lookups). ``mainargv`` (the
+        controller's ``sys.argv``) loses the controller-only options, as the arguments do.
+        """
+        workerinput = getattr(node, "workerinput", None)
+        if isinstance(workerinput, dict) and isinstance(workerinput.get("mainargv"), list):
+            argv = workerinput["mainargv"]
+            workerinput["mainargv"] = [*argv[:1], *worker_args(argv[1:])]
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
         """Finish the values workers sent (instructions: read the dump natively), before the
@@ -363,6 +377,11 @@ def configure_controller(config: pytest.Config, modes: Sequence[str]) -> Launche
     if getattr(config.option, "dist", "no") == "no" or not getattr(config.option, "tx", None):
         config.option.dist = "load"
         config.option.tx = ["popen"]
+    if getattr(config.option, "basetemp", None) is None and not hasattr(config, "_tmp_path_factory"):
+        # xdist sends each worker its basetemp, ``/tmp/pytest-of-<user>/pytest-<N>/popen-gw0``
+        # with N one more on every run: a path of another length or content on every run moved
+        # counts of Python-heavy code. The run's own folder has the same name every run.
+        config.option.basetemp = str(workers.dump_dir / "basetemp")
     if getattr(config.option, "maxworkerrestart", None) is None:
         # A worker that crashed in a test is replaced (the crash is that test's failure), but a
         # bounded number of times: each replacement is a valgrind process importing torch.
