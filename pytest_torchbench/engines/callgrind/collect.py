@@ -103,11 +103,19 @@ def _default_task_spec(fn: Callable[[], object]) -> TaskSpec:
     return TaskSpec(stmt=f"{name}()", setup="", num_threads=1)
 
 
-#: Adaptive rule (see :func:`plan_calls`): a region aims at about this many instructions.
-REGION_BUDGET = 1 << 26  # ~67M: about 1-2 s instrumented here
-#: Calls per region of small benchmarks (and their warm-up): as many as before the rule existed,
-#: so small statements keep their sensitivity and their specialisation warm-up.
+#: Adaptive rule (see :func:`plan_calls`): a heavy benchmark's region aims at about this many
+#: instructions. Why this small: under valgrind a call costs about the same whether instrumented
+#: or not (a 128x128 5x5 blur: 0.16 s CPU per call either way, measured), so a heavy benchmark
+#: costs its number of calls; counts are deterministic, so more calls add no precision, only time.
+REGION_BUDGET = 1 << 23  # ~8.4M: 2-16 calls of a heavy benchmark, about 1 s here
+#: Benchmarks of at most this many instructions per call are small: they keep 100 counted calls
+#: and 100 warm-up calls, as before the rule existed, so they keep their sensitivity and their
+#: specialisation warm-up (shared helpers re-specialised; 10 calls were not enough).
+SMALL_INSTRUCTIONS = 1 << 19  # ~524k
+#: Calls per region of small benchmarks (and their warm-up).
 SMALL_NUMBER = 100
+#: At most this many counted calls for a heavy benchmark (the number just above SMALL_INSTRUCTIONS).
+MAX_HEAVY_NUMBER = REGION_BUDGET // SMALL_INSTRUCTIONS
 
 
 def plan_calls(probe_instructions: int) -> tuple[int, int]:
@@ -116,18 +124,20 @@ def plan_calls(probe_instructions: int) -> tuple[int, int]:
     Why this rule: counts per call depend a little on ``number`` (specialisation), so the number
     must be the same on every run of the same code; it is therefore derived from a deterministic
     quantity (the probe's instruction count, bit-identical on reruns) through coarse power-of-two
-    buckets: ``number = 2**floor(log2(REGION_BUDGET / probe))``, at most :data:`SMALL_NUMBER`
-    (benchmarks under ``REGION_BUDGET / 128`` instructions, ~524k, keep 100 calls and 100
-    warm-up calls, as before), at least 1. A probe within a fraction of a percent of a bucket
-    edge can land in the neighbouring bucket in a run with other tests around it (-k, order):
-    the number then differs, which the judgement reports as "not comparable", never as a
-    regression. Warm-up follows the number (at least one call: the probe itself).
+    buckets. Small benchmarks (at most :data:`SMALL_INSTRUCTIONS`, ~524k) keep 100 calls and 100
+    warm-up calls. Heavy ones get ``number = 2**floor(log2(REGION_BUDGET / probe))``, at most
+    :data:`MAX_HEAVY_NUMBER` (16), at least 1, and half as many warm-up calls (at least one, the
+    probe itself): a heavy call is seconds under valgrind, its count does not need averaging, and
+    the warm-up only has to bring torch's caches to their steady state. A probe within a fraction
+    of a percent of a bucket edge can land in the neighbouring bucket in a run with other tests
+    around it (-k, order): the number then differs, which the judgement reports as "not
+    comparable", never as a regression.
     """
-    if probe_instructions <= 0 or probe_instructions <= REGION_BUDGET // 128:
+    if probe_instructions <= SMALL_INSTRUCTIONS:
         return SMALL_NUMBER, SMALL_NUMBER
     number = 1 << max(0, (REGION_BUDGET // probe_instructions).bit_length() - 1)
-    number = min(number, 64)
-    return number, number
+    number = min(number, MAX_HEAVY_NUMBER)
+    return number, max(1, number // 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,7 +298,7 @@ def count_region(
 
 def _is_small(instructions_per_call: int) -> bool:
     """Whether instrumentation stays on after this region (see :func:`count_region`)."""
-    return instructions_per_call <= REGION_BUDGET // 128
+    return instructions_per_call <= SMALL_INSTRUCTIONS
 
 
 def read_region(region: Region, task_spec: TaskSpec | None = None) -> CallgrindStats:
