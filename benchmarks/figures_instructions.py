@@ -249,6 +249,11 @@ def figure_heavy(work: Path) -> None:
     same = again.counts == first.counts and again.numbers == first.numbers and bool(first.counts)
     print(f"  rerun: counts and numbers {'bit-identical' if same else 'DIFFER'} -> {met(same)} "
           f"(exit {again.rc}, {again.load})")
+    for name, count in first.counts.items():
+        if again.counts.get(name) != count or again.numbers.get(name) != first.numbers[name]:
+            print(f"    {name}: {count:,.1f} -> {again.counts.get(name, 0):,.1f} per call "
+                  f"({(again.counts.get(name, 0) / count - 1) * 100:+.4f}%), number {first.numbers[name]} -> "
+                  f"{again.numbers.get(name)}")
 
 
 def figure_sensitivity(work: Path) -> None:

@@ -209,6 +209,7 @@ class Controller:
             write(f"torchbench: {safe_text(note)}")  # notes quote files and the re-run's output
 
     def crashed_tests(self) -> list[str]:
-        """Tests whose (valgrind) worker died mid-run: a partial run must not become a baseline."""
-        workers = self.config.pluginmanager.get_plugin("torchbench-callgrind-workers")
-        return list(getattr(workers, "crashed", ()))
+        """Tests whose launched worker died mid-run: a partial run must not become a baseline."""
+        from .workers import crashed_tests
+
+        return crashed_tests(self.config)

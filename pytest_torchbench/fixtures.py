@@ -315,26 +315,22 @@ def _recording_timer_class() -> type:
 
         def collect_callgrind(self, number: int = 100, *, repeats: int | None = None,
                               collect_baseline: bool = True, retain_out_file: bool = False) -> Any:
-            """In instructions mode: counted in this session's valgrind process (seconds, not ~40 s).
+            """In instructions mode: counted in this session's valgrind process (seconds, not ~40 s),
+            by the metric whose ``timer_method`` this is.
 
             Otherwise torch's own collect_callgrind runs (a fresh valgrind per call) unless no bench
             option is given, where the statement runs once and empty stats come back.
             """
-            if self._session is not None and "instructions" in self._session.modes:
-                from .results import InstructionsMetric
-                from .session import count_instructions
-
+            answered = None
+            if self._session is not None:
                 statement = self._statement()
-                statement()
-                from .seeding import seeder
-
-                stats = count_instructions(statement, number=number, warmup=self._recorder.options.warmup,
-                                           task_spec=self._task_spec,
-                                           before_warmup=seeder(self._recorder.options.seed))
-                result = self._session.record_measurement(
-                    "instructions", InstructionsMetric.from_stats(stats), self._task_spec.num_threads,
-                    self._naming(),
+                answered = self._session.answer_timer_call(
+                    "collect_callgrind", statement, number, self._task_spec,
+                    dataclasses.replace(self._recorder.options, num_threads=self._task_spec.num_threads),
+                    self._naming(), before=statement,
                 )
+            if answered is not None:  # a metric of the session answers it (instructions mode)
+                stats, result = answered
                 self._recorder.add(result, self._explicit_description)
                 return stats if repeats is None else (stats,) * repeats
             if self._session is None:

@@ -17,7 +17,7 @@ from typing import AbstractSet, Any, Mapping
 
 from .metrics import registry
 # Re-exported: the names hook authors and older code import from here.
-from .metrics.instructions import InstructionsMetric, _stable_function_name  # noqa: F401
+from .metrics.instructions import InstructionsMetric  # noqa: F401
 from .metrics.memory import MemoryMetric  # noqa: F401
 from .metrics.ops import OpsMetric  # noqa: F401
 from .metrics.time import TimeMetric  # noqa: F401

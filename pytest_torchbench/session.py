@@ -16,10 +16,6 @@ from typing import Any, Callable, Mapping
 from .marker import BenchOptions
 from .metrics import registry
 from .metrics.base import MeasureContext
-# Instructions mode's worker-side counting lives with its metric; re-exported for fixtures/valgrind.
-from .metrics.instructions import (  # noqa: F401
-    COUNTING_METHOD, DUMP_DIR_VARIABLE, count_instructions, count_region_for_controller,
-)
 from .metrics.time import time_spec
 from .results import BenchmarkResult, Environment, collect_environment
 from .vocabulary import Verdict
@@ -225,6 +221,27 @@ class BenchSession:
         """Drop what was kept for explaining ``nodeid`` (its callable holds the test's tensors)."""
         for key in [k for k in self._measured if k[0] == nodeid]:
             del self._measured[key]
+
+    def answer_timer_call(self, method: str, fn: Callable[[], Any], number: int, task_spec: Any,
+                          options: BenchOptions, naming: Naming,
+                          before: Callable[[], Any] | None = None) -> tuple[Any, BenchmarkResult] | None:
+        """A ``Timer`` method call (``collect_callgrind``) answered by the session's metric whose
+        ``timer_method`` it is: (what the method returns, the result recorded); None when no
+        metric of this session answers it. ``before`` runs first, uncounted (the caller's first call)."""
+        for mode in self.modes:
+            metric = registry.get(mode)
+            if metric.timer_method != method:
+                continue
+            if before is not None:
+                before()
+            from .seeding import seeder
+
+            seed = seeder(options.seed)
+            with torch_threads(options.num_threads):
+                returned, value = metric.measure_timer_call(
+                    fn, number, task_spec, MeasureContext(options, naming, self.min_run_time, seed, seed, None))
+            return returned, self.record_measurement(mode, value, options.num_threads, naming)
+        return None
 
     def record_measurement(self, metric: str, value: Any, num_threads: int, naming: Naming) -> BenchmarkResult:
         """A result measured by the user through bench_timer (their own Timer call)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 from ..text import safe_number
@@ -113,6 +114,22 @@ class Metric:
     def environment_facts(self) -> Mapping[str, str]:
         """Facts this metric adds to the process's fingerprint (e.g. the valgrind version)."""
         return {}
+
+    def worker_launch(self) -> WorkerLaunch | None:
+        """How to launch the processes this metric measures in, when it cannot measure in an
+        ordinary one (instructions: under valgrind). The pytest glue (``workers.py``) then runs
+        the tests in xdist workers started that way, serially in one. None: any process will do."""
+        return None
+
+    #: The ``torch.utils.benchmark.Timer`` method whose call this metric answers when it is among
+    #: the session's modes (``bench_timer(...).collect_callgrind()`` for instructions), through
+    #: :meth:`measure_timer_call`.
+    timer_method: ClassVar[str | None] = None
+
+    def measure_timer_call(self, fn: Callable[[], Any], number: int, task_spec: Any,
+                           context: MeasureContext) -> tuple[Any, Any]:
+        """Answer :attr:`timer_method` for ``fn``: (what the Timer method returns, the value recorded)."""
+        raise NotImplementedError(f"metric {self.name!r} answers no Timer method")
 
     # -- JSON -----------------------------------------------------------------------------------
 
@@ -219,6 +236,46 @@ def judge_counts(key: str, metric: str, current: Mapping[str, float], baseline: 
     return verdict
 
 
+class LaunchUnavailable(RuntimeError):
+    """A metric's worker processes cannot be launched here (a missing tool, an unsupported
+    platform): the message says what to install or change."""
+
+
+class WorkerLaunch:
+    """How the processes of a metric that needs its own are launched (``Metric.worker_launch``).
+
+    The pytest glue (``workers.py``) knows xdist and nothing of the metric: it asks this object for
+    the command that starts a worker's interpreter and for the environment, gives every run a
+    folder of its own (named ``folder_prefix`` + ``<uid>-<slot>``, the same on every run), and
+    hands each value a worker measured to :meth:`finish` before the controller judges it. No
+    pytest here, so a metric module can define one.
+    """
+
+    #: The run folder's name starts with this (workers see its path: keep it the same every run).
+    folder_prefix: ClassVar[str] = "torchbench-workers-"
+
+    def prepare(self, python: str) -> None:
+        """Check the tools and build what the launches need, once per run, in the controller;
+        raise :class:`LaunchUnavailable` with one clear line when that cannot be done."""
+
+    def command(self, python: str, folder: Path, environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+        """``(argv, environment)`` of a worker: ``argv`` ends with the interpreter, to which the
+        worker's own arguments are appended; ``folder`` is the run's folder."""
+        return [python], dict(environ)
+
+    def finish(self, data: dict[str, Any], folder: Path) -> dict[str, Any]:
+        """A value as a worker sent it (JSON) -> the value to judge; runs in the controller."""
+        return data
+
+    def describe(self, python: str) -> str:
+        """The worker, for messages (``valgrind --tool=callgrind /usr/bin/python``)."""
+        return python
+
+    def check_hint(self, python: str) -> str:
+        """A command that shows whether a worker can start at all, for the start-up failure line."""
+        return f"{python} -c pass"
+
+
 def format_fraction(delta: float) -> str:
     """A relative change in a verdict summary; ``new`` when the baseline was 0."""
     if not math.isfinite(delta):
@@ -263,3 +320,6 @@ def _shown(value: Any) -> str:
 
 
 __all__ = ["Metric", "MeasureContext", "Environment", "changed_counts", "format_fraction", "judge_counts"]
+
+
+__all__ = ["Metric", "MeasureContext", "Environment", "LaunchUnavailable", "WorkerLaunch", "format_fraction"]

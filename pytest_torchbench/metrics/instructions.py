@@ -3,22 +3,30 @@
 Counts are deterministic, so no statistics: more than the limit (default 1%) above the baseline
 is a regression, more than the limit below a stale baseline. The failure names the functions
 whose exclusive counts changed most (``FunctionCounts.delta`` of baseline vs current), which also
-explain a regression of any other metric of the same benchmark. Counting happens in pytest-xdist
-workers that pytest-torchbench launched under valgrind (``valgrind.py``); this module counts one
-region in such a worker (``engines/callgrind``).
+explain a regression of any other metric of the same benchmark.
+
+Instructions mode lives here and in its engine (``engines/callgrind``): how the counted workers are
+launched (:class:`CallgrindLaunch`: valgrind's command line, the pinned and padded environment,
+the deterministic allocator), counting one region inside such a worker
+(:func:`count_region_for_controller`), reading its dump natively in the controller
+(:meth:`CallgrindLaunch.finish`), the fingerprint (:meth:`Instructions.environment_facts`) and
+function names (standardized for baselines, shortened for people). The pytest glue that runs
+tests in launched xdist workers (``workers.py``) is generic: it only asks
+:meth:`Instructions.worker_launch`.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 import re
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..text import finite, safe_number
 from ..vocabulary import (
     IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict, format_percent, round_sig,
 )
-from .base import MeasureContext, Metric
+from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
 COUNTING_METHOD = "per-region-toggle-in-loop/2"
@@ -37,19 +45,6 @@ def _dump_dir() -> str:
             "this process was not (run pytest with --bench-mode=instructions)"
         )
     return dump_dir
-
-
-def count_instructions(fn: Callable[[], Any], *, number: int | None, warmup: int | None, task_spec: Any,
-                       before_warmup: Callable[[], None] | None = None) -> Any:
-    """Count ``fn`` in this counted worker; torch's CallgrindStats back (total over ``number``).
-
-    For ``bench_timer(...).collect_callgrind()``, whose caller wants the stats object itself: the
-    dump is read here, under valgrind. Benchmarks go through :func:`count_region_for_controller`.
-    """
-    from ..engines.callgrind import collect
-
-    return collect.measure(fn, number=number, warmup=warmup, task_spec=task_spec, out_dir=_dump_dir(),
-                           before_warmup=before_warmup)
 
 
 def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, warmup: int | None,
@@ -268,6 +263,65 @@ def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, fl
     return [f"{change:>+{width},}  {label}" for change, label in rows]
 
 
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pytest-torchbench"
+
+
+class CallgrindLaunch(WorkerLaunch):
+    """Counted workers: ``env -i <the user's environment, pinned and padded> valgrind
+    --tool=callgrind --instr-atstart=no ... python``, every one launched identically (so a serial
+    run and ``-n 2`` count alike by construction), and their dumps read natively here."""
+
+    #: The run's folder (dumps, workers' stderr): ``$TMPDIR/torchbench-callgrind-<uid>-<slot>``.
+    folder_prefix = "torchbench-callgrind-"
+
+    def __init__(self) -> None:
+        self.valgrind_version: str | None = None
+        self.allocator: Path | None = None
+
+    def prepare(self, python: str) -> None:
+        from ..engines import callgrind
+
+        try:
+            self.valgrind_version = callgrind.check_valgrind()
+        except (callgrind.ValgrindUnavailable, callgrind.UnsupportedPlatform) as exc:
+            raise LaunchUnavailable(str(exc)) from None
+        self.allocator = callgrind.build_allocator(_cache_dir())
+
+    def command(self, python: str, folder: Path, environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+        from ..engines import callgrind
+
+        environment = callgrind.counted_environment(
+            environ, self.allocator, extra={DUMP_DIR_VARIABLE: str(folder)},
+            valgrind_version=self.valgrind_version,
+        )
+        return [*callgrind.valgrind_argv(python, callgrind.out_file_pattern(folder)), python], environment
+
+    def finish(self, data: dict[str, Any], folder: Path) -> dict[str, Any]:
+        """Read a worker's region dump here, natively (~20 ms; ~0.4 s under valgrind), and delete it.
+
+        Only files in this run's folder are read."""
+        if not data.get("dump"):
+            return data
+        from ..engines.callgrind.parse import exclusive_counts, parse_callgrind_file
+
+        path = Path(str(data["dump"]))
+        if path.resolve().parent != folder.resolve():
+            raise RuntimeError(f"a counted worker named a dump outside {folder}: {path}")
+        exclusive, total = exclusive_counts(parse_callgrind_file(path))
+        path.unlink()
+        warmup = data.get("warmup")
+        return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),
+                                              int(warmup) if warmup is not None else None).to_json()
+
+    def describe(self, python: str) -> str:
+        return f"valgrind --tool=callgrind {python}"
+
+    def check_hint(self, python: str) -> str:
+        return f"valgrind --tool=callgrind {python} -c pass"
+
+
 class Instructions(Metric):
     name = "instructions"
     value_type = InstructionsMetric
@@ -282,6 +336,7 @@ class Instructions(Metric):
     positive_fields = ("instructions_per_run",)
     table_title = "instructions per call"
     explains = "Functions (instructions per run)"
+    timer_method = "collect_callgrind"
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> InstructionsMetric:
         options = context.options
@@ -289,6 +344,20 @@ class Instructions(Metric):
         return count_region_for_controller(fn, number=options.number, warmup=options.warmup,
                                            num_threads=options.num_threads, before_warmup=context.seed,
                                            before_region=context.setup)
+
+    def worker_launch(self) -> CallgrindLaunch:
+        return CallgrindLaunch()
+
+    def measure_timer_call(self, fn: Callable[[], Any], number: int, task_spec: Any,
+                           context: MeasureContext) -> tuple[Any, InstructionsMetric]:
+        """``bench_timer(...).collect_callgrind()``: counted in this worker (seconds, not torch's
+        ~40 s), and the dump read here, under valgrind, since the caller wants torch's
+        ``CallgrindStats`` itself."""
+        from ..engines.callgrind import collect
+
+        stats = collect.measure(fn, number=number, warmup=context.options.warmup, task_spec=task_spec,
+                                out_dir=_dump_dir(), before_warmup=context.seed)
+        return stats, InstructionsMetric.from_stats(stats)
 
     def environment_facts(self) -> Mapping[str, str]:
         from ..engines import callgrind

@@ -303,7 +303,9 @@ def test_valgrind_that_fails_stops_the_run(tmp_path: Path) -> None:
 
 
 def test_stale_folders_of_killed_runs_are_removed(tmp_path: Path) -> None:
-    from pytest_torchbench.valgrind import fixed_dump_dir, remove_stale_dump_dirs
+    from pytest_torchbench.workers import fixed_dump_dir, remove_stale_dump_dirs
+
+    prefix = "torchbench-callgrind-"
 
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -317,16 +319,16 @@ def test_stale_folders_of_killed_runs_are_removed(tmp_path: Path) -> None:
         (folder / "callgrind.out.1.1").write_text("x")
         if owner is not None:
             (folder / "owner.pid").write_text(str(owner))
-    remove_stale_dump_dirs(str(tmp_path))
+    remove_stale_dump_dirs(prefix, str(tmp_path))
     assert not stale.exists() and live.exists() and creating.exists() and other.exists()
     # A killed run's slot is taken back by the next run rather than used up.
     stale.mkdir()
     (stale / "owner.pid").write_text(str(dead.pid))
-    taken = fixed_dump_dir(str(tmp_path))
+    taken = fixed_dump_dir(prefix, str(tmp_path))
     assert taken == stale and (taken / "owner.pid").read_text() == str(os.getpid())
     assert not list(taken.glob("callgrind.out.*"))
     # The next free slot after the live and the creating ones.
-    assert fixed_dump_dir(str(tmp_path)) == tmp_path / f"torchbench-callgrind-{uid}-03"
+    assert fixed_dump_dir(prefix, str(tmp_path)) == tmp_path / f"torchbench-callgrind-{uid}-03"
 
 
 # -- CI runs the README's two commands exactly as written ---------------------------------------------

@@ -3,27 +3,37 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_torchbench.engines.callgrind.collect import REGION_BUDGET, SMALL_NUMBER, plan_calls
+from pytest_torchbench.engines.callgrind.collect import (
+    MAX_HEAVY_NUMBER, REGION_BUDGET, SMALL_INSTRUCTIONS, SMALL_NUMBER, plan_calls,
+)
 
 
-@pytest.mark.parametrize("probe", [1, 10_000, 300_000, REGION_BUDGET // 128])
+@pytest.mark.parametrize("probe", [0, 1, 10_000, 300_000, SMALL_INSTRUCTIONS])
 def test_small_benchmarks_keep_a_hundred_calls_and_a_hundred_warm_up_calls(probe):
     assert plan_calls(probe) == (SMALL_NUMBER, SMALL_NUMBER) == (100, 100)
 
 
 def test_number_is_a_power_of_two_that_keeps_the_region_near_the_budget():
-    previous = 64
-    probe = REGION_BUDGET // 128 + 1
+    previous = MAX_HEAVY_NUMBER
+    probe = SMALL_INSTRUCTIONS + 1
+    assert plan_calls(probe) == (8, 4)  # just above small: under the budget, a power of two
     while probe < REGION_BUDGET * 4:
         number, warmup = plan_calls(probe)
-        assert number == warmup and number & (number - 1) == 0 and 1 <= number <= previous <= 64
+        assert number & (number - 1) == 0 and 1 <= number <= previous <= MAX_HEAVY_NUMBER
+        assert warmup == max(1, number // 2)
         assert number == 1 or REGION_BUDGET / 2 < number * probe <= REGION_BUDGET
         previous = number
         probe = probe * 5 // 4
     assert plan_calls(REGION_BUDGET) == (1, 1)
     assert plan_calls(REGION_BUDGET * 1000) == (1, 1)
-    assert plan_calls(REGION_BUDGET // 4) == (4, 4)
-    assert plan_calls(REGION_BUDGET // 4 + 1) == (2, 2)  # an edge: just above it, the next bucket
+    assert plan_calls(REGION_BUDGET // 4) == (4, 2)
+    assert plan_calls(REGION_BUDGET // 4 + 1) == (2, 1)  # an edge: just above it, the next bucket
+
+
+def test_a_128x128_blur_costs_a_handful_of_calls():
+    """1-2M instructions per call (README figures): 4 counted calls and 2 warm-up calls (the
+    probe included), about 1 s of valgrind time here instead of 64 calls (~10 s)."""
+    assert plan_calls(1_500_000) == (4, 2)
 
 
 def test_same_probe_same_plan():

@@ -42,14 +42,12 @@ __all__ = [
     "parse_callgrind",
     "parse_callgrind_file",
     "running_on_valgrind",
-    "session_start",
     "valgrind_argv",
 ]
 
 
 _LAZY = {
     "measure": "collect",
-    "session_start": "collect",
     "NotUnderValgrind": "collect",
     "DumpNotFound": "collect",
     "CallgrindPart": "parse",

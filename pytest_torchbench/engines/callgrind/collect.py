@@ -47,7 +47,7 @@ from . import client_requests
 from .parse import function_counts, parse_callgrind_file
 
 __all__ = [
-    "NotUnderValgrind", "DumpNotFound", "Region", "session_start", "measure", "count_region", "read_region",
+    "NotUnderValgrind", "DumpNotFound", "Region", "measure", "count_region", "read_region",
     "plan_calls", "dump_total",
 ]
 
@@ -60,7 +60,8 @@ class DumpNotFound(RuntimeError):
     """The dump of a region did not appear where the launch said it would."""
 
 
-_session_started = False
+#: Whether Callgrind's instrumentation is on in this process (switched on at the first region).
+_instrumenting = False
 _sequence = itertools.count(1)
 _dumps = itertools.count(1)  # Callgrind numbers this process's dumps 1, 2, ... (``<file>.<n>``)
 
@@ -74,28 +75,6 @@ _LOOP_SOURCE = (
     "    _off()\n"
 )
 _Loop = Callable[[Callable[[], object], int, Callable[[], object], Callable[[], object]], None]
-
-
-def session_start() -> None:
-    """Switch Callgrind's instrumentation on, once per process (later calls do nothing).
-
-    Call it after the heavy imports and the benchmarks' setup: everything before it runs at
-    about a third of the instrumented cost. It also pins torch to one thread and freezes the
-    objects alive so far out of the garbage collector's sight.
-    """
-    global _session_started
-    if _session_started:
-        return
-    if not client_requests.running_on_valgrind():
-        raise NotUnderValgrind(
-            "instruction counting must run inside valgrind --tool=callgrind "
-            "(launch the process with launch.valgrind_argv(...))"
-        )
-    torch.set_num_threads(1)
-    gc.collect()
-    gc.freeze()
-    client_requests.start_instrumentation()
-    _session_started = True
 
 
 def _fresh_loop() -> _Loop:
@@ -124,11 +103,19 @@ def _default_task_spec(fn: Callable[[], object]) -> TaskSpec:
     return TaskSpec(stmt=f"{name}()", setup="", num_threads=1)
 
 
-#: Adaptive rule (see :func:`plan_calls`): a region aims at about this many instructions.
-REGION_BUDGET = 1 << 26  # ~67M: about 1-2 s instrumented here
-#: Calls per region of small benchmarks (and their warm-up): as many as before the rule existed,
-#: so small statements keep their sensitivity and their specialisation warm-up.
+#: Adaptive rule (see :func:`plan_calls`): a heavy benchmark's region aims at about this many
+#: instructions. Why this small: under valgrind a call costs about the same whether instrumented
+#: or not (a 128x128 5x5 blur: 0.16 s CPU per call either way, measured), so a heavy benchmark
+#: costs its number of calls; counts are deterministic, so more calls add no precision, only time.
+REGION_BUDGET = 1 << 23  # ~8.4M: 2-16 calls of a heavy benchmark, about 1 s here
+#: Benchmarks of at most this many instructions per call are small: they keep 100 counted calls
+#: and 100 warm-up calls, as before the rule existed, so they keep their sensitivity and their
+#: specialisation warm-up (shared helpers re-specialised; 10 calls were not enough).
+SMALL_INSTRUCTIONS = 1 << 19  # ~524k
+#: Calls per region of small benchmarks (and their warm-up).
 SMALL_NUMBER = 100
+#: At most this many counted calls for a heavy benchmark (the number just above SMALL_INSTRUCTIONS).
+MAX_HEAVY_NUMBER = REGION_BUDGET // SMALL_INSTRUCTIONS
 
 
 def plan_calls(probe_instructions: int) -> tuple[int, int]:
@@ -137,18 +124,20 @@ def plan_calls(probe_instructions: int) -> tuple[int, int]:
     Why this rule: counts per call depend a little on ``number`` (specialisation), so the number
     must be the same on every run of the same code; it is therefore derived from a deterministic
     quantity (the probe's instruction count, bit-identical on reruns) through coarse power-of-two
-    buckets: ``number = 2**floor(log2(REGION_BUDGET / probe))``, at most :data:`SMALL_NUMBER`
-    (benchmarks under ``REGION_BUDGET / 128`` instructions, ~524k, keep 100 calls and 100
-    warm-up calls, as before), at least 1. A probe within a fraction of a percent of a bucket
-    edge can land in the neighbouring bucket in a run with other tests around it (-k, order):
-    the number then differs, which the judgement reports as "not comparable", never as a
-    regression. Warm-up follows the number (at least one call: the probe itself).
+    buckets. Small benchmarks (at most :data:`SMALL_INSTRUCTIONS`, ~524k) keep 100 calls and 100
+    warm-up calls. Heavy ones get ``number = 2**floor(log2(REGION_BUDGET / probe))``, at most
+    :data:`MAX_HEAVY_NUMBER` (16), at least 1, and half as many warm-up calls (at least one, the
+    probe itself): a heavy call is seconds under valgrind, its count does not need averaging, and
+    the warm-up only has to bring torch's caches to their steady state. A probe within a fraction
+    of a percent of a bucket edge can land in the neighbouring bucket in a run with other tests
+    around it (-k, order): the number then differs, which the judgement reports as "not
+    comparable", never as a regression.
     """
-    if probe_instructions <= 0 or probe_instructions <= REGION_BUDGET // 128:
+    if probe_instructions <= SMALL_INSTRUCTIONS:
         return SMALL_NUMBER, SMALL_NUMBER
     number = 1 << max(0, (REGION_BUDGET // probe_instructions).bit_length() - 1)
-    number = min(number, 64)
-    return number, number
+    number = min(number, MAX_HEAVY_NUMBER)
+    return number, max(1, number // 2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -265,10 +254,10 @@ def count_region(
     # still holds what earlier benchmarks looked up; their entries evict ours in a pattern that
     # depends on history. Emptying it before the warm-up makes the region see only its own.
     sys._clear_type_cache()
-    global _session_started
-    if not _session_started:
+    global _instrumenting
+    if not _instrumenting:
         client_requests.start_instrumentation()
-        _session_started = True
+        _instrumenting = True
     keep_instrumenting = False
     try:
         probe_path: Path | None = None
@@ -301,7 +290,7 @@ def count_region(
     finally:
         if not keep_instrumenting:
             client_requests.stop_instrumentation()
-            _session_started = False
+            _instrumenting = False
         if gc_was_enabled:
             gc.enable()
         torch.set_num_threads(previous_threads)
@@ -309,13 +298,12 @@ def count_region(
 
 def _is_small(instructions_per_call: int) -> bool:
     """Whether instrumentation stays on after this region (see :func:`count_region`)."""
-    return instructions_per_call <= REGION_BUDGET // 128
+    return instructions_per_call <= SMALL_INSTRUCTIONS
 
 
-def read_region(region: Region, task_spec: TaskSpec | None = None, keep_output: bool = False) -> CallgrindStats:
+def read_region(region: Region, task_spec: TaskSpec | None = None) -> CallgrindStats:
     """Parse a region's dump into torch's ``CallgrindStats`` and delete the dump."""
     parts = parse_callgrind_file(region.dump)
-    text = region.dump.read_text(encoding="utf-8", errors="replace") if keep_output else None
     region.dump.unlink()
     return CallgrindStats(
         task_spec=task_spec or TaskSpec(stmt=region.label, setup="", num_threads=1),
@@ -325,7 +313,7 @@ def read_region(region: Region, task_spec: TaskSpec | None = None, keep_output: 
         baseline_exclusive_stats=FunctionCounts((), inclusive=False),
         stmt_inclusive_stats=function_counts(parts, inclusive=True, drop_program_totals=True),
         stmt_exclusive_stats=function_counts(parts, inclusive=False),
-        stmt_callgrind_out=text,
+        stmt_callgrind_out=None,
     )
 
 
@@ -336,7 +324,6 @@ def measure(
     warmup: int | None = 100,
     task_spec: TaskSpec | None = None,
     out_dir: str | os.PathLike[str],
-    keep_output: bool = False,
     before_warmup: Callable[[], object] | None = None,
     before_region: Callable[[], object] | None = None,
 ) -> CallgrindStats:
@@ -348,16 +335,15 @@ def measure(
     runs that are compared: the per-call count depends on it a little (specialisation).
     ``out_dir`` is the folder of the ``--callgrind-out-file`` pattern. The baseline stats are
     empty (no empty-statement baseline is collected); the region includes a constant overhead of
-    some hundred instructions (the loop set-up and the two toggles). With ``keep_output`` the
-    dump's text is kept in ``stmt_callgrind_out``. The dump is parsed here, under valgrind; the
-    pytest plugin instead hands :func:`count_region`'s dump to its controller, which reads it
+    some hundred instructions (the loop set-up and the two toggles). The dump is parsed here,
+    under valgrind (``bench_timer(...).collect_callgrind()``); for benchmarks the plugin hands :func:`count_region`'s dump to its controller, which reads it
     natively.
     """
     task_spec = task_spec or _default_task_spec(fn)
     region = count_region(fn, number=number, warmup=warmup, out_dir=out_dir,
                           num_threads=task_spec.num_threads, before_warmup=before_warmup,
                           before_region=before_region)
-    return read_region(region, task_spec, keep_output)
+    return read_region(region, task_spec)
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,14 +1,15 @@
-"""pytest glue for instructions mode: test processes run under valgrind, launched identically.
+"""pytest glue for metrics that measure in processes of their own (instructions: under valgrind).
 
-Design: instructions mode always runs the tests in pytest-xdist workers, each one process under
-``valgrind --tool=callgrind`` with instrumentation off until the first benchmark (imports and
-collection run about 3x faster than instrumented). A serial run gets one worker, ``-n 2`` two.
-Why not re-exec pytest itself under valgrind: counts move by tenths of a percent with the
-process's argv and environment (stack and heap layout, FACTS.md), so a re-exec'd ``pytest ...``
-and an xdist worker (``python -u -c <bootstrap>``) would count differently. Launching every counted
-process the same way (same padded environment, same interpreter arguments, same working
-directory) gives serial and parallel runs the same counts by construction. xdist also brings
-Ctrl-C handling, crash reports naming the test that was running, and result transport.
+A metric says so through ``Metric.worker_launch()`` (``metrics/base.py``'s ``WorkerLaunch``): this
+module then runs the tests in pytest-xdist workers started with the metric's command and
+environment, serially in one worker, with ``-n 2`` in two. It knows xdist and nothing of the
+metric. Why workers and not a re-exec of pytest itself (instructions mode, measured): counts move
+by tenths of a percent with the process's argv and environment (stack and heap layout, FACTS.md),
+so a re-exec'd ``pytest ...`` and an xdist worker (``python -u -c <bootstrap>``) would count
+differently; launching every measuring process the same way (same environment, same interpreter
+arguments, same working directory) gives serial and parallel runs the same counts by
+construction. xdist also brings Ctrl-C handling, crash reports naming the test that was running,
+and result transport.
 
 The interpreter is ``sys.executable`` exactly as given: a virtualenv's ``bin/python`` is a symlink
 to the base interpreter, and the interpreter finds the virtualenv (``pyvenv.cfg``) from the path
@@ -23,6 +24,7 @@ every run, and folders of earlier runs whose process is gone are removed at the 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import shlex
 import shutil
@@ -33,11 +35,11 @@ from typing import Any, Generator, Sequence
 
 import pytest
 
-from .engines import callgrind
-from .session import DUMP_DIR_VARIABLE
+from .metrics import registry
+from .metrics.base import LaunchUnavailable, WorkerLaunch
 
-#: Prefix of the run's temporary folder, then ``<uid>-<slot>``: the same name on every run.
-DUMP_DIR_PREFIX = "torchbench-callgrind-"
+#: The name this module's controller-side plugin is registered under.
+PLUGIN_NAME = "torchbench-launched-workers"
 #: The file in a run's folder that names the controller's pid: a later run can tell the folder of a
 #: run that was killed (its pid gone) from one still running, and reuse or remove it.
 _OWNER_FILE = "owner.pid"
@@ -52,13 +54,8 @@ except ImportError:  # pragma: no cover
     pass
 
 
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-torchbench"
-
-
-def fixed_dump_dir(temp_dir: str | None = None) -> Path:
-    """A dump folder with the same name on every run: ``<tmp>/torchbench-callgrind-<uid>-<slot>``.
+def fixed_dump_dir(prefix: str, temp_dir: str | None = None) -> Path:
+    """A run folder with the same name on every run: ``<tmp>/<prefix><uid>-<slot>``.
 
     Why not mkdtemp: its random name reaches the counted process (environment, command line,
     strings built from paths), and reruns should give bit-identical counts. The first free slot
@@ -67,7 +64,7 @@ def fixed_dump_dir(temp_dir: str | None = None) -> Path:
     """
     base = Path(temp_dir or tempfile.gettempdir())
     for slot in range(100):
-        path = base / f"{DUMP_DIR_PREFIX}{os.getuid()}-{slot:02d}"
+        path = base / f"{prefix}{os.getuid()}-{slot:02d}"
         try:
             path.mkdir(mode=0o700)
         except FileExistsError:
@@ -79,7 +76,7 @@ def fixed_dump_dir(temp_dir: str | None = None) -> Path:
                 continue
         (path / _OWNER_FILE).write_text(str(os.getpid()))
         return path
-    return Path(tempfile.mkdtemp(prefix=DUMP_DIR_PREFIX))
+    return Path(tempfile.mkdtemp(prefix=prefix))
 
 
 def _remove_if_stale(folder: Path) -> bool:
@@ -115,55 +112,57 @@ def printable(text: str, limit: int = 300) -> str:
     return line if len(line) <= limit else "..." + line[-limit:]
 
 
-def remove_stale_dump_dirs(temp_dir: str | None = None) -> None:
+def remove_stale_dump_dirs(prefix: str, temp_dir: str | None = None) -> None:
     """Remove the temporary folders of earlier runs whose controller process is gone (killed runs)."""
     base = Path(temp_dir or tempfile.gettempdir())
     try:
-        candidates = list(base.glob(f"{DUMP_DIR_PREFIX}{os.getuid()}-[0-9][0-9]"))
+        candidates = list(base.glob(f"{prefix}{os.getuid()}-[0-9][0-9]"))
     except OSError:
         return
     for folder in candidates:
         _remove_if_stale(folder)
 
 
-class CallgrindWorkers:
-    """Controller-side plugin: turns xdist's worker specs into valgrind launches, and stops the
-    run when a worker cannot start."""
+class LaunchedWorkers:
+    """Controller-side plugin: turns xdist's worker specs into the metrics' launches, finishes the
+    values workers send, and stops the run when a worker cannot start."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, launches: dict[str, WorkerLaunch]) -> None:
         self.config = config
+        self.launches = launches  # metric name -> its launch
         self.python = sys.executable
         if not self.python or not os.path.isfile(self.python):
             raise pytest.UsageError(
-                f"--bench-mode=instructions needs the path of this Python interpreter to launch its "
+                f"--bench-mode={','.join(launches)} needs the path of this Python interpreter to launch its "
                 f"workers, but sys.executable is {self.python!r}; run pytest as `/path/to/python -m pytest`"
             )
-        self.valgrind_version = callgrind.check_valgrind()
-        self.allocator = callgrind.build_allocator(cache_dir())
-        remove_stale_dump_dirs()
-        self.dump_dir = fixed_dump_dir()
+        if len(launches) > 1:
+            raise pytest.UsageError(
+                f"--bench-mode: {' and '.join(launches)} each need workers launched their own way; "
+                "run them in separate sessions"
+            )
+        self.name, self.launch = next(iter(launches.items()))
+        try:
+            self.launch.prepare(self.python)
+        except LaunchUnavailable as exc:
+            raise pytest.UsageError(str(exc)) from None
+        remove_stale_dump_dirs(self.launch.folder_prefix)
+        self.dump_dir = fixed_dump_dir(self.launch.folder_prefix)
         self.crashed: list[str] = []
         self.collected_nodes: set[str] = set()  # gateway ids of workers that finished collecting
 
     def counted_command(self) -> str:
-        """The interpreter command every worker gets: ``sh -c ... env -i VARS valgrind ... python``.
+        """The interpreter command every worker gets: ``sh -c ... env -i VARS <launch> python``.
 
         The shell only sends the worker's stderr to ``stderr.<pid>`` in the run's folder (the pid
-        stays the same through both ``exec``), then is replaced by the counted process; execnet
+        stays the same through both ``exec``), then is replaced by the launched process; execnet
         appends ``-u -c <bootstrap>``.
         """
-        environment = callgrind.counted_environment(
-            os.environ, self.allocator,
-            extra={DUMP_DIR_VARIABLE: str(self.dump_dir)},
-            valgrind_version=self.valgrind_version,
-        )
-        argv = [
+        argv, environment = self.launch.command(self.python, self.dump_dir, os.environ)
+        return shlex.join([
             "sh", "-c", 'exec 2>>"$0/stderr.$$"; exec "$@"', str(self.dump_dir),
-            "env", "-i", "--", *(f"{k}={v}" for k, v in environment.items()),
-            *callgrind.valgrind_argv(self.python, callgrind.out_file_pattern(self.dump_dir)),
-            self.python,
-        ]
-        return shlex.join(argv)
+            "env", "-i", "--", *(f"{k}={v}" for k, v in environment.items()), *argv,
+        ])
 
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
         # xdist hands the workers the controller's command line; options that only the controller
@@ -177,40 +176,37 @@ class CallgrindWorkers:
         for spec in specs:
             if not spec.popen or spec.ssh or spec.socket:
                 raise pytest.UsageError(
-                    f"--bench-mode=instructions runs workers locally under valgrind; the xdist "
-                    f"spec {spec} is not a local popen worker"
+                    f"--bench-mode={self.name} runs workers locally ({self.launch.describe('python')}); "
+                    f"the xdist spec {spec} is not a local popen worker"
                 )
             spec.python = command
 
+    def pytest_configure_node(self, node: Any) -> None:
+        """What xdist sends each worker besides its arguments, made the same on every run.
+
+        Why: the worker unpacks it before importing anything, and strings of other lengths there
+        move every later allocation, and with them the addresses CPython's type attribute cache
+        and dicts hash (measured: ``--bench-html=...`` on the controller's command line moved the
+        examples' nn.Module forwards by 0.2-0.4%, all in dict and type lookups). ``mainargv`` (the
+        controller's ``sys.argv``) loses the controller-only options, as the arguments do.
+        """
+        workerinput = getattr(node, "workerinput", None)
+        if isinstance(workerinput, dict) and isinstance(workerinput.get("mainargv"), list):
+            argv = workerinput["mainargv"]
+            workerinput["mainargv"] = [*argv[:1], *worker_args(argv[1:])]
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> Any:
-        """Read the workers' Callgrind dumps here, natively, before the controller judges them.
-
-        A worker hands over its region's dump unread (``instructions.dump``): parsing it under
-        valgrind cost ~0.4 s per benchmark, here ~20 ms. Only files in this run's dump folder
-        are read; each is deleted once read.
-        """
+        """Finish the values workers sent (instructions: read the dump natively), before the
+        controller judges them."""
         payload = getattr(report, "torchbench", None)
         if isinstance(payload, dict):
             for result in payload.get("results") or ():
                 metrics = result.get("metrics") or {}
-                data = metrics.get("instructions")
-                if isinstance(data, dict) and data.get("dump"):
-                    metrics["instructions"] = self._read_dump(data)
+                data = metrics.get(self.name)
+                if isinstance(data, dict):
+                    metrics[self.name] = self.launch.finish(data, self.dump_dir)
         return (yield)
-
-    def _read_dump(self, data: dict[str, Any]) -> dict[str, Any]:
-        from .engines.callgrind.parse import exclusive_counts, parse_callgrind_file
-        from .results import InstructionsMetric
-
-        path = Path(str(data["dump"]))
-        if path.resolve().parent != self.dump_dir.resolve():
-            raise RuntimeError(f"a counted worker named a dump outside {self.dump_dir}: {path}")
-        exclusive, total = exclusive_counts(parse_callgrind_file(path))
-        path.unlink()
-        warmup = data.get("warmup")
-        return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),
-                                              int(warmup) if warmup is not None else None).to_json()
 
     # -- a worker that cannot start ends the run ---------------------------------------------------
 
@@ -264,12 +260,12 @@ class CallgrindWorkers:
         if "No module named" in cause or "ModuleNotFoundError" in cause:
             todo = (f"install what is missing into that environment ({self.python} -m pip install ...), "
                     f"and check that `{self.python} -m pytest --version` works")
-        elif "valgrind" in cause.lower():
-            todo = f"check that `valgrind --tool=callgrind {self.python} -c pass` runs"
+        elif self.launch.describe(self.python).split()[0].lower() in cause.lower():  # the launcher (valgrind)
+            todo = f"check that `{self.launch.check_hint(self.python)}` runs"
         else:
-            todo = (f"run the same tests without --bench-mode=instructions to see the error, and check that "
-                    f"`valgrind --tool=callgrind {self.python} -c pass` runs")
-        return (f"torchbench: an instructions-mode worker (valgrind --tool=callgrind {self.python}) could not "
+            todo = (f"run the same tests without --bench-mode={self.name} to see the error, and check that "
+                    f"`{self.launch.check_hint(self.python)}` runs")
+        return (f"torchbench: an {self.name}-mode worker ({self.launch.describe(self.python)}) could not "
                 f"start: {printable(cause)}; {todo}")
 
     def _stderr_text(self, pid: int | None) -> str:
@@ -366,24 +362,44 @@ def _last_lines(text: str, count: int) -> str:
     return " | ".join(lines[-count:])
 
 
-def configure_controller(config: pytest.Config) -> CallgrindWorkers:
-    """Check valgrind, build the allocator, and make xdist run the tests in counted workers."""
+def configure_controller(config: pytest.Config, modes: Sequence[str]) -> LaunchedWorkers | None:
+    """When a metric of ``modes`` needs launched workers: check its tools and make xdist run the
+    tests in workers started its way (a serial run in one). None when no metric needs them."""
+    launches = {mode: launch for mode in modes if (launch := registry.get(mode).worker_launch()) is not None}
+    if not launches:
+        return None
     if not config.pluginmanager.has_plugin("xdist"):
+        what = ", ".join(launch.describe("python") for launch in launches.values())
         raise pytest.UsageError(
-            "--bench-mode=instructions runs tests in pytest-xdist workers under valgrind; "
+            f"--bench-mode={','.join(launches)} runs tests in pytest-xdist workers ({what}); "
             "pytest-xdist is disabled or missing (pip install pytest-xdist; do not pass -p no:xdist)"
         )
-    try:
-        workers = CallgrindWorkers(config)
-    except (callgrind.ValgrindUnavailable, callgrind.UnsupportedPlatform) as exc:
-        raise pytest.UsageError(str(exc)) from None
+    workers = LaunchedWorkers(config, launches)
     if getattr(config.option, "dist", "no") == "no" or not getattr(config.option, "tx", None):
         config.option.dist = "load"
         config.option.tx = ["popen"]
+    if getattr(config.option, "basetemp", None) is None and not hasattr(config, "_tmp_path_factory"):
+        # xdist sends each worker its basetemp, ``/tmp/pytest-of-<user>/pytest-<N>/popen-gw0``
+        # with N one more on every run: a path of another length or content on every run moved
+        # counts of Python-heavy code. The run's own folder has the same name every run.
+        config.option.basetemp = str(workers.dump_dir / "basetemp")
+    if getattr(config.option, "testrunuid", None) is None:
+        # xdist's id of the run (PYTEST_XDIST_TESTRUNUID in every worker) is a random uuid by
+        # default, and with it the counts of Python-heavy code moved by up to 0.7% between runs of
+        # one command (measured on examples/: pinned, three runs gave identical counts for the
+        # nn.Module forwards). Derived from the run's folder instead: the same on every run, and
+        # still different for runs at the same time (each has a folder of its own).
+        config.option.testrunuid = hashlib.sha256(str(workers.dump_dir).encode()).hexdigest()[:32]
     if getattr(config.option, "maxworkerrestart", None) is None:
         # A worker that crashed in a test is replaced (the crash is that test's failure), but a
         # bounded number of times: each replacement is a valgrind process importing torch.
         workers_count = getattr(config.option, "numprocesses", None)
         config.option.maxworkerrestart = str(4 * (workers_count if isinstance(workers_count, int) and workers_count > 0 else 1))
-    config.pluginmanager.register(workers, "torchbench-callgrind-workers")
+    config.pluginmanager.register(workers, PLUGIN_NAME)
     return workers
+
+
+def crashed_tests(config: pytest.Config) -> list[str]:
+    """Tests whose launched worker died mid-run (a partial run must not become a baseline)."""
+    workers = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    return list(getattr(workers, "crashed", ()))

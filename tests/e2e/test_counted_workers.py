@@ -1,0 +1,75 @@
+"""What xdist hands a counted worker is the same on every run of one command, whatever the
+controller-only options (real pytest sessions, real valgrind workers).
+
+Why it matters: the worker unpacks it before importing anything, and with a longer or different
+string there every later allocation moves, and with it the counts of Python-heavy code: measured,
+``--bench-html=...`` on the controller's command line moved nn.Module forwards by 0.2-0.4%, and
+xdist's random run id moved them by up to 0.7% between runs of one command (README, Figures).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")]
+
+PROBE = '''
+import json, os
+import pytest
+
+@pytest.fixture
+def record(request, tmp_path):
+    yield
+    with open(os.environ["PROBE_OUT"], "w") as out:
+        json.dump({"mainargv": request.config.workerinput["mainargv"],
+                   "testrunuid": os.environ["PYTEST_XDIST_TESTRUNUID"],
+                   "basetemp": str(tmp_path), "run_folder": os.environ["TORCHBENCH_CALLGRIND_DIR"]}, out)
+
+@pytest.mark.benchmark
+def test_probe(record):
+    pass
+'''
+
+
+def session(project: Path, out: Path, *args: str) -> dict[str, object]:
+    # a private TMPDIR: the run folder's slot (and so the run id) is not taken by runs beside this one
+    tmpdir = project.parent / "tmp"
+    tmpdir.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROBE_OUT": str(out), "TMPDIR": str(tmpdir)}
+    env.pop("PYTEST_ADDOPTS", None)
+    done = subprocess.run(
+        ["timeout", "600", sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
+         "--bench-mode=instructions", *args],
+        cwd=project, env=env, capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(out.read_text())  # type: ignore[no-any-return]
+
+
+def test_workers_get_the_same_argv_run_id_and_basetemp_on_every_run(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_probe.py").write_text(PROBE)
+    plain = session(project, tmp_path / "plain.json", f"--bench-json={tmp_path / 'a.json'}")
+    more = session(project, tmp_path / "more.json", f"--bench-json={tmp_path / 'a-longer-name.json'}",
+                   f"--bench-html={tmp_path / 'report.html'}", "--bench-save=main")
+    # the controller-only options never reach the worker, in its argv nor anywhere else
+    for seen in (plain, more):
+        argv = seen["mainargv"]
+        assert isinstance(argv, list) and "--bench-mode=instructions" in argv
+        assert not any(str(arg).startswith(("--bench-json", "--bench-html", "--bench-save")) for arg in argv), argv
+    assert plain["mainargv"] == more["mainargv"]
+    # xdist's run id is the same on every run (not a random uuid) and the worker's basetemp lies in
+    # the run's own folder, whose name is the same on every run
+    assert plain["testrunuid"] == more["testrunuid"] and len(str(plain["testrunuid"])) == 32
+    for seen in (plain, more):
+        assert str(seen["basetemp"]).startswith(str(seen["run_folder"]) + os.sep), seen
