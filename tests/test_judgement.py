@@ -293,3 +293,68 @@ def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():
     assert lines[-1].split()[0] == "+5,000" and "2 lock/GIL/thread-local frame(s)" in lines[-1]
     assert "pthread_mutex_lock.c:pthread_mutex_lock" in lines[-1] and "take_gil" in lines[-1]
     assert not any("pthread" in line or "take_gil" in line for line in lines[1:-1])
+
+
+# -- the fastest call ignores lucky blocks; CPU time decides on a busy machine -------------------------
+
+
+def test_one_lucky_block_does_not_set_the_fastest_call():
+    from pytest_torchbench.metrics.time import low_quantile
+
+    assert low_quantile([3.0, 1.0, 2.0]) == 1.0  # under 50 blocks: the fastest
+    times = [1.0] * 99 + [0.5]
+    assert low_quantile(times) == 1.0  # 100 blocks: the 2nd fastest, not the lucky 0.5
+    rng = random.Random(20)
+    baseline = _metric(rng, 1e-3, 0.01, n=200)
+    baseline.raw_times[7] *= 0.5  # one block twice as fast (a timer glitch, a fast path hit once)
+    verdict = judge_metric("k", "time", _metric(rng, 1e-3, 0.01, n=200), baseline, Policy())
+    assert verdict.status == UNCHANGED
+
+
+def _busy(metric, cpu, share=0.3, load=9.0):
+    metric.cpu_share, metric.load, metric.cpu_fastest = share, load, cpu
+    return metric
+
+
+def test_busy_machine_fails_a_doubled_cpu_time_whatever_the_wall_time_allows():
+    # At a CPU share of 0.3 the wall-time allowance is 267%: a 2x slowdown alone would be noisy;
+    # its CPU time per call doubled, which other processes cannot do: it fails.
+    rng = random.Random(21)
+    baseline = _quiet(_metric(rng, 1e-3, 0.01))
+    baseline.cpu_fastest = 1e-3
+    verdict = judge_metric("k", "time", _busy(_metric(rng, 2e-3, 0.01), 2e-3), baseline, Policy())
+    assert verdict.status == REGRESSION and verdict.failed
+    assert "; CPU time per call 1 ms -> 2 ms (+100.0%))" in verdict.summary
+    assert ("unless the CPU time per call rose more than 50%: other processes take wall time from the "
+            "measuring thread, not CPU time") in verdict.details
+    # the same wall time with CPU time that moved little: noisy, and the line says both rules
+    verdict = judge_metric("k", "time", _busy(_metric(rng, 2e-3, 0.01), 1.1e-3), baseline, Policy())
+    assert verdict.status == NOISY and not verdict.failed
+    assert verdict.summary.endswith("a slowdown must exceed 267% (or its CPU time 50%) to fail; "
+                                    "not failed, rerun on a quieter machine")
+
+
+def test_cpu_time_is_not_judged_on_a_quiet_machine_or_for_short_calls():
+    rng = random.Random(22)
+    baseline = _quiet(_metric(rng, 1e-3, 0.01))
+    baseline.cpu_fastest = 1e-3
+    quiet = _quiet(_metric(rng, 1.02e-3, 0.01))
+    quiet.cpu_fastest = 2e-3  # quiet: wall time decides alone (+2%: unchanged), no CPU text
+    verdict = judge_metric("k", "time", quiet, baseline, Policy())
+    assert verdict.status == UNCHANGED and "CPU time" not in verdict.summary
+    short_base = _quiet(_metric(rng, 20e-6, 0.01))
+    short_base.cpu_fastest = 20e-6
+    verdict = judge_metric("k", "time", _busy(_metric(rng, 21e-6, 0.01), 40e-6), short_base, Policy())
+    assert verdict.status == UNCHANGED and "CPU time" not in verdict.summary
+
+
+def test_cpu_fastest_is_kept_in_json_and_checked():
+    from pytest_torchbench.results import TimeMetric as Model
+
+    metric = Model(1, [1e-3, 2e-3], cpu_fastest=0.9e-3)
+    data = metric.to_json()
+    assert data["cpu_fastest"] == 0.9e-3
+    assert Model.from_json(data).cpu_fastest == 0.9e-3
+    assert "cpu_fastest" not in Model(1, [1e-3]).to_json()
+    with pytest.raises(ValueError, match="cpu_fastest"):
+        Model.from_json({**data, "cpu_fastest": -1})
