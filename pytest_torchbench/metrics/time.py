@@ -3,9 +3,10 @@
 A benchmark regressed when its fastest call is more than the limit (default 10%) slower than the
 fastest call of every saved run the baseline keeps (the band of up to 4 saves); when the machine
 was disturbed (the measuring thread had a core less than 90% of its wall time) a call of 100 us or
-more must be slower than the load explains, or its CPU time per call more than BUSY_CPU_LIMIT
-higher (other processes take wall time from it, not CPU time), else the verdict is "noisy":
-listed, not failed. Why the fastest call: between processes the median moved -38%/+61%, the
+more is judged on its CPU time per call instead (other processes take wall time from the measuring
+thread, not CPU time): a regression when that rose more than BUSY_CPU_LIMIT, else "noisy": listed,
+not failed (without CPU times, e.g. baselines from before they were kept: wall time beyond what
+the load explains fails). Why the fastest call: between processes the median moved -38%/+61%, the
 fastest call about 2.6% (README, "How the gate decides"). "Fastest" ignores the fastest 2% of
 blocks (see low_quantile), so one lucky block cannot set it. Raw replicate times, CPU share, the
 fastest CPU time per call and load are kept.
@@ -255,13 +256,14 @@ def time_allowance(limit: float, disturbed_share: float | None, fastest_call: fl
     return (1.0 + limit) / max(disturbed_share, 0.01) - 1.0
 
 
-#: On a disturbed machine, a call of SHORT_CALL or more whose CPU time per call rose more than this
-#: fails even when its wall time is within what the load explains: other processes take wall time
-#: from the measuring thread, not CPU time, though they share its caches and memory bandwidth.
-#: Measured with 3 CPU hogs (load 6.7) against a run at load 5.7, 27 image ops of 0.1-36 ms: CPU
-#: time per call moved by a median +13%, 3 of 27 by more than 50% (none of the 10-36 ms calls by
-#: more than 7%), while their fastest wall times moved by up to +2,000%. A 2x slowdown doubles CPU
-#: time whatever the load, so it fails unless the baseline's own CPU time was inflated by a third.
+#: On a disturbed machine a call of SHORT_CALL or more is judged on its CPU time per call: a
+#: regression when it rose more than this. Other processes take wall time from the measuring
+#: thread, not CPU time (they still share its caches and memory bandwidth). Measured at load 4-5
+#: (CPU share 0.25-0.33), image-suite sessions of the same code: the fastest wall time of calls
+#: of 1-170 ms moved by -66% to +409%, their CPU time by a few percent (sobel 8x3x256x256: wall
+#: -49%, CPU -0.9%); with 3 CPU hogs, 10-36 ms calls moved their CPU time by 7% at most. A 2x
+#: slowdown doubles CPU time whatever the load, so it fails unless the baseline's own CPU time was
+#: inflated by a third.
 BUSY_CPU_LIMIT = 0.5
 
 
@@ -286,7 +288,10 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
     cpu_limit = max(limit, BUSY_CPU_LIMIT)
     status = UNCHANGED
     if over > limit:
-        status = REGRESSION if over > allowed or (cpu_change is not None and cpu_change > cpu_limit) else NOISY
+        if cpu_change is not None:
+            status = REGRESSION if cpu_change > cpu_limit else NOISY
+        else:
+            status = REGRESSION if over > allowed else NOISY
     elif delta < -limit and now < min(runs) * (1.0 - limit):
         status = IMPROVEMENT
     summary = (
@@ -303,9 +308,11 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
     summary += ")"
     details = _time_conditions(current, baseline, disturbed if status != IMPROVEMENT else None,
                                allowed, cpu_limit if cpu_change is not None else None) if status != UNCHANGED else []
-    if status == NOISY:
-        cpu_rule = f" (or its CPU time {cpu_limit * 100:.0f}%)" if cpu_change is not None else ""
-        summary += (f": the machine was busy, a slowdown must exceed {allowed * 100:.0f}%{cpu_rule} "
+    if status == NOISY and cpu_change is not None:
+        summary += (f": the machine was busy, so CPU time decides and it must rise more than "
+                    f"{cpu_limit * 100:.0f}% to fail; not failed, rerun on a quieter machine")
+    elif status == NOISY:
+        summary += (f": the machine was busy, a slowdown must exceed {allowed * 100:.0f}% "
                     f"to fail; not failed, rerun on a quieter machine")
     return Verdict(key, "time", status, then, now, limit, None, summary, details)
 
@@ -328,11 +335,13 @@ def _time_conditions(current: Any, baseline: Any, disturbed: float | None, allow
                          f"but calls under {format_seconds(SHORT_CALL)} have a fastest call other "
                          f"processes do not move: the limit applies")
         else:
-            lines.append(f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%): "
-                         f"slowdowns up to {allowed * 100:.0f}% are treated as noise")
             if cpu_limit is not None:
-                lines.append(f"unless the CPU time per call rose more than {cpu_limit * 100:.0f}%: other "
-                             f"processes take wall time from the measuring thread, not CPU time")
+                lines.append(f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%): "
+                             f"judged on CPU time per call, which other processes do not take from the "
+                             f"measuring thread; it fails beyond +{cpu_limit * 100:.0f}%")
+            else:
+                lines.append(f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%): "
+                             f"slowdowns up to {allowed * 100:.0f}% are treated as noise")
     return lines
 
 
