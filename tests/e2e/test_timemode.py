@@ -240,6 +240,9 @@ def test_saved_runs_form_a_band_and_the_verdict_names_it(bench):
     for key in ("test_bench.py::test_steady", "test_bench.py::test_slows"):
         (earlier,) = document["benchmarks"][key]["metrics"]["time"]["history"]
         assert 45e-6 < earlier < 75e-6  # the first run's fastest call, kept beside the second run
+        # the thread's CPU time per call is kept too (the busy-machine verdict uses it); the
+        # workload busy-waits 50 us, so it cannot exceed that by much
+        assert 0 < document["benchmarks"][key]["metrics"]["time"]["cpu_fastest"] < 75e-6
     _write(bench, {"slows": 2.5})
     result = bench.run("--bench-compare=main", FAST)
     result.assert_outcomes(passed=2, failed=1)
@@ -261,12 +264,16 @@ def test_busy_machine_gives_a_noisy_verdict_not_a_failure(bench):
     # twice as many spinning processes as cores: the measuring thread gets well under 90% of a core
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
     try:
-        result = bench.run("--bench-compare=main", FAST)
+        result = bench.run("--bench-compare=main", FAST, "--bench-markdown=summary.md", "--bench-html=report.html")
     finally:
         for hog in hogs:
             hog.kill()
             hog.wait()
     result.assert_outcomes(passed=3)
+    summary = (bench.path / "summary.md").read_text()
+    assert "### Noisy (1): not failed, the machine was busy; rerun on a quieter machine" in summary
+    assert "test\\_bench.py::test\\_slows: time +" in summary
+    assert "1 test(s) noisy</b>" in (bench.path / "report.html").read_text()
     result.stdout.re_match_lines([
         r"noisy \(1\):",
         r"  test_bench.py::test_slows: time 1\.\d+ ms -> 1\.\d+ ms \(\+\d+\.\d%, .*\): the machine was busy, "
