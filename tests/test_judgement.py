@@ -358,3 +358,20 @@ def test_cpu_fastest_is_kept_in_json_and_checked():
     assert "cpu_fastest" not in Model(1, [1e-3]).to_json()
     with pytest.raises(ValueError, match="cpu_fastest"):
         Model.from_json({**data, "cpu_fastest": -1})
+
+
+def test_the_cpu_time_limit_rises_with_the_disturbance():
+    from pytest_torchbench.metrics.time import time_cpu_limit
+
+    assert time_cpu_limit(0.1, 0.9) == pytest.approx(0.1)  # as quiet: the limit
+    assert time_cpu_limit(0.1, 0.7) == pytest.approx(0.3)
+    assert time_cpu_limit(0.1, 0.5) == pytest.approx(0.5)
+    assert time_cpu_limit(0.1, 0.1) == pytest.approx(0.5)  # never beyond BUSY_CPU_LIMIT
+    assert time_cpu_limit(0.8, 0.3) == 0.8  # a limit above it stays
+    # a 20% slowdown of a 1 ms call at a CPU share of 0.85: CPU time +20% > 15%: fails
+    rng = random.Random(23)
+    baseline = _quiet(_metric(rng, 1e-3, 0.01))
+    baseline.cpu_fastest = 1e-3
+    verdict = judge_metric("k", "time", _busy(_metric(rng, 1.2e-3, 0.01), 1.2e-3, share=0.85), baseline, Policy())
+    assert verdict.status == REGRESSION
+    assert "it fails beyond +15%" in verdict.details[-1]

@@ -257,7 +257,7 @@ def time_allowance(limit: float, disturbed_share: float | None, fastest_call: fl
 
 
 #: On a disturbed machine a call of SHORT_CALL or more is judged on its CPU time per call: a
-#: regression when it rose more than this. Other processes take wall time from the measuring
+#: regression when it rose more than this at a CPU share of BUSY_CPU_SHARE or less. Other processes take wall time from the measuring
 #: thread, not CPU time (they still share its caches and memory bandwidth). Measured at load 4-5
 #: (CPU share 0.25-0.33), image-suite sessions of the same code: the fastest wall time of calls
 #: of 1-170 ms moved by -66% to +409%, their CPU time by a few percent (sobel 8x3x256x256: wall
@@ -265,6 +265,18 @@ def time_allowance(limit: float, disturbed_share: float | None, fastest_call: fl
 #: slowdown doubles CPU time whatever the load, so it fails unless the baseline's own CPU time was
 #: inflated by a third.
 BUSY_CPU_LIMIT = 0.5
+#: ... reached at this CPU share; between it and QUIET_CPU_SHARE the CPU-time limit rises in a
+#: straight line from the limit itself, so a share of 0.89 is not judged twice as leniently as
+#: one of 0.9 (at 0.9 wall time and CPU time agree and the limit applies to both).
+BUSY_CPU_SHARE = 0.5
+
+
+def time_cpu_limit(limit: float, disturbed_share: float) -> float:
+    """The CPU-time rise that fails at CPU share ``disturbed_share`` (see BUSY_CPU_LIMIT)."""
+    if BUSY_CPU_LIMIT <= limit:
+        return limit
+    busy = (QUIET_CPU_SHARE - disturbed_share) / (QUIET_CPU_SHARE - BUSY_CPU_SHARE)
+    return limit + (BUSY_CPU_LIMIT - limit) * min(max(busy, 0.0), 1.0)
 
 
 def time_cpu_change(current: Any, baseline: Any) -> float | None:
@@ -285,7 +297,7 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
     allowed = time_allowance(limit, disturbed, then)
     busy = allowed > limit  # judged with the load allowance: CPU time decides too
     cpu_change = time_cpu_change(current, baseline) if busy else None
-    cpu_limit = max(limit, BUSY_CPU_LIMIT)
+    cpu_limit = time_cpu_limit(limit, disturbed) if disturbed is not None else limit
     status = UNCHANGED
     if over > limit:
         if cpu_change is not None:
