@@ -375,3 +375,16 @@ def test_the_cpu_time_limit_rises_with_the_disturbance():
     verdict = judge_metric("k", "time", _busy(_metric(rng, 1.2e-3, 0.01), 1.2e-3, share=0.85), baseline, Policy())
     assert verdict.status == REGRESSION
     assert "it fails beyond +15%" in verdict.details[-1]
+
+
+def test_cpu_fastest_is_the_cpu_time_of_the_fastest_block():
+    # Code that waits on a clock: a preempted block has the least CPU time, not the least work.
+    from torch.utils.benchmark import Measurement
+    from torch.utils.benchmark.utils.common import TaskSpec
+
+    walls = [2e-3, 1e-3, 3e-3]
+    cpus = [0.4e-3, 0.98e-3, 0.2e-3]
+    measurement = Measurement(2, walls, TaskSpec("x", "pass"), metadata={"cpu_share": 0.5, "cpu_times": cpus})
+    assert TimeMetric.from_measurement(measurement).cpu_fastest == pytest.approx(0.49e-3)
+    measurement = Measurement(2, walls, TaskSpec("x", "pass"), metadata={"cpu_times": [0.1e-3]})  # not one per block
+    assert TimeMetric.from_measurement(measurement).cpu_fastest is None

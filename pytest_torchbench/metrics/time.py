@@ -42,8 +42,8 @@ class TimeMetric:
     cpu_share: float | None = None
     load: float | None = None
     history: list[float] = dataclasses.field(default_factory=list)
-    #: This thread's CPU time per call in its fastest blocks (the low_quantile of the blocks' CPU
-    #: times per call); None where CPU time says nothing (threads, GPU) or it was not measured.
+    #: This thread's CPU time per call in the block that gave the fastest call (see low_quantile);
+    #: None where CPU time says nothing (threads, GPU) or it was not measured.
     cpu_fastest: float | None = None
 
     #: How many earlier saved runs a baseline keeps.
@@ -79,9 +79,13 @@ class TimeMetric:
         metadata = getattr(measurement, "metadata", None) or {}
         number = int(measurement.number_per_run)
         cpu_times = metadata.get("cpu_times")
+        raw = [float(t) for t in measurement.raw_times]
         cpu_fastest = None
-        if cpu_times and all(finite(float(t)) and t > 0 for t in cpu_times):
-            cpu_fastest = low_quantile([float(t) / number for t in cpu_times])
+        if cpu_times and len(cpu_times) == len(raw) and all(finite(float(t)) and t > 0 for t in cpu_times):
+            # the CPU time of the block whose wall time is the fastest call: the least disturbed one
+            # (the lowest CPU time would pick, for code that waits on a clock, the most preempted)
+            order = sorted(range(len(raw)), key=raw.__getitem__)
+            cpu_fastest = float(cpu_times[order[low_quantile_index(len(raw))]]) / number
         return cls(
             number_per_run=number,
             raw_times=[float(t) for t in measurement.raw_times],
@@ -143,7 +147,12 @@ def low_quantile(values: Sequence[float]) -> float:
     (measured at load 4-6: A/A spreads of the minimum and the 2nd percentile were the same; the
     10th percentile was moved more by load)."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) // 50, len(ordered) - 1)]
+    return ordered[low_quantile_index(len(ordered))]
+
+
+def low_quantile_index(count: int) -> int:
+    """Where low_quantile looks in ``count`` sorted values."""
+    return min(count // 50, max(count - 1, 0))
 
 
 def _optional_float(value: Any) -> float | None:

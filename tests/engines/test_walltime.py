@@ -76,7 +76,8 @@ print(walltime.steady_allocator(), "|", resource.getrusage(resource.RUSAGE_SELF)
 def test_measuring_fixes_the_allocator_so_calls_reuse_their_memory():
     # The lopsidedness of issue 12: by default whether a call's large tensors come from fresh pages
     # (page faults, zeroing) depends on what the process allocated before. After measure() the
-    # thresholds are fixed: 20 more calls take no page faults (by default: about 30,000).
+    # thresholds are fixed: 20 more calls take no page faults. (With glibc's default, this script
+    # took 60,811 faults in two runs and 11 in a third: history decides, so no bound is asserted.)
     def run(**env: str) -> tuple[str, int]:
         done = subprocess.run([sys.executable, "-c", _FAULTS], capture_output=True, text=True, check=True,
                               env={**os.environ, **env})
@@ -86,6 +87,5 @@ def test_measuring_fixes_the_allocator_so_calls_reuse_their_memory():
     state, faults = run()
     assert state == "glibc thresholds fixed"
     assert faults < 100
-    state, faults = run(TORCHBENCH_MALLOC="default")
+    state, _ = run(TORCHBENCH_MALLOC="default")
     assert state == "disabled by TORCHBENCH_MALLOC=default"
-    assert faults > 1000
