@@ -108,10 +108,13 @@ def _calibrate_number(timer: Timer, block_time: float) -> int:
         number = max(number * 2, 1 << max(estimate.bit_length() - 1, 0))
 
 
-#: glibc mallopt parameters (malloc.h) and the values steady_allocator sets: allocations up to
-#: 32 MiB (glibc's largest mmap threshold on 64-bit) come from the heap, and the heap is never
-#: trimmed, so a call's memory is reused from call to call whatever ran before.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: glibc mallopt parameters (malloc.h) and the values steady_allocator sets: every allocation
+#: comes from the heap (no mmap: glibc's mmap threshold cannot exceed 32 MiB, and a 38 MB
+#: temporary of hsv_to_rgb on 8x3x256x256 was mapped afresh, about 9,000 page faults per call,
+#: or taken from a large enough free heap chunk, depending on history: 13 ms or 29 ms of CPU time
+#: per call), and the heap is never trimmed, so a call's memory is reused from call to call
+#: whatever ran before. glibc still maps memory when the heap cannot grow.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
 _MMAP_THRESHOLD = 32 << 20
 _TRIM_THRESHOLD = 2**31 - 1  # mallopt takes an int: 2 GiB, the most it can say
 _allocator_state: str | None = None
@@ -139,7 +142,8 @@ def steady_allocator() -> str:
         except (OSError, AttributeError):
             return _allocator_state
         mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-        if mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) == 1 and mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD) == 1:
+        if (mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) == 1 and mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD) == 1
+                and mallopt(_M_MMAP_MAX, 0) == 1):
             _allocator_state = "glibc thresholds fixed"
     return _allocator_state
 

@@ -60,9 +60,9 @@ _FAULTS = """
 import resource, sys, torch
 from pytest_torchbench.engines import walltime
 
-def work():  # two 6 MiB temporaries: glibc's default trims them off the heap after each call
-    a, b = torch.ones(1536 * 1024), torch.ones(1536 * 1024)
-    del a, b
+def work():  # two 6 MiB temporaries (trimmed off the heap by default) and a 40 MiB one (mapped)
+    a, b, c = torch.ones(1536 * 1024), torch.ones(1536 * 1024), torch.ones(10 * 1024 * 1024)
+    del a, b, c
 
 walltime.measure(work, walltime.TimeSpec(min_run_time=0.001, max_run_time=0.01, min_replicates=3))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
