@@ -1,6 +1,6 @@
 """Print the wall-time figures for pytest-torchbench against their targets (issues 11 and 12).
 
-Figures (``--only``, comma-separated; default ``suite,power,classes,hogs``: about 11 minutes on
+Figures (``--only``, comma-separated; default ``suite,power,classes,hogs``: about 10 minutes on
 the 2-core machine, ``--fast`` about 5):
 
   suite    the image suite (benchmarks/suites/images, 208 parametrised benchmarks): a
@@ -20,7 +20,7 @@ the 2-core machine, ``--fast`` about 5):
 Every figure prints the load average and the measuring thread's CPU share it ran at: wall time on a
 loaded machine is a different figure. Run from the repository root:
 
-  python benchmarks/figures_time.py                 # the default figures, ~11 min
+  python benchmarks/figures_time.py                 # the default figures, ~10 min (613 s at load 3-5)
   python benchmarks/figures_time.py --fast          # half the suite (-k float32), fewer rounds, ~5 min
   python benchmarks/figures_time.py --only power,hogs
 
