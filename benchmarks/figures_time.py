@@ -1,18 +1,33 @@
-"""Print the wall-time figures for pytest-torchbench, against their targets.
+"""Print the wall-time figures for pytest-torchbench against their targets (issues 11 and 12).
 
-  (a) session cost per trivial benchmark in time mode (vs pytest-benchmark's defaults)
-  (b) A/A false regressions out of N, a 20% slowdown and a 2x slowdown of a ~1 ms workload caught
-  (c) plugin overhead on a 2,000-test suite when no bench option is given
-  (d) the image suite (benchmarks/suites/images, 208 benchmarks): --bench-save, then A/A
-      --bench-compare on a quiet machine and with CPU hogs running; session time and IQR/median
-      against pytest-benchmark 5.2.3 defaults on the same suite (needs pytest-benchmark installed)
-  The smallest reliably caught slowdown per size class, and the candidate gate designs, come from
-  benchmarks/time_designs.py (several separate sessions of the suite's operations).
+Figures (``--only``, comma-separated; default ``suite,power,classes,hogs``: about 10 minutes on
+the 2-core machine, ``--fast`` about 5):
 
-Run from the repository root:  python benchmarks/figures_time.py [--quick] [--only a,b,c,d] [--suite-k EXPR]
-(--suite-k float32 runs half the image suite; say so when quoting it). Subprocesses import the
-package of this checkout (PYTHONPATH is set to it). The load average is printed with each figure:
-wall time on a loaded machine is a different figure.
+  suite    the image suite (benchmarks/suites/images, 208 parametrised benchmarks): a
+           ``--bench-save=main`` session, then a ``--bench-compare=main`` session: A/A false
+           regressions = its regressed verdicts; fastest-call deltas beyond +-10% (lopsidedness).
+           Then pytest-benchmark 5.2.3's defaults on the same selection: session time, IQR/median.
+  again    adds a second plain save session between the two (+2 minutes): the same comparison
+           without the compare machinery in the process, to tell where lopsidedness comes from.
+  power    a ~1 ms workload (64x64 ``mm`` repeated) measured N times interleaved with the same work
+           20% slower and 2x slower, each judged by the real gate against a baseline measured first.
+  classes  per size class (10 us, 1 ms, 100 ms), the smallest slowdown caught in every round (and
+           A/A in every round): the figure issue 12 asks for.
+  hogs     the power figure again with CPU hogs running (2 per core): a 2x slowdown must still fail.
+  trivial  session cost per trivial benchmark (vs pytest-benchmark); overhead  plugin cost on a
+           2,000-test suite with no bench option (older figures, not in the default set).
+
+Every figure prints the load average and the measuring thread's CPU share it ran at: wall time on a
+loaded machine is a different figure. Run from the repository root:
+
+  python benchmarks/figures_time.py                 # the default figures, ~10 min (613 s at load 3-5)
+  python benchmarks/figures_time.py --fast          # half the suite (-k float32), fewer rounds, ~5 min
+  python benchmarks/figures_time.py --only power,hogs
+
+``--pb-python`` names an interpreter with pytest-benchmark 5.2.3 and torch (pytest-benchmark fails
+under pytest 9: "'Function' object has no attribute '_nodeid'"); by default the script looks for
+one (this interpreter, then the system python3). Subprocesses import the package of this checkout
+(PYTHONPATH is set to it).
 """
 from __future__ import annotations
 
@@ -85,10 +100,10 @@ def figure_a(reps: int) -> dict:
     }
 
 
-def _workload(iterations: int):
+def _workload(iterations: int, size: int = 64):
     import torch
 
-    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    a, b = torch.randn(size, size), torch.randn(size, size)
 
     def run() -> None:
         for _ in range(iterations):
@@ -97,50 +112,108 @@ def _workload(iterations: int):
     return run
 
 
-def figure_b(count: int) -> dict:
-    import torch
-
+def _iterations_for(target: float, size: int) -> int:
+    """How many ``size`` x ``size`` mm calls take about ``target`` seconds here."""
     from pytest_torchbench.engines import walltime
-    from pytest_torchbench.judgement import NOISY, REGRESSION, Policy, judge_metric
+
+    probe = _workload(10, size)
+    probe()
+    measured = walltime.measure(probe, walltime.TimeSpec(max_run_time=0.1))
+    per_ten = min(measured.raw_times) / measured.number_per_run  # the fastest: load only adds time
+    return max(1, round(10 * target / per_ten))
+
+
+def _judged(fn, baseline) -> tuple[str, object]:
+    from pytest_torchbench.engines import walltime
+    from pytest_torchbench.judgement import Policy, judge_metric
     from pytest_torchbench.results import TimeMetric
 
+    metric = TimeMetric.from_measurement(walltime.measure(fn))
+    return judge_metric("k", "time", metric, baseline, Policy()).status, metric
+
+
+def _baseline(fn):
+    from pytest_torchbench.engines import walltime
+    from pytest_torchbench.results import TimeMetric
+
+    fn()
+    return TimeMetric.from_measurement(walltime.measure(fn))
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def figure_power(count: int, hogs: int = 0) -> dict:
+    """A ~1 ms workload, the same 20% and 100% slower, measured in turn ``count`` times."""
+    import torch
+
+    from pytest_torchbench.judgement import NOISY, REGRESSION
+
     torch.set_num_threads(1)
-    # size the workload to ~1 ms
-    probe = _workload(10)
-    probe()
-    per_ten = walltime.measure(probe).median
-    base_n = max(1, round(10 * 1e-3 / per_ten))
-    slow_n = round(base_n * 1.2)
-    fast, slow, double = _workload(base_n), _workload(slow_n), _workload(2 * base_n)
-    fast(), slow(), double()
-    spec = walltime.TimeSpec()
-    baseline = TimeMetric.from_measurement(walltime.measure(fast, spec))
-    load_start = os.getloadavg()[0]
-    policy = Policy()
-    false_regressions = caught = doubled_caught = noisy = 0
-    shares = []
-    ratios = []
-    start = time.perf_counter()
-    for _ in range(count):  # interleaved, so drift of the machine hits both series alike
-        same = TimeMetric.from_measurement(walltime.measure(fast, spec))
-        false_regressions += judge_metric("aa", "time", same, baseline, policy).status == REGRESSION
-        slower = TimeMetric.from_measurement(walltime.measure(slow, spec))
-        verdict = judge_metric("slow", "time", slower, baseline, policy)
-        caught += verdict.status == REGRESSION
-        noisy += verdict.status == NOISY
-        doubled = TimeMetric.from_measurement(walltime.measure(double, spec))
-        doubled_caught += judge_metric("double", "time", doubled, baseline, policy).status == REGRESSION
-        ratios.append(slower.fastest / same.fastest)
-        shares.extend(m.cpu_share for m in (same, slower, doubled) if m.cpu_share is not None)
-    return {
-        "base_median": baseline.median, "load": (load_start, os.getloadavg()[0]), "iterations": (base_n, slow_n),
-        "replicates": len(baseline.raw_times),
-        "ratio_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios),
-        "false_regressions": false_regressions, "caught": caught, "count": count,
-        "noisy": noisy, "doubled_caught": doubled_caught,
-        "cpu_share": statistics.median(shares) if shares else None,
-        "seconds_per_measure": (time.perf_counter() - start) / (3 * count),
-    }
+    base_n = _iterations_for(1e-3, 64)
+    fast, slow, double = _workload(base_n), _workload(round(base_n * 1.2)), _workload(2 * base_n)
+    spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(hogs)]
+    try:
+        time.sleep(0.5 if hogs else 0)
+        load_start = os.getloadavg()[0]
+        baseline = _baseline(fast)
+        slow(), double()
+        found = {"aa": 0, "slow": 0, "double": 0, "aa_noisy": 0, "slow_noisy": 0, "double_noisy": 0}
+        shares, ratios = [], []
+        for _ in range(count):  # interleaved, so drift of the machine hits every series alike
+            for name, fn in (("aa", fast), ("slow", slow), ("double", double)):
+                status, metric = _judged(fn, baseline)
+                found[name] += status == REGRESSION
+                found[name + "_noisy"] += status == NOISY
+                if metric.cpu_share is not None:
+                    shares.append(metric.cpu_share)
+                if name == "slow":
+                    ratios.append(metric.fastest / baseline.fastest)
+    finally:
+        for hog in spinning:
+            hog.kill()
+            hog.wait()
+    return {**found, "count": count, "hogs": hogs, "base_median": baseline.median, "iterations": base_n,
+            "baseline_share": baseline.cpu_share, "cpu_share": _median(shares),
+            "load": (load_start, os.getloadavg()[0]), "ratio_median": _median(ratios)}
+
+
+CLASSES = (("10 us", 10e-6, 16), ("1 ms", 1e-3, 64), ("100 ms", 100e-3, 128))
+SLOWDOWNS = (1.05, 1.1, 1.2, 1.5, 2.0)
+
+
+def figure_classes(rounds: int) -> dict:
+    """Per size class: A/A regressions and each slowdown's catches over ``rounds`` rounds."""
+    import torch
+
+    from pytest_torchbench.judgement import REGRESSION
+
+    torch.set_num_threads(1)
+    found = {}
+    for label, target, size in CLASSES:
+        n = _iterations_for(target, size)
+        load_start = os.getloadavg()[0]
+        same = _workload(n, size)
+        slowed = {scale: _workload(max(n + 1, round(n * scale)), size) for scale in SLOWDOWNS}
+        baseline = _baseline(same)
+        for fn in slowed.values():
+            fn()
+        class_rounds = rounds if target < 0.05 else max(3, rounds // 2)  # 100 ms calls: 0.5 s+ each
+        caught = {scale: 0 for scale in SLOWDOWNS}
+        aa = 0
+        shares = []
+        for _ in range(class_rounds):
+            status, metric = _judged(same, baseline)
+            aa += status == REGRESSION
+            shares.append(metric.cpu_share)
+            for scale, fn in slowed.items():
+                caught[scale] += _judged(fn, baseline)[0] == REGRESSION
+        smallest = next((s for s in SLOWDOWNS if caught[s] == class_rounds), None)
+        found[label] = {"rounds": class_rounds, "aa": aa, "caught": caught, "smallest": smallest,
+                        "median": baseline.median, "load": (load_start, os.getloadavg()[0]),
+                        "cpu_share": _median([s for s in shares if s is not None])}
+    return found
 
 
 def _suite(folder: Path, with_torch: bool) -> None:
@@ -173,155 +246,205 @@ def figure_c(reps: int) -> dict:
 SUITE = ROOT / "benchmarks" / "suites" / "images"
 
 
-def _suite_run(args: list[str], hogs: int = 0, python: str = sys.executable
+def _suite_run(args: list[str], python: str = sys.executable
                ) -> tuple[float, subprocess.CompletedProcess, tuple[float, float]]:
     """One pytest session over the image suite; returns (seconds, process, load before/after)."""
-    spinning = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(hogs)]
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    try:
-        done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                              cwd=SUITE, env=ENV, capture_output=True, text=True)
-    finally:
-        for hog in spinning:
-            hog.kill()
-            hog.wait()
+    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=SUITE, env=ENV, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if done.returncode not in (0, 1):
         raise SystemExit(f"pytest {' '.join(args)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     return elapsed, done, (load, os.getloadavg()[0])
 
 
-def _verdict_counts(path: Path) -> tuple[dict[str, int], list[float]]:
-    document = json.loads(path.read_text())
-    counts: dict[str, int] = {}
-    deltas = []
-    for verdict in document["verdicts"]:
-        counts[verdict["status"]] = counts.get(verdict["status"], 0) + 1
-        if verdict.get("delta") is not None:
-            deltas.append(verdict["delta"])
-    return counts, deltas
+def _time_entries(path: Path) -> dict[str, dict]:
+    return {b["key"] if "key" in b else b["name"]: b["metrics"]["time"]
+            for b in json.loads(path.read_text())["benchmarks"]}
 
 
-def figure_d(selection: list[str], with_pb: bool, pb_python: str, compare: bool = True) -> dict:
-    folder = Path(tempfile.mkdtemp(prefix="tb-fig-d-"))
+def _fastest(entry: dict) -> float:
+    from pytest_torchbench.metrics.time import low_quantile
+
+    return low_quantile([t / entry["number_per_run"] for t in entry["raw_times"]])
+
+
+def _deltas(earlier: dict[str, dict], later: dict[str, dict]) -> dict:
+    deltas = sorted(_fastest(later[k]) / _fastest(earlier[k]) - 1 for k in earlier if k in later)
+    n = len(deltas) or 1
+    return {"n": len(deltas), "up10": sum(d > 0.1 for d in deltas) / n, "down10": sum(d < -0.1 for d in deltas) / n,
+            "median": deltas[len(deltas) // 2] if deltas else 0.0}
+
+
+def _shares(entries: dict[str, dict]) -> float | None:
+    return _median([e["cpu_share"] for e in entries.values() if e.get("cpu_share") is not None])
+
+
+def figure_suite(selection: list[str], pb_python: str | None, again: bool) -> dict:
+    folder = Path(tempfile.mkdtemp(prefix="tb-fig-suite-"))
     ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
     found: dict = {}
-    seconds, _, load = _suite_run([*ours, "--bench-save=main", f"--bench-json={folder / 'save.json'}"])
-    document = json.loads((folder / "save.json").read_text())
-    spreads = [b["metrics"]["time"]["iqr"] / b["metrics"]["time"]["median"] for b in document["benchmarks"]]
-    found["save"] = {"seconds": seconds, "load": load, "n": len(spreads),
-                     "iqr_median": statistics.median(spreads), "iqr_worst": max(spreads)}
-    for name, hogs in (("aa", 0), ("aa_hogs", 2 * (os.cpu_count() or 1))) if compare else ():
+    sessions = [("save", ["--bench-save=main"]), ("compare", ["--bench-compare=main"])]
+    if again:
+        sessions.insert(1, ("again", ["--bench-save=again"]))
+    for name, extra in sessions:
         out = folder / f"{name}.json"
-        seconds, _, load = _suite_run([*ours, "--bench-compare=main", f"--bench-json={out}"], hogs=hogs)
-        counts, deltas = _verdict_counts(out)
-        deltas.sort()
-        found[name] = {"seconds": seconds, "load": load, "counts": counts, "hogs": hogs,
-                       "up10": sum(d > 0.1 for d in deltas) / len(deltas),
-                       "down10": sum(d < -0.1 for d in deltas) / len(deltas),
-                       "median_delta": deltas[len(deltas) // 2]}
-    if with_pb:
+        seconds, _, load = _suite_run([*ours, *extra, f"--bench-json={out}"])
+        entries = _time_entries(out)
+        found[name] = {"seconds": seconds, "load": load, "n": len(entries), "entries": entries,
+                       "share": _shares(entries),
+                       "iqr_median": _median([e["iqr"] / e["median"] for e in entries.values()])}
+        if name == "compare":
+            counts: dict[str, int] = {}
+            for verdict in json.loads(out.read_text())["verdicts"]:
+                if verdict.get("metric", "time") == "time":
+                    counts[verdict["status"]] = counts.get(verdict["status"], 0) + 1
+            found[name]["counts"] = counts
+    found["compare_vs_save"] = _deltas(found["save"]["entries"], found["compare"]["entries"])
+    if again:
+        found["again_vs_save"] = _deltas(found["save"]["entries"], found["again"]["entries"])
+        found["compare_vs_again"] = _deltas(found["again"]["entries"], found["compare"]["entries"])
+    if pb_python:
         out = folder / "pb.json"
         seconds, _, load = _suite_run(["-p", "no:torchbench", f"--benchmark-json={out}", *selection],
                                       python=pb_python)
         stats = [b["stats"] for b in json.loads(out.read_text())["benchmarks"]]
-        spreads = [s["iqr"] / s["median"] for s in stats]
         found["pb"] = {"seconds": seconds, "load": load, "n": len(stats),
-                       "iqr_median": statistics.median(spreads), "iqr_worst": max(spreads)}
+                       "iqr_median": _median([s["iqr"] / s["median"] for s in stats])}
     return found
+
+
+def _find_pb_python(given: str | None) -> str | None:
+    """An interpreter that has pytest-benchmark and torch (and pytest < 9, which it needs)."""
+    check = ("import pytest, pytest_benchmark, torch, sys; "
+             "sys.exit(int(pytest.__version__.split('.')[0]) >= 9)")
+    for python in ([given] if given else [sys.executable, "/usr/bin/python3", "python3"]):
+        try:
+            if subprocess.run([python, "-c", check], capture_output=True, timeout=120).returncode == 0:
+                return python
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return None
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    parser.add_argument("--only", default="a,b,c,d", help="which figures, e.g. 'b,d'")
-    parser.add_argument("--suite-k", default="", help="-k expression for the image suite (a reduced run)")
-    parser.add_argument("--power-count", type=int, default=0, help="(b) repetitions (default 100, --quick 50)")
-    parser.add_argument("--pb-python", default=sys.executable,
-                        help="(d) the interpreter that runs pytest-benchmark 5.2.3 (it fails under pytest 9: "
-                             "'Function' object has no attribute '_nodeid'; give one with pytest 8 and torch)")
-    parser.add_argument("--no-compare", action="store_true", help="(d) session cost only: save run and pytest-benchmark")
+    parser.add_argument("--fast", action="store_true",
+                        help="half the image suite (-k float32, 104 benchmarks) and fewer rounds: about 5 minutes")
+    parser.add_argument("--only", default="suite,power,classes,hogs",
+                        help="figures: suite, again (a second save session in the suite figure), power, "
+                             "classes, hogs, trivial, overhead")
+    parser.add_argument("--suite-k", default=None, help="-k expression for the image suite (overrides --fast's)")
+    parser.add_argument("--power-count", type=int, default=0, help="power, hogs: rounds (default 30, --fast 20)")
+    parser.add_argument("--class-rounds", type=int, default=0, help="classes: rounds (default 10, --fast 5)")
+    parser.add_argument("--pb-python", default=None, help="suite: interpreter with pytest-benchmark 5.2.3, pytest 8, torch")
     args = parser.parse_args()
     only = set(args.only.split(","))
-    reps = 2 if args.quick else 3
-    load = os.getloadavg()[0]
+    unknown = only - {"suite", "again", "power", "classes", "hogs", "trivial", "overhead"}
+    if unknown:
+        parser.error(f"unknown figure(s) {', '.join(sorted(unknown))}")
+    suite_k = args.suite_k if args.suite_k is not None else ("float32" if args.fast else "")
+    power_count = args.power_count or (20 if args.fast else 30)
+    class_rounds = args.class_rounds or (5 if args.fast else 10)
+    started = time.perf_counter()
     print(f"pytest-torchbench wall-time figures  (python {sys.version.split()[0]}, {os.cpu_count()} cores, "
-          f"load average {load:.1f} at start)")
-    rows = []
-    if "d" in only:
-        with_pb = subprocess.run([args.pb_python, "-c", "import pytest_benchmark"], capture_output=True).returncode == 0
-        if not with_pb:
-            print("(d) pytest-benchmark is not installed: no comparison with it")
-        selection = ["-k", args.suite_k] if args.suite_k else []
-        d = figure_d(selection, with_pb, args.pb_python, compare=not args.no_compare)
+          f"load average {os.getloadavg()[0]:.1f} at start)", flush=True)
+    rows: list[tuple[str, str, str, bool | None, str]] = []  # figure, measured, target, met, conditions
+    if "suite" in only:
+        pb_python = _find_pb_python(args.pb_python)
+        if pb_python is None:
+            print("(suite) no interpreter with pytest-benchmark, pytest < 9 and torch: no comparison with it")
+        selection = ["-k", suite_k] if suite_k else []
+        d = figure_suite(selection, pb_python, again="again" in only)
         n = d["save"]["n"]
-        subset = f" (-k {args.suite_k})" if args.suite_k else ""
-        print(f"(d) image suite{subset}: {n} benchmarks; save run {d['save']['seconds']:.0f} s "
-              f"(load {d['save']['load'][0]:.1f}->{d['save']['load'][1]:.1f})")
-        for name in [n for n in ("aa", "aa_hogs") if n in d]:
+        subset = f" (-k {suite_k})" if suite_k else ""
+        for name in [n for n in ("save", "again", "compare") if n in d]:
             r = d[name]
-            print(f"(d) compare{' with ' + str(r['hogs']) + ' CPU hogs' if r['hogs'] else ''}: {r['counts']}, "
-                  f"load {r['load'][0]:.1f}->{r['load'][1]:.1f}, {r['seconds']:.0f} s; fastest-call deltas: "
-                  f"median {r['median_delta']:+.1%}, > +10% {r['up10']:.1%}, < -10% {r['down10']:.1%}")
-            regressions = r["counts"].get("regression", 0)
-            rows.append((f"(d) A/A false regressions, image suite{subset}"
-                         + (f", {r['hogs']} CPU hogs during compare" if r["hogs"] else ""),
-                         f"{regressions}/{n} ({regressions / n:.1%}); noisy {r['counts'].get('noisy', 0)}; "
-                         f"load {r['load'][0]:.1f}", "<= 1%", regressions <= n / 100))
+            print(f"(suite{subset}) {name}: {r['n']} benchmarks, {r['seconds']:.0f} s, load "
+                  f"{r['load'][0]:.1f}->{r['load'][1]:.1f}, CPU share median {_share(r['share'])}"
+                  + (f", verdicts {r['counts']}" if "counts" in r else ""), flush=True)
+        for name, words in (("again_vs_save", "second save vs first save (separate sessions, no compare)"),
+                            ("compare_vs_save", "compare session vs first save"),
+                            ("compare_vs_again", "compare session vs second save")):
+            if name not in d:
+                continue
+            x = d[name]
+            print(f"(suite) fastest-call deltas, {words}: median {x['median']:+.1%}, > +10% {x['up10']:.1%}, "
+                  f"< -10% {x['down10']:.1%}")
+        c = d["compare"]
+        regressions = c["counts"].get("regression", 0)
+        conditions = (f"load {d['save']['load'][0]:.1f}/{c['load'][0]:.1f}, CPU share "
+                      f"{_share(d['save']['share'])}/{_share(c['share'])}")
+        rows.append((f"A/A false regressions, image suite{subset}, compare straight after save",
+                     f"{regressions}/{n} ({regressions / max(n, 1):.1%}), noisy {c['counts'].get('noisy', 0)}",
+                     "<= 1%", regressions <= n / 100, conditions))
+        x = d["compare_vs_save"]
+        value = f"{x['up10']:.1%} / {x['down10']:.1%}"
+        if "again_vs_save" in d:
+            y = d["again_vs_save"]
+            value += f"; 2nd save vs save {y['up10']:.1%} / {y['down10']:.1%}"
+        rows.append(("lopsidedness: fastest-call deltas > +10% / < -10%, compare vs save", value,
+                     "symmetric", None, conditions))
         if "pb" in d:
             pb = d["pb"]
-            print(f"(d) pytest-benchmark defaults: {pb['seconds']:.0f} s (load {pb['load'][0]:.1f}->{pb['load'][1]:.1f})")
-            rows.append((f"(d) session time, image suite{subset}: torchbench save run / pytest-benchmark",
+            cond = f"load {d['save']['load'][0]:.1f} / {pb['load'][0]:.1f}"
+            rows.append((f"session time, image suite{subset}: torchbench save / pytest-benchmark defaults",
                          f"{d['save']['seconds']:.0f} s / {pb['seconds']:.0f} s", "<= 1x",
-                         d["save"]["seconds"] <= pb["seconds"]))
-            rows.append(("(d) IQR/median, median over benchmarks: torchbench / pytest-benchmark",
+                         d["save"]["seconds"] <= pb["seconds"], cond))
+            rows.append(("IQR/median, median over benchmarks: torchbench / pytest-benchmark",
                          f"{d['save']['iqr_median'] * 100:.1f}% / {pb['iqr_median'] * 100:.1f}%", "no worse",
-                         d["save"]["iqr_median"] <= pb["iqr_median"]))
-    if "a" not in only:
-        a = None
-    else:
-        a = figure_a(reps)
-    if a is not None:
-        print(f"(a) session times, median of runs: {', '.join(f'{k} {v:.2f}s' for k, v in a['timings'].items())}")
+                         d["save"]["iqr_median"] <= pb["iqr_median"], cond))
+    for figure, hogs in (("power", 0), ("hogs", 2 * (os.cpu_count() or 1))):
+        if figure not in only:
+            continue
+        b = figure_power(power_count, hogs)
+        count = b["count"]
+        cond = (f"load {b['load'][0]:.1f}->{b['load'][1]:.1f}, CPU share {_share(b['cpu_share'])}"
+                + (f", {hogs} CPU hogs" if hogs else ""))
+        print(f"({figure}) {b['iterations']} x 64x64 mm, median {b['base_median'] * 1e3:.3f} ms; slow/base "
+              f"fastest-call ratio median {b['ratio_median']:.3f}; noisy: A/A {b['aa_noisy']}, 20% "
+              f"{b['slow_noisy']}, 2x {b['double_noisy']}; {cond}", flush=True)
+        tag = " (CPU hogs running)" if hogs else ""
         rows += [
-            ("(a) time mode, session cost per trivial benchmark", f"{a['ours_per_bench']:.3f} s",
-             "<= 0.3 s", a["ours_per_bench"] <= 0.3),
-            ("(a) pytest-benchmark defaults, same 20 tests", f"{a['pb_per_bench']:.3f} s", "(~1.25 s)", None),
-            ("(a) IQR/median, worst of all benchmarks", f"{a['iqr_median_max'] * 100:.1f}% "
-             f"(median {a['iqr_median_median'] * 100:.1f}%, {a['iqr_over_10pct']}/{a['n_spreads']} over 10%)",
-             "<= 10%", a["iqr_median_max"] <= 0.10),
+            (f"A/A false regressions, ~1 ms workload{tag}", f"{b['aa']}/{count}", f"<= {max(1, count // 100)}",
+             b["aa"] <= max(1, count // 100), cond),
+            (f"20% slowdown of ~1 ms caught{tag}", f"{b['slow']}/{count}", f">= {-(-count * 95 // 100)}",
+             None if hogs else b["slow"] >= -(-count * 95 // 100), cond),
+            (f"2x slowdown caught{tag}", f"{b['double']}/{count}", f"{count}/{count}", b["double"] == count, cond),
         ]
-    if "b" in only:
-        b = figure_b(args.power_count or (50 if args.quick else 100))
-        share = f"{b['cpu_share']:.2f}" if b["cpu_share"] is not None else "-"
-        print(f"(b) workload {b['iterations'][0]} vs {b['iterations'][1]} 64x64 mm: median "
-              f"{b['base_median'] * 1e3:.3f} ms, {b['replicates']} replicates; slow/same fastest-call ratio median "
-              f"{b['ratio_median']:.3f} (min {b['ratio_min']:.3f}, max {b['ratio_max']:.3f}); "
-              f"{b['seconds_per_measure']:.2f} s per measurement; CPU share median {share}, "
-              f"load {b['load'][0]:.1f}->{b['load'][1]:.1f}; 20% slower judged noisy {b['noisy']}/{b['count']}")
-        rows += [
-            ("(b) A/A false regressions, ~1 ms workload", f"{b['false_regressions']}/{b['count']}",
-             f"<= {max(1, b['count'] // 100)}", b["false_regressions"] <= max(1, b["count"] // 100)),
-            ("(b) 20% slowdown caught", f"{b['caught']}/{b['count']} (CPU share {share})",
-             f">= {b['count'] * 95 // 100}", b["caught"] >= b["count"] * 95 // 100),
-            ("(b) 2x slowdown caught", f"{b['doubled_caught']}/{b['count']}", f"{b['count']}/{b['count']}",
-             b["doubled_caught"] == b["count"]),
-        ]
-    if "c" in only:
-        c = figure_c(5 if args.quick else 7)
-        for with_torch, (on, off, on_min, off_min) in c.items():
-            print(f"(c) 2,000 tests{' importing torch' if with_torch else ' (no torch import)'}: plugin "
-                  f"{on:.2f}s, -p no:torchbench {off:.2f}s (medians); minima {on_min:.2f}s / {off_min:.2f}s")
-        for with_torch, (on, off, _, _) in c.items():
+    if "classes" in only:
+        k = figure_classes(class_rounds)
+        for label, r in k.items():
+            cond = f"load {r['load'][0]:.1f}->{r['load'][1]:.1f}, CPU share {_share(r['cpu_share'])}"
+            print(f"(classes) {label} (median {r['median'] * 1e3:.3f} ms): A/A {r['aa']}/{r['rounds']}; caught "
+                  + ", ".join(f"+{(s - 1) * 100:.0f}% {c}/{r['rounds']}" for s, c in r["caught"].items())
+                  + f"; {cond}", flush=True)
+            smallest = "none up to 2x" if r["smallest"] is None else f"+{(r['smallest'] - 1) * 100:.0f}%"
+            rows.append((f"smallest slowdown caught in {r['rounds']}/{r['rounds']} rounds, {label} class",
+                         f"{smallest} (A/A {r['aa']}/{r['rounds']})", "report", None, cond))
+    if "trivial" in only:
+        a = figure_a(3)
+        rows.append(("session cost per trivial benchmark: torchbench / pytest-benchmark",
+                     f"{a['ours_per_bench']:.3f} s / {a['pb_per_bench']:.3f} s", "<= 0.3 s",
+                     a["ours_per_bench"] <= 0.3, f"load {os.getloadavg()[0]:.1f}"))
+    if "overhead" in only:
+        for with_torch, (on, off, _, _) in figure_c(7).items():
             overhead = on / off - 1
-            rows.append((f"(c) plugin overhead, 2,000 tests{', torch imported' if with_torch else ', no torch'}",
-                         f"{overhead * 100:+.1f}%", "<= 2%", overhead <= 0.02))
+            rows.append((f"plugin overhead, 2,000 tests{', torch imported' if with_torch else ', no torch'}",
+                         f"{overhead * 100:+.1f}%", "<= 2%", overhead <= 0.02, f"load {os.getloadavg()[0]:.1f}"))
+    if not rows:
+        return
     width = max(len(r[0]) for r in rows)
     print()
-    print(f"{'figure'.ljust(width)}  {'measured':<40} {'target':<9} ok   (load average now {os.getloadavg()[0]:.1f})")
-    for name, value, target, ok in rows:
-        print(f"{name.ljust(width)}  {value:<40} {target:<9} {'-' if ok is None else 'yes' if ok else 'NO'}")
+    print(f"{'figure'.ljust(width)}  {'measured':<32} {'target':<10} {'met':<4} conditions")
+    for name, value, target, ok, cond in rows:
+        print(f"{name.ljust(width)}  {value:<32} {target:<10} {'-' if ok is None else 'yes' if ok else 'NO':<4} {cond}")
+    print(f"\n{time.perf_counter() - started:.0f} s in all; load average now {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

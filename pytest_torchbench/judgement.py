@@ -5,7 +5,8 @@ new, missing, failing, the failure message); each metric's own comparison is its
 (``metrics/<name>.py``), found through the registry. How the built-in metrics decide (the README
 repeats this):
 
-* time: a benchmark regressed when its fastest call (the fastest replicate block, per call) is
+* time: a benchmark regressed when its fastest call (the fastest replicate block, per call,
+  ignoring the fastest 2% of blocks) is
   slower than the baseline's by more than the limit (default 10%), and slower than the fastest
   call of every earlier saved run the baseline keeps by more than the limit. Why the fastest: other
   processes only ever add time, and on a loaded 2-core machine (CPU share 0.25-0.4) the A/A
@@ -13,8 +14,10 @@ repeats this):
   -35%..+55% (benchmarks/time_designs.py). Why several saved runs: the noise between runs
   (memory state, frequency) is what a gate must beat, and one run's replicates cannot show it.
   When either measurement had its CPU less than 90% of the time (other processes ran) and calls
-  take 100 us or more, the slowdown must also exceed what the load alone explains,
-  (1 + limit) / share - 1; below that the verdict is "noisy": reported, not failed.
+  take 100 us or more, the CPU time per call decides instead (other processes take wall time, not
+  CPU time): it must rise more than a limit growing from the limit at share 0.9 to 50% at 0.5
+  (without CPU times: the wall time more than (1 + limit) / share - 1); below that the verdict is
+  "noisy": reported, not failed.
 * instructions: counts are deterministic, so no statistics: more than the limit (default 1%) above
   the baseline per run is a regression; more than the limit below is a stale baseline.
 * ops: any change of an op's calls per iteration (default limit 0) fails.

@@ -293,3 +293,98 @@ def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():
     assert lines[-1].split()[0] == "+5,000" and "2 lock/GIL/thread-local frame(s)" in lines[-1]
     assert "pthread_mutex_lock.c:pthread_mutex_lock" in lines[-1] and "take_gil" in lines[-1]
     assert not any("pthread" in line or "take_gil" in line for line in lines[1:-1])
+
+
+# -- the fastest call ignores lucky blocks; CPU time decides on a busy machine -------------------------
+
+
+def test_one_lucky_block_does_not_set_the_fastest_call():
+    from pytest_torchbench.metrics.time import low_quantile
+
+    assert low_quantile([3.0, 1.0, 2.0]) == 1.0  # under 50 blocks: the fastest
+    times = [1.0] * 99 + [0.5]
+    assert low_quantile(times) == 1.0  # 100 blocks: the 2nd fastest, not the lucky 0.5
+    rng = random.Random(20)
+    baseline = _metric(rng, 1e-3, 0.01, n=200)
+    baseline.raw_times[7] *= 0.5  # one block twice as fast (a timer glitch, a fast path hit once)
+    verdict = judge_metric("k", "time", _metric(rng, 1e-3, 0.01, n=200), baseline, Policy())
+    assert verdict.status == UNCHANGED
+
+
+def _busy(metric, cpu, share=0.3, load=9.0):
+    metric.cpu_share, metric.load, metric.cpu_fastest = share, load, cpu
+    return metric
+
+
+def test_busy_machine_fails_a_doubled_cpu_time_whatever_the_wall_time_allows():
+    # At a CPU share of 0.3 the wall-time allowance is 267%: a 2x slowdown alone would be noisy;
+    # its CPU time per call doubled, which other processes cannot do: it fails.
+    rng = random.Random(21)
+    baseline = _quiet(_metric(rng, 1e-3, 0.01))
+    baseline.cpu_fastest = 1e-3
+    verdict = judge_metric("k", "time", _busy(_metric(rng, 2e-3, 0.01), 2e-3), baseline, Policy())
+    assert verdict.status == REGRESSION and verdict.failed
+    assert "; CPU time per call 1 ms -> 2 ms (+100.0%))" in verdict.summary
+    assert ("disturbed (CPU share 30% < 90%): judged on CPU time per call, which other processes do not "
+            "take from the measuring thread; it fails beyond +50%") in verdict.details
+    # five times the wall time with CPU time that moved little: noisy, and the line says why
+    verdict = judge_metric("k", "time", _busy(_metric(rng, 5e-3, 0.01), 1.1e-3), baseline, Policy())
+    assert verdict.status == NOISY and not verdict.failed
+    assert verdict.summary.endswith("(+10.0%)): the machine was busy, so CPU time decides and it must rise "
+                                    "more than 50% to fail; not failed, rerun on a quieter machine")
+
+
+def test_cpu_time_is_not_judged_on_a_quiet_machine_or_for_short_calls():
+    rng = random.Random(22)
+    baseline = _quiet(_metric(rng, 1e-3, 0.01))
+    baseline.cpu_fastest = 1e-3
+    quiet = _quiet(_metric(rng, 1.02e-3, 0.01))
+    quiet.cpu_fastest = 2e-3  # quiet: wall time decides alone (+2%: unchanged), no CPU text
+    verdict = judge_metric("k", "time", quiet, baseline, Policy())
+    assert verdict.status == UNCHANGED and "CPU time" not in verdict.summary
+    short_base = _quiet(_metric(rng, 20e-6, 0.01))
+    short_base.cpu_fastest = 20e-6
+    verdict = judge_metric("k", "time", _busy(_metric(rng, 21e-6, 0.01), 40e-6), short_base, Policy())
+    assert verdict.status == UNCHANGED and "CPU time" not in verdict.summary
+
+
+def test_cpu_fastest_is_kept_in_json_and_checked():
+    from pytest_torchbench.results import TimeMetric as Model
+
+    metric = Model(1, [1e-3, 2e-3], cpu_fastest=0.9e-3)
+    data = metric.to_json()
+    assert data["cpu_fastest"] == 0.9e-3
+    assert Model.from_json(data).cpu_fastest == 0.9e-3
+    assert "cpu_fastest" not in Model(1, [1e-3]).to_json()
+    with pytest.raises(ValueError, match="cpu_fastest"):
+        Model.from_json({**data, "cpu_fastest": -1})
+
+
+def test_the_cpu_time_limit_rises_with_the_disturbance():
+    from pytest_torchbench.metrics.time import time_cpu_limit
+
+    assert time_cpu_limit(0.1, 0.9) == pytest.approx(0.1)  # as quiet: the limit
+    assert time_cpu_limit(0.1, 0.7) == pytest.approx(0.3)
+    assert time_cpu_limit(0.1, 0.5) == pytest.approx(0.5)
+    assert time_cpu_limit(0.1, 0.1) == pytest.approx(0.5)  # never beyond BUSY_CPU_LIMIT
+    assert time_cpu_limit(0.8, 0.3) == 0.8  # a limit above it stays
+    # a 20% slowdown of a 1 ms call at a CPU share of 0.85: CPU time +20% > 15%: fails
+    rng = random.Random(23)
+    baseline = _quiet(_metric(rng, 1e-3, 0.01))
+    baseline.cpu_fastest = 1e-3
+    verdict = judge_metric("k", "time", _busy(_metric(rng, 1.2e-3, 0.01), 1.2e-3, share=0.85), baseline, Policy())
+    assert verdict.status == REGRESSION
+    assert "it fails beyond +15%" in verdict.details[-1]
+
+
+def test_cpu_fastest_is_the_cpu_time_of_the_fastest_block():
+    # Code that waits on a clock: a preempted block has the least CPU time, not the least work.
+    from torch.utils.benchmark import Measurement
+    from torch.utils.benchmark.utils.common import TaskSpec
+
+    walls = [2e-3, 1e-3, 3e-3]
+    cpus = [0.4e-3, 0.98e-3, 0.2e-3]
+    measurement = Measurement(2, walls, TaskSpec("x", "pass"), metadata={"cpu_share": 0.5, "cpu_times": cpus})
+    assert TimeMetric.from_measurement(measurement).cpu_fastest == pytest.approx(0.49e-3)
+    measurement = Measurement(2, walls, TaskSpec("x", "pass"), metadata={"cpu_times": [0.1e-3]})  # not one per block
+    assert TimeMetric.from_measurement(measurement).cpu_fastest is None

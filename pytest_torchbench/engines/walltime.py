@@ -12,11 +12,30 @@ by default, nor past ``max_replicates`` blocks) but calibrates smaller blocks (`
 blocks 8.6%, pytest-benchmark 10.2%) and asks for at least ``min_replicates`` of them.
 The timer's own overhead is a few hundred ns per block, identical in baseline and current runs.
 Timer's default timer synchronises CUDA, so GPU work is timed to completion.
+
+Each block's CPU time (this thread's, ``time.thread_time``) is read beside its wall time, by the
+clock handed to the Timer (``_CpuClock``): other processes take wall time from a preempted thread
+but not CPU time, so on a busy machine the CPU time of a long call still says how much work it did
+(measured with 3 CPU hogs: fastest wall time of 10-35 ms calls +300% to +600%, their CPU time
+within 7%). The gate uses it when the machine was disturbed (metrics/time.py).
+
+Before the first measurement, glibc malloc's thresholds are fixed (``steady_allocator``): by
+default glibc moves its mmap threshold after each large free and gives the top of the heap back
+to the system when it passes a trim threshold, so whether a call's large tensors come from reused
+heap memory or from fresh pages (page faults, zeroing: CPU time in the kernel) depends on what the
+process allocated before: earlier benchmarks, results and baselines held in memory. Measured on
+8x3x256x256 augmentations in one process: the same ``color_jitter`` took 2.5 ms, then 28.7 ms
+after six other benchmarks (``mixup`` 1.4 ms, then 24 ms), and 21 ms when a few long-lived 200 KB
+objects had been allocated after it; with the thresholds fixed, 2.0-2.3 ms in every case. That was
+the lopsidedness of issue 12: a compare run holds the baselines too, so it met the slow state
+more often than the save run it was compared with.
 """
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import os
+import sys
 import time
 from typing import Any, Callable
 
@@ -45,7 +64,27 @@ class TimeSpec:
     min_blocks: int = 5
 
 
-def make_timer(fn: Callable[[], Any], spec: TimeSpec) -> Timer:
+class _CpuClock:
+    """A Timer clock that also reads this thread's CPU time, just before each wall-clock reading.
+
+    timeit reads the clock once before and once after a block, so the last two CPU readings
+    bracket the last block. The CPU reading is a system call of about 0.5 us inside the wall-timed
+    region: the same in baseline and current runs.
+    """
+
+    def __init__(self, wall: Callable[[], float]) -> None:
+        self.wall = wall
+        self.readings: list[float] = []
+
+    def __call__(self) -> float:
+        self.readings.append(time.thread_time())
+        return self.wall()
+
+    def last_block(self) -> float:
+        return self.readings[-1] - self.readings[-2] if len(self.readings) >= 2 else float("nan")
+
+
+def make_timer(fn: Callable[[], Any], spec: TimeSpec, clock: Callable[[], float] | None = None) -> Timer:
     return Timer(
         stmt=f"{_FN_NAME}()",
         globals={_FN_NAME: fn},
@@ -53,7 +92,7 @@ def make_timer(fn: Callable[[], Any], spec: TimeSpec) -> Timer:
         sub_label=spec.sub_label or None,
         description=spec.description or None,
         num_threads=spec.num_threads,
-        **_timer_option(spec.timer),
+        **_timer_option(clock or spec.timer),
     )
 
 
@@ -67,6 +106,46 @@ def _calibrate_number(timer: Timer, block_time: float) -> int:
         # jump close to the target, then keep doubling: fewer wasted calibration calls
         estimate = int(number * block_time / max(elapsed, 1e-9))
         number = max(number * 2, 1 << max(estimate.bit_length() - 1, 0))
+
+
+#: glibc mallopt parameters (malloc.h) and the values steady_allocator sets: every allocation
+#: comes from the heap (no mmap: glibc's mmap threshold cannot exceed 32 MiB, and a 38 MB
+#: temporary of hsv_to_rgb on 8x3x256x256 was mapped afresh, about 9,000 page faults per call,
+#: or taken from a large enough free heap chunk, depending on history: 13 ms or 29 ms of CPU time
+#: per call), and the heap is never trimmed, so a call's memory is reused from call to call
+#: whatever ran before. glibc still maps memory when the heap cannot grow.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
+_MMAP_THRESHOLD = 32 << 20
+_TRIM_THRESHOLD = 2**31 - 1  # mallopt takes an int: 2 GiB, the most it can say
+_allocator_state: str | None = None
+
+
+def steady_allocator() -> str:
+    """Fix glibc malloc's mmap and trim thresholds for this process (once); say what was done.
+
+    Returns "glibc thresholds fixed", or why not ("not glibc", "disabled by
+    TORCHBENCH_MALLOC=default"). Setting the thresholds also turns glibc's dynamic adjustment of
+    them off. The cost: memory freed by benchmarks stays with the process until it exits.
+    """
+    global _allocator_state
+    if _allocator_state is not None:
+        return _allocator_state
+    if os.environ.get("TORCHBENCH_MALLOC", "").strip().lower() == "default":
+        _allocator_state = "disabled by TORCHBENCH_MALLOC=default"
+        return _allocator_state
+    _allocator_state = "not glibc"
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None)
+            libc.gnu_get_libc_version  # glibc only: musl's mallopt does nothing
+            mallopt = libc.mallopt
+        except (OSError, AttributeError):
+            return _allocator_state
+        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        if (mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) == 1 and mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD) == 1
+                and mallopt(_M_MMAP_MAX, 0) == 1):
+            _allocator_state = "glibc thresholds fixed"
+    return _allocator_state
 
 
 def load_average() -> float | None:
@@ -83,13 +162,19 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     ``metadata`` carries how undisturbed the measurement was, for the gate to say so: ``cpu_share``
     is this thread's CPU time over the wall time of the whole measurement (1.0: it had a core all
     the time; 0.4: other processes had it 60% of the time; only meaningful for single-threaded
-    CPU work, so None otherwise) and ``load`` the load average when it ended.
+    CPU work, so None otherwise), ``load`` the load average when it ended and ``cpu_times`` each
+    block's CPU time in seconds (same order as ``raw_times``; None where CPU time says nothing).
     """
+    from torch.utils.benchmark.utils.timer import timer as torch_timer
+
     spec = spec or TimeSpec()
-    timer = make_timer(fn, spec)
+    steady_allocator()
+    clock = _CpuClock(spec.timer or torch_timer)
+    timer = make_timer(fn, spec, clock)
     wall_start, cpu_start = time.perf_counter(), time.thread_time()
     number = _calibrate_number(timer, spec.block_time)
     raw_times: list[float] = []
+    cpu_times: list[float] = []
     total = 0.0
     task_spec = None
     while True:
@@ -97,6 +182,8 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
         task_spec = block.task_spec
         elapsed = block.raw_times[0]
         raw_times.append(elapsed)
+        cpu_times.append(clock.last_block())
+        del clock.readings[:-2]
         total += elapsed
         if len(raw_times) >= spec.max_replicates or total >= 10 * spec.max_run_time:
             break
@@ -111,6 +198,7 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     metadata = {
         "cpu_share": min(1.0, cpu / wall) if single_threaded_cpu and wall > 0 else None,
         "load": load_average(),
+        "cpu_times": cpu_times if single_threaded_cpu else None,
     }
     return Measurement(number_per_run=number, raw_times=list(raw_times), task_spec=task_spec,
                        metadata=metadata)

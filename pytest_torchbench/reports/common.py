@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..metrics import registry
 from ..results import BenchmarkResult, nodeid_of
 from ..vocabulary import as_float
 from .text import finite, safe_number
 
 #: Reading order: bad news first.
-STATUS_ORDER = (REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)
+STATUS_ORDER = (REGRESSION, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)
 
 
 def status_rank(status: str) -> int:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 from .. import __version__
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..metrics import registry
 from ..results import BenchmarkResult, nodeid_of
 from ..vocabulary import Bars, Distribution, Heading
@@ -40,7 +40,7 @@ from .text import finite, safe_number, safe_text
 
 _COLORS = {
     REGRESSION: "#c62828", IMPROVEMENT: "#2e7d32", UNCHANGED: "#607d8b",
-    NOT_COMPARABLE: "#8d6e63", NEW: "#1565c0", MISSING: "#6a1b9a",
+    NOT_COMPARABLE: "#8d6e63", NEW: "#1565c0", MISSING: "#6a1b9a", NOISY: "#ef6c00",
 }
 _CURRENT, _BASELINE = "#1f77b4", "#9e9e9e"
 _MORE, _LESS = "#d32f2f", "#388e3c"
@@ -53,7 +53,7 @@ main{padding:18px 28px;max-width:1200px}
 .pills span{display:inline-block;border-radius:12px;padding:2px 10px;margin:2px 6px 2px 0;color:#fff;font-size:12px;font-weight:600}
 section.card{background:#fff;border-radius:8px;box-shadow:0 1px 3px rgba(0,0,0,.12);margin:16px 0;padding:14px 18px}
 section.card h2{font-size:15px;margin:0 0 6px;font-family:ui-monospace,Menlo,Consolas,monospace;word-break:break-all}
-.card.regression{border-left:5px solid #c62828}.card.improvement{border-left:5px solid #2e7d32}
+.card.regression{border-left:5px solid #c62828}.card.noisy{border-left:5px solid #ef6c00}.card.improvement{border-left:5px solid #2e7d32}
 .meta{color:#5b6475;font-size:12px;margin-bottom:6px}
 .plots{display:flex;flex-wrap:wrap;gap:14px;align-items:flex-start}
 .plot{flex:1 1 460px;min-width:320px}.plot h3{font-size:12px;text-transform:uppercase;letter-spacing:.04em;color:#5b6475;margin:8px 0 2px}
@@ -433,14 +433,18 @@ def render(
                 + (f" ({_e(baseline_source)})" if baseline_source else "") + "; badges count tests"
                 if baseline_name else f"{measured}; no baseline")
     words = {REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
-             MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured"}
+             MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)"}
     pills = "".join(
         f'<span style="background:{_COLORS.get(s, "#607d8b")}" title="tests whose worst verdict is {s}">'
         f'{counts[s]} {words[s]}</span>'
-        for s in (REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED, "measured") if counts.get(s)
+        for s in (REGRESSION, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED, "measured") if counts.get(s)
     )
     if counts.get("failed"):
         pills = f'<span style="background:#b71c1c" title="tests that failed the gate">{counts["failed"]} failed</span>' + pills
+    if counts.get(NOISY):
+        subtitle += (f'<br><b style="color:{_COLORS[NOISY]}">{counts[NOISY]} test(s) noisy</b>: slower than the '
+                     "limit while the machine was busy, by no more than the load explains; not failed, rerun on "
+                     "a quieter machine (their cards, listed after the regressions, give the CPU share and load)")
     by_key = verdicts_by_key(verdicts)
     groups = sorted({group_of(r) for r in results} - {""})
     ordered = sorted(results, key=lambda r: (status_rank(worst_status(by_key.get(r.key, []))), group_of(r), r.key))

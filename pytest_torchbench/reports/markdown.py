@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..metrics import registry
 from ..results import BenchmarkResult
 from .common import (
@@ -26,11 +26,11 @@ from .text import markdown_code_block, markdown_text
 
 _ICONS = {
     REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:", NOT_COMPARABLE: ":grey_question:",
-    NEW: ":new:", MISSING: ":ghost:", UNCHANGED: ":white_circle:",
+    NEW: ":new:", MISSING: ":ghost:", UNCHANGED: ":white_circle:", NOISY: ":warning:",
 }
 _WORDS = {
     REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
-    MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured",
+    MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)",
 }
 
 
@@ -67,6 +67,21 @@ def _explanation(key: str, regressed: list[Verdict], by_key: dict[str, list[Verd
     for title, details in blocks:
         lines += [f"**{_escape(title)}**", "", *markdown_code_block([str(d) for d in details]), ""]
     lines += ["</details>", ""]
+    return lines
+
+
+def _noisy(noisy: list[Verdict]) -> list[str]:
+    """Verdicts a busy machine made undecidable (listed, not failed): each with the numbers that
+    say why (the CPU share and load of both runs), so a reader can judge whether to rerun."""
+    if not noisy:
+        return []
+    lines = [f"### Noisy ({len(noisy)}): not failed, the machine was busy; rerun on a quieter machine", ""]
+    for verdict in noisy:
+        lines += [f"<details><summary>{_escape(verdict.key)}: {_escape(verdict.metric)} "
+                  f"{format_delta(safe_delta(verdict))}</summary>", "", _escape(verdict.summary), ""]
+        if verdict.details:
+            lines += [*markdown_code_block([str(d) for d in verdict.details]), ""]
+        lines += ["</details>", ""]
     return lines
 
 
@@ -148,8 +163,8 @@ def render(
         lines.append(f"{counts['tests']} test(s) ({len(results)} benchmark(s)) measured; no baseline to compare with.")
     else:
         state = ":x: **failed**" if failed else ":white_check_mark: passed"
-        parts = [f"{counts[s]} {_WORDS[s]}" for s in (REGRESSION, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)
-                 if counts.get(s)]
+        parts = [f"{counts[s]} {_WORDS[s]}" for s in (REGRESSION, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING,
+                                                      UNCHANGED) if counts.get(s)]
         lines.append(
             f"{state}: {counts['tests']} test(s) ({len(results)} benchmark(s) measured) against baseline "
             f"{_escape(baseline_name)}"
@@ -174,6 +189,7 @@ def render(
         lines += [f"### Why ({len(regressed)} regressed benchmark(s))", ""]
         for key, chosen in regressed.items():
             lines += _explanation(key, chosen, by_key)
+    lines += _noisy([verdict for _, _, verdict in changed if verdict.status == NOISY])
     if rest:
         if changed or baseline_name is not None:
             lines += [f"<details><summary>All other results ({len(rest)} row(s): "

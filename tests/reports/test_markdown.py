@@ -112,3 +112,41 @@ def test_end_to_end_markdown_and_step_summary(pytester, run_bench, bench_module,
     bad = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-markdown=blocker/x.md")
     assert bad.ret == 0
     bad.stdout.fnmatch_lines(["torchbench: ERROR: --bench-markdown=*blocker/x.md: cannot write (*)"])
+
+
+def _noisy_comparison() -> tuple[list, list]:
+    """One benchmark judged noisy by the real gate (slower at a CPU share of 0.4), one unchanged."""
+    from conftest import make_result
+
+    from pytest_torchbench.judgement import NOISY, Policy, judge_result
+
+    times = [1.0e-3 * (1 + 0.01 * i) for i in range(10)]
+    base = {key: make_result(key, times=times) for key in ("t.py::test_busy", "t.py::test_calm")}
+    current = [make_result("t.py::test_busy", times=[t * 1.3 for t in times]), make_result("t.py::test_calm", times=times)]
+    for result in (*base.values(), *current):
+        result.metrics["time"].cpu_share, result.metrics["time"].load = 0.4, 9.5
+    verdicts = [v for r in current for v in judge_result(r, base[r.key], Policy())]
+    assert [v.status for v in verdicts] == [NOISY, "unchanged"]
+    return current, verdicts
+
+
+def test_noisy_verdicts_get_their_own_section_and_do_not_fail() -> None:
+    current, verdicts = _noisy_comparison()
+    text = markdown.render(current, verdicts, "main")
+    assert ":white_check_mark: passed" in text and "test(s) failed" not in text
+    assert "1 noisy (not failed), 1 unchanged." in text
+    assert ":warning: noisy (not failed)" in text  # marked in the table of changes
+    section = text[text.index("### Noisy (1): not failed, the machine was busy; rerun on a quieter machine"):]
+    assert "<details><summary>t.py::test\\_busy: time +30.0%</summary>" in section
+    assert "this run: had a CPU 40% of its wall time, load average 9.5" in section
+    assert text.count("<details>") == text.count("</details>")
+
+
+def test_html_marks_noisy_tests() -> None:
+    from pytest_torchbench.reports import html
+
+    current, verdicts = _noisy_comparison()
+    text = html.render(current, verdicts, None, "main")
+    assert "1 noisy (not failed)</span>" in text  # a badge of its own colour
+    assert "1 test(s) noisy</b>: slower than the limit while the machine was busy" in text
+    assert 'class="card noisy"' in text and "this run: had a CPU 40% of its wall time" in text
