@@ -89,3 +89,29 @@ def test_measuring_fixes_the_allocator_so_calls_reuse_their_memory():
     assert faults < 100
     state, _ = run(TORCHBENCH_MALLOC="default")
     assert state == "disabled by TORCHBENCH_MALLOC=default"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (not run on this project's CI)")
+def test_cuda_work_is_timed_to_completion_agreeing_with_cuda_events():
+    """The Timer's clock synchronises the device, so a block's wall time is the GPU's work, not
+    the launches': the time per call agrees with CUDA events within 2% (issue 13)."""
+    x = torch.randn(4096, 4096, device="cuda")
+
+    def fn() -> torch.Tensor:
+        return x @ x
+
+    measurement = walltime.measure(fn, walltime.TimeSpec(min_run_time=0.2, max_run_time=1.0))
+    engine = measurement.median
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    per_call = []
+    for _ in range(30):
+        start.record()
+        for _ in range(8):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        per_call.append(start.elapsed_time(end) / 1e3 / 8)
+    per_call.sort()
+    events = per_call[len(per_call) // 2]
+    # Without synchronising, only the launches would be timed: far below the events' time.
+    assert abs(engine - events) / events < 0.02, (engine, events)
