@@ -9,6 +9,9 @@ the 2-core machine, ``--fast`` about 5):
            Then pytest-benchmark 5.2.3's defaults on the same selection: session time, IQR/median.
   again    adds a second plain save session between the two (+2 minutes): the same comparison
            without the compare machinery in the process, to tell where lopsidedness comes from.
+  band     the image suite saved in 4 separate sessions into one set (as CI saving main after every
+           merge builds it up: the baseline keeps the last 4 runs' fastest calls), then a compare
+           session: A/A false regressions against the band (+6 minutes).
   power    a ~1 ms workload (64x64 ``mm`` repeated) measured N times interleaved with the same work
            20% slower and 2x slower, each judged by the real gate against a baseline measured first.
   classes  per size class (10 us, 1 ms, 100 ms), the smallest slowdown caught in every round (and
@@ -315,6 +318,24 @@ def figure_suite(selection: list[str], pb_python: str | None, again: bool) -> di
     return found
 
 
+def figure_band(selection: list[str], saves: int = 4) -> dict:
+    """A/A against a band of ``saves`` saved sessions, the baseline a CI job builds up on main."""
+    folder = Path(tempfile.mkdtemp(prefix="tb-fig-band-"))
+    ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
+    loads = []
+    for _ in range(saves):
+        _, _, load = _suite_run([*ours, "--bench-save=main"])
+        loads.append(load[0])
+    out = folder / "compare.json"
+    _, _, load = _suite_run([*ours, "--bench-compare=main", f"--bench-json={out}"])
+    counts: dict[str, int] = {}
+    verdicts = [v for v in json.loads(out.read_text())["verdicts"] if v.get("metric", "time") == "time"]
+    for verdict in verdicts:
+        counts[verdict["status"]] = counts.get(verdict["status"], 0) + 1
+    return {"n": len(verdicts), "counts": counts, "saves": saves, "load": (min(loads), max(loads), load[0]),
+            "share": _shares(_time_entries(out))}
+
+
 def _find_pb_python(given: str | None) -> str | None:
     """An interpreter that has pytest-benchmark and torch (and pytest < 9, which it needs)."""
     check = ("import pytest, pytest_benchmark, torch, sys; "
@@ -337,7 +358,7 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true",
                         help="half the image suite (-k float32, 104 benchmarks) and fewer rounds: about 5 minutes")
     parser.add_argument("--only", default="suite,power,classes,hogs",
-                        help="figures: suite, again (a second save session in the suite figure), power, "
+                        help="figures: suite, again (a second save session in the suite figure), band, power, "
                              "classes, hogs, trivial, overhead")
     parser.add_argument("--suite-k", default=None, help="-k expression for the image suite (overrides --fast's)")
     parser.add_argument("--power-count", type=int, default=0, help="power, hogs: rounds (default 30, --fast 20)")
@@ -345,7 +366,7 @@ def main() -> None:
     parser.add_argument("--pb-python", default=None, help="suite: interpreter with pytest-benchmark 5.2.3, pytest 8, torch")
     args = parser.parse_args()
     only = set(args.only.split(","))
-    unknown = only - {"suite", "again", "power", "classes", "hogs", "trivial", "overhead"}
+    unknown = only - {"suite", "again", "band", "power", "classes", "hogs", "trivial", "overhead"}
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(sorted(unknown))}")
     suite_k = args.suite_k if args.suite_k is not None else ("float32" if args.fast else "")
@@ -399,6 +420,17 @@ def main() -> None:
             rows.append(("IQR/median, median over benchmarks: torchbench / pytest-benchmark",
                          f"{d['save']['iqr_median'] * 100:.1f}% / {pb['iqr_median'] * 100:.1f}%", "no worse",
                          d["save"]["iqr_median"] <= pb["iqr_median"], cond))
+    if "band" in only:
+        selection = ["-k", suite_k] if suite_k else []
+        subset = f" (-k {suite_k})" if suite_k else ""
+        e = figure_band(selection)
+        regressions = e["counts"].get("regression", 0)
+        cond = (f"load {e['load'][0]:.1f}-{e['load'][1]:.1f} saving, {e['load'][2]:.1f} comparing, "
+                f"CPU share {_share(e['share'])}")
+        print(f"(band{subset}) {e['saves']} saves then a compare: verdicts {e['counts']}; {cond}", flush=True)
+        rows.append((f"A/A false regressions, image suite{subset}, against a band of {e['saves']} saved sessions",
+                     f"{regressions}/{e['n']} ({regressions / max(e['n'], 1):.1%}), noisy {e['counts'].get('noisy', 0)}",
+                     "<= 1%", regressions <= e["n"] / 100, cond))
     for figure, hogs in (("power", 0), ("hogs", 2 * (os.cpu_count() or 1))):
         if figure not in only:
             continue

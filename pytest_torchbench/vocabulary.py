@@ -52,11 +52,31 @@ def format_percent(fraction: float) -> str:
     return f"{fraction * 100:+.1f}%" if abs(fraction) >= 0.001 else f"{fraction * 100:+.3f}%"
 
 
+#: Time units from largest to smallest, as torch.utils.benchmark names them.
+TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """(unit, scale) to show ``seconds`` in: the largest unit it is at least one of.
+
+    Why not torch's ``select_unit``: it raises on 0, NaN and inf (``int(log10(0) // 3)``), picks
+    seconds for anything under a nanosecond, and builds a tensor per call; a baseline can hold any
+    of those values (measured with torch 2.13: ``select_unit(0.0)`` is a ValueError). Same units."""
+    if seconds > 0 and math.isfinite(seconds):
+        for unit, scale in TIME_UNITS:
+            if seconds >= scale:
+                return unit, scale
+        return "ns", 1e-9
+    return "s", 1.0
+
+
 def format_seconds(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if seconds >= scale or unit == "ns":
-            return f"{seconds / scale:.4g} {unit}"
-    return f"{seconds:.3g} s"  # pragma: no cover
+    """Four significant digits in the unit :func:`time_unit` picks (torch's ``trim_sigfig`` goes
+    through a float32 tensor: ``trim_sigfig(0.1234567, 3)`` is 0.12300000339746475)."""
+    if not math.isfinite(seconds):
+        return f"{seconds} s"
+    unit, scale = time_unit(abs(seconds))
+    return f"{seconds / scale:.4g} {unit}"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ..statistics import mann_whitney_greater
 from ..text import finite, safe_number
 from ..vocabulary import (
     IMPROVEMENT, NOISY, REGRESSION, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
-    format_seconds, round_sig,
+    format_seconds, round_sig, time_unit,
 )
 from .base import MeasureContext, Metric
 
@@ -191,7 +191,6 @@ def time_warm_up(fn: Callable[[], Any], max_calls: int | None, max_time: float) 
             break
 
 
-_TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
 
 
 def _sig_digits(median: float, iqr: float, n: int) -> int:
@@ -401,11 +400,7 @@ class Time(Metric):
         return format_seconds(number)
 
     def table_scale(self, headlines: Sequence[float]) -> tuple[str, float]:
-        smallest = min((v for v in headlines if finite(v) and v > 0), default=1.0)
-        for unit, scale in _TIME_UNITS:
-            if smallest >= scale:
-                return unit, scale
-        return "ns", 1e-9
+        return time_unit(min((v for v in headlines if finite(v) and v > 0), default=1.0))
 
     def cell(self, value: Any, scale: float) -> str:
         median, iqr = value.median, value.iqr

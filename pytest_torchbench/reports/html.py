@@ -31,7 +31,7 @@ from .. import __version__
 from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..metrics import registry
 from ..results import BenchmarkResult, nodeid_of
-from ..vocabulary import Bars, Distribution, Heading
+from ..vocabulary import Bars, Distribution, Heading, time_unit
 from .common import (
     count_tests, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
     status_rank, top_ops_of, unjudged, verdicts_by_key, worst_status,
@@ -113,11 +113,8 @@ def _nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
 
 
 def _time_scale(values: Iterable[float]) -> tuple[str, float]:
-    largest = max((v for v in values if v > 0), default=1.0)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if largest >= scale:
-            return unit, scale
-    return "ns", 1e-9
+    unit, scale = time_unit(max((v for v in values if v > 0 and math.isfinite(v)), default=1.0))
+    return unit.replace("us", "\u00b5s"), scale
 
 
 def _quantile(ordered: Sequence[float], p: float) -> float:
