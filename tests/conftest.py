@@ -30,6 +30,10 @@ def bench_env(monkeypatch: pytest.MonkeyPatch) -> None:
     existing = os.environ.get("PYTHONPATH")
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + (os.pathsep + existing if existing else ""))
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    # pytest prints whole failure messages in the short test summary when it sees CI or
+    # BUILD_NUMBER: the inner runs must print the same on a laptop and in CI.
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
 
 
 @pytest.fixture
