@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 from ..text import safe_number
-from ..vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Environment, Plot, Policy, Verdict, as_float
+from ..vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Environment, Plot, Policy, Verdict, as_float, round_sig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,6 +203,19 @@ class Metric:
 
     def __repr__(self) -> str:
         return f"<metric {self.name}>"
+
+
+def counts_to_json(counts: Mapping[str, float]) -> dict[str, float]:
+    """Named per-call counts as stored (ops, kernels): sorted, rounded so baselines diff cleanly."""
+    return {name: round_sig(value) for name, value in sorted(counts.items())}
+
+
+def counts_from_json(data: Mapping[str, Any], field: str) -> dict[str, float]:
+    """``data[field]`` read back as named counts; anything but an object is a ValueError naming it."""
+    counts = data[field]
+    if not isinstance(counts, Mapping):
+        raise ValueError(f"{field}.{field} must be an object")
+    return {str(name): float(value) for name, value in counts.items()}
 
 
 def changed_counts(current: Mapping[str, float], baseline: Mapping[str, float],

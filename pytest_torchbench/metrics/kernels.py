@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 from ..text import finite
 from ..vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
-from .base import MeasureContext, Metric, judge_counts
+from .base import MeasureContext, Metric, counts_from_json, counts_to_json, judge_counts
 
 
 @dataclasses.dataclass
@@ -22,14 +22,11 @@ class KernelsMetric:
     kernels: dict[str, float]
 
     def to_json(self) -> dict[str, Any]:
-        return {"kernels": {k: round_sig(v) for k, v in sorted(self.kernels.items())}}
+        return {"kernels": counts_to_json(self.kernels)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> KernelsMetric:
-        kernels = data["kernels"]
-        if not isinstance(kernels, Mapping):
-            raise ValueError("kernels.kernels must be an object")
-        return cls({str(k): float(v) for k, v in kernels.items()})
+        return cls(counts_from_json(data, "kernels"))
 
 
 class Kernels(Metric):

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 
 from ..text import finite, safe_text
 from ..vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
-from .base import MeasureContext, Metric, changed_counts, judge_counts
+from .base import MeasureContext, Metric, changed_counts, counts_from_json, counts_to_json, judge_counts
 
 #: Call sites shown per changed op (the most frequent first).
 _SITES_SHOWN = 2
@@ -24,14 +24,11 @@ class OpsMetric:
     ops: dict[str, float]
 
     def to_json(self) -> dict[str, Any]:
-        return {"ops": {k: round_sig(v) for k, v in sorted(self.ops.items())}}
+        return {"ops": counts_to_json(self.ops)}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> OpsMetric:
-        ops = data["ops"]
-        if not isinstance(ops, Mapping):
-            raise ValueError("ops.ops must be an object")
-        return cls({str(k): float(v) for k, v in ops.items()})
+        return cls(counts_from_json(data, "ops"))
 
 
 class Ops(Metric):
