@@ -14,7 +14,7 @@ import pytest
 
 from . import explain, extensions, gate
 from ._compat import terminal_width
-from .judgement import UNCHANGED, Verdict, failure_message
+from .judgement import REGRESSION, UNCHANGED, Verdict, failure_message
 from .options import BenchSettings
 from .reports import jsonreport, junit, markdown, publish, terminal
 from .results import BenchmarkResult
@@ -77,8 +77,10 @@ class Controller:
         verdicts: list[Verdict] = []
         elsewhere: list[Verdict] = []
         properties: list[tuple[str, object]] = []
-        for result in results:
-            judged = gate.judge(result, baseline, self.settings.policy, self._review)
+        judged_results = [(result, gate.judge(result, baseline, self.settings.policy, self._review))
+                          for result in results]
+        self._confirm(report.nodeid, [v for _, judged in judged_results for v in judged])
+        for result, judged in judged_results:
             if self.session is not None and baseline is not None and any(v.failed for v in judged):
                 elsewhere += self.session.explain(result, judged, baseline.get(result.key), self.settings.rootdir)
             properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
@@ -93,6 +95,24 @@ class Controller:
             report.longrepr = failure_message(verdicts, refresh)
             if elsewhere:
                 self._to_explain.append((report, verdicts, refresh, elsewhere, {r.key: r.nodeid for r in results}))
+
+    def _confirm(self, nodeid: str, verdicts: list[Verdict]) -> None:
+        """Regressions of metrics that confirm their failures (time) are measured again in a fresh
+        process before this test's report is final (``Metric.confirm``); settled in place."""
+        from .metrics import registry
+
+        suspects = [v for v in verdicts if v.failed and v.status == REGRESSION
+                    and getattr(registry.find(v.metric), "confirms_failures", False)]
+        if not suspects or self.settings.compare is None or explain.in_rerun():
+            return
+        found, problem = explain.confirm(
+            self.config.invocation_params.args, nodeid, suspects, self.settings.rootdir,
+            explain.judging_options(self.settings.compare, self.settings.baselines_dir, self.config.option.bench_fail,
+                                    self.settings.policy.strict_environment),
+            Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"),
+            getattr(self.config.option, "file_or_dir", None) or ())
+        for verdict in suspects:
+            registry.get(verdict.metric).confirm(verdict, found.get((verdict.key, verdict.metric)), problem)
 
     def _review(self, result: BenchmarkResult, verdicts: Any, baseline: BenchmarkResult | None) -> None:
         """The gate's verdict hook: pytest_torchbench_verdict implementations."""

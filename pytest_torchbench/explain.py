@@ -25,8 +25,8 @@ from typing import Any, Iterable, Sequence
 
 from .vocabulary import Verdict
 
-__all__ = ["RERUN_ENV", "in_rerun", "judging_options", "passed_through", "rerun_command", "rerun_details",
-           "rerun_environment"]
+__all__ = ["RERUN_ENV", "in_rerun", "judging_options", "passed_through", "rerun", "rerun_command",
+           "rerun_details", "confirm", "rerun_environment"]
 
 #: Options of the user's command line the re-run leaves out (``True``: takes a value): the cache
 #: plugin's (the re-run runs without the cache, so as to write none), the debugger's (nobody is at
@@ -114,18 +114,15 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
     ]
 
 
-def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path, compare: Sequence[str], cwd: Path,
-                  xdist: bool, nodeid_of: dict[str, str], positional: Sequence[str] = ()
-                  ) -> tuple[dict[tuple[str, str], list[str]], str | None]:
-    """Re-run the tests of the ``pending`` failed verdicts; their new details by (key, metric), and
-    one line saying why there are none when the re-run could not give them."""
-    if in_rerun():
-        return {}, None  # a re-run never starts another (its tests run serially and explain in-process)
-    metrics = sorted({v.metric for v in pending})
-    with tempfile.TemporaryDirectory(prefix="torchbench-explain-") as folder:
+def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],
+          compare: Sequence[str], cwd: Path, xdist: bool, positional: Sequence[str] = (), *,
+          purpose: str) -> tuple[list[Verdict], str | None]:
+    """Run ``nodeids`` again in one fresh, serial pytest measuring ``metrics`` and judging them as
+    this run judges (``compare``); its verdicts, or none and one line saying why (``purpose`` names
+    the re-run in that line)."""
+    with tempfile.TemporaryDirectory(prefix="torchbench-rerun-") as folder:
         json_path = Path(folder) / "results.json"
-        command = rerun_command(args, (nodeid_of[v.key] for v in pending), rootdir, metrics, compare, json_path,
-                                xdist, positional)
+        command = rerun_command(args, nodeids, rootdir, sorted(set(metrics)), compare, json_path, xdist, positional)
         # Its output goes to a file, not a pipe: a process a test started and left running (a helper
         # server) inherits it, and reading a pipe to its end would wait for that process too, and
         # forever after a timeout (``subprocess.run`` reads on once the re-run is killed).
@@ -135,23 +132,57 @@ def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path
                 done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=output,
                                       stderr=subprocess.STDOUT, timeout=TIMEOUT, env=rerun_environment())
         except subprocess.TimeoutExpired:
-            return {}, f"the re-run for call sites took over {TIMEOUT:g} s and was stopped"
+            return [], f"the re-run {purpose} took over {TIMEOUT:g} s and was stopped"
         except OSError as exc:
-            return {}, f"the re-run for call sites could not start ({exc})"
+            return [], f"the re-run {purpose} could not start ({exc})"
         try:
             document: Any = json.loads(json_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             text = output_path.read_bytes()[-20000:].decode("utf-8", "replace")
             tail = " ".join(text.split()[-30:])
-            return {}, f"the re-run for call sites wrote no results (exit {done.returncode}: {tail})"
+            return [], f"the re-run {purpose} wrote no results (exit {done.returncode}: {tail})"
+    verdicts = []
+    for data in document.get("verdicts", []) if isinstance(document, dict) else []:
+        if isinstance(data, dict):
+            try:
+                verdicts.append(Verdict.from_json(data))
+            except TypeError:
+                continue
+    return verdicts, None
+
+
+def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path, compare: Sequence[str], cwd: Path,
+                  xdist: bool, nodeid_of: dict[str, str], positional: Sequence[str] = ()
+                  ) -> tuple[dict[tuple[str, str], list[str]], str | None]:
+    """Re-run the tests of the ``pending`` failed verdicts; their new details by (key, metric), and
+    one line saying why there are none when the re-run could not give them."""
+    if in_rerun():
+        return {}, None  # a re-run never starts another (its tests run serially and explain in-process)
+    verdicts, problem = rerun(args, (nodeid_of[v.key] for v in pending), rootdir, (v.metric for v in pending),
+                              compare, cwd, xdist, positional, purpose="for call sites")
+    if problem:
+        return {}, problem
     wanted = {(v.key, v.metric) for v in pending}
     found: dict[tuple[str, str], list[str]] = {}
-    for data in document.get("verdicts", []) if isinstance(document, dict) else []:
-        if not isinstance(data, dict):
-            continue
-        where = (str(data.get("key")), str(data.get("metric")))
-        details = data.get("details")
-        if where in wanted and data.get("failed") and isinstance(details, list):
-            found[where] = [str(line) for line in details]
+    for verdict in verdicts:
+        where = (str(verdict.key), str(verdict.metric))
+        if where in wanted and verdict.failed and isinstance(verdict.details, list):
+            found[where] = [str(line) for line in verdict.details]
     missing = len(wanted) - len(found)
     return found, (f"the re-run for call sites did not reproduce {missing} failure(s)" if missing else None)
+
+
+def confirm(args: Sequence[str], nodeid: str, suspects: Sequence[Verdict], rootdir: Path, compare: Sequence[str],
+            cwd: Path, xdist: bool, positional: Sequence[str] = ()) -> tuple[dict[tuple[str, str], Verdict], str | None]:
+    """Measure one test's ``suspects`` (failed verdicts of metrics that confirm their failures)
+    again in a fresh process; that process's verdicts by (key, metric), and one line saying why
+    there are none when it could not give them (the suspects then stand as they are)."""
+    if in_rerun():
+        return {}, None
+    verdicts, problem = rerun(args, [nodeid], rootdir, (v.metric for v in suspects), compare, cwd, xdist,
+                              positional, purpose="to confirm a slowdown")
+    wanted = {(v.key, v.metric) for v in suspects}
+    found = {(v.key, v.metric): v for v in verdicts if (v.key, v.metric) in wanted}
+    if problem is None and len(found) < len(wanted):
+        problem = "the re-run to confirm a slowdown measured nothing for it"
+    return found, problem

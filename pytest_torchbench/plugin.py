@@ -130,6 +130,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[session_key] = None
     if not settings.active:
         return
+    for mode in settings.modes:  # before any test allocates (time: huge pages for large tensors)
+        registry.get(mode).prepare_process()
     worker = _is_xdist_worker(config)
     baseline: BaselineSet | None = None
     try:

@@ -88,6 +88,10 @@ class Metric:
     #: ``explain`` can add details to a failed verdict by re-running the measured callable.
     explains_failures: ClassVar[bool] = False
 
+    #: A failed regression verdict of this metric stands only if a fresh process measures it too
+    #: (:meth:`confirm`): for measurements whose spread between processes is larger than within one.
+    confirms_failures: ClassVar[bool] = False
+
     # -- measuring ------------------------------------------------------------------------------
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> Any:
@@ -99,11 +103,23 @@ class Metric:
         or None when it can. Asked once, when the mode is selected."""
         return None
 
+    def prepare_process(self) -> None:
+        """Set up this process for measuring, when this metric is among the session's modes.
+
+        Called once at configure, in the controller and in every xdist worker, before any test
+        runs: for what must be in place before the code under test allocates (time: huge pages
+        for large tensors, which torch decides at its first large allocation)."""
+
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
                 limit: float, root: Any) -> list[str]:
         """The details of a failed verdict, given again with what only a re-run of ``fn`` can tell
         (op call sites). Called only for failed verdicts, and only where the judging process still
         holds ``fn`` (``explains_failures`` metrics); ``root`` is the rootdir, for relative paths."""
+        raise NotImplementedError
+
+    def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
+        """Settle ``suspect`` (a failed regression, changed in place) with ``again``, the verdict of
+        the same test measured in a fresh process, or with ``problem``, why there is none."""
         raise NotImplementedError
 
     def explain_elsewhere(self, nodeid: str) -> str:

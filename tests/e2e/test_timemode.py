@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import FAST
+
+from pytest_torchbench.engines import walltime
 
 # Each benchmark busy-waits a fixed time scaled by a factor read from factors.json beside the
 # test file, so the same test can be made slower (or faster) between two runs. Busy-waiting on
@@ -317,3 +320,99 @@ def test_busy_machine_still_fails_a_doubled_call(bench):
         r"[\d.]+ [mu]s \(\+\d+\.\d%\)\)",
         r"    disturbed \(CPU share \d+% < 90%\): judged on CPU time per call, .*",
     ])
+
+
+HUGE_PAGES_PROBE = """
+import pytest, torch
+
+def _huge_kib():
+    for line in open("/proc/self/smaps_rollup"):
+        if line.startswith("AnonHugePages:"):
+            return int(line.split()[1])
+    return -1
+
+@pytest.mark.benchmark(max_run_time=0.2)
+def test_flip(benchmark):
+    img = torch.rand(8, 3, 256, 256)  # 6 MiB, allocated by the test before anything is measured
+    benchmark(img.flip, -1)
+    with open("huge.txt", "w") as out:
+        out.write(str(_huge_kib()))
+"""
+
+
+def _kernel_policy() -> str:
+    # imported at the top: pytester drops modules first imported inside a test, and torch
+    # must not be imported twice in one process
+    return walltime.kernel_huge_pages()
+
+
+def test_time_mode_backs_large_tensors_with_huge_pages(bench, monkeypatch):
+    # Memory-bound calls on image batches moved by up to 70% between processes with 4 KiB pages
+    # (page walks, depending on where pages lie) and about 20% with huge pages: time mode asks
+    # torch for them (THP_MEM_ALLOC_ENABLE) at configure, before the test allocates anything.
+    if _kernel_policy() not in ("madvise", "always"):
+        pytest.skip(f"the kernel's transparent huge pages are {_kernel_policy()!r}")
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    monkeypatch.delenv("TORCHBENCH_MALLOC", raising=False)
+    bench.pytester.makepyfile(test_bench=HUGE_PAGES_PROBE)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=1)
+    assert int((bench.path / "huge.txt").read_text()) >= 2048
+    (env,) = bench.load("main")["environments"].values()
+    assert env["huge_pages"] == f"kernel {_kernel_policy()}; THP_MEM_ALLOC_ENABLE=1"
+    # xdist workers inherit the setting from the controller
+    bench.run("--bench-mode=time", "-n", "1", FAST).assert_outcomes(passed=1)
+    assert int((bench.path / "huge.txt").read_text()) >= 2048
+
+
+def test_huge_pages_are_left_alone_on_request_and_baselines_across_it_are_not_comparable(bench, monkeypatch):
+    if _kernel_policy() != "madvise":  # with "always" every process gets them anyway
+        pytest.skip(f"needs the kernel's huge-page policy 'madvise' (it is {_kernel_policy()!r})")
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    bench.pytester.makepyfile(test_bench=HUGE_PAGES_PROBE)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=1)
+    monkeypatch.setenv("TORCHBENCH_MALLOC", "default")
+    result = bench.run("--bench-compare=main", FAST)
+    result.assert_outcomes(passed=1)
+    assert int((bench.path / "huge.txt").read_text()) == 0
+    result.stdout.fnmatch_lines(["*baseline from a different environment (huge_pages: kernel madvise; "
+                                 "THP_MEM_ALLOC_ENABLE=1 -> kernel madvise; THP_MEM_ALLOC_ENABLE=-)*"])
+
+
+def test_a_slowdown_a_fresh_process_does_not_measure_is_not_a_failure(bench):
+    # test_flaky is slow only in the first process that imports it after slow_once.txt appears
+    # (as a call can be, between processes, when its memory lies badly); test_slows is slow in
+    # every process. Both regress in the compare run; the fresh process measuring them again
+    # confirms test_slows and not test_flaky, which is listed as noisy, not failed.
+    _write(bench, extra="""
+SLOW_ONCE = os.path.join(os.path.dirname(__file__), "slow_once.txt")
+FLAKY = 1.0
+if os.path.exists(SLOW_ONCE):
+    os.remove(SLOW_ONCE)
+    FLAKY = 2.0
+
+@pytest.mark.benchmark(max_run_time=0.5)
+def test_flaky():
+    end = time.perf_counter() + 0.00005 * FLAKY
+    while time.perf_counter() < end:
+        pass
+""")
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
+    (bench.path / "slow_once.txt").write_text("")
+    json_path = bench.path / "run.json"
+    result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.re_match_lines([
+        r"torchbench: test_bench.py::test_slows: time regressed: time 5\d\.\d+ us -> 1\d\d\.\d+ us .*\); "
+        r"confirmed: a fresh process measured 1\d\d\.\d+ us \(\+\d+\.\d%\)",
+    ])
+    verdicts = {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
+    flaky = verdicts["test_bench.py::test_flaky"]
+    assert flaky["status"] == "noisy" and not flaky["failed"], flaky
+    assert 0.6 < flaky["delta"] < 1.6  # what the compare run measured
+    assert "; not confirmed: a fresh process measured 5" in flaky["summary"]
+    assert "so not failed" in flaky["summary"]
+    assert any("spread between processes" in line for line in flaky["details"])
+    assert verdicts["test_bench.py::test_slows"]["failed"]
+    assert not (bench.path / "slow_once.txt").exists()
+    assert "not confirmed" in result.stdout.str()  # listed in the terminal
