@@ -1,6 +1,6 @@
 """Print the wall-time figures for pytest-torchbench against their targets (issues 11 and 12).
 
-Figures (``--only``, comma-separated; default ``suite,power,classes,hogs``: about 10 minutes on
+Figures (``--only``, comma-separated; default ``suite,gate,power,classes,hogs``: about 10 minutes on
 the 2-core machine, ``--fast`` about 5):
 
   suite    the image suite (benchmarks/suites/images, 208 parametrised benchmarks): a
@@ -12,6 +12,9 @@ the 2-core machine, ``--fast`` about 5):
   band     the image suite saved in 4 separate sessions into one set (as CI saving main after every
            merge builds it up: the baseline keeps the last 4 runs' fastest calls), then a compare
            session: A/A false regressions against the band (+6 minutes).
+  gate     the whole gate in pytest sessions: a ~1 ms workload saved once, then 10 compare sessions
+           with it unchanged, 20% slower and 2x slower, regressions re-measured in a fresh process
+           as the plugin does (the confirmation): each must fail every time, the unchanged never.
   power    a ~1 ms workload (64x64 ``mm`` repeated) measured N times interleaved with the same work
            20% slower and 2x slower, each judged by the real gate against a baseline measured first.
   classes  per size class (10 us, 1 ms, 100 ms), the smallest slowdown caught in every round (and
@@ -180,6 +183,57 @@ def figure_power(count: int, hogs: int = 0) -> dict:
     return {**found, "count": count, "hogs": hogs, "base_median": baseline.median, "iterations": base_n,
             "baseline_share": baseline.cpu_share, "cpu_share": _median(shares),
             "load": (load_start, os.getloadavg()[0]), "ratio_median": _median(ratios)}
+
+
+GATE_MODULE = """
+import json, os, pytest, torch
+
+SETTINGS = json.load(open(os.path.join(os.path.dirname(__file__), "settings.json")))
+torch.manual_seed(0)
+A, B = torch.randn(64, 64), torch.randn(64, 64)
+
+def work(name):
+    for _ in range(round(SETTINGS["n"] * SETTINGS["factors"].get(name, 1.0))):
+        torch.mm(A, B)
+
+@pytest.mark.parametrize("name", ["same", "slower20", "slower2x"])
+def test_mm(benchmark, name):
+    benchmark(work, name)
+"""
+
+
+def figure_gate(rounds: int) -> dict:
+    """The whole gate in pytest sessions: a ~1 ms workload saved once, then ``rounds`` compare
+    sessions with it unchanged, 20% and 2x slower (the confirmation re-measure included)."""
+    import torch
+
+    torch.set_num_threads(1)
+    folder = Path(tempfile.mkdtemp(prefix="tb-fig-gate-"))
+    (folder / "pytest.ini").write_text("[pytest]\n")
+    (folder / "test_gate.py").write_text(GATE_MODULE)
+    settings = folder / "settings.json"
+    settings.write_text(json.dumps({"n": _iterations_for(1e-3, 64), "factors": {}}))
+    ours = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark"]
+    load_start = os.getloadavg()[0]
+    subprocess.run([*ours, "--bench-save=main"], cwd=folder, env=ENV, capture_output=True, check=True)
+    data = json.loads(settings.read_text())
+    data["factors"] = {"slower20": 1.2, "slower2x": 2.0}
+    settings.write_text(json.dumps(data))
+    failed = {"same": 0, "slower20": 0, "slower2x": 0}
+    unconfirmed = 0
+    seconds = []
+    for _ in range(rounds):
+        out = folder / "compare.json"
+        start = time.perf_counter()
+        subprocess.run([*ours, "--bench-compare=main", f"--bench-json={out}"], cwd=folder, env=ENV,
+                       capture_output=True)
+        seconds.append(time.perf_counter() - start)
+        for verdict in json.loads(out.read_text())["verdicts"]:
+            name = verdict["key"].rsplit("[", 1)[-1].rstrip("]")
+            failed[name] += bool(verdict["failed"])
+            unconfirmed += "not confirmed" in verdict.get("summary", "")
+    return {"rounds": rounds, "failed": failed, "unconfirmed": unconfirmed, "seconds": _median(seconds),
+            "load": (load_start, os.getloadavg()[0])}
 
 
 CLASSES = (("10 us", 10e-6, 16), ("1 ms", 1e-3, 64), ("100 ms", 100e-3, 128))
@@ -357,16 +411,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fast", action="store_true",
                         help="half the image suite (-k float32, 104 benchmarks) and fewer rounds: about 5 minutes")
-    parser.add_argument("--only", default="suite,power,classes,hogs",
-                        help="figures: suite, again (a second save session in the suite figure), band, power, "
+    parser.add_argument("--only", default="suite,gate,power,classes,hogs",
+                        help="figures: suite, again (a second save session in the suite figure), band, gate, power, "
                              "classes, hogs, trivial, overhead")
     parser.add_argument("--suite-k", default=None, help="-k expression for the image suite (overrides --fast's)")
     parser.add_argument("--power-count", type=int, default=0, help="power, hogs: rounds (default 30, --fast 20)")
     parser.add_argument("--class-rounds", type=int, default=0, help="classes: rounds (default 10, --fast 5)")
+    parser.add_argument("--gate-rounds", type=int, default=0, help="gate: compare sessions (default 10, --fast 5)")
     parser.add_argument("--pb-python", default=None, help="suite: interpreter with pytest-benchmark 5.2.3, pytest 8, torch")
     args = parser.parse_args()
     only = set(args.only.split(","))
-    unknown = only - {"suite", "again", "band", "power", "classes", "hogs", "trivial", "overhead"}
+    unknown = only - {"suite", "again", "band", "gate", "power", "classes", "hogs", "trivial", "overhead"}
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(sorted(unknown))}")
     suite_k = args.suite_k if args.suite_k is not None else ("float32" if args.fast else "")
@@ -431,6 +486,19 @@ def main() -> None:
         rows.append((f"A/A false regressions, image suite{subset}, against a band of {e['saves']} saved sessions",
                      f"{regressions}/{e['n']} ({regressions / max(e['n'], 1):.1%}), noisy {e['counts'].get('noisy', 0)}",
                      "<= 1%", regressions <= e["n"] / 100, cond))
+    if "gate" in only:
+        g = figure_gate(args.gate_rounds or (5 if args.fast else 10))
+        count, cond = g["rounds"], f"load {g['load'][0]:.1f}->{g['load'][1]:.1f}"
+        print(f"(gate) {count} compare sessions, median {g['seconds']:.1f} s each; failed {g['failed']}; "
+              f"not confirmed by the fresh process: {g['unconfirmed']}; {cond}", flush=True)
+        rows += [
+            ("whole gate (pytest sessions, confirmation): A/A, ~1 ms", f"{g['failed']['same']}/{count}", "0",
+             g["failed"]["same"] == 0, cond),
+            ("whole gate: 20% slowdown of ~1 ms caught", f"{g['failed']['slower20']}/{count}", f"{count}/{count}",
+             g["failed"]["slower20"] == count, cond),
+            ("whole gate: 2x slowdown caught", f"{g['failed']['slower2x']}/{count}", f"{count}/{count}",
+             g["failed"]["slower2x"] == count, cond),
+        ]
     for figure, hogs in (("power", 0), ("hogs", 2 * (os.cpu_count() or 1))):
         if figure not in only:
             continue
