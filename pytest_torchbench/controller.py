@@ -26,6 +26,12 @@ from .text import safe_text
 REPORT_ATTRIBUTE = "torchbench"
 
 
+#: At most this many tests' regressions are re-measured in a fresh process per session (each costs a
+#: pytest start, about 2.5 s with torch): noise makes a few suspects (measured: 0-5 of 208 at
+#: normal load), a real slowdown of shared code makes many, and those fail unconfirmed.
+MAX_CONFIRMATIONS = 25
+
+
 class Controller:
     def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None,
                  session: BenchSession | None = None) -> None:
@@ -44,6 +50,7 @@ class Controller:
         self.notes: list[str] = []
         self.interrupted = False
         self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
+        self._confirmations = 0  # fresh processes started to confirm regressions (MAX_CONFIRMATIONS)
         # Failed reports with verdicts whose explanation needs a re-run in another process:
         # (report, all its verdicts, refresh command, those verdicts, their nodeid by key).
         self._to_explain: list[tuple[pytest.TestReport, list[Verdict], str, list[Verdict], dict[str, str]]] = []
@@ -105,6 +112,13 @@ class Controller:
                     and getattr(registry.find(v.metric), "confirms_failures", False)]
         if not suspects or self.settings.compare is None or explain.in_rerun():
             return
+        if self._confirmations >= MAX_CONFIRMATIONS:
+            for verdict in suspects:
+                registry.get(verdict.metric).confirm(
+                    verdict, None, f"{MAX_CONFIRMATIONS} slowdowns were re-measured already in this session: "
+                                   "a change that slows this many benchmarks is not noise")
+            return
+        self._confirmations += 1
         found, problem = explain.confirm(
             self.config.invocation_params.args, nodeid, suspects, self.settings.rootdir,
             explain.judging_options(self.settings.compare, self.settings.baselines_dir, self.config.option.bench_fail,

@@ -416,3 +416,21 @@ def test_flaky():
     assert verdicts["test_bench.py::test_slows"]["failed"]
     assert not (bench.path / "slow_once.txt").exists()
     assert "not confirmed" in result.stdout.str()  # listed in the terminal
+
+
+def test_confirmations_are_bounded_per_session(bench):
+    # Each confirmation is a pytest start; past the bound (lowered here by the inner conftest) a
+    # regression fails on this run alone and says why.
+    bench.pytester.makeconftest("import pytest_torchbench.controller as c\nc.MAX_CONFIRMATIONS = 1\n")
+    _write(bench)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0, "steady": 2.0}))
+    json_path = bench.path / "run.json"
+    result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=2)
+    verdicts = {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
+    slows, steady = verdicts["test_bench.py::test_slows"], verdicts["test_bench.py::test_steady"]
+    assert "; confirmed: a fresh process measured" in steady["summary"]  # test_steady runs first
+    assert slows["failed"] and "confirmed" not in slows["summary"]
+    assert any("not re-measured in a fresh process (1 slowdowns were re-measured already in this session"
+               in line for line in slows["details"]), slows["details"]
