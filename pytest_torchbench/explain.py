@@ -1,5 +1,5 @@
-"""Explaining a failure that was measured in another process: op call sites for xdist and
-instructions mode.
+"""Running failed tests again in a fresh pytest: to explain a failure measured in another process
+(op call sites for xdist and instructions mode) and to confirm a time regression (``confirm``).
 
 Why a second pytest: a failed verdict is explained by re-running the benchmark's callable
 (``Metric.explain``: op call sites). In a serial run the judging process holds that callable at
@@ -12,6 +12,11 @@ runs the failed tests once more, natively and serially, in one pytest process me
 metrics to explain (``--bench-mode=ops --bench-compare=<the same baseline>``), whose serial run
 explains them in-process, and reads the details from its ``--bench-json``. Cost: nothing when no
 such verdict failed; otherwise one pytest start (importing torch) plus those tests.
+
+Confirming (``Metric.confirms_failures``, time): a regression that one process measured stands only
+when a fresh process measures it too, because the spread that matters for wall time is between
+processes. That re-run is made at once, for the one test, before its report is final (the test's
+outcome must be right when the terminal, ``-x`` and JUnit see it), through the same :func:`rerun`.
 """
 from __future__ import annotations
 
