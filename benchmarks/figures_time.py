@@ -12,6 +12,8 @@ the 2-core machine, ``--fast`` about 5):
   band     the image suite saved in 4 separate sessions into one set (as CI saving main after every
            merge builds it up: the baseline keeps the last 4 runs' fastest calls), then a compare
            session: A/A false regressions against the band (+6 minutes).
+  loaded   save, then 60 s of CPU hogs and a memory hog (takes and scatters several GiB), then
+           compare: A/A when the machine was loaded in between (+4 minutes).
   gate     the whole gate in pytest sessions: a ~1 ms workload saved once, then 10 compare sessions
            with it unchanged, 20% slower and 2x slower, regressions re-measured in a fresh process
            as the plugin does (the confirmation): each must fail every time, the unchanged never.
@@ -372,6 +374,42 @@ def figure_suite(selection: list[str], pb_python: str | None, again: bool) -> di
     return found
 
 
+MEMORY_HOG = """
+import time
+blocks = []
+end = time.time() + {seconds}
+while time.time() < end:
+    blocks.append(bytearray(b"x" * (64 << 20)))  # touched: the kernel hands out real pages
+    if len(blocks) > {blocks}:
+        del blocks[::3]  # free a third, scattered: fragments free memory
+"""
+
+
+def figure_loaded(selection: list[str], seconds: float = 60.0) -> dict:
+    """Save, load the machine (CPU hogs and a memory hog that takes and scatters several GiB), then
+    compare with the same code: the issue's 'compared after the machine was loaded in between'."""
+    folder = Path(tempfile.mkdtemp(prefix="tb-fig-loaded-"))
+    ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
+    _, _, save_load = _suite_run([*ours, "--bench-save=main"])
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    hogs.append(subprocess.Popen([sys.executable, "-c", MEMORY_HOG.format(seconds=seconds, blocks=96)]))
+    try:
+        time.sleep(seconds)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    peak_load = os.getloadavg()[0]
+    out = folder / "compare.json"
+    _, _, load = _suite_run([*ours, "--bench-compare=main", f"--bench-json={out}"])
+    counts: dict[str, int] = {}
+    verdicts = [v for v in json.loads(out.read_text())["verdicts"] if v.get("metric", "time") == "time"]
+    for verdict in verdicts:
+        counts[verdict["status"]] = counts.get(verdict["status"], 0) + 1
+    return {"n": len(verdicts), "counts": counts, "load": (save_load[0], peak_load, load[0]),
+            "share": _shares(_time_entries(out))}
+
+
 def figure_band(selection: list[str], saves: int = 4) -> dict:
     """A/A against a band of ``saves`` saved sessions, the baseline a CI job builds up on main."""
     folder = Path(tempfile.mkdtemp(prefix="tb-fig-band-"))
@@ -412,7 +450,7 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true",
                         help="half the image suite (-k float32, 104 benchmarks) and fewer rounds: about 5 minutes")
     parser.add_argument("--only", default="suite,gate,power,classes,hogs",
-                        help="figures: suite, again (a second save session in the suite figure), band, gate, power, "
+                        help="figures: suite, again (a second save session in the suite figure), band, loaded, gate, power, "
                              "classes, hogs, trivial, overhead")
     parser.add_argument("--suite-k", default=None, help="-k expression for the image suite (overrides --fast's)")
     parser.add_argument("--power-count", type=int, default=0, help="power, hogs: rounds (default 30, --fast 20)")
@@ -421,7 +459,7 @@ def main() -> None:
     parser.add_argument("--pb-python", default=None, help="suite: interpreter with pytest-benchmark 5.2.3, pytest 8, torch")
     args = parser.parse_args()
     only = set(args.only.split(","))
-    unknown = only - {"suite", "again", "band", "gate", "power", "classes", "hogs", "trivial", "overhead"}
+    unknown = only - {"suite", "again", "band", "loaded", "gate", "power", "classes", "hogs", "trivial", "overhead"}
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(sorted(unknown))}")
     suite_k = args.suite_k if args.suite_k is not None else ("float32" if args.fast else "")
@@ -486,6 +524,17 @@ def main() -> None:
         rows.append((f"A/A false regressions, image suite{subset}, against a band of {e['saves']} saved sessions",
                      f"{regressions}/{e['n']} ({regressions / max(e['n'], 1):.1%}), noisy {e['counts'].get('noisy', 0)}",
                      "<= 1%", regressions <= e["n"] / 100, cond))
+    if "loaded" in only:
+        selection = ["-k", suite_k] if suite_k else []
+        subset = f" (-k {suite_k})" if suite_k else ""
+        f = figure_loaded(selection)
+        regressions = f["counts"].get("regression", 0)
+        cond = (f"load {f['load'][0]:.1f} saving, {f['load'][1]:.1f} after the hogs, {f['load'][2]:.1f} comparing, "
+                f"CPU share {_share(f['share'])}")
+        print(f"(loaded{subset}) save, 60 s of CPU and memory hogs, compare: verdicts {f['counts']}; {cond}", flush=True)
+        rows.append((f"A/A false regressions, image suite{subset}, machine loaded between save and compare",
+                     f"{regressions}/{f['n']} ({regressions / max(f['n'], 1):.1%}), noisy {f['counts'].get('noisy', 0)}",
+                     "<= 1%", regressions <= f["n"] / 100, cond))
     if "gate" in only:
         g = figure_gate(args.gate_rounds or (5 if args.fast else 10))
         count, cond = g["rounds"], f"load {g['load'][0]:.1f}->{g['load'][1]:.1f}"
