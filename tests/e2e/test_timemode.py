@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from conftest import FAST
@@ -434,3 +435,35 @@ def test_confirmations_are_bounded_per_session(bench):
     assert slows["failed"] and "confirmed" not in slows["summary"]
     assert any("not re-measured in a fresh process (1 slowdowns were re-measured already in this session"
                in line for line in slows["details"]), slows["details"]
+
+
+def test_huge_pages_apply_when_a_conftest_allocates_at_import(bench, monkeypatch):
+    # torch reads THP_MEM_ALLOC_ENABLE once, at the process's first CPU allocation of any size; a
+    # conftest's module-level tensor (normalisation constants) is allocated before pytest_configure.
+    if _kernel_policy() not in ("madvise", "always"):
+        pytest.skip(f"the kernel's transparent huge pages are {_kernel_policy()!r}")
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    monkeypatch.delenv("TORCHBENCH_MALLOC", raising=False)
+    bench.pytester.makeconftest("import torch\nMEAN = torch.tensor([0.485, 0.456, 0.406])\n")
+    bench.pytester.makepyfile(test_bench=HUGE_PAGES_PROBE)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=1)
+    assert int((bench.path / "huge.txt").read_text()) >= 2048
+    (env,) = bench.load("main")["environments"].values()
+    assert env["huge_pages"] == f"kernel {_kernel_policy()}; THP_MEM_ALLOC_ENABLE=1"
+
+
+def test_the_huge_pages_fact_says_when_torch_read_the_switch_before_it_was_set(bench, monkeypatch):
+    # A plugin given with -p is imported before any hook of ours runs: when it allocates, torch has
+    # read its switch already, and the recorded fact must say huge pages were not applied.
+    if _kernel_policy() != "madvise":
+        pytest.skip(f"needs the kernel's huge-page policy 'madvise' (it is {_kernel_policy()!r})")
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    monkeypatch.delenv("TORCHBENCH_MALLOC", raising=False)
+    bench.pytester.makepyfile(early_alloc="import torch\nONE = torch.zeros(1)\n")
+    bench.pytester.makepyfile(test_bench=HUGE_PAGES_PROBE)
+    monkeypatch.setenv("PYTHONPATH", f"{bench.path}{os.pathsep}{os.environ['PYTHONPATH']}")
+    bench.run("-p", "early_alloc", "--bench-save=main", FAST).assert_outcomes(passed=1)
+    assert int((bench.path / "huge.txt").read_text()) == 0
+    (env,) = bench.load("main")["environments"].values()
+    assert env["huge_pages"] == ("kernel madvise; THP_MEM_ALLOC_ENABLE=1, not applied "
+                                 "(torch had allocated memory before it was set)")
