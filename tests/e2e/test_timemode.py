@@ -467,3 +467,78 @@ def test_the_huge_pages_fact_says_when_torch_read_the_switch_before_it_was_set(b
     (env,) = bench.load("main")["environments"].values()
     assert env["huge_pages"] == ("kernel madvise; THP_MEM_ALLOC_ENABLE=1, not applied "
                                  "(torch had allocated memory before it was set)")
+
+
+def test_a_confirmation_that_measured_nothing_says_why_in_one_escaped_line(bench):
+    # The regressed test needs a port its session fixture holds: the fresh process's fixture finds
+    # it taken (the parent still holds it) and errors; the detail line must show that error, with
+    # the colour codes of the error message escaped, not just "measured nothing".
+    bench.pytester.makeconftest("""
+        import socket, pytest
+        @pytest.fixture(scope="session")
+        def server():
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", 0 if not hasattr(pytest, "_port") else pytest._port))
+            except OSError as exc:
+                raise RuntimeError(f"\\x1b[31mport busy: {exc}\\x1b[0m") from None
+            s.listen()
+            open("port.txt", "w").write(str(s.getsockname()[1]))
+            yield s
+            s.close()
+    """)
+    _write(bench, extra="""
+@pytest.fixture(autouse=True)
+def _fixed_port(request):
+    yield
+
+@pytest.mark.benchmark(max_run_time=0.5)
+def test_serves(server):
+    work("slows")
+""")
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
+    port = (bench.path / "port.txt").read_text()
+    # from now on the fixture wants the port the first run found free: the compare run takes it
+    conftest = bench.path / "conftest.py"
+    conftest.write_text("import pytest\npytest._port = " + port + "\n" + conftest.read_text())
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
+    result = bench.run("--bench-compare=main", FAST, "-k", "serves")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "\x1b[31m" not in out
+    result.stdout.re_match_lines([
+        r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
+        r"\(exit 1: .*RuntimeError: \\x1b\[31mport busy: .*Address already in use.*\)\): judged on this run alone",
+    ])
+
+
+def test_a_confirmation_that_hangs_stops_the_later_ones(bench):
+    # A session fixture holds a lock the fresh process's fixture waits for: each re-run would wait
+    # out the whole timeout (300 s; lowered here), 25 times over. After one, no more are started.
+    bench.pytester.makeconftest("""
+        import fcntl, pytest
+        import pytest_torchbench.explain as e
+        e.TIMEOUT = 4.0
+        @pytest.fixture(scope="session")
+        def lock():
+            with open("lock", "w") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)  # blocks in the fresh process while this one holds it
+                yield
+    """)
+    _write(bench, extra="""
+@pytest.fixture(autouse=True)
+def _lock(lock):
+    yield
+""")
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0, "steady": 2.0}))
+    json_path = bench.path / "run.json"
+    result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=2)
+    verdicts = {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
+    steady, slows = verdicts["test_bench.py::test_steady"], verdicts["test_bench.py::test_slows"]
+    assert any("the re-run to confirm a slowdown took over 4 s and was stopped" in line
+               for line in steady["details"]), steady["details"]
+    assert any("not re-measured in a fresh process (earlier in this session the re-run to confirm a slowdown "
+               "took over 4 s and was stopped (test_bench.py::test_steady): no more are started)" in line
+               for line in slows["details"]), slows["details"]
