@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 
 import pytest
 from conftest import FAST
@@ -542,3 +543,42 @@ def _lock(lock):
     assert any("not re-measured in a fresh process (earlier in this session the re-run to confirm a slowdown "
                "took over 4 s and was stopped (test_bench.py::test_steady): no more are started)" in line
                for line in slows["details"]), slows["details"]
+
+
+def test_a_slowdown_the_fresh_process_skipped_still_fails(bench):
+    # The fresh process cannot run the test (its session fixture skips when the port it wants is
+    # taken, and this run still holds it): a skipped test is a baseline entry "missing" there, not
+    # a measurement that clears the slowdown.
+    bench.pytester.makeconftest("""
+        import os, socket, pytest
+        @pytest.fixture(scope="session")
+        def server():
+            s = socket.socket()
+            port = int(os.environ.get("BENCH_PORT", "0"))
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                pytest.skip(f"port {port} is taken")
+            s.listen()
+            yield s
+            s.close()
+    """)
+    _write(bench, extra="""
+@pytest.mark.benchmark(max_run_time=0.5)
+def test_serves(server):
+    work("slows")
+""")
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    os.environ["BENCH_PORT"] = str(free)
+    try:
+        result = bench.run("--bench-compare=main", FAST, "-k", "serves")
+    finally:
+        del os.environ["BENCH_PORT"]
+    result.assert_outcomes(failed=1)
+    result.stdout.re_match_lines([
+        r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
+        r"\(exit 0: .*1 skipped in .*\)\): judged on this run alone"])
