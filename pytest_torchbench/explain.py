@@ -133,7 +133,8 @@ def _output_tail(path: Path, returncode: int) -> str:
         text = path.read_bytes()[-20000:].decode("utf-8", "replace")
     except OSError:
         text = ""
-    return f"exit {returncode}: {safe_text(' '.join(text.split()[-30:]))}"
+    words = [word for word in text.split() if word.strip("=_-")]  # not pytest's ===== rules
+    return f"exit {returncode}: {safe_text(' '.join(words[-30:]))}"
 
 
 def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],

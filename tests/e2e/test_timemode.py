@@ -507,6 +507,7 @@ def test_serves(server):
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "\x1b[31m" not in out
+    assert "(exit 1: " in out and "=====" not in out.split("(exit 1: ")[1].splitlines()[0]  # no rules
     result.stdout.re_match_lines([
         r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
         r"\(exit 1: .*RuntimeError: \\x1b\[31mport busy: .*Address already in use.*\)\): judged on this run alone",
