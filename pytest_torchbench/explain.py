@@ -103,7 +103,9 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
     failed tests (as paths under ``rootdir``, wherever pytest was started from), serial (``-n 0``
     when xdist is installed, over an ``addopts`` that sets ``-n``), only ``metrics``, judged as
     this run judges (``compare``: the baseline options, e.g. ``--bench-compare=main``,
-    ``--bench-baselines-dir=...``, ``--bench-fail=...``), results to ``json_path``."""
+    ``--bench-baselines-dir=...``, ``--bench-fail=...``), results to ``json_path``, temporary
+    files beside it (not the next ``pytest-of-<user>/pytest-N``: ``pytest-current`` would point at
+    the re-run's instead of the user's run's, and a few re-runs would age the run's own out)."""
     tests = []
     for nodeid in sorted(set(nodeids)):
         path, sep, rest = nodeid.partition("::")
@@ -111,7 +113,7 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
     return [
         sys.executable, "-m", "pytest", *passed_through(args, positional), *(["-n", "0"] if xdist else []),
         "-q", "-p", "no:cacheprovider", f"--bench-mode={','.join(metrics)}", *compare,
-        f"--bench-json={json_path}", *tests,
+        f"--bench-json={json_path}", f"--basetemp={json_path.parent / 'basetemp'}", *tests,
     ]
 
 
