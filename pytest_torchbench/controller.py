@@ -51,6 +51,7 @@ class Controller:
         self.interrupted = False
         self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
         self._confirmations = 0  # fresh processes started to confirm regressions (MAX_CONFIRMATIONS)
+        self._confirm_stalled: str | None = None  # why no more are started (one timed out)
         # Failed reports with verdicts whose explanation needs a re-run in another process:
         # (report, all its verdicts, refresh command, those verdicts, their nodeid by key).
         self._to_explain: list[tuple[pytest.TestReport, list[Verdict], str, list[Verdict], dict[str, str]]] = []
@@ -112,19 +113,21 @@ class Controller:
                     and getattr(registry.find(v.metric), "confirms_failures", False)]
         if not suspects or self.settings.compare is None or explain.in_rerun():
             return
-        if self._confirmations >= MAX_CONFIRMATIONS:
+        if self._confirmations >= MAX_CONFIRMATIONS or self._confirm_stalled:
+            reason = self._confirm_stalled or (f"{MAX_CONFIRMATIONS} slowdowns were re-measured already in this "
+                                               "session: a change that slows this many benchmarks is not noise")
             for verdict in suspects:
-                registry.get(verdict.metric).confirm(
-                    verdict, None, f"{MAX_CONFIRMATIONS} slowdowns were re-measured already in this session: "
-                                   "a change that slows this many benchmarks is not noise")
+                registry.get(verdict.metric).confirm(verdict, None, reason)
             return
         self._confirmations += 1
-        found, problem = explain.confirm(
+        found, problem, stalled = explain.confirm(
             self.config.invocation_params.args, nodeid, suspects, self.settings.rootdir,
             explain.judging_options(self.settings.compare, self.settings.baselines_dir, self.config.option.bench_fail,
                                     self.settings.policy.strict_environment),
             Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"),
             getattr(self.config.option, "file_or_dir", None) or ())
+        if stalled:  # a fixture waiting on what this process holds would make each of them wait as long
+            self._confirm_stalled = f"earlier in this session {problem} ({safe_text(nodeid)}): no more are started"
         for verdict in suspects:
             registry.get(verdict.metric).confirm(verdict, found.get((verdict.key, verdict.metric)), problem)
 

@@ -26,11 +26,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
+from .text import safe_text
 from .vocabulary import Verdict
 
-__all__ = ["RERUN_ENV", "in_rerun", "judging_options", "passed_through", "rerun", "rerun_command",
+__all__ = ["RERUN_ENV", "Rerun", "in_rerun", "judging_options", "passed_through", "rerun", "rerun_command",
            "rerun_details", "confirm", "rerun_environment"]
 
 #: Options of the user's command line the re-run leaves out (``True``: takes a value): the cache
@@ -107,7 +108,9 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
     failed tests (as paths under ``rootdir``, wherever pytest was started from), serial (``-n 0``
     when xdist is installed, over an ``addopts`` that sets ``-n``), only ``metrics``, judged as
     this run judges (``compare``: the baseline options, e.g. ``--bench-compare=main``,
-    ``--bench-baselines-dir=...``, ``--bench-fail=...``), results to ``json_path``."""
+    ``--bench-baselines-dir=...``, ``--bench-fail=...``), results to ``json_path``, temporary
+    files beside it (not the next ``pytest-of-<user>/pytest-N``: ``pytest-current`` would point at
+    the re-run's instead of the user's run's, and a few re-runs would age the run's own out)."""
     tests = []
     for nodeid in sorted(set(nodeids)):
         path, sep, rest = nodeid.partition("::")
@@ -115,13 +118,35 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
     return [
         sys.executable, "-m", "pytest", *passed_through(args, positional), *(["-n", "0"] if xdist else []),
         "-q", "-p", "no:cacheprovider", f"--bench-mode={','.join(metrics)}", *compare,
-        f"--bench-json={json_path}", *tests,
+        f"--bench-json={json_path}", f"--basetemp={json_path.parent / 'basetemp'}", *tests,
     ]
+
+
+class Rerun(NamedTuple):
+    """What a re-run gave: its verdicts, or none and ``problem``, one line saying why; ``output``,
+    the end of what it printed (escaped, one line), for saying why it measured less than asked;
+    ``stalled``: it took over :data:`TIMEOUT` or could not start, as the next one would likely too."""
+
+    verdicts: list[Verdict]
+    problem: str | None
+    output: str
+    stalled: bool = False
+
+
+def _output_tail(path: Path, returncode: int) -> str:
+    """The last words the re-run printed (its short summary: ``ERROR t.py::t - OSError: ...``),
+    as one line safe for a terminal (they may hold a test's colour codes)."""
+    try:
+        text = path.read_bytes()[-20000:].decode("utf-8", "replace")
+    except OSError:
+        text = ""
+    words = [word for word in text.split() if word.strip("=_-")]  # not pytest's ===== rules
+    return f"exit {returncode}: {safe_text(' '.join(words[-30:]))}"
 
 
 def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],
           compare: Sequence[str], cwd: Path, xdist: bool, positional: Sequence[str] = (), *,
-          purpose: str) -> tuple[list[Verdict], str | None]:
+          purpose: str) -> Rerun:
     """Run ``nodeids`` again in one fresh, serial pytest measuring ``metrics`` and judging them as
     this run judges (``compare``); its verdicts, or none and one line saying why (``purpose`` names
     the re-run in that line)."""
@@ -137,15 +162,14 @@ def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: I
                 done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=output,
                                       stderr=subprocess.STDOUT, timeout=TIMEOUT, env=rerun_environment())
         except subprocess.TimeoutExpired:
-            return [], f"the re-run {purpose} took over {TIMEOUT:g} s and was stopped"
+            return Rerun([], f"the re-run {purpose} took over {TIMEOUT:g} s and was stopped", "", True)
         except OSError as exc:
-            return [], f"the re-run {purpose} could not start ({exc})"
+            return Rerun([], f"the re-run {purpose} could not start ({safe_text(exc)})", "", True)
+        printed = _output_tail(output_path, done.returncode)
         try:
             document: Any = json.loads(json_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            text = output_path.read_bytes()[-20000:].decode("utf-8", "replace")
-            tail = " ".join(text.split()[-30:])
-            return [], f"the re-run {purpose} wrote no results (exit {done.returncode}: {tail})"
+            return Rerun([], f"the re-run {purpose} wrote no results ({printed})", printed)
     verdicts = []
     for data in document.get("verdicts", []) if isinstance(document, dict) else []:
         if isinstance(data, dict):
@@ -153,7 +177,7 @@ def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: I
                 verdicts.append(Verdict.from_json(data))
             except TypeError:
                 continue
-    return verdicts, None
+    return Rerun(verdicts, None, printed)
 
 
 def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path, compare: Sequence[str], cwd: Path,
@@ -163,8 +187,9 @@ def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path
     one line saying why there are none when the re-run could not give them."""
     if in_rerun():
         return {}, None  # a re-run never starts another (its tests run serially and explain in-process)
-    verdicts, problem = rerun(args, (nodeid_of[v.key] for v in pending), rootdir, (v.metric for v in pending),
-                              compare, cwd, xdist, positional, purpose="for call sites")
+    verdicts, problem, _, _ = rerun(args, (nodeid_of[v.key] for v in pending), rootdir,
+                                    (v.metric for v in pending), compare, cwd, xdist, positional,
+                                    purpose="for call sites")
     if problem:
         return {}, problem
     wanted = {(v.key, v.metric) for v in pending}
@@ -178,16 +203,18 @@ def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path
 
 
 def confirm(args: Sequence[str], nodeid: str, suspects: Sequence[Verdict], rootdir: Path, compare: Sequence[str],
-            cwd: Path, xdist: bool, positional: Sequence[str] = ()) -> tuple[dict[tuple[str, str], Verdict], str | None]:
+            cwd: Path, xdist: bool, positional: Sequence[str] = ()
+            ) -> tuple[dict[tuple[str, str], Verdict], str | None, bool]:
     """Measure one test's ``suspects`` (failed verdicts of metrics that confirm their failures)
-    again in a fresh process; that process's verdicts by (key, metric), and one line saying why
-    there are none when it could not give them (the suspects then stand as they are)."""
+    again in a fresh process; that process's verdicts by (key, metric), one line saying why there
+    are none when it could not give them (the suspects then stand as they are; the line ends with
+    what the re-run printed last: a fixture's error, say), and whether it stalled (``Rerun.stalled``)."""
     if in_rerun():
-        return {}, None
-    verdicts, problem = rerun(args, [nodeid], rootdir, (v.metric for v in suspects), compare, cwd, xdist,
-                              positional, purpose="to confirm a slowdown")
+        return {}, None, False
+    verdicts, problem, output, stalled = rerun(args, [nodeid], rootdir, (v.metric for v in suspects), compare,
+                                               cwd, xdist, positional, purpose="to confirm a slowdown")
     wanted = {(v.key, v.metric) for v in suspects}
     found = {(v.key, v.metric): v for v in verdicts if (v.key, v.metric) in wanted}
     if problem is None and len(found) < len(wanted):
-        problem = "the re-run to confirm a slowdown measured nothing for it"
-    return found, problem
+        problem = f"the re-run to confirm a slowdown measured nothing for it ({output})"
+    return found, problem, stalled

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any
+
 import pytest
 
 from . import explain
@@ -120,6 +122,16 @@ def _parse_modes(raw: str | None) -> tuple[str, ...]:
     return modes
 
 
+def is_active(opt: Any) -> bool:
+    """Whether the parsed options ``opt`` (``config.option``, or pytest's early
+    ``known_args_namespace``) turn the plugin on: any option that measures, saves or compares."""
+    return any(
+        getattr(opt, name, None) is not None and getattr(opt, name, None) is not False
+        for name in ("bench_mode", "bench_save", "bench_compare", "bench_json", "bench_fail",
+                     "bench_profile", "bench_markdown", "bench_html")
+    )
+
+
 def settings_from_config(config: pytest.Config) -> BenchSettings:
     opt = config.option
     rootdir = Path(config.rootpath)
@@ -128,11 +140,7 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         baselines_dir = Path(opt.bench_baselines_dir).absolute()
     else:
         baselines_dir = rootdir / (config.getini("bench_baselines_dir") or "baselines")
-    active = any(
-        value is not None and value is not False
-        for value in (opt.bench_mode, opt.bench_save, opt.bench_compare, opt.bench_json, opt.bench_fail,
-                      opt.bench_profile, opt.bench_markdown, opt.bench_html)
-    )
+    active = is_active(opt)
     modes = _parse_modes(opt.bench_mode)
     if (target_error := option_targets_error(opt, active)) is not None:
         raise pytest.UsageError(target_error)

@@ -113,6 +113,25 @@ class BenchmarkFixturePlugin:
         return BenchmarkFixture(_recorder(request.node), _session(request.config), request.node)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """Prepare this process for the modes the command line names, before the first conftest is
+    imported (``Metric.prepare_process``; pytest calls this hook of installed plugins only).
+
+    Why this early: torch reads its huge-page switch at the process's first CPU allocation of any
+    size, and a conftest's module-level tensor (normalisation constants, say) comes long before
+    ``pytest_configure``. Modes of metric plugins, known only at configure, are prepared there."""
+    opt = early_config.known_args_namespace
+    if not options_module.is_active(opt):
+        return
+    raw = getattr(opt, "bench_mode", None)
+    names = registry.DEFAULT_MODES if raw is None else [name.strip() for name in str(raw).split(",")]
+    for name in names:  # a wrong name is reported once, at configure
+        found = registry.find(name)
+        if found is not None:
+            found.prepare_process()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_DOC)
     _take_over_from_pytest_benchmark(config)  # when pytest_cmdline_main was not called (pytest.main API)
@@ -130,7 +149,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[session_key] = None
     if not settings.active:
         return
-    for mode in settings.modes:  # before any test allocates (time: huge pages for large tensors)
+    for mode in settings.modes:  # again (it is idempotent): metric plugins' modes are known only now
         registry.get(mode).prepare_process()
     worker = _is_xdist_worker(config)
     baseline: BaselineSet | None = None

@@ -34,3 +34,13 @@ def test_the_rerun_is_serial_native_and_judged_like_this_run(tmp_path: Path) -> 
 def test_the_rerun_judges_with_the_same_baseline_limits_and_strictness(tmp_path: Path) -> None:
     assert judging_options("main", tmp_path, None, False) == ["--bench-compare=main", f"--bench-baselines-dir={tmp_path}"]
     assert judging_options("HEAD~1", tmp_path, "ops:10%", True)[2:] == ["--bench-fail=ops:10%", "--bench-strict"]
+
+
+def test_the_rerun_keeps_its_temporary_files_to_itself(tmp_path: Path) -> None:
+    """Without a --basetemp of its own, each re-run took the next /tmp/pytest-of-<user>/pytest-N
+    and pointed pytest-current at it: the user looking there for the failed test's tmp_path found
+    the re-run's, and a few re-runs made the run's own folder the next pytest's to delete."""
+    command = rerun_command(["--basetemp", "/tmp/mine"], ["t.py::t"], tmp_path, ["time"], [], tmp_path / "r.json",
+                            xdist=False)
+    assert "/tmp/mine" not in command  # pytest empties its basetemp when it starts
+    assert f"--basetemp={tmp_path / 'basetemp'}" in command

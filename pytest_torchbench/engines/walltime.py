@@ -43,6 +43,7 @@ import sys
 import time
 from typing import Any, Callable
 
+import torch
 from torch.utils.benchmark import Measurement, Timer
 
 _FN_NAME = "__torchbench_fn"
@@ -152,8 +153,9 @@ def steady_allocator() -> str:
     return _allocator_state
 
 
-#: torch's own switch (c10's CPU allocator): allocations of 2 MiB or more are advised
-#: MADV_HUGEPAGE. torch reads it once, at the process's first such allocation.
+#: torch's own switch (c10's CPU allocator): allocations of 2 MiB or more are page-aligned and
+#: advised MADV_HUGEPAGE. torch reads it once, at the process's first CPU allocation of any size
+#: (``torch.zeros(1)`` is enough; measured with torch 2.13: set after that, it changes nothing).
 HUGE_PAGES_VARIABLE = "THP_MEM_ALLOC_ENABLE"
 _THP_SETTING = "/sys/kernel/mm/transparent_hugepage/enabled"
 _huge_pages_state: str | None = None
@@ -179,8 +181,8 @@ def prefer_huge_pages() -> str:
     call): ``hflip`` 8x3x256x256 float64 670-1145 us with 4 KiB pages, 548-670 us with huge pages;
     ``normalize`` float32 411-685 us vs 352-370 us; ``adjust_contrast`` float32 1.09-1.91 ms vs
     0.82-0.95 ms. A gate compares sessions, so that between-process spread was its false
-    regressions (issue 12). It must run before the process's first tensor of 2 MiB or more (the
-    plugin calls it at configure, before any test runs); it leaves a value the user set alone,
+    regressions (issue 12). It must run before the process's first tensor of any size (the plugin
+    calls it before the first conftest is imported); it leaves a value the user set alone,
     and ``TORCHBENCH_MALLOC=default`` leaves torch as it is.
     """
     global _huge_pages_state
@@ -200,8 +202,23 @@ def prefer_huge_pages() -> str:
 
 
 def huge_pages_fact() -> str:
-    """What decides whether tensors get huge pages: the kernel's policy and torch's switch."""
-    return f"kernel {kernel_huge_pages()}; {HUGE_PAGES_VARIABLE}={os.environ.get(HUGE_PAGES_VARIABLE, '-')}"
+    """What decides whether tensors get huge pages: the kernel's policy and torch's switch, and
+    whether torch honours the switch (it reads it once: code that allocated before it was set, a
+    plugin imported with ``-p`` say, leaves this process without huge pages whatever it says)."""
+    policy, value = kernel_huge_pages(), os.environ.get(HUGE_PAGES_VARIABLE, "-")
+    fact = f"kernel {policy}; {HUGE_PAGES_VARIABLE}={value}"
+    if policy in ("always", "madvise") and value == "1" and not _torch_uses_huge_pages():
+        fact += ", not applied (torch had allocated memory before it was set)"
+    return fact
+
+
+def _torch_uses_huge_pages() -> bool:
+    """Whether torch's CPU allocator follows its huge-page switch in this process: with it, every
+    allocation of 2 MiB or more starts on a page boundary; without it, on a 64-byte one, which is
+    a page boundary by chance for at most 1 in 64 allocations (two held at once: 1 in 4096)."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    probes = [torch.empty(2 << 20, dtype=torch.uint8) for _ in range(2)]
+    return all(probe.data_ptr() % page == 0 for probe in probes)
 
 
 def load_average() -> float | None:

@@ -106,9 +106,10 @@ class Metric:
     def prepare_process(self) -> None:
         """Set up this process for measuring, when this metric is among the session's modes.
 
-        Called once at configure, in the controller and in every xdist worker, before any test
-        runs: for what must be in place before the code under test allocates (time: huge pages
-        for large tensors, which torch decides at its first large allocation)."""
+        Called before the first conftest is imported (built-in modes named on the command line)
+        and again at configure, in the controller and in every xdist worker, so it must be
+        idempotent: for what must be in place before the code under test allocates (time: huge
+        pages for large tensors, which torch decides at the process's first allocation)."""
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
                 limit: float, root: Any) -> list[str]:

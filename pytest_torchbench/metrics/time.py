@@ -18,7 +18,7 @@ import math
 from typing import Any, Callable, Mapping, Sequence
 
 from ..statistics import mann_whitney_greater
-from ..text import finite, safe_number
+from ..text import finite, safe_number, safe_text
 from ..vocabulary import (
     IMPROVEMENT, NOISY, REGRESSION, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
     format_seconds, round_sig, time_unit,
@@ -347,14 +347,23 @@ def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -
     than one, and a real slowdown is in both: measured on the image suite, README "How the gate
     decides". The re-measure runs this one test in a fresh pytest (``explain.confirm``), judged
     against the same baseline with the same rule; only what it says is shown, with the numbers.
+    Only a measurement within the limit clears a slowdown: a verdict of the fresh process that
+    compares nothing (the test missing or new there, the environment not comparable) leaves it
+    standing, as does no verdict at all.
     """
+    cleared = again is not None and again.current is not None and again.status in (UNCHANGED, IMPROVEMENT, NOISY)
+    if again is not None and not cleared and not (again.failed and again.status == REGRESSION):
+        # missing or new there (its name differed), or not comparable with the baseline: no
+        # measurement against the same baseline, so no evidence either way
+        problem = f"the fresh process gave no comparison for it: {safe_text(again.status)}"
+        again = None
     if again is None:
         suspect.details = [*suspect.details,
                            f"not re-measured in a fresh process ({problem or 'no result'}): judged on this run alone"]
         return
     measured = format_seconds(again.current) if again.current is not None else "nothing"
     change = f" ({format_percent(again.delta)})" if again.delta is not None else ""
-    if again.failed:
+    if not cleared:
         suspect.summary += f"; confirmed: a fresh process measured {measured}{change}"
         return
     suspect.status = NOISY

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
 
 import pytest
 from conftest import FAST
@@ -434,3 +436,150 @@ def test_confirmations_are_bounded_per_session(bench):
     assert slows["failed"] and "confirmed" not in slows["summary"]
     assert any("not re-measured in a fresh process (1 slowdowns were re-measured already in this session"
                in line for line in slows["details"]), slows["details"]
+
+
+def test_huge_pages_apply_when_a_conftest_allocates_at_import(bench, monkeypatch):
+    # torch reads THP_MEM_ALLOC_ENABLE once, at the process's first CPU allocation of any size; a
+    # conftest's module-level tensor (normalisation constants) is allocated before pytest_configure.
+    if _kernel_policy() not in ("madvise", "always"):
+        pytest.skip(f"the kernel's transparent huge pages are {_kernel_policy()!r}")
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    monkeypatch.delenv("TORCHBENCH_MALLOC", raising=False)
+    bench.pytester.makeconftest("import torch\nMEAN = torch.tensor([0.485, 0.456, 0.406])\n")
+    bench.pytester.makepyfile(test_bench=HUGE_PAGES_PROBE)
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=1)
+    assert int((bench.path / "huge.txt").read_text()) >= 2048
+    (env,) = bench.load("main")["environments"].values()
+    assert env["huge_pages"] == f"kernel {_kernel_policy()}; THP_MEM_ALLOC_ENABLE=1"
+
+
+def test_the_huge_pages_fact_says_when_torch_read_the_switch_before_it_was_set(bench, monkeypatch):
+    # A plugin given with -p is imported before any hook of ours runs: when it allocates, torch has
+    # read its switch already, and the recorded fact must say huge pages were not applied.
+    if _kernel_policy() != "madvise":
+        pytest.skip(f"needs the kernel's huge-page policy 'madvise' (it is {_kernel_policy()!r})")
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
+    monkeypatch.delenv("TORCHBENCH_MALLOC", raising=False)
+    bench.pytester.makepyfile(early_alloc="import torch\nONE = torch.zeros(1)\n")
+    bench.pytester.makepyfile(test_bench=HUGE_PAGES_PROBE)
+    monkeypatch.setenv("PYTHONPATH", f"{bench.path}{os.pathsep}{os.environ['PYTHONPATH']}")
+    bench.run("-p", "early_alloc", "--bench-save=main", FAST).assert_outcomes(passed=1)
+    assert int((bench.path / "huge.txt").read_text()) == 0
+    (env,) = bench.load("main")["environments"].values()
+    assert env["huge_pages"] == ("kernel madvise; THP_MEM_ALLOC_ENABLE=1, not applied "
+                                 "(torch had allocated memory before it was set)")
+
+
+def test_a_confirmation_that_measured_nothing_says_why_in_one_escaped_line(bench):
+    # The regressed test needs a port its session fixture holds: the fresh process's fixture finds
+    # it taken (the parent still holds it) and errors; the detail line must show that error, with
+    # the colour codes of the error message escaped, not just "measured nothing".
+    bench.pytester.makeconftest("""
+        import socket, pytest
+        @pytest.fixture(scope="session")
+        def server():
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", 0 if not hasattr(pytest, "_port") else pytest._port))
+            except OSError as exc:
+                raise RuntimeError(f"\\x1b[31mport busy: {exc}\\x1b[0m") from None
+            s.listen()
+            open("port.txt", "w").write(str(s.getsockname()[1]))
+            yield s
+            s.close()
+    """)
+    _write(bench, extra="""
+@pytest.fixture(autouse=True)
+def _fixed_port(request):
+    yield
+
+@pytest.mark.benchmark(max_run_time=0.5)
+def test_serves(server):
+    work("slows")
+""")
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
+    port = (bench.path / "port.txt").read_text()
+    # from now on the fixture wants the port the first run found free: the compare run takes it
+    conftest = bench.path / "conftest.py"
+    conftest.write_text("import pytest\npytest._port = " + port + "\n" + conftest.read_text())
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
+    result = bench.run("--bench-compare=main", FAST, "-k", "serves")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "\x1b[31m" not in out
+    assert "(exit 1: " in out and "=====" not in out.split("(exit 1: ")[1].splitlines()[0]  # no rules
+    result.stdout.re_match_lines([
+        r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
+        r"\(exit 1: .*RuntimeError: \\x1b\[31mport busy: .*Address already in use.*\)\): judged on this run alone",
+    ])
+
+
+def test_a_confirmation_that_hangs_stops_the_later_ones(bench):
+    # A session fixture holds a lock the fresh process's fixture waits for: each re-run would wait
+    # out the whole timeout (300 s; lowered here), 25 times over. After one, no more are started.
+    bench.pytester.makeconftest("""
+        import fcntl, pytest
+        import pytest_torchbench.explain as e
+        e.TIMEOUT = 4.0
+        @pytest.fixture(scope="session")
+        def lock():
+            with open("lock", "w") as f:
+                fcntl.flock(f, fcntl.LOCK_EX)  # blocks in the fresh process while this one holds it
+                yield
+    """)
+    _write(bench, extra="""
+@pytest.fixture(autouse=True)
+def _lock(lock):
+    yield
+""")
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0, "steady": 2.0}))
+    json_path = bench.path / "run.json"
+    result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=2)
+    verdicts = {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
+    steady, slows = verdicts["test_bench.py::test_steady"], verdicts["test_bench.py::test_slows"]
+    assert any("the re-run to confirm a slowdown took over 4 s and was stopped" in line
+               for line in steady["details"]), steady["details"]
+    assert any("not re-measured in a fresh process (earlier in this session the re-run to confirm a slowdown "
+               "took over 4 s and was stopped (test_bench.py::test_steady): no more are started)" in line
+               for line in slows["details"]), slows["details"]
+
+
+def test_a_slowdown_the_fresh_process_skipped_still_fails(bench):
+    # The fresh process cannot run the test (its session fixture skips when the port it wants is
+    # taken, and this run still holds it): a skipped test is a baseline entry "missing" there, not
+    # a measurement that clears the slowdown.
+    bench.pytester.makeconftest("""
+        import os, socket, pytest
+        @pytest.fixture(scope="session")
+        def server():
+            s = socket.socket()
+            port = int(os.environ.get("BENCH_PORT", "0"))
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                pytest.skip(f"port {port} is taken")
+            s.listen()
+            yield s
+            s.close()
+    """)
+    _write(bench, extra="""
+@pytest.mark.benchmark(max_run_time=0.5)
+def test_serves(server):
+    work("slows")
+""")
+    bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    os.environ["BENCH_PORT"] = str(free)
+    try:
+        result = bench.run("--bench-compare=main", FAST, "-k", "serves")
+    finally:
+        del os.environ["BENCH_PORT"]
+    result.assert_outcomes(failed=1)
+    result.stdout.re_match_lines([
+        r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
+        r"\(exit 0: .*1 skipped in .*\)\): judged on this run alone"])
