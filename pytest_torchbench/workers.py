@@ -403,11 +403,13 @@ def configure_controller(config: pytest.Config, modes: Sequence[str]) -> Launche
 
 class IsolatedWorker:
     """Worker-side plugin of a launched worker: the launches isolate what follows from what ran
-    before, first thing before collection and before each test (``WorkerLaunch.isolate``).
+    before, first thing before collection, before each collector (a test module's import among
+    them) and before each test (``WorkerLaunch.isolate``).
 
     Why these points: a test's counts should depend on the test alone. Before them, the worker's
-    start-up interleaves its main thread with execnet's receiver thread as timing decides, and
-    the tests run before differ with ``-k`` and order.
+    start-up interleaves its main thread with execnet's receiver thread as timing decides, the
+    folders walked before a module differ with what lies beside it (a ``baselines`` folder that a
+    save run creates), and the tests run before differ with ``-k`` and order.
     """
 
     def __init__(self, launches: Sequence[WorkerLaunch]) -> None:
@@ -419,6 +421,13 @@ class IsolatedWorker:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> Generator[None, None, object]:
+        self._isolate()
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, None, object]:
+        # each collector (a test module's import among them) starts afresh too: what was walked
+        # before it (other folders, an extra file beside it) then does not move its objects
         self._isolate()
         return (yield)
 
