@@ -174,10 +174,12 @@ def pytest_configure(config: pytest.Config) -> None:
         rootdir=str(config.rootpath),
     )
     config.stash[session_key] = session
-    if not worker:  # a metric that measures in processes of its own (instructions) gets them here
-        from .workers import configure_controller
+    from .workers import configure_controller, configure_worker
 
+    if not worker:  # a metric that measures in processes of its own (instructions) gets them here
         configure_controller(config, settings.modes)
+    else:  # ...and isolates each test there
+        configure_worker(config, settings.modes)
     if not worker:
         config.pluginmanager.register(Controller(config, settings, baseline, session), "torchbench-controller")
         if _is_xdist_controller(config) and "time" in settings.modes:

@@ -40,6 +40,8 @@ from .metrics.base import LaunchUnavailable, WorkerLaunch
 
 #: The name this module's controller-side plugin is registered under.
 PLUGIN_NAME = "torchbench-launched-workers"
+#: The name of its worker-side plugin (:class:`IsolatedWorker`).
+WORKER_PLUGIN_NAME = "torchbench-isolated-worker"
 #: The file in a run's folder that names the controller's pid: a later run can tell the folder of a
 #: run that was killed (its pid gone) from one still running, and reuse or remove it.
 _OWNER_FILE = "owner.pid"
@@ -397,6 +399,49 @@ def configure_controller(config: pytest.Config, modes: Sequence[str]) -> Launche
         config.option.maxworkerrestart = str(4 * (workers_count if isinstance(workers_count, int) and workers_count > 0 else 1))
     config.pluginmanager.register(workers, PLUGIN_NAME)
     return workers
+
+
+class IsolatedWorker:
+    """Worker-side plugin of a launched worker: the launches isolate what follows from what ran
+    before, first thing before collection, before each collector (a test module's import among
+    them) and before each test (``WorkerLaunch.isolate``).
+
+    Why these points: a test's counts should depend on the test alone. Before them, the worker's
+    start-up interleaves its main thread with execnet's receiver thread as timing decides, the
+    folders walked before a module differ with what lies beside it (a ``baselines`` folder that a
+    save run creates), and the tests run before differ with ``-k`` and order.
+    """
+
+    def __init__(self, launches: Sequence[WorkerLaunch]) -> None:
+        self.launches = list(launches)
+
+    def _isolate(self) -> None:
+        for launch in self.launches:
+            launch.isolate()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> Generator[None, None, object]:
+        self._isolate()
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, None, object]:
+        # each collector (a test module's import among them) starts afresh too: what was walked
+        # before it (other folders, an extra file beside it) then does not move its objects
+        self._isolate()
+        return (yield)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, object]:
+        self._isolate()
+        return (yield)
+
+
+def configure_worker(config: pytest.Config, modes: Sequence[str]) -> None:
+    """In a worker: when a metric of ``modes`` launched it, let the launch isolate each test."""
+    launches = [launch for mode in modes if (launch := registry.get(mode).worker_launch()) is not None]
+    if launches:
+        config.pluginmanager.register(IsolatedWorker(launches), WORKER_PLUGIN_NAME)
 
 
 def crashed_tests(config: pytest.Config) -> list[str]:

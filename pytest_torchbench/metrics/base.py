@@ -297,6 +297,11 @@ class WorkerLaunch:
         """A value as a worker sent it (JSON) -> the value to judge; runs in the controller."""
         return data
 
+    def isolate(self) -> None:
+        """Runs in a launched worker before its collection and before each test: make what follows
+        independent of what ran before in the process (instructions: a new heap epoch, so a test's
+        allocations get the same addresses whatever ran before it)."""
+
     def describe(self, python: str) -> str:
         """The worker, for messages (``valgrind --tool=callgrind /usr/bin/python``)."""
         return python

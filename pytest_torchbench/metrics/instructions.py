@@ -29,7 +29,7 @@ from ..vocabulary import (
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/2"
+COUNTING_METHOD = "per-region-toggle-in-loop/3"  # /3: a heap epoch per test (allocator.c)
 
 #: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
 DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
@@ -314,6 +314,13 @@ class CallgrindLaunch(WorkerLaunch):
         warmup = data.get("warmup")
         return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),
                                               int(warmup) if warmup is not None else None).to_json()
+
+    def isolate(self) -> None:
+        """A new heap epoch of the preloaded allocator (``callgrind.start_heap_epoch``): the test's
+        allocations then get the same addresses on every run, whatever ran before it."""
+        from ..engines import callgrind
+
+        callgrind.start_heap_epoch()
 
     def describe(self, python: str) -> str:
         return f"valgrind --tool=callgrind {python}"

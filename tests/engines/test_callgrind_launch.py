@@ -2,6 +2,7 @@
 client requests outside valgrind, and the preloaded allocator (natively)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -174,3 +175,65 @@ def test_torch_runs_with_the_allocator_preloaded(allocator: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "OK malloc"
+
+
+# What a thread's allocations get after start_heap_epoch: page offsets of fresh bytes objects and
+# tensors (bytes and TensorImpls come from malloc, not from CPython's per-type free lists).
+HEAP_EPOCH = r"""
+import json, os, sys, threading, time
+import torch
+from pytest_torchbench.engines import callgrind as cg
+
+garbage = int(sys.argv[1])
+kept = [bytes(17 + i % 1500) for i in range(garbage)][::2]   # history: blocks kept and freed
+stop = threading.Event()
+shared = []
+def busy():                                                  # another thread, timing-dependent
+    while not stop.is_set():
+        shared.append(bytes(100)); shared[-50:] = shared[-25:]
+        time.sleep(0.0005)
+if garbage:
+    threading.Thread(target=busy, daemon=True).start()
+    time.sleep(0.05)
+assert cg.start_heap_epoch()
+offsets = []
+for size in (40, 200, 900, 5000, 40, 200):
+    offsets.append(id(bytes(size)) % 4096)                    # freed at once: reused (LIFO)
+objects = [bytes(size) for size in (48, 300, 1200)] + [torch.ones(4, 4), torch.ones(8)]
+offsets += [id(o) % 4096 for o in objects[:3]] + [t._cdata % 4096 for t in objects[3:]]
+del kept, shared[:]                                           # earlier epoch's blocks: not reused
+offsets.append(id(bytes(300)) % 4096)
+stop.set()
+print(json.dumps({"offsets": offsets, "dropped": cg.dropped_bytes()}))
+"""
+
+
+def _heap_epoch_run(allocator: Path, garbage: int) -> dict[str, object]:
+    env = cg.counted_environment(os.environ, allocator)
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    done = subprocess.run([sys.executable, "-c", HEAP_EPOCH, str(garbage)], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_a_heap_epoch_gives_the_same_addresses_whatever_ran_before(allocator: Path) -> None:
+    """After start_heap_epoch, a thread's blocks do not depend on its earlier allocations nor on
+    another thread allocating at moments timing decides (an xdist worker's execnet thread): the
+    page offsets that address-dependent paths (memcmp) see are the same."""
+    quiet = _heap_epoch_run(allocator, 0)
+    busy = _heap_epoch_run(allocator, 20_001)
+    assert quiet["offsets"] == busy["offsets"]
+    assert len(set(quiet["offsets"])) > 3  # not trivially equal
+    # the earlier epoch's blocks freed after it started (~7 MB kept) are counted, not reused
+    assert int(busy["dropped"]) > 1_000_000 > int(quiet["dropped"])
+
+
+def test_start_heap_epoch_without_the_allocator_is_a_no_op() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from pytest_torchbench.engines import callgrind as cg; "
+         "print(cg.start_heap_epoch(), cg.dropped_bytes())"],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "LD_PRELOAD": ""},
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "0"]

@@ -7,7 +7,7 @@ inside that process :func:`measure` counts one callable and returns torch's ``Ca
 """
 from __future__ import annotations
 
-from .allocator import ALLOCATOR_NAME, allocator_hash, build_allocator
+from .allocator import ALLOCATOR_NAME, allocator_hash, build_allocator, dropped_bytes, start_heap_epoch
 from .client_requests import UnsupportedPlatform, running_on_valgrind
 from .launch import (
     ValgrindUnavailable,
@@ -28,6 +28,8 @@ __all__ = [
     "allocator_hash",
     "annotate_counts",
     "build_allocator",
+    "dropped_bytes",
+    "start_heap_epoch",
     "check_valgrind",
     "counted_environment",
     "counting_fingerprint",

@@ -8,6 +8,17 @@
  * of instructions that does not depend on history. Combined with PYTHONMALLOC=malloc it made
  * counts independent of order and selection to ~0.06%.
  *
+ * One heap per thread: each thread allocates from its own free lists and its own arenas, and a
+ * block goes onto the free lists of the thread that frees it (whoever allocated it). Why: with
+ * one shared heap, another thread of the counted process (execnet's receiver thread in an xdist
+ * worker, which wakes whenever the controller sends a message) allocated between the benchmark
+ * thread's allocations at moments that depend on timing, so the benchmark thread was later given
+ * other blocks from run to run, and address-dependent paths (glibc's memcmp checks whether its
+ * operands cross a page) moved counts by 1-8 instructions per call in some runs. With one heap
+ * per thread, the blocks a thread is given depend only on its own sequence of mallocs and frees,
+ * and no lock is taken. A thread that exits leaves its heap to the next new thread (never to the
+ * process's first thread, whose heap stays its own).
+ *
  * It is not meant to be fast or memory-frugal in general: memory is never returned to the
  * system except for large blocks (>= LARGE_THRESHOLD), which go straight to mmap/munmap.
  *
@@ -37,17 +48,36 @@
 typedef struct header {
     uint32_t magic;
     uint32_t kind;
-    uint64_t value; /* SMALL: class index; LARGE: mapping length; ALIGNED: offset back */
+    uint64_t value; /* SMALL: class index | owner tag << 16; LARGE: mapping length; ALIGNED: offset back */
 } header_t;
 
 typedef struct free_block {
     struct free_block *next;
 } free_block_t;
 
-static free_block_t *free_lists[NUM_CLASSES];
-static char *arena_cursor;
-static char *arena_end;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* One thread's heap (mmap'd, so zeroed; never unmapped: an exited thread's heap is reused). */
+typedef struct heap {
+    free_block_t *free_lists[NUM_CLASSES];
+    char *arena_cursor;
+    char *arena_end;
+    struct heap *next_spare;
+    uint64_t tag;      /* stamped on its blocks: heap id << 32 | epoch */
+    int isolated;      /* started an epoch: keeps only blocks it gave out in this epoch */
+    uint64_t dropped;  /* bytes of blocks freed here but not reused (see free) */
+} heap_t;
+
+#define CLASS_BITS 16u
+#define CLASS_MASK ((1u << CLASS_BITS) - 1u)
+
+/* initial-exec: the slot lives in the static TLS block, so reading it never calls malloc. */
+static __thread heap_t *my_heap __attribute__((tls_model("initial-exec")));
+static heap_t *spare_heaps; /* heaps of exited threads, for new threads */
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static int exit_key_ready;
+static int have_first_heap; /* the first heap made belongs to the first thread to allocate */
+static uint64_t next_heap_id = 1;
 
 static size_t class_index(size_t n) {
     if (n <= SMALL_LIMIT)
@@ -94,33 +124,84 @@ static void *large_alloc(size_t n) {
     return (char *)h + HEADER;
 }
 
+/* A thread exits: its heap (free lists and the rest of its arena) waits for the next new thread. */
+static void leave_heap(void *heap) {
+    heap_t *h = heap;
+    if (my_heap == h)
+        my_heap = NULL; /* a later free/malloc in this thread's exit path takes a heap again */
+    pthread_mutex_lock(&spare_lock);
+    h->next_spare = spare_heaps;
+    spare_heaps = h;
+    pthread_mutex_unlock(&spare_lock);
+}
+
+static void make_exit_key(void) {
+    exit_key_ready = pthread_key_create(&exit_key, leave_heap) == 0;
+}
+
+/* This thread's heap, taken on its first malloc or free. The process's first heap is always new,
+ * and only later threads take spare heaps: the first thread's blocks depend on nothing else. */
+static heap_t *take_heap(void) {
+    heap_t *h = NULL;
+    pthread_mutex_lock(&spare_lock);
+    int first = !have_first_heap;
+    have_first_heap = 1;
+    if (!first && spare_heaps) {
+        h = spare_heaps;
+        spare_heaps = h->next_spare;
+        h->next_spare = NULL;
+    }
+    pthread_mutex_unlock(&spare_lock);
+    if (!h) {
+        h = map_pages(page_round(sizeof(heap_t)));
+        if (!h)
+            return NULL;
+        pthread_mutex_lock(&spare_lock);
+        h->tag = (next_heap_id++ & 0xffffu) << 32; /* 48 bits: fits above the class index */
+        pthread_mutex_unlock(&spare_lock);
+    }
+    pthread_once(&exit_key_once, make_exit_key);
+    if (exit_key_ready)
+        pthread_setspecific(exit_key, h);
+    my_heap = h;
+    return h;
+}
+
+static inline heap_t *this_heap(void) {
+    heap_t *h = my_heap;
+    return h ? h : take_heap();
+}
+
 static void *small_alloc(size_t n) {
     size_t index = class_index(n);
     header_t *h;
-    pthread_mutex_lock(&lock);
-    free_block_t *b = free_lists[index];
+    heap_t *heap = this_heap();
+    if (!heap) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    free_block_t *b = heap->free_lists[index];
     if (b) {
-        free_lists[index] = b->next;
-        pthread_mutex_unlock(&lock);
+        heap->free_lists[index] = b->next;
+        h = (header_t *)((char *)b - HEADER);
+        h->value = index | heap->tag << CLASS_BITS;
         return b;
     }
     size_t chunk = class_size(index) + HEADER;
-    if ((size_t)(arena_end - arena_cursor) < chunk) {
+    if ((size_t)(heap->arena_end - heap->arena_cursor) < chunk) {
         char *arena = map_pages(ARENA_SIZE);
         if (!arena) {
-            pthread_mutex_unlock(&lock);
             errno = ENOMEM;
             return NULL;
         }
-        arena_cursor = arena;
-        arena_end = arena + ARENA_SIZE;
+        heap->arena_cursor = arena;
+        heap->arena_end = arena + ARENA_SIZE;
     }
-    h = (header_t *)arena_cursor;
-    arena_cursor += chunk;
-    pthread_mutex_unlock(&lock);
+    h = (header_t *)heap->arena_cursor;
+    heap->arena_cursor += chunk;
     h->magic = MAGIC;
     h->kind = KIND_SMALL;
-    h->value = index;
+    h->value = index | heap->tag << CLASS_BITS;
     return (char *)h + HEADER;
 }
 
@@ -147,11 +228,19 @@ void free(void *p) {
         munmap(h, (size_t)h->value);
         return;
     }
+    heap_t *heap = this_heap();
+    if (!heap)
+        return; /* no memory for a heap: the block is leaked, safely */
+    size_t index = (size_t)(h->value & CLASS_MASK);
+    if (heap->isolated && (h->value >> CLASS_BITS) != heap->tag) {
+        /* Given out before this epoch, or by another thread: reusing it would make this thread's
+         * later blocks depend on that history, so it is left unused. */
+        heap->dropped += class_size(index) + HEADER;
+        return;
+    }
     free_block_t *b = p;
-    pthread_mutex_lock(&lock);
-    b->next = free_lists[h->value];
-    free_lists[h->value] = b;
-    pthread_mutex_unlock(&lock);
+    b->next = heap->free_lists[index];
+    heap->free_lists[index] = b;
 }
 
 size_t malloc_usable_size(void *p) {
@@ -166,7 +255,7 @@ size_t malloc_usable_size(void *p) {
     }
     if (h->kind == KIND_LARGE)
         return (size_t)h->value - HEADER;
-    return class_size((size_t)h->value);
+    return class_size((size_t)(h->value & CLASS_MASK));
 }
 
 void *calloc(size_t count, size_t size) {
@@ -254,11 +343,42 @@ void *pvalloc(size_t n) {
     return memalign(4096u, page_round(n ? n : 1));
 }
 
-/* fork() while another thread holds the lock would leave the child's allocator locked. */
-static void before_fork(void) { pthread_mutex_lock(&lock); }
-static void after_fork(void) { pthread_mutex_unlock(&lock); }
-static void after_fork_child(void) { pthread_mutex_init(&lock, NULL); }
+/* fork() while another thread holds the lock would leave the child's spare heaps locked. The
+ * child's one thread keeps its own heap (my_heap is copied with the thread). */
+static void before_fork(void) { pthread_mutex_lock(&spare_lock); }
+static void after_fork(void) { pthread_mutex_unlock(&spare_lock); }
+static void after_fork_child(void) { pthread_mutex_init(&spare_lock, NULL); }
 
 __attribute__((constructor)) static void install_fork_handlers(void) {
     pthread_atfork(before_fork, after_fork, after_fork_child);
+}
+
+/*
+ * Start a new epoch of the calling thread's heap, for the pytest-torchbench worker to call before
+ * each test (through ctypes). From here on the thread gets blocks only from a fresh arena and from
+ * blocks it gave out in this epoch, so which blocks (addresses) a test's allocations get depends on
+ * the test alone, not on what ran before it in the process (other tests, the worker's start-up,
+ * where timing decides how execnet's thread and this one interleave). Blocks from earlier epochs or
+ * other threads that this thread frees are left unused; their bytes are counted (see
+ * torchbench_alloc_dropped). Returns 0, or -1 without memory for the arena.
+ */
+int torchbench_alloc_new_epoch(void) {
+    heap_t *heap = this_heap();
+    if (!heap)
+        return -1;
+    char *arena = map_pages(ARENA_SIZE);
+    if (!arena)
+        return -1;
+    memset(heap->free_lists, 0, sizeof(heap->free_lists));
+    heap->arena_cursor = arena;
+    heap->arena_end = arena + ARENA_SIZE;
+    heap->tag = (heap->tag & ~(uint64_t)0xffffffffu) | ((heap->tag + 1) & 0xffffffffu);
+    heap->isolated = 1;
+    return 0;
+}
+
+/* Bytes the calling thread has freed but left unused since it started its first epoch. */
+unsigned long long torchbench_alloc_dropped(void) {
+    heap_t *heap = this_heap();
+    return heap ? heap->dropped : 0;
 }

@@ -7,6 +7,8 @@ name and renamed into place atomically.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import hashlib
 import os
 import shutil
@@ -15,7 +17,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["ALLOCATOR_NAME", "allocator_source", "allocator_hash", "build_allocator"]
+__all__ = ["ALLOCATOR_NAME", "allocator_source", "allocator_hash", "build_allocator", "start_heap_epoch",
+           "dropped_bytes"]
 
 #: Recorded in fingerprints: which allocator the counts were made with.
 ALLOCATOR_NAME = "torchbench-sizeclass"
@@ -89,3 +92,39 @@ def build_allocator(cache_dir: str | os.PathLike[str]) -> Path | None:
             )
         os.replace(built, target)  # atomic: concurrent builders all end with a whole file
     return target
+
+
+@functools.lru_cache(maxsize=1)
+def _preloaded() -> ctypes.CDLL | None:
+    """The preloaded allocator's functions, when this process runs with it (else None)."""
+    process = ctypes.CDLL(None)
+    return process if hasattr(process, "torchbench_alloc_new_epoch") else None
+
+
+def start_heap_epoch() -> bool:
+    """Start a new epoch of the calling thread's heap in the preloaded allocator (False without it).
+
+    Why: which blocks (addresses) a thread's allocations get from the allocator depends on every
+    malloc and free before them; some counted paths depend on addresses (glibc's ``memcmp`` takes
+    a longer path when an operand lies near a page's end; CPython compares equal strings with it in
+    dict lookups), and the start-up of an xdist worker interleaves its two threads as timing
+    decides. So runs of the same tests gave the same test's tensors other addresses in some runs,
+    and counts moved by 1-9 instructions per call. After this call the thread's blocks come from a
+    fresh arena and only from blocks it gave out since (allocator.c), so a test that starts an epoch
+    gets the same addresses on every run, whatever ran before it. Blocks of earlier epochs freed
+    later are not reused (:func:`dropped_bytes`): tens of KB per test.
+    """
+    process = _preloaded()
+    if process is None:
+        return False
+    return int(process.torchbench_alloc_new_epoch()) == 0
+
+
+def dropped_bytes() -> int:
+    """Bytes the calling thread freed but the allocator left unused (0 without the allocator)."""
+    process = _preloaded()
+    if process is None:
+        return 0
+    function = process.torchbench_alloc_dropped
+    function.restype = ctypes.c_ulonglong
+    return int(function())

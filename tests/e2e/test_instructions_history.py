@@ -1,0 +1,100 @@
+"""A benchmark's counts do not depend on what the counted worker did before it (real pytest
+sessions, real valgrind workers).
+
+Why it matters: reruns of one command were not bit-identical (1-9 instructions per call in a few of
+20 small statements, in most runs). The cause was the worker's heap: which blocks a test's
+allocations got depended on everything allocated before, including what execnet's receiver thread
+allocated while the worker started (timing), and glibc's ``memcmp`` (shapes in TensorIterator,
+strings in dict lookups) takes a longer path when an operand lies near a page's end. Each test now
+starts a heap epoch in the deterministic allocator (``WorkerLaunch.isolate``, ``allocator.c``).
+Here the worker's history is made very different on purpose: another thread allocating and
+freeing while the worker collects, and an earlier test keeping thousands of blocks alive.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")]
+
+CONFTEST = '''
+import os, threading, time
+
+KEEP = []
+_stop = threading.Event()
+
+def _busy():
+    # another thread of the worker, allocating at moments that timing decides
+    mine = []
+    while not _stop.is_set():
+        mine.append(bytes(100 + len(mine) % 900))
+        KEEP.append(mine[-1])        # freed later by the main thread
+        del mine[:-20]
+        time.sleep(0.0005)
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput") and os.environ.get("HISTORY") == "busy":
+        KEEP.extend(bytes(17 + i % 1500) for i in range(20001))
+        del KEEP[::2]
+        threading.Thread(target=_busy, daemon=True).start()
+        time.sleep(0.2)
+
+def pytest_collection_finish(session):
+    _stop.set()
+'''
+
+MODULE = '''
+import json, os, torch
+import conftest
+
+def test_first(benchmark):
+    if os.environ.get("HISTORY") == "busy":
+        conftest.KEEP.extend(bytes(13 + i % 700) for i in range(5001))
+        conftest.KEEP[:] = conftest.KEEP[len(conftest.KEEP) // 3:]   # the busy thread's blocks freed here
+    x = torch.ones(4, 4)
+    benchmark(lambda: x + 1)
+
+def test_probe(benchmark):
+    x = torch.ones(4, 4); y = torch.ones(4, 4)
+    blocks = [bytes(n) for n in (48, 300, 1200, 5000)]
+    with open(os.environ["PROBE_OUT"], "w") as out:
+        json.dump([x._cdata % 4096, y._cdata % 4096] + [id(b) % 4096 for b in blocks], out)
+    benchmark(lambda: torch.mm(x, y))
+'''
+
+
+def session(project: Path, tmp: Path, history: str) -> tuple[list[int], dict[str, float]]:
+    report, probe = tmp / f"{history}.json", tmp / f"{history}-probe.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROBE_OUT": str(probe), "HISTORY": history}
+    env.pop("PYTEST_ADDOPTS", None)
+    done = subprocess.run(
+        ["timeout", "600", sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
+         "--bench-mode=instructions", f"--bench-json={report}"],
+        cwd=project, env=env, capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    counts = {r["key"].rsplit("::", 1)[-1]: r["metrics"]["instructions"]["instructions_per_run"]
+              for r in json.loads(report.read_text())["benchmarks"]}
+    return json.loads(probe.read_text()), counts
+
+
+def test_a_tests_heap_and_counts_do_not_depend_on_the_workers_history(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text(CONFTEST)
+    (project / "test_history.py").write_text(MODULE)
+    quiet_offsets, quiet = session(project, tmp_path, "quiet")
+    busy_offsets, busy = session(project, tmp_path, "busy")
+    # the probe test's tensors and blocks lie at the same page offsets, whatever came before...
+    assert quiet_offsets == busy_offsets
+    # ...and so its counts are the same, to the instruction
+    assert quiet["test_probe"] == busy["test_probe"], (quiet, busy)
