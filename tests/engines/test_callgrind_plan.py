@@ -16,7 +16,7 @@ def test_small_benchmarks_keep_a_hundred_calls_and_a_hundred_warm_up_calls(probe
 def test_number_is_a_power_of_two_that_keeps_the_region_near_the_budget():
     previous = MAX_HEAVY_NUMBER
     probe = SMALL_INSTRUCTIONS + 1
-    assert plan_calls(probe) == (8, 4)  # just above small: under the budget, a power of two
+    assert plan_calls(probe) == (2, 1)  # just above small: under the budget, a power of two
     while probe < REGION_BUDGET * 4:
         number, warmup = plan_calls(probe)
         assert number & (number - 1) == 0 and 1 <= number <= previous <= MAX_HEAVY_NUMBER
@@ -26,14 +26,16 @@ def test_number_is_a_power_of_two_that_keeps_the_region_near_the_budget():
         probe = probe * 5 // 4
     assert plan_calls(REGION_BUDGET) == (1, 1)
     assert plan_calls(REGION_BUDGET * 1000) == (1, 1)
-    assert plan_calls(REGION_BUDGET // 4) == (4, 2)
-    assert plan_calls(REGION_BUDGET // 4 + 1) == (2, 1)  # an edge: just above it, the next bucket
+    assert plan_calls(REGION_BUDGET // 2) == (2, 1)
+    assert plan_calls(REGION_BUDGET // 2 + 1) == (1, 1)  # an edge: just above it, the next bucket
 
 
-def test_a_128x128_blur_costs_a_handful_of_calls():
-    """1-2M instructions per call (README figures): 4 counted calls and 2 warm-up calls (the
-    probe included), about 1 s of valgrind time here instead of 64 calls (~10 s)."""
-    assert plan_calls(1_500_000) == (4, 2)
+def test_a_128x128_blur_costs_two_calls():
+    """1.9M instructions per call (README figures): the probe is the one counted call, after the
+    caller's first call: about 0.3 s of valgrind time here, instead of 7 calls with the old budget
+    (2**23) and 200 before the adaptive rule."""
+    assert plan_calls(1_900_000) == (1, 1)
+    assert plan_calls(600_000) == (2, 1)
 
 
 def test_same_probe_same_plan():

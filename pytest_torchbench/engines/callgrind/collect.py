@@ -105,16 +105,18 @@ def _default_task_spec(fn: Callable[[], object]) -> TaskSpec:
 
 #: Adaptive rule (see :func:`plan_calls`): a heavy benchmark's region aims at about this many
 #: instructions. Why this small: under valgrind a call costs about the same whether instrumented
-#: or not (a 128x128 5x5 blur: 0.16 s CPU per call either way, measured), so a heavy benchmark
-#: costs its number of calls; counts are deterministic, so more calls add no precision, only time.
-REGION_BUDGET = 1 << 23  # ~8.4M: 2-16 calls of a heavy benchmark, about 1 s here
+#: or not (a 128x128 5x5 blur, 1.9M instructions: 0.16 s CPU per call either way, measured), so a
+#: heavy benchmark costs its number of calls; counts are deterministic, so more calls add no
+#: precision, only time. With 2**23 the blur took 4 counted calls and 2 warm-up calls (1.9 s per
+#: benchmark); with 2**21 one counted call after one warm-up call (1.0 s).
+REGION_BUDGET = 1 << 21  # ~2.1M: 1-4 calls of a heavy benchmark
 #: Benchmarks of at most this many instructions per call are small: they keep 100 counted calls
 #: and 100 warm-up calls, as before the rule existed, so they keep their sensitivity and their
 #: specialisation warm-up (shared helpers re-specialised; 10 calls were not enough).
 SMALL_INSTRUCTIONS = 1 << 19  # ~524k
 #: Calls per region of small benchmarks (and their warm-up).
 SMALL_NUMBER = 100
-#: At most this many counted calls for a heavy benchmark (the number just above SMALL_INSTRUCTIONS).
+#: At most this many counted calls for a heavy benchmark (4: the number just above SMALL_INSTRUCTIONS).
 MAX_HEAVY_NUMBER = REGION_BUDGET // SMALL_INSTRUCTIONS
 
 
@@ -126,7 +128,7 @@ def plan_calls(probe_instructions: int) -> tuple[int, int]:
     quantity (the probe's instruction count, bit-identical on reruns) through coarse power-of-two
     buckets. Small benchmarks (at most :data:`SMALL_INSTRUCTIONS`, ~524k) keep 100 calls and 100
     warm-up calls. Heavy ones get ``number = 2**floor(log2(REGION_BUDGET / probe))``, at most
-    :data:`MAX_HEAVY_NUMBER` (16), at least 1, and half as many warm-up calls (at least one, the
+    :data:`MAX_HEAVY_NUMBER` (4), at least 1, and half as many warm-up calls (at least one, the
     probe itself): a heavy call is seconds under valgrind, its count does not need averaging, and
     the warm-up only has to bring torch's caches to their steady state. A probe within a fraction
     of a percent of a bucket edge can land in the neighbouring bucket in a run with other tests
