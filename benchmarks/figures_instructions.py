@@ -377,17 +377,20 @@ def figure_baseline_size(work: Path) -> None:
 def figure_xdist(work: Path) -> None:
     print("== xdist: -n 2 on a heavy suite of 24 benchmarks (speed-up, counts identical to serial) ==")
     folder = _project(work, "xdist", HEAVY_SUITE)
-    one = Session(folder, "-k", "test_blur and 96")  # the fixed cost: one worker, one benchmark
-    serial = Session(folder)
-    parallel = Session(folder, "-n", "2")
+    one = Session(folder, "-k", "test_blur and 96", json_name="one.json")  # the fixed cost: one benchmark
+    serial = Session(folder, json_name="serial.json")
+    parallel = Session(folder, "-n", "2", json_name="parallel.json")
     same = serial.counts == parallel.counts and bool(serial.counts)
     fixed, work_s = one.wall, max(serial.wall - one.wall, 0.0)
     ideal = (fixed + work_s) / (fixed + work_s / 2) if fixed + work_s > 0 else 0.0
     differing = sum(parallel.counts.get(k) != v for k, v in serial.counts.items())
+    drifts = sorted((abs(parallel.counts[k] / v - 1.0), k) for k, v in serial.counts.items() if k in parallel.counts)
+    worst, worst_key = drifts[-1] if drifts else (0.0, "")
     print(f"  {len(serial.counts)} benchmarks; serial {serial.wall:.1f} s ({serial.load}), -n 2 {parallel.wall:.1f} s "
           f"({parallel.load}): speed-up {serial.wall / parallel.wall:.2f}x on 2 cores (a session of one benchmark "
           f"{fixed:.1f} s: with that fixed cost per worker the most -n 2 can give is {ideal:.2f}x); counts "
-          f"{'identical' if same else f'DIFFER in {differing}'} -> {met(same)}")
+          f"{'identical' if same else f'DIFFER in {differing}, worst |delta| {worst * 100:.4f}% ({worst_key})'} "
+          f"-> {met(same)}")
 
 
 def figure_collect_callgrind(work: Path, k: int = 2) -> None:
