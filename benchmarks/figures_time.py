@@ -385,12 +385,14 @@ while time.time() < end:
 """
 
 
-def figure_loaded(selection: list[str], seconds: float = 60.0) -> dict:
-    """Save, load the machine (CPU hogs and a memory hog that takes and scatters several GiB), then
-    compare with the same code: the issue's 'compared after the machine was loaded in between'."""
+def figure_loaded(selection: list[str], seconds: float = 60.0, saves: int = 1) -> dict:
+    """Save (``saves`` sessions: 4 builds a band), load the machine (CPU hogs and a memory hog that
+    takes and scatters several GiB), then compare with the same code: the issue's 'compared after
+    the machine was loaded in between'."""
     folder = Path(tempfile.mkdtemp(prefix="tb-fig-loaded-"))
     ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
-    _, _, save_load = _suite_run([*ours, "--bench-save=main"])
+    for _ in range(saves):
+        _, _, save_load = _suite_run([*ours, "--bench-save=main"])
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
     hogs.append(subprocess.Popen([sys.executable, "-c", MEMORY_HOG.format(seconds=seconds, blocks=96)]))
     try:
@@ -455,6 +457,7 @@ def main() -> None:
     parser.add_argument("--suite-k", default=None, help="-k expression for the image suite (overrides --fast's)")
     parser.add_argument("--power-count", type=int, default=0, help="power, hogs: rounds (default 30, --fast 20)")
     parser.add_argument("--class-rounds", type=int, default=0, help="classes: rounds (default 10, --fast 5)")
+    parser.add_argument("--loaded-saves", type=int, default=1, help="loaded: save sessions before the hogs (4: a band)")
     parser.add_argument("--gate-rounds", type=int, default=0, help="gate: compare sessions (default 10, --fast 5)")
     parser.add_argument("--pb-python", default=None, help="suite: interpreter with pytest-benchmark 5.2.3, pytest 8, torch")
     args = parser.parse_args()
@@ -527,12 +530,13 @@ def main() -> None:
     if "loaded" in only:
         selection = ["-k", suite_k] if suite_k else []
         subset = f" (-k {suite_k})" if suite_k else ""
-        f = figure_loaded(selection)
+        f = figure_loaded(selection, saves=args.loaded_saves)
         regressions = f["counts"].get("regression", 0)
         cond = (f"load {f['load'][0]:.1f} saving, {f['load'][1]:.1f} after the hogs, {f['load'][2]:.1f} comparing, "
                 f"CPU share {_share(f['share'])}")
-        print(f"(loaded{subset}) save, 60 s of CPU and memory hogs, compare: verdicts {f['counts']}; {cond}", flush=True)
-        rows.append((f"A/A false regressions, image suite{subset}, machine loaded between save and compare",
+        print(f"(loaded{subset}) {args.loaded_saves} save(s), 60 s of CPU and memory hogs, compare: verdicts {f['counts']}; {cond}", flush=True)
+        saved = "one save" if args.loaded_saves == 1 else f"a band of {args.loaded_saves} saves"
+        rows.append((f"A/A false regressions, image suite{subset}, {saved}, machine loaded, then compare",
                      f"{regressions}/{f['n']} ({regressions / max(f['n'], 1):.1%}), noisy {f['counts'].get('noisy', 0)}",
                      "<= 1%", regressions <= f["n"] / 100, cond))
     if "gate" in only:
