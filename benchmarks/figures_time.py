@@ -374,6 +374,16 @@ def figure_suite(selection: list[str], pb_python: str | None, again: bool) -> di
     return found
 
 
+def _compare_session(ours: list[str], out: Path) -> tuple[tuple[float, float], list[dict], dict[str, int]]:
+    """A ``--bench-compare=main`` session: its load, its time verdicts and how many of each status."""
+    _, _, load = _suite_run([*ours, "--bench-compare=main", f"--bench-json={out}"])
+    verdicts = [v for v in json.loads(out.read_text())["verdicts"] if v.get("metric", "time") == "time"]
+    counts: dict[str, int] = {}
+    for verdict in verdicts:
+        counts[verdict["status"]] = counts.get(verdict["status"], 0) + 1
+    return load, verdicts, counts
+
+
 MEMORY_HOG = """
 import time
 blocks = []
@@ -403,11 +413,7 @@ def figure_loaded(selection: list[str], seconds: float = 60.0, saves: int = 1) -
             hog.wait()
     peak_load = os.getloadavg()[0]
     out = folder / "compare.json"
-    _, _, load = _suite_run([*ours, "--bench-compare=main", f"--bench-json={out}"])
-    counts: dict[str, int] = {}
-    verdicts = [v for v in json.loads(out.read_text())["verdicts"] if v.get("metric", "time") == "time"]
-    for verdict in verdicts:
-        counts[verdict["status"]] = counts.get(verdict["status"], 0) + 1
+    load, verdicts, counts = _compare_session(ours, out)
     return {"n": len(verdicts), "counts": counts, "load": (save_load[0], peak_load, load[0]),
             "share": _shares(_time_entries(out))}
 
@@ -421,11 +427,7 @@ def figure_band(selection: list[str], saves: int = 4) -> dict:
         _, _, load = _suite_run([*ours, "--bench-save=main"])
         loads.append(load[0])
     out = folder / "compare.json"
-    _, _, load = _suite_run([*ours, "--bench-compare=main", f"--bench-json={out}"])
-    counts: dict[str, int] = {}
-    verdicts = [v for v in json.loads(out.read_text())["verdicts"] if v.get("metric", "time") == "time"]
-    for verdict in verdicts:
-        counts[verdict["status"]] = counts.get(verdict["status"], 0) + 1
+    load, verdicts, counts = _compare_session(ours, out)
     return {"n": len(verdicts), "counts": counts, "saves": saves, "load": (min(loads), max(loads), load[0]),
             "share": _shares(_time_entries(out))}
 

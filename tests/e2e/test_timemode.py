@@ -420,17 +420,22 @@ def test_flaky():
     assert "not confirmed" in result.stdout.str()  # listed in the terminal
 
 
-def test_confirmations_are_bounded_per_session(bench):
-    # Each confirmation is a pytest start; past the bound (lowered here by the inner conftest) a
-    # regression fails on this run alone and says why.
-    bench.pytester.makeconftest("import pytest_torchbench.controller as c\nc.MAX_CONFIRMATIONS = 1\n")
-    _write(bench)
+def _save_then_double_two(bench):
+    """Save, then compare with test_steady and test_slows twice as slow: the verdicts by key."""
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
     (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0, "steady": 2.0}))
     json_path = bench.path / "run.json"
     result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=2)
-    verdicts = {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
+    return {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
+
+
+def test_confirmations_are_bounded_per_session(bench):
+    # Each confirmation is a pytest start; past the bound (lowered here by the inner conftest) a
+    # regression fails on this run alone and says why.
+    bench.pytester.makeconftest("import pytest_torchbench.controller as c\nc.MAX_CONFIRMATIONS = 1\n")
+    _write(bench)
+    verdicts = _save_then_double_two(bench)
     slows, steady = verdicts["test_bench.py::test_slows"], verdicts["test_bench.py::test_steady"]
     assert "; confirmed: a fresh process measured" in steady["summary"]  # test_steady runs first
     assert slows["failed"] and "confirmed" not in slows["summary"]
@@ -532,12 +537,7 @@ def test_a_confirmation_that_hangs_stops_the_later_ones(bench):
 def _lock(lock):
     yield
 """)
-    bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
-    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0, "steady": 2.0}))
-    json_path = bench.path / "run.json"
-    result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}", "-p", "no:randomly")
-    result.assert_outcomes(passed=1, failed=2)
-    verdicts = {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
+    verdicts = _save_then_double_two(bench)
     steady, slows = verdicts["test_bench.py::test_steady"], verdicts["test_bench.py::test_slows"]
     assert any("the re-run to confirm a slowdown took over 4 s and was stopped" in line
                for line in steady["details"]), steady["details"]
