@@ -97,10 +97,17 @@ class BenchSettings:
     skip: bool = False  # --bench-skip: skip the benchmarks
 
 
-def _parse_modes(raw: str | None) -> tuple[str, ...]:
+def mode_names(raw: str | None) -> tuple[str, ...]:
+    """The names ``--bench-mode`` gives, as written (unchecked), or the default modes."""
     if raw is None:
         return registry.DEFAULT_MODES
-    modes = tuple(dict.fromkeys(m.strip() for m in raw.split(",") if m.strip()))
+    return tuple(dict.fromkeys(m.strip() for m in str(raw).split(",") if m.strip()))
+
+
+def _parse_modes(raw: str | None) -> tuple[str, ...]:
+    modes = mode_names(raw)
+    if raw is None:
+        return modes
     unknown = [m for m in modes if registry.find(m) is None]
     if unknown or not modes:
         raise pytest.UsageError(

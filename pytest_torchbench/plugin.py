@@ -124,9 +124,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     opt = early_config.known_args_namespace
     if not options_module.is_active(opt):
         return
-    raw = getattr(opt, "bench_mode", None)
-    names = registry.DEFAULT_MODES if raw is None else [name.strip() for name in str(raw).split(",")]
-    for name in names:  # a wrong name is reported once, at configure
+    for name in options_module.mode_names(getattr(opt, "bench_mode", None)):  # a wrong one: reported at configure
         found = registry.find(name)
         if found is not None:
             found.prepare_process()
@@ -176,11 +174,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[session_key] = session
     from .workers import configure_controller, configure_worker
 
-    if not worker:  # a metric that measures in processes of its own (instructions) gets them here
-        configure_controller(config, settings.modes)
-    else:  # ...and isolates each test there
+    if worker:  # a launched worker isolates each test (instructions: a fresh heap)
         configure_worker(config, settings.modes)
-    if not worker:
+    else:  # a metric that measures in processes of its own (instructions) gets them here
+        configure_controller(config, settings.modes)
         config.pluginmanager.register(Controller(config, settings, baseline, session), "torchbench-controller")
         if _is_xdist_controller(config) and "time" in settings.modes:
             config.issue_config_time_warning(

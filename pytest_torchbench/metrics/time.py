@@ -415,6 +415,7 @@ class Time(Metric):
     excludes = ("instructions",)
     excludes_reason = "wall time under valgrind means nothing"
     stale_fails = False  # wall time is never exact
+    confirms_failures = True  # the spread that matters is between processes (confirm_time)
     positive_fields = ("raw_times", "median", "history")
     delta_title = "delta of the fastest call"  # what the gate judges
     table_title = "median \u00b1 IQR per call, {unit}"
@@ -426,8 +427,6 @@ class Time(Metric):
         if context.options.time_warmup:
             time_warm_up(fn, context.options.warmup_iterations, spec.max_run_time)
         return TimeMetric.from_measurement(walltime.measure(fn, spec))
-
-    confirms_failures = True
 
     def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
         confirm_time(suspect, again, problem)
