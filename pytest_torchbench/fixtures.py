@@ -120,10 +120,13 @@ class BenchmarkFixture:
         if self._session is None:
             return result
 
-        def target() -> Any:
-            return fn(*args, **kwargs)
+        counted = self._session.counted_callable(fn)
 
-        measured = self._session.measure(target, self._recorder.options, self._recorder.naming)
+        def target() -> Any:
+            return counted(*args, **kwargs)
+
+        measured = self._session.measure(self._session.counted_callable(target), self._recorder.options,
+                                         self._recorder.naming)
         self._recorder.add(measured)
         return result
 
@@ -187,10 +190,12 @@ class BenchmarkFixture:
             def refresh() -> None:
                 state["args"], state["kwargs"] = make_arguments()
 
-            def counted() -> Any:
-                return target(*state["args"], **state["kwargs"])
+            fresh_target = session.counted_callable(target)
 
-            counted_result = session.measure(counted, options, naming, modes=counting,
+            def counted() -> Any:
+                return fresh_target(*state["args"], **state["kwargs"])
+
+            counted_result = session.measure(session.counted_callable(counted), options, naming, modes=counting,
                                              before_region=refresh if setup is not None else None)
             if teardown is not None:
                 teardown(*state["args"], **state["kwargs"])

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .engines.fresh_code import fresh_callable
 from .marker import BenchOptions
 from .metrics import registry
 from .metrics.base import MeasureContext
@@ -128,6 +129,13 @@ class BenchSession:
         return self._extra_facts
 
     # -- measuring -------------------------------------------------------------------------------
+
+    def counted_callable(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """``fn`` as the counting engines should run it: a fresh copy of its code when a mode
+        asks for one (``Metric.fresh_code``), so its count does not depend on earlier tests."""
+        if any(registry.get(mode).fresh_code for mode in self.modes):
+            return fresh_callable(fn)
+        return fn
 
     def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
                 modes: tuple[str, ...] | None = None,

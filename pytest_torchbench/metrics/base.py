@@ -92,6 +92,11 @@ class Metric:
     #: (:meth:`confirm`): for measurements whose spread between processes is larger than within one.
     confirms_failures: ClassVar[bool] = False
 
+    #: Measure a fresh, never-run copy of the benchmarked Python function
+    #: (:func:`engines.fresh_code.fresh_callable`): for counts that must not depend on how often
+    #: other tests already ran (and CPython specialised) the same code.
+    fresh_code: ClassVar[bool] = False
+
     # -- measuring ------------------------------------------------------------------------------
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> Any:

@@ -344,6 +344,7 @@ class Instructions(Metric):
     table_title = "instructions per call"
     explains = "Functions (instructions per run)"
     timer_method = "collect_callgrind"
+    fresh_code = True  # a heavy benchmark is counted after 1-2 calls: its code's history shows
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> InstructionsMetric:
         options = context.options

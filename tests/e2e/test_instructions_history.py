@@ -98,3 +98,46 @@ def test_a_tests_heap_and_counts_do_not_depend_on_the_workers_history(tmp_path: 
     assert quiet_offsets == busy_offsets
     # ...and so its counts are the same, to the instruction
     assert quiet["test_probe"] == busy["test_probe"], (quiet, busy)
+
+
+SHARED_FUNCTION = '''
+import pytest, torch
+
+def scaled_sum(x):
+    y = torch.add(x, x)
+    return y.mul_(2).sum(dim=0).abs()
+
+@pytest.mark.parametrize("n", [200_000, 300_000, 400_000, 500_000])
+def test_op(benchmark, n):
+    benchmark(scaled_sum, torch.ones(n))
+'''
+
+
+def test_a_heavy_benchmark_counts_its_function_as_a_fresh_process_would(tmp_path: Path) -> None:
+    """One function benchmarked by four parametrised tests: the last one, a heavy benchmark
+    counted after one warm-up call, must count the same alone (``-k``) as after the other three.
+
+    Before fresh copies (``engines/fresh_code.py``), CPython had quickened and specialised
+    ``scaled_sum`` during the earlier tests, so the last test counted 0.05% fewer instructions
+    in the full run than alone (all in attribute and global lookups); with the copy they agree
+    to a few instructions of heap layout (0.002% measured)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_shared.py").write_text(SHARED_FUNCTION)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTEST_ADDOPTS", None)
+    counts = []
+    for name, selection in (("all", []), ("alone", ["-k", "500000"])):
+        report = tmp_path / f"{name}.json"
+        done = subprocess.run(
+            ["timeout", "600", sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
+             "--bench-mode=instructions", f"--bench-json={report}", *selection],
+            cwd=project, env=env, capture_output=True, text=True,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        by_key = {r["key"]: r["metrics"]["instructions"] for r in json.loads(report.read_text())["benchmarks"]}
+        counts.append(by_key["test_shared.py::test_op[500000]"])
+    full, alone = counts
+    assert full["number_per_run"] == alone["number_per_run"] < 100  # heavy: a few counted calls
+    drift = abs(full["instructions_per_run"] / alone["instructions_per_run"] - 1)
+    assert drift < 1e-4, (full["instructions_per_run"], alone["instructions_per_run"])
