@@ -125,8 +125,10 @@ class BenchmarkFixture:
         def target() -> Any:
             return counted(*args, **kwargs)
 
-        measured = self._session.measure(self._session.counted_callable(target), self._recorder.options,
-                                         self._recorder.naming)
+        # Only the user's function is copied, not this wrapper: a fresh copy of the wrapper moved
+        # a conv-net's count by 0.03% between a save and a compare session (measured), and it
+        # has nothing to specialise.
+        measured = self._session.measure(target, self._recorder.options, self._recorder.naming)
         self._recorder.add(measured)
         return result
 
@@ -195,7 +197,7 @@ class BenchmarkFixture:
             def counted() -> Any:
                 return fresh_target(*state["args"], **state["kwargs"])
 
-            counted_result = session.measure(session.counted_callable(counted), options, naming, modes=counting,
+            counted_result = session.measure(counted, options, naming, modes=counting,
                                              before_region=refresh if setup is not None else None)
             if teardown is not None:
                 teardown(*state["args"], **state["kwargs"])
