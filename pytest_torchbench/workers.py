@@ -166,14 +166,6 @@ class LaunchedWorkers:
             "env", "-i", "--", *(f"{k}={v}" for k, v in environment.items()), *argv,
         ])
 
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        """``load`` (ours by default) sends every test up front: see :mod:`.scheduling`."""
-        if getattr(config.option, "dist", None) == "load":
-            from .scheduling import UpfrontScheduling  # xdist is there: this hook is its own
-
-            return UpfrontScheduling(config, log)
-        return None
-
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
         # xdist hands the workers the controller's command line; options that only the controller
         # uses (where to save, what to compare with, report paths) are left out, so that a save
