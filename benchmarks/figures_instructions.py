@@ -29,6 +29,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -485,9 +486,12 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(unknown)}; known: {', '.join(FIGURES)}")
     work = Path(tempfile.mkdtemp(prefix="torchbench-figures-"))
-    for name in chosen:
-        FIGURES[name](work)
-        print()
+    try:
+        for name in chosen:
+            FIGURES[name](work)
+            print()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the figures' projects, baselines and JSON
 
 
 if __name__ == "__main__":
