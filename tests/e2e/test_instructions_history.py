@@ -72,18 +72,23 @@ def test_probe(benchmark):
 '''
 
 
-def session(project: Path, tmp: Path, history: str) -> tuple[list[int], dict[str, float]]:
-    report, probe = tmp / f"{history}.json", tmp / f"{history}-probe.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PROBE_OUT": str(probe), "HISTORY": history}
+def counted_run(project: Path, report: Path, *args: str, **variables: str) -> dict[str, dict]:
+    """One real ``--bench-mode=instructions`` session: each benchmark's key -> its instructions."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **variables}
     env.pop("PYTEST_ADDOPTS", None)
     done = subprocess.run(
         ["timeout", "600", sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
-         "--bench-mode=instructions", f"--bench-json={report}"],
+         "--bench-mode=instructions", f"--bench-json={report}", *args],
         cwd=project, env=env, capture_output=True, text=True,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    counts = {r["key"].rsplit("::", 1)[-1]: r["metrics"]["instructions"]["instructions_per_run"]
-              for r in json.loads(report.read_text())["benchmarks"]}
+    return {r["key"]: r["metrics"]["instructions"] for r in json.loads(report.read_text())["benchmarks"]}
+
+
+def session(project: Path, tmp: Path, history: str) -> tuple[list[int], dict[str, float]]:
+    report, probe = tmp / f"{history}.json", tmp / f"{history}-probe.json"
+    measured = counted_run(project, report, PROBE_OUT=str(probe), HISTORY=history)
+    counts = {key.rsplit("::", 1)[-1]: value["instructions_per_run"] for key, value in measured.items()}
     return json.loads(probe.read_text()), counts
 
 
@@ -124,19 +129,9 @@ def test_a_heavy_benchmark_counts_its_function_as_a_fresh_process_would(tmp_path
     project = tmp_path / "project"
     project.mkdir()
     (project / "test_shared.py").write_text(SHARED_FUNCTION)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("PYTEST_ADDOPTS", None)
-    counts = []
-    for name, selection in (("all", []), ("alone", ["-k", "500000"])):
-        report = tmp_path / f"{name}.json"
-        done = subprocess.run(
-            ["timeout", "600", sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
-             "--bench-mode=instructions", f"--bench-json={report}", *selection],
-            cwd=project, env=env, capture_output=True, text=True,
-        )
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        by_key = {r["key"]: r["metrics"]["instructions"] for r in json.loads(report.read_text())["benchmarks"]}
-        counts.append(by_key["test_shared.py::test_op[500000]"])
+    key = "test_shared.py::test_op[500000]"
+    counts = [counted_run(project, tmp_path / "all.json")[key],
+              counted_run(project, tmp_path / "alone.json", "-k", "500000")[key]]
     full, alone = counts
     assert full["number_per_run"] == alone["number_per_run"] < 100  # heavy: a few counted calls
     drift = abs(full["instructions_per_run"] / alone["instructions_per_run"] - 1)
