@@ -9,6 +9,10 @@ the 2-core machine, ``--fast`` about 5):
            Then pytest-benchmark 5.2.3's defaults on the same selection: session time, IQR/median.
   again    adds a second plain save session between the two (+2 minutes): the same comparison
            without the compare machinery in the process, to tell where lopsidedness comes from.
+  machine  the image suite saved in 3 plain sessions of the same code: every ordered pair is an A/A
+           comparison of fastest calls, judged by the limit alone and with the limit scaled by the
+           reference workload's slowdown (engines/reference.py), with +20% and 2x slowdowns
+           simulated (+7 minutes; -k float32 with --fast).
   band     the image suite saved in 4 separate sessions into one set (as CI saving main after every
            merge builds it up: the baseline keeps the last 4 runs' fastest calls), then a compare
            session: A/A false regressions against the band (+6 minutes).
@@ -42,18 +46,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
        "OMP_NUM_THREADS": "1"}
 ENV.pop("PYTEST_ADDOPTS", None)
+
+def _work_folder(prefix: str) -> Path:
+    """A temporary folder for one figure's sessions, removed when the script exits (a run of every
+    figure used to leave a dozen behind, baselines and JSON of 208 benchmarks each)."""
+    import atexit
+
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
 
 TRIVIAL = '''
 import pytest, torch
@@ -80,7 +96,7 @@ def pytest_seconds(folder: Path, *args: str) -> float:
 
 
 def figure_a(reps: int) -> dict:
-    folder = Path(tempfile.mkdtemp(prefix="tb-fig-a-"))
+    folder = _work_folder("tb-fig-a-")
     (folder / "pytest.ini").write_text("[pytest]\n")
     (folder / "test_trivial.py").write_text(TRIVIAL)
     ours_off = ["-p", "no:benchmark"]
@@ -210,7 +226,7 @@ def figure_gate(rounds: int) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    folder = Path(tempfile.mkdtemp(prefix="tb-fig-gate-"))
+    folder = _work_folder("tb-fig-gate-")
     (folder / "pytest.ini").write_text("[pytest]\n")
     (folder / "test_gate.py").write_text(GATE_MODULE)
     settings = folder / "settings.json"
@@ -291,7 +307,7 @@ def _suite(folder: Path, with_torch: bool) -> None:
 def figure_c(reps: int) -> dict:
     found = {}
     for with_torch in (True, False):
-        folder = Path(tempfile.mkdtemp(prefix="tb-fig-c-"))
+        folder = _work_folder("tb-fig-c-")
         _suite(folder, with_torch)
         pytest_seconds(folder, "-p", "no:benchmark")  # warm the file system and bytecode caches
         on, off = [], []
@@ -341,7 +357,7 @@ def _shares(entries: dict[str, dict]) -> float | None:
 
 
 def figure_suite(selection: list[str], pb_python: str | None, again: bool) -> dict:
-    folder = Path(tempfile.mkdtemp(prefix="tb-fig-suite-"))
+    folder = _work_folder("tb-fig-suite-")
     ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
     found: dict = {}
     sessions = [("save", ["--bench-save=main"]), ("compare", ["--bench-compare=main"])]
@@ -399,7 +415,7 @@ def figure_loaded(selection: list[str], seconds: float = 60.0, saves: int = 1) -
     """Save (``saves`` sessions: 4 builds a band), load the machine (CPU hogs and a memory hog that
     takes and scatters several GiB), then compare with the same code: the issue's 'compared after
     the machine was loaded in between'."""
-    folder = Path(tempfile.mkdtemp(prefix="tb-fig-loaded-"))
+    folder = _work_folder("tb-fig-loaded-")
     ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
     for _ in range(saves):
         _, _, save_load = _suite_run([*ours, "--bench-save=main"])
@@ -420,7 +436,7 @@ def figure_loaded(selection: list[str], seconds: float = 60.0, saves: int = 1) -
 
 def figure_band(selection: list[str], saves: int = 4) -> dict:
     """A/A against a band of ``saves`` saved sessions, the baseline a CI job builds up on main."""
-    folder = Path(tempfile.mkdtemp(prefix="tb-fig-band-"))
+    folder = _work_folder("tb-fig-band-")
     ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
     loads = []
     for _ in range(saves):
@@ -430,6 +446,51 @@ def figure_band(selection: list[str], saves: int = 4) -> dict:
     load, verdicts, counts = _compare_session(ours, out)
     return {"n": len(verdicts), "counts": counts, "saves": saves, "load": (min(loads), max(loads), load[0]),
             "share": _shares(_time_entries(out))}
+
+
+#: The rules the machine figure compares: (name, fails(delta, reference ratio - 1)) on fastest calls.
+MACHINE_RULES: list[tuple[str, Callable[[float, float], bool]]] = [
+    ("the limit alone", lambda d, r: d > 0.1),
+    ("limit scaled when the reference is > 25% slower (the gate's)",
+     lambda d, r: d > (1.1 * (1 + r) - 1 if r > 0.25 else 0.1)),
+    ("the same at > 10%", lambda d, r: d > (1.1 * (1 + r) - 1 if r > 0.10 else 0.1)),
+    ("every time divided by the reference ratio, both ways", lambda d, r: (1 + d) / (1 + r) - 1 > 0.1),
+]
+
+
+def figure_machine(selection: list[str], sessions: int = 3) -> dict:
+    """Plain ``--bench-save`` sessions of the same code; every ordered pair is an A/A comparison of
+    fastest calls, judged by each rule of MACHINE_RULES (no band, no confirmation: what the
+    reference workload alone changes); slowdowns simulated by scaling the later session's times."""
+    import itertools
+
+    folder = _work_folder("tb-fig-machine-")
+    ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
+    runs, loads = [], []
+    for index in range(sessions):
+        out = folder / f"s{index}.json"
+        _, _, load = _suite_run([*ours, f"--bench-save=s{index}", f"--bench-json={out}"])
+        runs.append(_time_entries(out))
+        loads.append(load[0])
+    counts = {name: [0, 0, 0] for name, _ in MACHINE_RULES}
+    pairs = 0
+    ratios = []
+    for earlier, later in itertools.permutations(runs, 2):
+        for key, then in earlier.items():
+            now = later.get(key)
+            if now is None or "reference" not in now or "reference" not in then:
+                continue
+            pairs += 1
+            delta = _fastest(now) / _fastest(then) - 1
+            ratio = now["reference"]["compute"] / then["reference"]["compute"] - 1
+            ratios.append(ratio)
+            for name, fails in MACHINE_RULES:
+                counts[name][0] += fails(delta, ratio)
+                counts[name][1] += fails((1 + delta) * 1.2 - 1, ratio)
+                counts[name][2] += fails((1 + delta) * 2 - 1, ratio)
+    ratios.sort()
+    return {"pairs": pairs, "counts": counts, "loads": loads,
+            "reference_spread": (ratios[len(ratios) // 20], ratios[len(ratios) * 19 // 20]) if ratios else (0.0, 0.0)}
 
 
 def _find_pb_python(given: str | None) -> str | None:
@@ -454,8 +515,9 @@ def main() -> None:
     parser.add_argument("--fast", action="store_true",
                         help="half the image suite (-k float32, 104 benchmarks) and fewer rounds: about 5 minutes")
     parser.add_argument("--only", default="suite,gate,power,classes,hogs",
-                        help="figures: suite, again (a second save session in the suite figure), band, loaded, gate, power, "
-                             "classes, hogs, trivial, overhead")
+                        help="figures: suite, again (a second save session in the suite figure), machine (3 save "
+                             "sessions: the reference workload's rule), band, loaded, gate, power, classes, hogs, "
+                             "trivial, overhead")
     parser.add_argument("--suite-k", default=None, help="-k expression for the image suite (overrides --fast's)")
     parser.add_argument("--power-count", type=int, default=0, help="power, hogs: rounds (default 30, --fast 20)")
     parser.add_argument("--class-rounds", type=int, default=0, help="classes: rounds (default 10, --fast 5)")
@@ -464,7 +526,8 @@ def main() -> None:
     parser.add_argument("--pb-python", default=None, help="suite: interpreter with pytest-benchmark 5.2.3, pytest 8, torch")
     args = parser.parse_args()
     only = set(args.only.split(","))
-    unknown = only - {"suite", "again", "band", "loaded", "gate", "power", "classes", "hogs", "trivial", "overhead"}
+    unknown = only - {"suite", "again", "machine", "band", "loaded", "gate", "power", "classes", "hogs", "trivial",
+                      "overhead"}
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(sorted(unknown))}")
     suite_k = args.suite_k if args.suite_k is not None else ("float32" if args.fast else "")
@@ -518,6 +581,21 @@ def main() -> None:
             rows.append(("IQR/median, median over benchmarks: torchbench / pytest-benchmark",
                          f"{d['save']['iqr_median'] * 100:.1f}% / {pb['iqr_median'] * 100:.1f}%", "no worse",
                          d["save"]["iqr_median"] <= pb["iqr_median"], cond))
+    if "machine" in only:
+        selection = ["-k", suite_k] if suite_k else []
+        subset = f" (-k {suite_k})" if suite_k else ""
+        m = figure_machine(selection)
+        pairs = max(m["pairs"], 1)
+        low, high = m["reference_spread"]
+        cond = f"load {', '.join(f'{x:.1f}' for x in m['loads'])}; reference ratio 5th-95th percentile {low:+.0%}/{high:+.0%}"
+        for name, (false, caught20, caught2x) in m["counts"].items():
+            print(f"(machine{subset}) {name}: A/A {false}/{m['pairs']} ({false / pairs:.1%}), +20% caught "
+                  f"{caught20 / pairs:.1%}, 2x caught {caught2x / pairs:.1%}; {cond}", flush=True)
+        alone = m["counts"][MACHINE_RULES[0][0]]
+        chosen = m["counts"][MACHINE_RULES[1][0]]
+        rows.append((f"fastest-call A/A beyond the limit, {m['pairs']} session pairs{subset}: limit alone / scaled by a slower reference",
+                     f"{alone[0] / pairs:.1%} / {chosen[0] / pairs:.1%} (2x caught {alone[2] / pairs:.1%} / {chosen[2] / pairs:.1%})",
+                     "fewer, 2x still caught", chosen[0] <= alone[0] and chosen[2] >= 0.99 * alone[2], cond))
     if "band" in only:
         selection = ["-k", suite_k] if suite_k else []
         subset = f" (-k {suite_k})" if suite_k else ""

@@ -431,6 +431,7 @@ def test_a_reference_within_its_own_spread_changes_nothing():
     (None, _reference(8e-6)),  # a baseline saved before references were kept
     (_reference(4e-6), None),
     (_reference(4e-6, probe=1), _reference(8e-6, probe=2)),  # another workload: not comparable
+    (_reference(1e-320), _reference(4e-6)),  # a ratio that overflows: no evidence
 ])
 def test_references_that_cannot_be_compared_change_nothing(then, now):
     rng = random.Random(22)

@@ -343,6 +343,8 @@ def machine_slowdown(current: Any, baseline: Any) -> tuple[float, float, float] 
     if not now or not then or now.get("probe") != then.get("probe") or then["compute"] <= 0:
         return None
     ratio = now["compute"] / then["compute"]
+    if not finite(ratio):  # a hand-edited 1e-320 in a baseline: no evidence of anything
+        return None
     return (ratio, then["compute"], now["compute"]) if ratio > 1.0 + MACHINE_SLOWER else None
 
 

@@ -440,8 +440,9 @@ def render(
         pills = f'<span style="background:#b71c1c" title="tests that failed the gate">{counts["failed"]} failed</span>' + pills
     if counts.get(NOISY):
         subtitle += (f'<br><b style="color:{_COLORS[NOISY]}">{counts[NOISY]} test(s) noisy</b>: slower than the '
-                     "limit while the machine was busy, by no more than the load explains; not failed, rerun on "
-                     "a quieter machine (their cards, listed after the regressions, give the CPU share and load)")
+                     "limit, by no more than the machine explains (busy, or slower than when the baseline was "
+                     "saved) or not measured again by a fresh process; not failed, rerun (their cards, listed "
+                     "after the regressions, give the numbers)")
     by_key = verdicts_by_key(verdicts)
     groups = sorted({group_of(r) for r in results} - {""})
     ordered = sorted(results, key=lambda r: (status_rank(worst_status(by_key.get(r.key, []))), group_of(r), r.key))

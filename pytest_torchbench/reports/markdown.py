@@ -71,11 +71,13 @@ def _explanation(key: str, regressed: list[Verdict], by_key: dict[str, list[Verd
 
 
 def _noisy(noisy: list[Verdict]) -> list[str]:
-    """Verdicts a busy machine made undecidable (listed, not failed): each with the numbers that
-    say why (the CPU share and load of both runs), so a reader can judge whether to rerun."""
+    """Verdicts the machine made undecidable (listed, not failed): busy, slower as a whole than
+    when the baseline was saved, or a slowdown a fresh process did not measure again; each with the
+    numbers that say which, so a reader can judge whether to rerun."""
     if not noisy:
         return []
-    lines = [f"### Noisy ({len(noisy)}): not failed, the machine was busy; rerun on a quieter machine", ""]
+    lines = [f"### Noisy ({len(noisy)}): not failed, the machine cannot be told from the code "
+             "(busy, slower, or not measured again in a fresh process: each says which); rerun", ""]
     for verdict in noisy:
         lines += [f"<details><summary>{_escape(verdict.key)}: {_escape(verdict.metric)} "
                   f"{format_delta(safe_delta(verdict))}</summary>", "", _escape(verdict.summary), ""]

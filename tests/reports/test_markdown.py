@@ -136,7 +136,8 @@ def test_noisy_verdicts_get_their_own_section_and_do_not_fail() -> None:
     assert ":white_check_mark: passed" in text and "test(s) failed" not in text
     assert "1 noisy (not failed), 1 unchanged." in text
     assert ":warning: noisy (not failed)" in text  # marked in the table of changes
-    section = text[text.index("### Noisy (1): not failed, the machine was busy; rerun on a quieter machine"):]
+    section = text[text.index("### Noisy (1): not failed, the machine cannot be told from the code "
+                              "(busy, slower, or not measured again in a fresh process: each says which); rerun"):]
     assert "<details><summary>t.py::test\\_busy: time +30.0%</summary>" in section
     assert "this run: had a CPU 40% of its wall time, load average 9.5" in section
     assert text.count("<details>") == text.count("</details>")
@@ -148,5 +149,5 @@ def test_html_marks_noisy_tests() -> None:
     current, verdicts = _noisy_comparison()
     text = html.render(current, verdicts, None, "main")
     assert "1 noisy (not failed)</span>" in text  # a badge of its own colour
-    assert "1 test(s) noisy</b>: slower than the limit while the machine was busy" in text
+    assert "1 test(s) noisy</b>: slower than the limit, by no more than the machine explains" in text
     assert 'class="card noisy"' in text and "this run: had a CPU 40% of its wall time" in text
