@@ -106,12 +106,13 @@ def make_timer(fn: Callable[[], Any], spec: TimeSpec, clock: Callable[[], float]
 def _calibrate_number(timer: Timer, block_time: float) -> int:
     """The smallest power-of-two call count whose block lasts at least ``block_time``.
 
-    A block that seems long enough is timed once more and the shorter of the two counts: one
-    preemption during calibration (60 us, say) made blocks meant to last 100 us last 37 us."""
+    A block that seems long enough is timed once more (when under 50 ms: a 2 s call is not run
+    again) and the shorter of the two counts: one preemption during calibration (60 us, say) made
+    blocks meant to last 100 us last 37 us."""
     number = 1
     while True:
         elapsed = timer.timeit(number).raw_times[0]
-        if elapsed >= block_time:
+        if block_time <= elapsed < 0.05:
             elapsed = min(elapsed, timer.timeit(number).raw_times[0])
         if elapsed >= block_time or number >= 1 << 30:
             return number

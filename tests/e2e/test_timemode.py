@@ -38,6 +38,13 @@ def test_speeds():
 """
 
 
+# A regression in these tests is 3x, not 2x: the gate excuses a slowdown of up to 1.1x the
+# machine's own (its reference workload, metrics/time.py), and this VM's reference has run up to
+# 1.83x slower from one session to the next; the workloads here busy-wait on a deadline, so a slower
+# machine does not slow them, but it would excuse a 2x (1.1 x 1.83 = 2.01).
+SLOWER = 3.0
+
+
 def _write(bench, factors=None, extra=""):
     (bench.path / "factors.json").write_text(json.dumps(factors or {}))
     bench.pytester.makepyfile(test_bench=WORKLOADS + extra)
@@ -121,7 +128,7 @@ def test_saving_again_updates_what_ran_and_keeps_the_rest(bench):
 def test_regression_fails_its_own_test_with_the_numbers(bench):
     _write(bench)
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
-    _write(bench, {"slows": 2.0, "speeds": 0.5}, extra="""
+    _write(bench, {"slows": SLOWER, "speeds": 0.5}, extra="""
 @pytest.mark.benchmark(max_run_time=0.5)
 def test_new():
     work("new")
@@ -150,7 +157,7 @@ def test_new():
         "test_bench.py::test_speeds": "improvement", "test_bench.py::test_steady": "unchanged",
     }
     slows = next(v for v in document["verdicts"] if v["key"] == "test_bench.py::test_slows")
-    assert slows["failed"] and 0.6 < slows["delta"] < 1.6
+    assert slows["failed"] and 1.4 < slows["delta"] < 2.6
     assert document["compared_with"].endswith("main")
     assert {b["key"] for b in document["benchmarks"]} == set(statuses)
 
@@ -257,9 +264,8 @@ def test_saved_runs_form_a_band_and_the_verdict_names_it(bench):
     ])
 
 
-# Real work for the busy-machine tests (busy-waiting on a clock takes less CPU time when preempted,
-# so its CPU time says nothing): N 64x64 matrix products, about 7 us each.
-# Work measured in this thread's CPU time: a call spins until it has had FACTOR/140 ms of CPU. Other
+# Work for the busy-machine tests (busy-waiting on a wall clock takes less CPU time when preempted,
+# so its CPU time says nothing), measured in this thread's CPU time: a call spins until it has had FACTOR/140 ms of CPU. Other
 # processes stretch its wall time, not its CPU time, as with real work; unlike real work (it was a
 # loop of 64x64 mm), a machine that got faster or slower between the save and the compare does
 # not change it: this VM flips between speeds for minutes (a reference workload 4.0 us or 6.2-7.1
@@ -314,12 +320,13 @@ def test_busy_machine_gives_a_noisy_verdict_not_a_failure(bench):
     ])
 
 
-def test_busy_machine_still_fails_a_doubled_call(bench):
-    """Twice the work fails however busy the machine: its CPU time per call doubles."""
+def test_busy_machine_still_fails_a_tripled_call(bench):
+    """Three times the work fails however busy the machine: its CPU time per call triples (3x, not
+    2x: see SLOWER)."""
     (bench.path / "factors.json").write_text(json.dumps({"slows": 140}))
     bench.pytester.makepyfile(test_bench=COMPUTE)
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=1)
-    (bench.path / "factors.json").write_text(json.dumps({"slows": 280}))
+    (bench.path / "factors.json").write_text(json.dumps({"slows": 3 * 140}))
     result = _compare_beside_hogs(bench)
     result.assert_outcomes(failed=1)
     result.stdout.re_match_lines([
@@ -395,7 +402,7 @@ SLOW_ONCE = os.path.join(os.path.dirname(__file__), "slow_once.txt")
 FLAKY = 1.0
 if os.path.exists(SLOW_ONCE):
     os.remove(SLOW_ONCE)
-    FLAKY = 2.0
+    FLAKY = 3.0
 
 @pytest.mark.benchmark(max_run_time=0.5)
 def test_flaky():
@@ -404,7 +411,7 @@ def test_flaky():
         pass
 """)
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
-    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
+    (bench.path / "factors.json").write_text(json.dumps({"slows": SLOWER}))
     (bench.path / "slow_once.txt").write_text("")
     json_path = bench.path / "run.json"
     result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}")
@@ -416,7 +423,7 @@ def test_flaky():
     verdicts = {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
     flaky = verdicts["test_bench.py::test_flaky"]
     assert flaky["status"] == "noisy" and not flaky["failed"], flaky
-    assert 0.6 < flaky["delta"] < 1.6  # what the compare run measured
+    assert 1.4 < flaky["delta"] < 2.6  # what the compare run measured
     assert "; not confirmed: a fresh process measured 5" in flaky["summary"]
     assert "so not failed" in flaky["summary"]
     assert any("spread between processes" in line for line in flaky["details"])
@@ -428,7 +435,7 @@ def test_flaky():
 def _save_then_double_two(bench):
     """Save, then compare with test_steady and test_slows twice as slow: the verdicts by key."""
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
-    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0, "steady": 2.0}))
+    (bench.path / "factors.json").write_text(json.dumps({"slows": SLOWER, "steady": SLOWER}))
     json_path = bench.path / "run.json"
     result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}", "-p", "no:randomly")
     result.assert_outcomes(passed=1, failed=2)
@@ -512,7 +519,7 @@ def test_serves(server):
     # from now on the fixture wants the port the first run found free: the compare run takes it
     conftest = bench.path / "conftest.py"
     conftest.write_text("import pytest\npytest._port = " + port + "\n" + conftest.read_text())
-    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
+    (bench.path / "factors.json").write_text(json.dumps({"slows": SLOWER}))
     result = bench.run("--bench-compare=main", FAST, "-k", "serves")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
@@ -575,7 +582,7 @@ def test_serves(server):
     work("slows")
 """)
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
-    (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
+    (bench.path / "factors.json").write_text(json.dumps({"slows": SLOWER}))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         free = probe.getsockname()[1]
