@@ -243,8 +243,10 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     ``metadata`` carries how undisturbed the measurement was, for the gate to say so: ``cpu_share``
     is this thread's CPU time over the wall time of the whole measurement (1.0: it had a core all
     the time; 0.4: other processes had it 60% of the time; only meaningful for single-threaded
-    CPU work, so None otherwise), ``load`` the load average when it ended and ``cpu_times`` each
-    block's CPU time in seconds (same order as ``raw_times``; None where CPU time says nothing).
+    CPU work, so None otherwise), ``load`` the load average when it ended, ``cpu_times`` each
+    block's CPU time in seconds (same order as ``raw_times``; None where CPU time says nothing) and
+    ``reference`` the machine's own speed beside it (engines/reference.py; None with CUDA in use).
+    The reference's samples are left out of the wall and CPU times behind ``cpu_share``.
     """
     from torch.utils.benchmark.utils.timer import timer as torch_timer
 
