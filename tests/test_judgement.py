@@ -397,13 +397,18 @@ def _reference(compute, probe=1):
     return {"probe": probe, "compute": compute}
 
 
+def _beside(rng, fastest, compute, **quiet):
+    """A quiet run of about ``fastest`` per call, its reference workload at ``compute`` per call."""
+    metric = _quiet(_metric(rng, fastest, 0.01), **quiet)
+    metric.reference = _reference(compute)
+    return metric
+
+
 def test_a_machine_slower_by_as_much_as_the_code_is_noisy_not_failed():
     # The CI run this comes from: 621 ns -> 1.084 us at CPU share 0.99, load 1.0
     rng = random.Random(20)
-    baseline = _quiet(_metric(rng, 621e-9, 0.01))
-    baseline.reference = _reference(4.0e-6)
-    current = _quiet(_metric(rng, 1.084e-6, 0.01))
-    current.reference = _reference(7.2e-6)
+    baseline = _beside(rng, 621e-9, 4.0e-6)
+    current = _beside(rng, 1.084e-6, 7.2e-6)
     verdict = judge_metric("k", "time", current, baseline, Policy())
     assert verdict.status == NOISY and not verdict.failed
     assert ": the machine itself was +80.0% slower (a reference workload beside it), a slowdown must " \
@@ -412,8 +417,7 @@ def test_a_machine_slower_by_as_much_as_the_code_is_noisy_not_failed():
             "beside the baseline's latest run (+80.0%), which explains a rise of the fastest call of up to "
             "+98% over that run") in verdict.details
     # what the slower machine does not explain still fails: 4x the time on a 1.8x slower machine
-    current = _quiet(_metric(rng, 2.5e-6, 0.01))
-    current.reference = _reference(7.2e-6)
+    current = _beside(rng, 2.5e-6, 7.2e-6)
     verdict = judge_metric("k", "time", current, baseline, Policy())
     assert verdict.status == REGRESSION
     assert verdict.details[-1].endswith("explains a rise of the fastest call of up to +98% over that run: not this one")
@@ -421,17 +425,14 @@ def test_a_machine_slower_by_as_much_as_the_code_is_noisy_not_failed():
 
 def test_a_hand_edited_reference_excuses_at_most_three_times_the_time():
     rng = random.Random(25)
-    baseline = _quiet(_metric(rng, 100e-6, 0.01))
-    baseline.reference = _reference(1e-300)  # passes every check: positive, finite
-    current = _quiet(_metric(rng, 1e-3, 0.01))  # 10x
-    current.reference = _reference(4e-6)
+    baseline = _beside(rng, 100e-6, 1e-300)  # passes every check: positive, finite
+    current = _beside(rng, 1e-3, 4e-6)  # 10x
     verdict = judge_metric("k", "time", current, baseline, Policy())
     assert verdict.status == REGRESSION and verdict.failed
     assert "(+200.0% (counted as 3x at most)), which explains a rise of the fastest call of up to +230%" \
         in verdict.details[-1]
     assert len(verdict.details[-1]) < 300
-    current = _quiet(_metric(rng, 300e-6, 0.01))  # 3x: within what a 3x slower machine explains
-    current.reference = _reference(4e-6)
+    current = _beside(rng, 300e-6, 4e-6)  # 3x: within what a 3x slower machine explains
     assert judge_metric("k", "time", current, baseline, Policy()).status == NOISY
 
 
@@ -439,17 +440,13 @@ def test_the_machine_excuse_is_against_the_run_its_reference_was_measured_beside
     # an earlier saved run was slow (180 us) and the latest 100 us; the reference rose 1.5x since the
     # latest: 2.5x the latest run is neither the band's noise nor the machine's
     rng = random.Random(26)
-    baseline = _quiet(_metric(rng, 100e-6, 0.01), history=[180e-6])
-    baseline.reference = _reference(4e-6)
-    current = _quiet(_metric(rng, 250e-6, 0.01))
-    current.reference = _reference(6e-6)
+    baseline = _beside(rng, 100e-6, 4e-6, history=[180e-6])
+    current = _beside(rng, 250e-6, 6e-6)
     verdict = judge_metric("k", "time", current, baseline, Policy())
     assert verdict.status == REGRESSION and verdict.failed
     # with a faster earlier run, +50% over the latest is within the machine's +65%
-    baseline = _quiet(_metric(rng, 100e-6, 0.01), history=[90e-6])
-    baseline.reference = _reference(4e-6)
-    current = _quiet(_metric(rng, 150e-6, 0.01))
-    current.reference = _reference(6e-6)
+    baseline = _beside(rng, 100e-6, 4e-6, history=[90e-6])
+    current = _beside(rng, 150e-6, 6e-6)
     assert judge_metric("k", "time", current, baseline, Policy()).status == NOISY
 
 
@@ -457,22 +454,17 @@ def test_a_busy_and_slower_machine_excuses_do_not_multiply():
     # 1 ms calls at CPU share 0.5 in both runs (no CPU times: the load allowance, +120%) and a 2x
     # slower reference (+120%): 4x is more than either explains
     rng = random.Random(27)
-    baseline = _quiet(_metric(rng, 1e-3, 0.01), share=0.5)
-    baseline.reference = _reference(4e-6)
-    current = _quiet(_metric(rng, 4e-3, 0.01), share=0.5)
-    current.reference = _reference(8e-6)
+    baseline = _beside(rng, 1e-3, 4e-6, share=0.5)
+    current = _beside(rng, 4e-3, 8e-6, share=0.5)
     assert judge_metric("k", "time", current, baseline, Policy()).status == REGRESSION
-    current = _quiet(_metric(rng, 2e-3, 0.01), share=0.5)
-    current.reference = _reference(8e-6)
+    current = _beside(rng, 2e-3, 8e-6, share=0.5)
     assert judge_metric("k", "time", current, baseline, Policy()).status == NOISY
 
 
 def test_an_improvement_on_a_slower_machine_says_nothing_of_the_machine():
     rng = random.Random(28)
-    baseline = _quiet(_metric(rng, 1e-3, 0.01))
-    baseline.reference = _reference(4e-6)
-    current = _quiet(_metric(rng, 0.5e-3, 0.01))
-    current.reference = _reference(8e-6)
+    baseline = _beside(rng, 1e-3, 4e-6)
+    current = _beside(rng, 0.5e-3, 8e-6)
     verdict = judge_metric("k", "time", current, baseline, Policy())
     assert verdict.status == IMPROVEMENT
     assert not any("machine" in d for d in verdict.details)
@@ -480,10 +472,8 @@ def test_an_improvement_on_a_slower_machine_says_nothing_of_the_machine():
 
 def test_a_reference_within_its_own_spread_changes_nothing():
     rng = random.Random(21)
-    baseline = _quiet(_metric(rng, 1e-3, 0.01))
-    baseline.reference = _reference(4.0e-6)
-    current = _quiet(_metric(rng, 1.2e-3, 0.01))
-    current.reference = _reference(4.8e-6)  # +20%: the limit applies as it is
+    baseline = _beside(rng, 1e-3, 4.0e-6)
+    current = _beside(rng, 1.2e-3, 4.8e-6)  # +20%: the limit applies as it is
     assert judge_metric("k", "time", current, baseline, Policy()).status == REGRESSION
     current.reference = _reference(5.2e-6)  # +30%: a slower machine
     assert judge_metric("k", "time", current, baseline, Policy()).status == NOISY

@@ -254,9 +254,7 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     steady_allocator()
     clock = _CpuClock(spec.timer or torch_timer)
     timer = make_timer(fn, spec, clock)
-    probe = ReferenceProbe() if not _cuda_in_use() else None
-    if probe is not None:
-        probe.sample()
+    probe = _started_probe()
     wall_start, cpu_start = time.perf_counter(), time.thread_time()
     number = _calibrate_number(timer, spec.block_time)
     probe_wall = probe_cpu = 0.0
@@ -300,6 +298,16 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
                        metadata=metadata)
 
 
+def _started_probe() -> ReferenceProbe | None:
+    """The machine's reference workload, sampled once before a measurement; None with CUDA in use
+    (the benchmark's time is the GPU's, which a CPU workload says nothing about)."""
+    if _cuda_in_use():
+        return None
+    probe = ReferenceProbe()
+    probe.sample()
+    return probe
+
+
 def _cuda_in_use() -> bool:
     """GPU work waits on the device, off the CPU: CPU share says nothing about disturbance then."""
     import torch
@@ -335,9 +343,7 @@ def measure_rounds(
     task_spec = TaskSpec(stmt=getattr(target, "__qualname__", None) or repr(target), setup="",
                          label=spec.label or None, sub_label=spec.sub_label or None,
                          description=spec.description or None, num_threads=spec.num_threads)
-    probe = ReferenceProbe() if not _cuda_in_use() else None
-    if probe is not None:
-        probe.sample()
+    probe = _started_probe()
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(spec.num_threads)
     raw_times: list[float] = []

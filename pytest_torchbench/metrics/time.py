@@ -407,7 +407,7 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
                                allowed, cpu_limit if cpu_change is not None else None) if status != UNCHANGED else []
     if slower is not None and machine_allowed is not None and status in (REGRESSION, NOISY):
         ratio, before, after = slower
-        capped = " (counted as 3x at most)" if after / before > MACHINE_MAX else ""
+        capped = f" (counted as {MACHINE_MAX:g}x at most)" if after / before > MACHINE_MAX else ""
         measure = "CPU time" if cpu_change is not None else "the fastest call"
         details.append(f"the machine was slower: a reference workload took {format_seconds(after)} per "
                        f"call beside this run, {format_seconds(before)} beside the baseline's latest run "
