@@ -94,6 +94,8 @@ class BenchSession:
         rootdir: str | None = None,
     ) -> None:
         self.modes = modes
+        #: A counting mode seeds each benchmark test before its fixtures run (plugin's setup hook).
+        self.seeds_tests = any(registry.get(mode).seeded for mode in modes)
         self.rootdir = rootdir  # source locations in results are relative to it
         self.min_run_time = min_run_time
         self.output_dir = output_dir

@@ -245,3 +245,51 @@ def test_seed_keyword_is_validated(bench):
     assert "test_bench.py::test_negative: seed=-1 must be an integer >= 0" in out
     assert "test_bench.py::test_string: seed='0' must be an integer >= 0" in out
     assert "test_bench.py::test_too_large: seed=1099511627776 must be at most 4294967295" in out
+
+
+SEEDED_TESTS = """
+import pytest, torch
+
+@pytest.fixture
+def drawn():
+    return torch.rand(()).item()
+
+def test_first(benchmark):
+    benchmark(torch.rand, 100)  # leaves torch's generator somewhere after its warm-up and region
+
+def test_second(benchmark, drawn):
+    body = torch.rand(()).item()
+    benchmark.extra_info.update(fixture=drawn, body=body)
+    k = 1 + int(body * 40)
+    benchmark(lambda: [torch.zeros(1) for _ in range(k)])  # its op count follows the body's draw
+
+@pytest.mark.benchmark(seed=7)
+def test_own_seed(benchmark):
+    benchmark.extra_info["body"] = torch.rand(()).item()
+    benchmark(torch.zeros, 1)
+"""
+
+
+def test_counting_modes_seed_each_test_before_its_fixtures(bench):
+    """What a fixture or the test body draws, and so what the benchmark counts, is the same
+    whichever test ran before it in the process: otherwise the counts depend on the order, on -k
+    and -n, and (torch seeds its generator randomly per process) on the run."""
+    import torch
+
+    bench.pytester.makepyfile(test_bench=SEEDED_TESTS)
+    documents = {}
+    for name, selection in (("all", ()), ("alone", ("-k", "second or own_seed"))):
+        out = bench.path / f"{name}.json"
+        result = bench.run("--bench-mode=ops", f"--bench-json={out}", *selection, timeout=120)
+        result.assert_outcomes(passed=3 if name == "all" else 2)
+        documents[name] = {b["key"]: b for b in json.loads(out.read_text())["benchmarks"]}
+    torch.manual_seed(0)
+    fixture, body = torch.rand(()).item(), torch.rand(()).item()
+    torch.manual_seed(7)
+    own = torch.rand(()).item()
+    for name, by_key in documents.items():
+        second = by_key["test_bench.py::test_second"]
+        assert second["extra_info"] == {"fixture": fixture, "body": body}, name
+        assert by_key["test_bench.py::test_own_seed"]["extra_info"] == {"body": own}, name
+    assert (documents["all"]["test_bench.py::test_second"]["metrics"]["ops"]
+            == documents["alone"]["test_bench.py::test_second"]["metrics"]["ops"])
