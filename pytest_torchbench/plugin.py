@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import warnings
 from pathlib import Path
 from typing import Any, Generator
@@ -160,6 +161,8 @@ def pytest_configure(config: pytest.Config) -> None:
             folder = settings.baselines_dir / settings.save
             if folder.is_dir():
                 load_set_from_folder(folder, settings.save)
+            else:
+                _make_baselines_folder(settings.baselines_dir)
     except BaselineError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -235,6 +238,41 @@ def _session(config: pytest.Config) -> BenchSession | None:
 # -- collection ------------------------------------------------------------------------------------
 
 
+def _make_baselines_folder(folder: Path) -> None:
+    """Create the baselines folder before the tests are collected (an empty folder; nothing is
+    written into it before the save at the end of the run).
+
+    Why: the processes that measure collect with the folder there in every later run, and its
+    presence alone moved their heap. Measured on a real library's suite: the first
+    ``--bench-save`` in a fresh project counted 14 of 16 benchmarks differently from every later
+    run (up to 0.085%; a compiled function), so the first compare after the first save was never
+    bit-identical. With the folder made here and skipped in collection
+    (:func:`pytest_ignore_collect`) both runs collect alike.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # the save at the end reports it, with the path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """The baselines folder is never searched for tests: it holds our JSON, and what pytest makes
+    while walking it (a node per folder, a hook call per file) would make the measuring processes'
+    heap depend on how many baseline files there are. A folder of that name holding Python files
+    at its top is the user's, and left to pytest."""
+    settings = config.stash.get(settings_key, None)
+    if settings is None or not settings.active or collection_path != settings.baselines_dir:
+        return None
+    try:
+        with os.scandir(collection_path) as entries:
+            if any(entry.name.endswith(".py") for entry in entries):
+                return None
+    except OSError:
+        return None
+    return True
+
+
 def _is_benchmark(item: pytest.Item) -> bool:
     return item.get_closest_marker(MARKER_NAME) is not None or any(
         name in getattr(item, "fixturenames", ()) for name in SELECTING_FIXTURES
@@ -274,19 +312,56 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # When pytest-benchmark owns the run, the marker's keywords are its business.
     if item.config.stash.get(owns_key, True) and item.get_closest_marker(MARKER_NAME) is not None:
-        recorder = _recorder(item)  # validates the marker: a bad keyword is an error at setup, naming it
-        session = _session(item.config)
-        if session is not None and session.seeds_tests and recorder.options.seed is not None:
-            # Before the fixtures and the test body, not only before the warm-up: inputs drawn
-            # there, and the benchmark's first (real) call, would otherwise draw from wherever the
-            # previous test left the generators (order-dependent: another -n, -k or file order
-            # counts differently) or, for a worker's first test, from torch's per-process random
-            # seed. Measured: a random crop whose first call sometimes returned a view of its input
-            # kept that input's C++ reference count at 2 for the whole region or not, 0.7% of
-            # its instructions, 1 run in 4.
-            from .seeding import seed_everything
+        _recorder(item)  # validates the marker: a bad keyword is an error at setup, naming it
+        _seed_test(item)
 
-            seed_everything(recorder.options.seed)
+
+def _test_seed(item: pytest.Item) -> int | None:
+    """The seed a counting session gives ``item`` before its fixtures (None: not seeded: time mode alone, no session, pytest-benchmark's run, not a benchmark, or
+    the marker's ``seed=None``).
+
+    Why seed a test, not only the warm-up: the inputs its fixtures and body draw, and the
+    benchmark's first (real) call, would otherwise draw from wherever the tests before it left
+    the generators (another -n, -k or file order counts differently) or, for a process's first
+    test, from torch's per-process random seed. Measured: a random crop whose first call
+    sometimes returned a view of its input kept that input's C++ reference count at 2 for the
+    whole region or not, 0.7% of its instructions, 1 run in 4. Fixtures above function scope
+    draw from their own seeding (:func:`pytest_fixture_setup`).
+    """
+    session = _session(item.config)
+    if session is None or not session.seeds_tests or not item.config.stash.get(owns_key, True):
+        return None
+    if item.get_closest_marker(MARKER_NAME) is None:
+        return None
+    recorder = item.stash.get(recorder_key, None)
+    return recorder.options.seed if recorder is not None else None
+
+
+def _seed_test(item: pytest.Item) -> None:
+    seed = _test_seed(item)
+    if seed is not None:
+        from .seeding import seed_everything
+
+        seed_everything(seed)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> Generator[None, Any, Any]:
+    """In a counting session a fixture above function scope draws from generators seeded for it
+    (the default seed), and the test whose setup made it goes on from where it was, as if the
+    fixture had been cached already: what the fixture and each test draw must not depend on which
+    test, benchmark or not, needed the fixture first (measured: a module fixture first set up by a
+    plain test gave a benchmark 36, 21 and 6 op calls in three runs of one command; first set up
+    by the benchmark itself, its body drew other numbers than after another benchmark)."""
+    session = _session(request.config)
+    if (fixturedef.scope == "function" or session is None or not session.seeds_tests
+            or not request.config.stash.get(owns_key, True)):
+        return (yield)
+    from .seeding import seed_everything, kept_generators
+
+    with kept_generators():
+        seed_everything(BenchOptions().seed or 0)
+        return (yield)
 
 
 @pytest.hookimpl(tryfirst=True)

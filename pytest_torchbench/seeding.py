@@ -10,21 +10,42 @@ seeding itself would be counted). Wall time is never seeded: it is a statistic o
 """
 from __future__ import annotations
 
+import contextlib
 import random
 import sys
-from typing import Callable
+from typing import Callable, Iterator
 
 
 def seed_everything(seed: int) -> None:
     """Seed Python's ``random``, numpy's global generator (when numpy is imported: importing it
-    here would cost time in runs that never use it) and torch (CPU and every CUDA device)."""
+    here would cost time in runs that never use it) and torch (CPU and every CUDA device).
+    torch first: importing it imports numpy, which must then be seeded too."""
+    import torch
+
+    torch.manual_seed(seed)
     random.seed(seed)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed)
+
+
+@contextlib.contextmanager
+def kept_generators() -> Iterator[None]:
+    """The generators seed_everything seeds are put back as they were when the block ends (CUDA
+    devices' only when CUDA is already initialised: never initialise it here)."""
     import torch
 
-    torch.manual_seed(seed)
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    python_state = random.getstate()
+    numpy = sys.modules.get("numpy")
+    numpy_state = numpy.random.get_state() if numpy is not None else None
+    with torch.random.fork_rng(devices=devices):
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            if numpy is not None:
+                numpy.random.set_state(numpy_state)
 
 
 def seeder(seed: int | None) -> Callable[[], None] | None:

@@ -90,6 +90,25 @@ def test_missing_baselines_folder(bench):
     compared.stdout.fnmatch_lines(["no changes beyond the limits against baseline 'main' (*perf/base/main)"])
 
 
+def test_baselines_folder_is_made_before_collection_and_never_searched(bench):
+    """A save run's workers collect with the folder there, as every later run's do (its presence
+    moved their heap: the first save counted differently), and no run walks it for tests."""
+    bench.pytester.makepyfile(test_bench="""
+        import os
+        def test_folder_is_there(benchmark):
+            assert os.path.isdir("baselines"), "the save run made the folder before the tests"
+            benchmark(len, "x")
+    """)
+    bench.run("--bench-save=main", OPS).assert_outcomes(passed=1)
+    trap = bench.path / "baselines" / "main" / "nested"
+    trap.mkdir()
+    (trap / "test_trap.py").write_text("def test_trap():\n    raise AssertionError('collected')\n")
+    bench.run("--bench-compare=main", OPS).assert_outcomes(passed=1)
+    # a folder holding Python files at its top is the user's: left to pytest
+    (bench.path / "baselines" / "test_theirs.py").write_text("def test_theirs():\n    pass\n")
+    bench.run("--bench-compare=main", OPS).assert_outcomes(passed=2, failed=1)
+
+
 @pytest.mark.parametrize("spec, needle", [
     ("time", "cannot read 'time'"),
     ("time:fast", "cannot read 'time:fast'"),

@@ -267,29 +267,66 @@ def test_second(benchmark, drawn):
 def test_own_seed(benchmark):
     benchmark.extra_info["body"] = torch.rand(()).item()
     benchmark(torch.zeros, 1)
+
+@pytest.fixture(scope="module")
+def weights():
+    return torch.rand(4)
+
+def test_plain_needs_weights_first(weights):
+    assert weights.shape == (4,)
+
+def test_after_a_module_fixture(benchmark, weights):
+    body = torch.rand(()).item()
+    benchmark.extra_info.update(weights=weights.tolist(), body=body)
+    k = 1 + int(body * 40)
+    benchmark(lambda: [torch.zeros(1) for _ in range(k)])
+
+@pytest.fixture
+def lazy_numpy_draw():
+    import numpy as np
+    return float(np.random.rand())
+
+def test_numpy_fixture(benchmark, lazy_numpy_draw):
+    benchmark.extra_info["numpy"] = lazy_numpy_draw
+    benchmark(torch.zeros, 1)
 """
 
 
 def test_counting_modes_seed_each_test_before_its_fixtures(bench):
-    """What a fixture or the test body draws, and so what the benchmark counts, is the same
-    whichever test ran before it in the process: otherwise the counts depend on the order, on -k
-    and -n, and (torch seeds its generator randomly per process) on the run."""
+    """What a fixture (of any scope) or the test body draws, and so what the benchmark counts, is
+    the same whichever tests ran before it in the process: otherwise the counts depend on the
+    order, on -k and -n, and (torch seeds its generator randomly per process) on the run. Time
+    mode alone leaves the generators alone."""
+    import numpy
     import torch
 
     bench.pytester.makepyfile(test_bench=SEEDED_TESTS)
     documents = {}
-    for name, selection in (("all", ()), ("alone", ("-k", "second or own_seed"))):
+    runs = (("all", ()), ("again", ()), ("alone", ("-k", "second or own_seed or after_a or numpy")),
+            ("time", ("--bench-mode=time", FAST)))
+    for name, selection in runs:
         out = bench.path / f"{name}.json"
-        result = bench.run("--bench-mode=ops", f"--bench-json={out}", *selection, timeout=120)
-        result.assert_outcomes(passed=3 if name == "all" else 2)
+        mode = () if name == "time" else ("--bench-mode=ops",)
+        result = bench.run(*mode, f"--bench-json={out}", *selection, timeout=180)
+        result.assert_outcomes(passed=4 if name == "alone" else 6)
         documents[name] = {b["key"]: b for b in json.loads(out.read_text())["benchmarks"]}
     torch.manual_seed(0)
     fixture, body = torch.rand(()).item(), torch.rand(()).item()
+    torch.manual_seed(0)
+    weights = torch.rand(4).tolist()
     torch.manual_seed(7)
     own = torch.rand(()).item()
-    for name, by_key in documents.items():
-        second = by_key["test_bench.py::test_second"]
-        assert second["extra_info"] == {"fixture": fixture, "body": body}, name
+    numpy.random.seed(0)
+    numpy_draw = float(numpy.random.rand())
+    for name in ("all", "again", "alone"):
+        by_key = documents[name]
+        assert by_key["test_bench.py::test_second"]["extra_info"] == {"fixture": fixture, "body": body}, name
         assert by_key["test_bench.py::test_own_seed"]["extra_info"] == {"body": own}, name
-    assert (documents["all"]["test_bench.py::test_second"]["metrics"]["ops"]
-            == documents["alone"]["test_bench.py::test_second"]["metrics"]["ops"])
+        assert by_key["test_bench.py::test_after_a_module_fixture"]["extra_info"] == {
+            "weights": weights, "body": fixture}, name  # the module fixture drew from its own seeding
+        assert by_key["test_bench.py::test_numpy_fixture"]["extra_info"] == {"numpy": numpy_draw}, name
+        for key in ("test_bench.py::test_second", "test_bench.py::test_after_a_module_fixture"):
+            assert by_key[key]["metrics"]["ops"] == documents["all"][key]["metrics"]["ops"], (name, key)
+    timed = documents["time"]
+    assert timed["test_bench.py::test_second"]["extra_info"] != {"fixture": fixture, "body": body}
+    assert timed["test_bench.py::test_numpy_fixture"]["extra_info"] != {"numpy": numpy_draw}
