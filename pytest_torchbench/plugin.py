@@ -317,8 +317,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def _test_seed(item: pytest.Item) -> int | None:
-    """The seed a counting session gives ``item`` before its fixtures (None: not seeded: time mode alone, no session, pytest-benchmark's run, not a benchmark, or
-    the marker's ``seed=None``).
+    """The seed a counting session gives ``item`` before its fixtures; None when it is not
+    seeded (time mode alone, no session, pytest-benchmark's run, not a benchmark, ``seed=None``).
 
     Why seed a test, not only the warm-up: the inputs its fixtures and body draw, and the
     benchmark's first (real) call, would otherwise draw from wherever the tests before it left
