@@ -162,7 +162,7 @@ def pytest_configure(config: pytest.Config) -> None:
             if folder.is_dir():
                 load_set_from_folder(folder, settings.save)
             else:
-                _make_baselines_folder(settings.baselines_dir)
+                _make_baselines_folder(config, settings.baselines_dir)
     except BaselineError as exc:
         raise pytest.UsageError(str(exc)) from None
 
@@ -238,9 +238,10 @@ def _session(config: pytest.Config) -> BenchSession | None:
 # -- collection ------------------------------------------------------------------------------------
 
 
-def _make_baselines_folder(folder: Path) -> None:
+def _make_baselines_folder(config: pytest.Config, folder: Path) -> None:
     """Create the baselines folder before the tests are collected (an empty folder; nothing is
-    written into it before the save at the end of the run).
+    written into it before the save at the end of the run, and the folders made here are removed
+    again when the run ends without saving into them: a failed save leaves nothing behind).
 
     Why: the processes that measure collect with the folder there in every later run, and its
     presence alone moved their heap. Measured on a real library's suite: the first
@@ -249,10 +250,24 @@ def _make_baselines_folder(folder: Path) -> None:
     bit-identical. With the folder made here and skipped in collection
     (:func:`pytest_ignore_collect`) both runs collect alike.
     """
+    missing = []  # deepest first
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
-        pass  # the save at the end reports it, with the path
+        return  # the save at the end reports it, with the path
+
+    def remove_if_unused() -> None:
+        for made in missing:
+            try:
+                made.rmdir()  # only ever an empty folder
+            except OSError:
+                return  # the save wrote into it (or someone else did)
+
+    config.add_cleanup(remove_if_unused)
 
 
 @pytest.hookimpl(tryfirst=True)

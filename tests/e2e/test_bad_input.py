@@ -99,7 +99,12 @@ def test_baselines_folder_is_made_before_collection_and_never_searched(bench):
             assert os.path.isdir("baselines"), "the save run made the folder before the tests"
             benchmark(len, "x")
     """)
-    bench.run("--bench-save=main", OPS).assert_outcomes(passed=1)
+    (bench.path / "test_fails.py").write_text("def test_fails(benchmark):\n    raise AssertionError('no')\n")
+    # a save that writes nothing leaves no folder behind
+    bench.run("--bench-save=main", OPS, "test_fails.py").assert_outcomes(failed=1)
+    assert not (bench.path / "baselines").exists()
+    bench.run("--bench-save=main", OPS, "test_bench.py").assert_outcomes(passed=1)
+    (bench.path / "test_fails.py").unlink()
     trap = bench.path / "baselines" / "main" / "nested"
     trap.mkdir()
     (trap / "test_trap.py").write_text("def test_trap():\n    raise AssertionError('collected')\n")
