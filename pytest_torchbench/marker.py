@@ -25,6 +25,8 @@ MARKER_DOC = (
     "body is measured."
 )
 
+#: The marker's ``seed`` when not given; also the seed of fixtures above function scope.
+DEFAULT_SEED = 0
 #: Largest seed numpy's legacy global generator accepts (``np.random.seed``).
 MAX_SEED = 2**32 - 1
 
@@ -53,7 +55,7 @@ class BenchOptions:
     profile: Mapping[str, Any] | None = None  # profiler options for --bench-profile / bench_profiler
     # Counting modes seed torch, numpy and random with this before the warm-up (ops, memory: again
     # before the counted region), so code that draws random numbers counts the same run to run.
-    seed: int | None = 0
+    seed: int | None = DEFAULT_SEED
     # pytest-benchmark's keywords, mapped onto time mode (counting modes ignore them):
     group: str | None = None  # a column of the results, as pytest-benchmark's --benchmark-group-by=group
     min_rounds: int | None = None  # at least this many timed blocks (ours: at least 30 anyway)

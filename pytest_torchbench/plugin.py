@@ -27,7 +27,7 @@ from . import options as options_module
 from .controller import REPORT_ATTRIBUTE, Controller
 from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
 from .metrics import registry
-from .marker import MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
+from .marker import DEFAULT_SEED, MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
 from .options import BenchSettings
 from .refs import resolve_compare
 from .session import BenchSession, Naming, IsolationGuard
@@ -331,9 +331,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         _seed_test(item)
 
 
-def _test_seed(item: pytest.Item) -> int | None:
-    """The seed a counting session gives ``item`` before its fixtures; None when it is not
-    seeded (time mode alone, no session, pytest-benchmark's run, not a benchmark, ``seed=None``).
+def _seeds_tests(config: pytest.Config) -> bool:
+    """Whether this process seeds tests and their fixtures: a counting mode is measured here and
+    the run is ours (not pytest-benchmark's)."""
+    session = _session(config)
+    return session is not None and session.seeds_tests and config.stash.get(owns_key, True)
+
+
+def _seed_test(item: pytest.Item) -> None:
+    """Seed a benchmark test before its fixtures (its marker's ``seed``; ``seed=None``: not).
 
     Why seed a test, not only the warm-up: the inputs its fixtures and body draw, and the
     benchmark's first (real) call, would otherwise draw from wherever the tests before it left
@@ -343,17 +349,9 @@ def _test_seed(item: pytest.Item) -> int | None:
     whole region or not, 0.7% of its instructions, 1 run in 4. Fixtures above function scope
     draw from their own seeding (:func:`pytest_fixture_setup`).
     """
-    session = _session(item.config)
-    if session is None or not session.seeds_tests or not item.config.stash.get(owns_key, True):
-        return None
-    if item.get_closest_marker(MARKER_NAME) is None:
-        return None
-    recorder = item.stash.get(recorder_key, None)
-    return recorder.options.seed if recorder is not None else None
-
-
-def _seed_test(item: pytest.Item) -> None:
-    seed = _test_seed(item)
+    if not _seeds_tests(item.config):
+        return
+    seed = _recorder(item).options.seed
     if seed is not None:
         from .seeding import seed_everything
 
@@ -368,14 +366,12 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.Fix
     test, benchmark or not, needed the fixture first (measured: a module fixture first set up by a
     plain test gave a benchmark 36, 21 and 6 op calls in three runs of one command; first set up
     by the benchmark itself, its body drew other numbers than after another benchmark)."""
-    session = _session(request.config)
-    if (fixturedef.scope == "function" or session is None or not session.seeds_tests
-            or not request.config.stash.get(owns_key, True)):
+    if fixturedef.scope == "function" or not _seeds_tests(request.config):
         return (yield)
     from .seeding import seed_everything, kept_generators
 
     with kept_generators():
-        seed_everything(BenchOptions().seed or 0)
+        seed_everything(DEFAULT_SEED)
         return (yield)
 
 
