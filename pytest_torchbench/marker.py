@@ -59,7 +59,7 @@ class BenchOptions:
     # pytest-benchmark's keywords, mapped onto time mode (counting modes ignore them):
     group: str | None = None  # a column of the results, as pytest-benchmark's --benchmark-group-by=group
     min_rounds: int | None = None  # at least this many timed blocks (ours: at least 30 anyway)
-    min_time: float | None = None  # each timed block lasts at least this long (ours: 1 ms anyway)
+    min_time: float | None = None  # each timed block lasts at least this long (ours: 100 us anyway)
     timer: Callable[[], float] | None = None  # the clock (default: torch's, which syncs CUDA)
     time_warmup: bool = False  # pytest-benchmark's warmup=True: warm up before timing
     warmup_iterations: int | None = None  # ... with at most this many calls (default 100,000)
@@ -68,7 +68,7 @@ class BenchOptions:
 #: pytest-benchmark's marker keywords that have no effect here, and why (README says the same).
 IGNORED_KEYWORDS = {
     "disable_gc": "the garbage collector is always off inside timed blocks (as timeit does)",
-    "calibration_precision": "blocks are calibrated to block_time (1 ms, or min_time)",
+    "calibration_precision": "blocks are calibrated to block_time (100 us, or min_time)",
     "cprofile": "use --bench-profile for torch.profiler traces",
 }
 PYTEST_BENCHMARK_KEYWORDS = (

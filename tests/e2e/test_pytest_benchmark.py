@@ -6,6 +6,7 @@ pytest-benchmark's and any ``--bench-*`` option makes the run ours, with no flag
 from __future__ import annotations
 
 import json
+import statistics
 
 import pytest
 
@@ -173,11 +174,11 @@ def test_pedantic_extra_info_group_and_keywords_in_time_mode(bench, monkeypatch)
     keywords = by_key["test_bench.py::test_keywords"]
     assert keywords["group"] == "marker-group"
     assert len(keywords["metrics"]["time"]["raw_times"]) >= 40  # min_rounds
-    # min_time=2 ms per block: blocks calibrated to at least 2 ms (ignored, they would be ~0.1 ms);
-    # a block timed later can be shorter when the machine got faster since (seen: 1.32 ms among
-    # 2.1-2.7 ms ones), so half of it is what is asserted
-    assert min(keywords["metrics"]["time"]["raw_times"]) >= 0.001
-    assert sorted(keywords["metrics"]["time"]["raw_times"])[20] >= 0.0015
+    # min_time=2 ms per block: blocks calibrated to at least 2 ms (ignored, they would be 0.1-0.2
+    # ms). Calibration is timed once, so a later block is shorter when the machine got faster
+    # since (seen in CI: 21 of 40+ blocks under 1.34 ms); the median is asserted with a margin of
+    # about 3x either way.
+    assert statistics.median(keywords["metrics"]["time"]["raw_times"]) >= 0.0007
     iterations = by_key["test_bench.py::test_iterations[3]"]
     assert iterations["metrics"]["time"]["number_per_run"] == 3
     assert len(iterations["metrics"]["time"]["raw_times"]) == 5
