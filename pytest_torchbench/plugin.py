@@ -36,6 +36,11 @@ from .storage import BaselineError, BaselineSet, load_set_from_folder
 settings_key = pytest.StashKey[BenchSettings]()
 owns_key = pytest.StashKey[bool]()
 session_key = pytest.StashKey["BenchSession | None"]()
+#: Whether the baselines folder is collected like any other (it holds the user's Python files).
+collect_baselines_key = pytest.StashKey[bool]()
+#: How the run's controlling process tells its workers (they inherit its environment) that the
+#: baselines folder holds Python files, so they need not search it themselves.
+COLLECT_BASELINES_ENV = "TORCHBENCH_COLLECT_BASELINES_DIR"
 recorder_key = pytest.StashKey[ItemRecorder]()
 
 #: A test using one of these records what it measures itself, so its body is not measured as a whole.
@@ -165,6 +170,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 _make_baselines_folder(config, settings.baselines_dir)
     except BaselineError as exc:
         raise pytest.UsageError(str(exc)) from None
+    config.stash[collect_baselines_key] = _collects_baselines_folder(config, settings.baselines_dir, worker)
 
     session = BenchSession(
         modes=settings.modes,
@@ -270,22 +276,49 @@ def _make_baselines_folder(config: pytest.Config, folder: Path) -> None:
     config.add_cleanup(remove_if_unused)
 
 
+def _collects_baselines_folder(config: pytest.Config, folder: Path, worker: bool) -> bool:
+    """Whether the baselines folder holds Python files anywhere below it: then it is the user's
+    (``--bench-baselines-dir=tests``, say, with the tests in subfolders) and collected as usual.
+
+    The run's controlling process searches it once and tells its workers through their inherited
+    environment; workers never search it. Why: what a search allocates depends on how many
+    baseline files there are (a save run finds none, the compare after it finds them all), and a
+    counting worker's heap before its tests must not depend on that (see
+    :func:`pytest_ignore_collect`)."""
+    if worker:
+        return os.environ.get(COLLECT_BASELINES_ENV) == "1"
+    collects = False
+    try:
+        for _, _, files in os.walk(folder):
+            if any(name.endswith(".py") for name in files):
+                collects = True
+                break
+    except OSError:
+        pass
+    if collects:
+        previous = os.environ.get(COLLECT_BASELINES_ENV)
+        os.environ[COLLECT_BASELINES_ENV] = "1"
+        config.add_cleanup(functools.partial(_restore_environ, COLLECT_BASELINES_ENV, previous))
+    return collects
+
+
+def _restore_environ(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """The baselines folder is never searched for tests: it holds our JSON, and what pytest makes
     while walking it (a node per folder, a hook call per file) would make the measuring processes'
     heap depend on how many baseline files there are. A folder of that name holding Python files
-    at its top is the user's, and left to pytest."""
+    (at any depth) is the user's, and left to pytest."""
     settings = config.stash.get(settings_key, None)
     if settings is None or not settings.active or collection_path != settings.baselines_dir:
         return None
-    try:
-        with os.scandir(collection_path) as entries:
-            if any(entry.name.endswith(".py") for entry in entries):
-                return None
-    except OSError:
-        return None
-    return True
+    return None if config.stash.get(collect_baselines_key, True) else True
 
 
 def _is_benchmark(item: pytest.Item) -> bool:

@@ -90,7 +90,7 @@ def test_missing_baselines_folder(bench):
     compared.stdout.fnmatch_lines(["no changes beyond the limits against baseline 'main' (*perf/base/main)"])
 
 
-def test_baselines_folder_is_made_before_collection_and_never_searched(bench):
+def test_baselines_folder_is_made_before_collection_and_never_searched(bench, monkeypatch):
     """A save run's workers collect with the folder there, as every later run's do (its presence
     moved their heap: the first save counted differently), and no run walks it for tests."""
     bench.pytester.makepyfile(test_bench="""
@@ -99,19 +99,46 @@ def test_baselines_folder_is_made_before_collection_and_never_searched(bench):
             assert os.path.isdir("baselines"), "the save run made the folder before the tests"
             benchmark(len, "x")
     """)
+    # every file pytest looks at while collecting, so that a walk of the baselines shows
+    bench.pytester.makeconftest("""
+        import os
+        def pytest_collect_file(file_path, parent):
+            with open(os.environ["SEEN_FILES"], "a") as seen:
+                seen.write(str(file_path) + "\\n")
+    """)
+    seen = bench.path / "seen.txt"
+    monkeypatch.setenv("SEEN_FILES", str(seen))
     (bench.path / "test_fails.py").write_text("def test_fails(benchmark):\n    raise AssertionError('no')\n")
     # a save that writes nothing leaves no folder behind
     bench.run("--bench-save=main", OPS, "test_fails.py").assert_outcomes(failed=1)
     assert not (bench.path / "baselines").exists()
     bench.run("--bench-save=main", OPS, "test_bench.py").assert_outcomes(passed=1)
     (bench.path / "test_fails.py").unlink()
-    trap = bench.path / "baselines" / "main" / "nested"
-    trap.mkdir()
-    (trap / "test_trap.py").write_text("def test_trap():\n    raise AssertionError('collected')\n")
+    assert bench.baseline("main").is_file()
+    seen.unlink()
     bench.run("--bench-compare=main", OPS).assert_outcomes(passed=1)
-    # a folder holding Python files at its top is the user's: left to pytest
-    (bench.path / "baselines" / "test_theirs.py").write_text("def test_theirs():\n    pass\n")
-    bench.run("--bench-compare=main", OPS).assert_outcomes(passed=2, failed=1)
+    walked = seen.read_text().splitlines()
+    assert any(line.endswith("test_bench.py") for line in walked)
+    assert not [line for line in walked if line.startswith(str(bench.path / "baselines"))], walked
+    # a folder holding Python files, at any depth, is the user's: collected as usual
+    nested = bench.path / "baselines" / "main" / "nested"
+    nested.mkdir()
+    (nested / "test_theirs.py").write_text("def test_theirs():\n    raise AssertionError('collected')\n")
+    bench.run("--bench-compare=main", OPS).assert_outcomes(passed=1, failed=1)
+
+
+def test_a_baselines_folder_that_holds_the_tests_is_still_collected(bench):
+    """``--bench-baselines-dir=tests`` with the tests in subfolders: the baselines go there and
+    the tests still run, in the counting workers too (the controller tells them)."""
+    unit = bench.path / "tests" / "unit"
+    unit.mkdir(parents=True)
+    (unit / "test_ops.py").write_text("import torch\n\ndef test_add(benchmark):\n"
+                                      "    benchmark(torch.add, torch.ones(4), 1)\n")
+    result = bench.run("--bench-save=main", "--bench-mode=instructions,ops", "--bench-baselines-dir=tests",
+                       timeout=300)
+    result.assert_outcomes(passed=1)
+    assert (bench.path / "tests" / "main" / "tests" / "unit" / "test_ops.json").is_file()
+    bench.run("--bench-compare=main", OPS, "--bench-baselines-dir=tests").assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize("spec, needle", [
