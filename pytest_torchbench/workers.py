@@ -404,7 +404,8 @@ def configure_controller(config: pytest.Config, modes: Sequence[str]) -> Launche
 class IsolatedWorker:
     """Worker-side plugin of a launched worker: the launches isolate what follows from what ran
     before, first thing before collection, before each collector (a test module's import among
-    them) and before each test (``WorkerLaunch.isolate``).
+    them) and before each test (``WorkerLaunch.isolate``), and settle what collection left
+    (``WorkerLaunch.collected``).
 
     Why these points: a test's counts should depend on the test alone. Before them, the worker's
     start-up interleaves its main thread with execnet's receiver thread as timing decides, the
@@ -422,7 +423,11 @@ class IsolatedWorker:
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> Generator[None, None, object]:
         self._isolate()
-        return (yield)
+        try:
+            return (yield)
+        finally:
+            for launch in self.launches:
+                launch.collected()
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, None, object]:

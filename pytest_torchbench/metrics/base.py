@@ -307,6 +307,10 @@ class WorkerLaunch:
         independent of what ran before in the process (instructions: a new heap epoch, so a test's
         allocations get the same addresses whatever ran before it)."""
 
+    def collected(self) -> None:
+        """Runs in a launched worker once, after its tests are collected and before the first
+        runs (instructions: what import and collection left behind is set aside for good)."""
+
     def describe(self, python: str) -> str:
         """The worker, for messages (``valgrind --tool=callgrind /usr/bin/python``)."""
         return python
