@@ -36,11 +36,12 @@ from .storage import BaselineError, BaselineSet, load_set_from_folder
 settings_key = pytest.StashKey[BenchSettings]()
 owns_key = pytest.StashKey[bool]()
 session_key = pytest.StashKey["BenchSession | None"]()
-#: Whether the baselines folder is collected like any other (it holds the user's Python files).
-collect_baselines_key = pytest.StashKey[bool]()
-#: How the run's controlling process tells its workers (they inherit its environment) that the
-#: baselines folder holds Python files, so they need not search it themselves.
-COLLECT_BASELINES_ENV = "TORCHBENCH_COLLECT_BASELINES_DIR"
+#: The baselines folder that collection skips, or None (it holds the user's Python files).
+skipped_baselines_key = pytest.StashKey["Path | None"]()
+#: Set by the run's main process for its workers, which inherit its environment: the folder that
+#: collection skips ("" for none). Workers take it from here, not from their own options (counted
+#: workers run without ``--bench-baselines-dir``, an option only the main process acts on).
+SKIPPED_BASELINES_ENV = "TORCHBENCH_SKIPPED_BASELINES_DIR"
 recorder_key = pytest.StashKey[ItemRecorder]()
 
 #: A test using one of these records what it measures itself, so its body is not measured as a whole.
@@ -170,7 +171,7 @@ def pytest_configure(config: pytest.Config) -> None:
                 _make_baselines_folder(config, settings.baselines_dir)
     except BaselineError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[collect_baselines_key] = _collects_baselines_folder(config, settings.baselines_dir, worker)
+    config.stash[skipped_baselines_key] = _skipped_baselines_folder(config, settings.baselines_dir, worker)
 
     session = BenchSession(
         modes=settings.modes,
@@ -276,30 +277,46 @@ def _make_baselines_folder(config: pytest.Config, folder: Path) -> None:
     config.add_cleanup(remove_if_unused)
 
 
-def _collects_baselines_folder(config: pytest.Config, folder: Path, worker: bool) -> bool:
-    """Whether the baselines folder holds Python files anywhere below it: then it is the user's
-    (``--bench-baselines-dir=tests``, say, with the tests in subfolders) and collected as usual.
+def _skipped_baselines_folder(config: pytest.Config, folder: Path, worker: bool) -> Path | None:
+    """The baselines folder, unless it is the user's: then None, and it is collected as usual.
 
-    The run's controlling process searches it once and tells its workers through their inherited
-    environment; workers never search it. Why: what a search allocates depends on how many
-    baseline files there are (a save run finds none, the compare after it finds them all), and a
-    counting worker's heap before its tests must not depend on that (see
-    :func:`pytest_ignore_collect`)."""
-    if worker:
-        return os.environ.get(COLLECT_BASELINES_ENV) == "1"
-    collects = False
+    The run's main process decides once and tells its workers through their environment;
+    workers never search the folder. Why: what a search allocates depends on how many baseline
+    files there are (a save run finds none, the compare after it finds them all), and a counting
+    worker's heap before its tests must not depend on that (see :func:`pytest_ignore_collect`)."""
+    if worker and SKIPPED_BASELINES_ENV in os.environ:
+        value = os.environ[SKIPPED_BASELINES_ENV]
+        return Path(value) if value else None
+    skipped = None if _may_hold_tests(folder) else folder
+    if not worker:
+        previous = os.environ.get(SKIPPED_BASELINES_ENV)
+        os.environ[SKIPPED_BASELINES_ENV] = str(skipped) if skipped is not None else ""
+        config.add_cleanup(functools.partial(_restore_environ, SKIPPED_BASELINES_ENV, previous))
+    return skipped
+
+
+def _may_hold_tests(folder: Path) -> bool:
+    """Whether the baselines folder is, or may be, the user's (``--bench-baselines-dir=tests``
+    with the tests in ``tests/unit/``): a ``.py`` file at any depth. Whatever this cannot tell
+    is left to pytest: a folder that is not a plain folder, one it cannot read, a symbolic link to
+    a folder inside it (pytest follows those, ``os.walk`` does not)."""
+    if not folder.exists():
+        return False  # nothing to collect, nothing to skip
+    if not folder.is_dir():
+        return True
+
+    def unreadable(error: OSError) -> None:
+        raise error
+
     try:
-        for _, _, files in os.walk(folder):
+        for top, folders, files in os.walk(folder, onerror=unreadable):
             if any(name.endswith(".py") for name in files):
-                collects = True
-                break
+                return True
+            if any(os.path.islink(os.path.join(top, name)) for name in folders):
+                return True
     except OSError:
-        pass
-    if collects:
-        previous = os.environ.get(COLLECT_BASELINES_ENV)
-        os.environ[COLLECT_BASELINES_ENV] = "1"
-        config.add_cleanup(functools.partial(_restore_environ, COLLECT_BASELINES_ENV, previous))
-    return collects
+        return True
+    return False
 
 
 def _restore_environ(name: str, value: str | None) -> None:
@@ -314,11 +331,12 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     """The baselines folder is never searched for tests: it holds our JSON, and what pytest makes
     while walking it (a node per folder, a hook call per file) would make the measuring processes'
     heap depend on how many baseline files there are. A folder of that name holding Python files
-    (at any depth) is the user's, and left to pytest."""
+    (at any depth) is the user's, and left to pytest (:func:`_skipped_baselines_folder`)."""
     settings = config.stash.get(settings_key, None)
-    if settings is None or not settings.active or collection_path != settings.baselines_dir:
+    if settings is None or not settings.active:
         return None
-    return None if config.stash.get(collect_baselines_key, True) else True
+    skipped = config.stash.get(skipped_baselines_key, None)
+    return True if skipped is not None and collection_path == skipped else None
 
 
 def _is_benchmark(item: pytest.Item) -> bool:

@@ -120,6 +120,13 @@ def test_baselines_folder_is_made_before_collection_and_never_searched(bench, mo
     walked = seen.read_text().splitlines()
     assert any(line.endswith("test_bench.py") for line in walked)
     assert not [line for line in walked if line.startswith(str(bench.path / "baselines"))], walked
+    # xdist workers take the main process's decision, not a stale one from the environment
+    seen.unlink()
+    monkeypatch.setenv("TORCHBENCH_SKIPPED_BASELINES_DIR", "")
+    bench.run("--bench-compare=main", OPS, "-p", "xdist", "-n", "2").assert_outcomes(passed=1)
+    walked = seen.read_text().splitlines()
+    assert any(line.endswith("test_bench.py") for line in walked)
+    assert not [line for line in walked if line.startswith(str(bench.path / "baselines"))], walked
     # a folder holding Python files, at any depth, is the user's: collected as usual
     nested = bench.path / "baselines" / "main" / "nested"
     nested.mkdir()
@@ -129,16 +136,42 @@ def test_baselines_folder_is_made_before_collection_and_never_searched(bench, mo
 
 def test_a_baselines_folder_that_holds_the_tests_is_still_collected(bench):
     """``--bench-baselines-dir=tests`` with the tests in subfolders: the baselines go there and
-    the tests still run, in the counting workers too (the controller tells them)."""
+    the tests still run."""
     unit = bench.path / "tests" / "unit"
     unit.mkdir(parents=True)
     (unit / "test_ops.py").write_text("import torch\n\ndef test_add(benchmark):\n"
                                       "    benchmark(torch.add, torch.ones(4), 1)\n")
-    result = bench.run("--bench-save=main", "--bench-mode=instructions,ops", "--bench-baselines-dir=tests",
-                       timeout=300)
-    result.assert_outcomes(passed=1)
+    bench.run("--bench-save=main", OPS, "--bench-baselines-dir=tests").assert_outcomes(passed=1)
     assert (bench.path / "tests" / "main" / "tests" / "unit" / "test_ops.json").is_file()
     bench.run("--bench-compare=main", OPS, "--bench-baselines-dir=tests").assert_outcomes(passed=1)
+
+
+def test_counting_workers_skip_the_folder_the_main_process_skips(bench):
+    """Counting workers are not given ``--bench-baselines-dir`` (only the main process acts on
+    it): they take the skipped folder from the main process, so a user's own package named
+    ``baselines`` (where the default baselines folder would be) is collected there too."""
+    (bench.path / "test_bench.py").write_text("import torch\n\ndef test_add(benchmark):\n"
+                                              "    benchmark(torch.add, torch.ones(4), 1)\n")
+    theirs = bench.path / "baselines"
+    theirs.mkdir()
+    (theirs / "__init__.py").write_text("")
+    (theirs / "test_theirs.py").write_text("def test_theirs():\n    pass\n")
+    result = bench.run("--bench-save=main", "--bench-mode=instructions", "--bench-baselines-dir=perf/base",
+                       timeout=300)
+    result.assert_outcomes(passed=2)
+    assert (bench.path / "perf" / "base" / "main" / "test_bench.json").is_file()
+
+
+def test_a_baselines_folder_pytest_could_find_tests_in_is_left_to_pytest(bench, tmp_path_factory):
+    """What the search cannot rule out is collected: a linked folder (pytest follows links), a
+    file given as the folder."""
+    shared = tmp_path_factory.mktemp("shared")
+    (shared / "test_linked.py").write_text("def test_linked():\n    pass\n")
+    (bench.path / "linked").mkdir()
+    (bench.path / "linked" / "unit").symlink_to(shared, target_is_directory=True)
+    bench.run(OPS, "--bench-baselines-dir=linked").assert_outcomes(passed=1)
+    bench.pytester.makepyfile(test_bench="def test_plain():\n    pass\n")
+    bench.run(OPS, "--bench-baselines-dir=test_bench.py").assert_outcomes(passed=2)
 
 
 @pytest.mark.parametrize("spec, needle", [
