@@ -116,6 +116,8 @@ class BenchmarkFixture:
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not callable(fn):
             raise TypeError(f"benchmark(fn, *args, **kwargs) needs a callable, got {fn!r}")
+        if self._session is not None:
+            self._session.before_first_call(fn)
         result = fn(*args, **kwargs)  # the real call: its exceptions fail the test as usual
         if self._session is None:
             return result
@@ -169,6 +171,8 @@ class BenchmarkFixture:
             return tuple(new_args), dict(new_kwargs)
 
         call_args, call_kwargs = make_arguments()
+        if self._session is not None:
+            self._session.before_first_call(target)
         result = target(*call_args, **call_kwargs)  # the real call: its exceptions fail the test
         if teardown is not None:
             teardown(*call_args, **call_kwargs)

@@ -139,6 +139,11 @@ class BenchSession:
             return fresh_callable(fn)
         return fn
 
+    def before_first_call(self, fn: Callable[..., Any]) -> None:
+        """Before the benchmark's own first call of ``fn`` (``Metric.before_first_call``)."""
+        for mode in self.modes:
+            registry.get(mode).before_first_call(fn)
+
     def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
                 modes: tuple[str, ...] | None = None,
                 before_region: Callable[[], None] | None = None) -> BenchmarkResult:

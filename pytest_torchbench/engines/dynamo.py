@@ -72,6 +72,13 @@ class CompileCounts:
     frames: int
 
 
+def is_compiled(fn: object) -> bool:
+    """Whether calling ``fn`` runs torch.compile: a ``torch.compile``d function or module
+    (``OptimizedModule``), or a module compiled in place with ``Module.compile()``. A plain
+    function that calls a compiled one inside is not recognised."""
+    return hasattr(fn, "_torchdynamo_orig_callable") or getattr(fn, "_compiled_call_impl", None) is not None
+
+
 def count_compiles(fn: Callable[[], Any], *, warmup: int = DEFAULT_WARMUP,
                    before_first: Callable[[], None] | None = None,
                    rootdir: str | os.PathLike[str] | None = None) -> CompileCounts:

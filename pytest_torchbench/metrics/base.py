@@ -103,6 +103,10 @@ class Metric:
         """Measure ``fn`` (already called once by the caller) and return a ``value_type``."""
         raise NotImplementedError(f"metric {self.name!r} cannot measure a callable")
 
+    def before_first_call(self, fn: Callable[..., Any]) -> None:
+        """Runs in the measuring process before the benchmark's own first, uncounted call of ``fn``
+        (instructions: a ``torch.compile``d ``fn`` compiles there, so instrumentation is paused)."""
+
     def unavailable(self) -> str | None:
         """Why this metric cannot measure in this process (one line for the usage error, exit 4),
         or None when it can. Asked once, when the mode is selected."""

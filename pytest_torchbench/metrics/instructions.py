@@ -332,7 +332,10 @@ class CallgrindLaunch(WorkerLaunch):
         then never freed: a few objects, once per worker."""
         import gc
 
+        from ..engines.callgrind import collect
+
         gc.freeze()
+        collect.pause_on_imports()  # imports between regions run uninstrumented
 
     def describe(self, python: str) -> str:
         return f"valgrind --tool=callgrind {python}"
@@ -357,6 +360,16 @@ class Instructions(Metric):
     explains = "Functions (instructions per run)"
     timer_method = "collect_callgrind"
     fresh_code = True  # a heavy benchmark is counted after 1-2 calls: its code's history shows
+
+    def before_first_call(self, fn: Callable[..., Any]) -> None:
+        """A ``torch.compile``d function compiles in its first call: valgrind runs that several
+        times faster with instrumentation off (``callgrind.pause_instrumentation``)."""
+        from ..engines import dynamo
+
+        if dynamo.is_compiled(fn):
+            from ..engines.callgrind import collect
+
+            collect.pause_instrumentation()  # a no-op where instrumentation is off (or no valgrind)
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> InstructionsMetric:
         options = context.options

@@ -73,3 +73,36 @@ def test_workers_get_the_same_argv_run_id_and_basetemp_on_every_run(tmp_path: Pa
     assert plain["testrunuid"] == more["testrunuid"] and len(str(plain["testrunuid"])) == 32
     for seen in (plain, more):
         assert str(seen["basetemp"]).startswith(str(seen["run_folder"]) + os.sep), seen
+
+
+PAUSES = '''
+import sys, torch
+from pytest_torchbench.engines.callgrind import collect
+
+def test_small(benchmark):
+    benchmark(torch.add, torch.ones(4), 1)
+    assert collect._instrumenting, "a small region leaves instrumentation on"
+
+def test_small_again(benchmark):  # pytest's own first-time imports after a test are done by now
+    benchmark(torch.add, torch.ones(4), 2)
+
+def test_imports_a_module(benchmark):
+    assert collect._instrumenting
+    assert "fresh_module" not in sys.modules
+    import fresh_module  # executing a module: uncounted work, run uninstrumented
+    assert not collect._instrumenting
+    benchmark(torch.add, torch.ones(4), fresh_module.ONE)
+    assert collect._instrumenting, "the region switched it on again"
+'''
+
+
+def test_imports_between_regions_run_uninstrumented(bench):
+    """Instrumentation stays on after a small region; a module imported before the next one
+    pauses it (a test body calling torch.compile, which imports torch._dynamo, took 53 s after a
+    small benchmark and 7 s after a heavy one), and the next region switches it on again."""
+    bench.pytester.makepyfile(test_bench=PAUSES, fresh_module="ONE = 1\n")
+    result = bench.run("--bench-mode=instructions", f"--bench-json={bench.path / 'out.json'}", timeout=300)
+    result.assert_outcomes(passed=3)
+    counts = {b["key"]: b["metrics"]["instructions"]["instructions_per_run"]
+              for b in json.loads((bench.path / "out.json").read_text())["benchmarks"]}
+    assert counts["test_bench.py::test_small"] > 0 and counts["test_bench.py::test_imports_a_module"] > 0

@@ -135,3 +135,20 @@ def test_short_reason_drops_object_ids_and_keeps_the_file_name_of_guard_frames()
         "___check_obj_id(fn.__code__, ...), type=<class 'code'>")
     assert dynamo.short_reason("tensor 'x' size mismatch at index 0. expected 4, actual 5") == (
         "tensor 'x' size mismatch at index 0. expected 4, actual 5")
+
+
+def test_is_compiled_knows_compiled_functions_and_modules():
+    import torch
+
+    from pytest_torchbench.engines.dynamo import is_compiled
+
+    def plain(x):
+        return x + 1
+
+    module = torch.nn.Linear(2, 2)
+    in_place = torch.nn.Linear(2, 2)
+    in_place.compile(backend="eager")
+    assert is_compiled(torch.compile(plain, backend="eager"))
+    assert is_compiled(torch.compile(module, backend="eager"))
+    assert is_compiled(in_place)
+    assert not is_compiled(plain) and not is_compiled(module) and not is_compiled(torch.add)
