@@ -323,8 +323,8 @@ class PauseOnImport:
     Why: executing a module is uncounted work that can be heavy, and with instrumentation left
     on after small regions it ran instrumented: a real suite's test body calling
     ``torch.compile`` (which imports torch._dynamo) took 50.8 s after a small benchmark, 10.6 s
-    with this finder. The import system asks finders only for modules missing from ``sys.modules``, so
-    this costs nothing on the imports that are already done."""
+    with this finder. The import system asks finders only for modules missing from
+    ``sys.modules``, so this costs nothing on the imports that are already done."""
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
         pause_instrumentation()
