@@ -363,7 +363,7 @@ class Instructions(Metric):
 
     def before_first_call(self, fn: Callable[..., Any]) -> None:
         """A ``torch.compile``d function compiles in its first call: valgrind runs that several
-        times faster with instrumentation off (``callgrind.pause_instrumentation``)."""
+        times faster with instrumentation off (``callgrind.collect.pause_instrumentation``)."""
         from ..engines import dynamo
 
         if dynamo.is_compiled(fn):
