@@ -29,7 +29,7 @@ from ..vocabulary import (
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/5"  # /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
+COUNTING_METHOD = "per-region-toggle-in-loop/6"  # /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
 
 #: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
 DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
@@ -323,17 +323,22 @@ class CallgrindLaunch(WorkerLaunch):
         callgrind.start_heap_epoch()
 
     def collected(self) -> None:
-        """``gc.freeze()``: everything import and collection made moves to the collector's
+        """Every function imported so far is marked to be quickened at its next call, then
+        ``gc.freeze()``: everything import and collection made moves to the collector's
         permanent generation, untouched by the collections before each region.
 
-        Why: the first region's ``gc.collect()`` otherwise traverses all of torch's and pytest's
-        objects under valgrind: 0.32 s of the first benchmark's 2.4 s (a 128x128 blur, the
-        worker's first test), 5 ms for every later one. What import left as cyclic garbage is
-        then never freed: a few objects, once per worker."""
+        Why the marking: a heavy benchmark is called 2-3 times, too few for CPython 3.11 to
+        specialise the helpers it calls; whether they were already depended on earlier tests
+        (``callgrind.quickening``). Why the freeze: the first region's ``gc.collect()``
+        otherwise traverses all of torch's and pytest's objects under valgrind: 0.32 s of the
+        first benchmark's 2.4 s (a 128x128 blur, the worker's first test), 5 ms for every later
+        one. What import left as cyclic garbage is then never freed: a few objects, once per
+        worker."""
         import gc
 
-        from ..engines.callgrind import collect
+        from ..engines.callgrind import collect, quickening
 
+        quickening.quicken_at_next_call()  # before the freeze: frozen objects are not listed
         gc.freeze()
         collect.pause_on_imports()  # imports between regions run uninstrumented
 
@@ -363,13 +368,18 @@ class Instructions(Metric):
 
     def before_first_call(self, fn: Callable[..., Any]) -> None:
         """A ``torch.compile``d function compiles in its first call: valgrind runs that several
-        times faster with instrumentation off (``callgrind.collect.pause_instrumentation``)."""
+        times faster with instrumentation off (``callgrind.collect.pause_instrumentation``).
+        Functions imported since the last marking are marked to be quickened at their next call
+        (``callgrind.quickening``), which is this first call."""
         from ..engines import dynamo
 
-        if dynamo.is_compiled(fn):
-            from ..engines.callgrind import collect
+        from ..engines.callgrind import collect, quickening
 
+        if dynamo.is_compiled(fn):
             collect.pause_instrumentation()  # a no-op where instrumentation is off (or no valgrind)
+        # Modules imported since the worker's collection (by this test, or lazily by torch):
+        # their functions too are specialised by the first call, not by the counted ones.
+        quickening.quicken_new_modules()
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> InstructionsMetric:
         options = context.options

@@ -1,0 +1,104 @@
+"""engines.callgrind.quickening: functions marked are quickened (and specialised) by their next
+call, as CPython 3.11 itself would after 8 calls; nothing else about them changes."""
+from __future__ import annotations
+
+import dis
+import sys
+import types
+
+import pytest
+
+from pytest_torchbench.engines.callgrind import quickening
+
+pytestmark = pytest.mark.skipif(
+    sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11),
+    reason="CPython 3.11's warm-up counter (3.12 quickens at creation)",
+)
+
+
+def _fresh(source: str, name: str) -> types.FunctionType:
+    namespace: dict[str, object] = {"LIMIT": 3}
+    exec(source, namespace)  # a new code object no one has called
+    function = namespace[name]
+    assert isinstance(function, types.FunctionType)
+    return function
+
+
+SOURCE = '''
+def outer(x):
+    def inner(y):
+        return y + LIMIT
+    return inner(x) + LIMIT
+'''
+
+
+def _quickened(code: types.CodeType) -> bool:
+    return any(instruction.opname == "RESUME_QUICK" for instruction in dis.get_instructions(code, adaptive=True))
+
+
+def _inner_code(function: types.FunctionType) -> types.CodeType:
+    return next(c for c in function.__code__.co_consts if isinstance(c, types.CodeType))
+
+
+def test_this_interpreter_is_supported() -> None:
+    assert quickening.supported()
+
+
+def test_a_marked_function_and_its_nested_code_are_quickened_by_their_next_call() -> None:
+    outer = _fresh(SOURCE, "outer")
+    outer(1)
+    assert not _quickened(outer.__code__)  # one call: CPython 3.11 still runs plain bytecode
+    assert quickening.quicken_at_next_call([outer]) == 2  # outer and the nested inner
+    assert outer(1) == 7  # the same behaviour...
+    assert _quickened(outer.__code__) and _quickened(_inner_code(outer))  # ...quickened
+    names = {i.opname for i in dis.get_instructions(outer.__code__, adaptive=True)}
+    assert "LOAD_GLOBAL_MODULE" in names  # and specialised in that same call
+
+
+def test_an_unmarked_function_needs_its_eight_calls() -> None:
+    outer = _fresh(SOURCE, "outer")
+    for _ in range(7):
+        outer(1)
+    assert not _quickened(outer.__code__)
+    outer(1)
+    assert _quickened(outer.__code__)
+
+
+def test_quickened_code_is_left_alone_and_marking_twice_counts_once() -> None:
+    done = _fresh(SOURCE, "outer")
+    for _ in range(9):
+        done(1)
+    fresh = _fresh(SOURCE, "outer")
+    assert quickening.quicken_at_next_call([done, fresh, fresh, "not a function", len]) == 2  # fresh's two
+    assert quickening.quicken_at_next_call([fresh]) == 0  # already marked
+
+
+def test_by_default_every_function_the_collector_lists_is_marked() -> None:
+    outer = _fresh(SOURCE, "outer")
+    assert quickening.quicken_at_next_call() >= 2
+    outer(1)
+    assert _quickened(outer.__code__)
+
+
+def test_new_modules_trigger_another_marking_and_nothing_else_does(tmp_path, monkeypatch) -> None:
+    quickening.quicken_at_next_call()
+    assert quickening.quicken_new_modules() == 0  # nothing imported since
+    (tmp_path / "freshly_imported_mod.py").write_text("LIMIT = 3\n" + SOURCE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import freshly_imported_mod  # noqa: F401 - imported for its functions
+
+    try:
+        assert quickening.quicken_new_modules() >= 2
+        freshly_imported_mod.outer(1)
+        assert _quickened(freshly_imported_mod.outer.__code__)
+    finally:
+        sys.modules.pop("freshly_imported_mod", None)
+
+
+def test_where_the_layout_is_not_the_expected_one_nothing_is_written(monkeypatch) -> None:
+    monkeypatch.setattr(quickening, "supported", lambda: False)
+    outer = _fresh(SOURCE, "outer")
+    assert quickening.quicken_at_next_call([outer]) == 0
+    assert quickening.quicken_new_modules() == 0
+    outer(1)
+    assert not _quickened(outer.__code__)
