@@ -336,6 +336,7 @@ class CallgrindLaunch(WorkerLaunch):
         worker."""
         import gc
 
+        from ..engines import dynamo  # noqa: F401 - before_first_call's: no new module at test 1
         from ..engines.callgrind import collect, quickening
 
         quickening.quicken_at_next_call()  # before the freeze: frozen objects are not listed
@@ -372,7 +373,6 @@ class Instructions(Metric):
         Functions imported since the last marking are marked to be quickened at their next call
         (``callgrind.quickening``), which is this first call."""
         from ..engines import dynamo
-
         from ..engines.callgrind import collect, quickening
 
         if dynamo.is_compiled(fn):

@@ -175,6 +175,8 @@ def test_heavy(benchmark):
 '''
 
 
+@pytest.mark.skipif(sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11),
+                    reason="the marking works on CPython 3.11's warm-up counter")
 def test_helpers_a_heavy_benchmark_shares_with_earlier_tests_count_as_in_a_fresh_process(tmp_path: Path) -> None:
     """A heavy benchmark (counted after one call) whose Python helpers an earlier test already
     called 20 times counts as it does alone (``-k``).

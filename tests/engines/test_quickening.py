@@ -3,6 +3,7 @@ call, as CPython 3.11 itself would after 8 calls; nothing else about them change
 from __future__ import annotations
 
 import dis
+import gc
 import sys
 import types
 
@@ -32,6 +33,14 @@ def outer(x):
 '''
 
 
+CLASS_SOURCE = '''
+
+class Box:
+    def get(self):
+        return LIMIT
+'''
+
+
 def _quickened(code: types.CodeType) -> bool:
     return any(instruction.opname == "RESUME_QUICK" for instruction in dis.get_instructions(code, adaptive=True))
 
@@ -44,6 +53,7 @@ def test_this_interpreter_is_supported() -> None:
     assert quickening.supported()
 
 
+@pytest.mark.skipif(sys.gettrace() is not None, reason="under a tracer (coverage, a debugger) 3.11 does not specialise")
 def test_a_marked_function_and_its_nested_code_are_quickened_by_their_next_call() -> None:
     outer = _fresh(SOURCE, "outer")
     outer(1)
@@ -83,16 +93,34 @@ def test_by_default_every_function_the_collector_lists_is_marked() -> None:
 def test_new_modules_trigger_another_marking_and_nothing_else_does(tmp_path, monkeypatch) -> None:
     quickening.quicken_at_next_call()
     assert quickening.quicken_new_modules() == 0  # nothing imported since
-    (tmp_path / "freshly_imported_mod.py").write_text("LIMIT = 3\n" + SOURCE)
+    (tmp_path / "freshly_imported_mod.py").write_text("LIMIT = 3\n" + SOURCE + CLASS_SOURCE)
     monkeypatch.syspath_prepend(str(tmp_path))
     import freshly_imported_mod  # noqa: F401 - imported for its functions
 
     try:
-        assert quickening.quicken_new_modules() >= 2
+        # A region freezes the collector before counting: a module imported in a first call is
+        # frozen by the time the next test asks, and still found (through sys.modules).
+        gc.collect()
+        gc.freeze()
+        assert quickening.quicken_new_modules() == 3  # outer, its inner, and the method
+        assert quickening.quicken_new_modules() == 0  # once
         freshly_imported_mod.outer(1)
+        freshly_imported_mod.Box().get()
         assert _quickened(freshly_imported_mod.outer.__code__)
+        assert _quickened(freshly_imported_mod.Box.get.__code__)
     finally:
+        gc.unfreeze()
         sys.modules.pop("freshly_imported_mod", None)
+
+
+def test_a_wrong_layout_fails_the_check(monkeypatch) -> None:
+    """The only guard against writing elsewhere in a code object: a wrong offset must fail it."""
+    for flags, warmup in ((44, 52), (48, 50), (48, 56), (40, 52)):
+        monkeypatch.setattr(quickening, "_FLAGS_OFFSET", flags)
+        monkeypatch.setattr(quickening, "_WARMUP_OFFSET", warmup)
+        assert not quickening.supported.__wrapped__(), (flags, warmup)
+    monkeypatch.undo()
+    assert quickening.supported.__wrapped__()
 
 
 def test_where_the_layout_is_not_the_expected_one_nothing_is_written(monkeypatch) -> None:

@@ -18,9 +18,15 @@ counts up from -8 to 0), not exposed to Python; it is written through :mod:`ctyp
 offset it has in CPython 3.11's ``PyCodeObject``, after checking that offset on a fresh
 function (its flags where ``co_flags`` should be, -8 where the counter should be, 0 after 8
 calls). Setting it to -1 is the state 7 more calls would have left, nothing the interpreter
-does not reach by itself. Anywhere else (another Python, a debug build, a layout that fails the
+does not reach by itself. Code that is already quickened is never written to (its counter is
+0; a non-zero counter there would make CPython quicken it again, over its inline caches), and
+the read, the check and the write have no call between them, so no other thread can run in
+between. Anywhere else (another Python, a 32-bit or trace-refs build, whose layouts fail the
 check) this does nothing, and counts keep the history dependence described above (well under
 the 1% limit). Python 3.12 quickens at creation and specialises per instruction instead.
+
+What it does not do: a helper an earlier test already quickened keeps the specialisations and
+back-off counters that test gave it; only code not yet quickened is brought to one state.
 """
 from __future__ import annotations
 
@@ -42,7 +48,10 @@ _INITIAL_WARMUP = -8
 #: One call before quickening: the next call quickens.
 _NEXT_CALL = -1
 
-_modules_seen = 0
+#: Names of the modules whose functions were marked (or that were there when it was done).
+_modules_seen: set[str] = set()
+#: ``len(sys.modules)`` then: the cheap test for "imported anything since" (every test asks).
+_modules_length = 0
 
 
 def _warmup_counter(code: types.CodeType) -> ctypes.c_short:
@@ -92,10 +101,12 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
     ``gc.get_objects()`` does not list what ``gc.freeze()`` moved to the permanent generation:
     call this before freezing, or pass the objects. About 0.3 s under valgrind for the ~30,000
     functions of torch, numpy and pytest (0.09 s natively), once per counted worker."""
-    global _modules_seen
+    global _modules_length
     if not supported():
         return 0
-    _modules_seen = len(sys.modules)
+    if objects is None:
+        _modules_seen.update(sys.modules)
+        _modules_length = len(sys.modules)
     pool = gc.get_objects() if objects is None else objects
     functions = [thing for thing in pool if type(thing) is types.FunctionType]
     del pool
@@ -103,6 +114,8 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
     for code in _codes(functions):
         if not _flags_match(code):
             continue
+        # No call between the read and the write: no other thread can quicken this code in
+        # between (a non-zero counter on quickened code would make CPython quicken it again).
         counter = _warmup_counter(code)
         if _INITIAL_WARMUP <= counter.value < _NEXT_CALL:
             counter.value = _NEXT_CALL
@@ -110,12 +123,31 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
     return marked
 
 
-def quicken_new_modules() -> int:
-    """:func:`quicken_at_next_call` again when modules were imported since the last time (a test
-    importing a library lazily, torch importing ``torch._dynamo``); nothing otherwise.
+def _module_functions(module: object) -> list[object]:
+    """A module's functions and its classes' (one level: what ``def`` and ``class`` made)."""
+    found: list[object] = []
+    namespace = getattr(module, "__dict__", None)
+    if not isinstance(namespace, dict):
+        return found
+    for value in list(namespace.values()):
+        if type(value) is types.FunctionType:
+            found.append(value)
+        elif isinstance(value, type):
+            found.extend(v for v in list(vars(value).values()) if type(v) is types.FunctionType)
+    return found
 
-    Only what the collector has not frozen is listed: after the counted worker's ``gc.freeze()``
-    and each region's, that is what was made since, so this stays cheap."""
-    if len(sys.modules) == _modules_seen or not supported():
+
+def quicken_new_modules() -> int:
+    """Mark the functions of the modules imported since the last marking (a test importing a
+    library, torch importing ``torch._dynamo`` in a first call); nothing when there are none.
+
+    Why the modules' namespaces and not ``gc.get_objects()``: each region freezes the collector
+    before it counts, so a module imported during a benchmark's first call is frozen, invisible
+    to the collector, by the time the next test asks."""
+    global _modules_length
+    if len(sys.modules) == _modules_length or not supported():
         return 0
-    return quicken_at_next_call()
+    new = [(name, module) for name, module in list(sys.modules.items()) if name not in _modules_seen]
+    _modules_seen.update(name for name, _ in new)
+    _modules_length = len(sys.modules)
+    return quicken_at_next_call([f for _, module in new for f in _module_functions(module)])
