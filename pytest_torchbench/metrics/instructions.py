@@ -328,15 +328,15 @@ class CallgrindLaunch(WorkerLaunch):
         permanent generation, untouched by the collections before each region.
 
         Why the marking: a heavy benchmark is called 2-3 times, too few for CPython 3.11 to
-        specialise the helpers it calls; whether they were already depended on earlier tests
-        (``callgrind.quickening``). Why the freeze: the first region's ``gc.collect()``
+        specialise the helpers it calls, so whether they ran specialised depended on the tests
+        before it (``callgrind.quickening``). Why the freeze: the first region's ``gc.collect()``
         otherwise traverses all of torch's and pytest's objects under valgrind: 0.32 s of the
         first benchmark's 2.4 s (a 128x128 blur, the worker's first test), 5 ms for every later
         one. What import left as cyclic garbage is then never freed: a few objects, once per
         worker."""
         import gc
 
-        from ..engines import dynamo  # noqa: F401 - before_first_call's: no new module at test 1
+        from ..engines import dynamo  # noqa: F401 - so a worker's first test imports no new module
         from ..engines.callgrind import collect, quickening
 
         quickening.quicken_at_next_call()  # before the freeze: frozen objects are not listed
