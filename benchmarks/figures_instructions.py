@@ -384,12 +384,16 @@ def figure_xdist(work: Path) -> None:
     same = serial.counts == parallel.counts and bool(serial.counts)
     fixed, work_s = one.wall, max(serial.wall - one.wall, 0.0)
     ideal = (fixed + work_s) / (fixed + work_s / 2) if fixed + work_s > 0 else 0.0
+    # The benchmarks' own work, beyond each worker's start (paid once per worker, in parallel): the
+    # throughput a suite large enough to hide that start gets.
+    throughput = work_s / max(parallel.wall - fixed, 1e-9)
     differing = sum(parallel.counts.get(k) != v for k, v in serial.counts.items())
     drifts = sorted((abs(parallel.counts[k] / v - 1.0), k) for k, v in serial.counts.items() if k in parallel.counts)
     worst, worst_key = drifts[-1] if drifts else (0.0, "")
     print(f"  {len(serial.counts)} benchmarks; serial {serial.wall:.1f} s ({serial.load}), -n 2 {parallel.wall:.1f} s "
           f"({parallel.load}): speed-up {serial.wall / parallel.wall:.2f}x on 2 cores (a session of one benchmark "
-          f"{fixed:.1f} s: with that fixed cost per worker the most -n 2 can give is {ideal:.2f}x); counts "
+          f"{fixed:.1f} s: with that fixed cost per worker the most -n 2 can give is {ideal:.2f}x; the work beyond "
+          f"it ran {throughput:.2f}x as fast); counts "
           f"{'identical' if same else f'DIFFER in {differing}, worst |delta| {worst * 100:.4f}% ({worst_key})'} "
           f"-> {met(same)}")
 
