@@ -105,37 +105,84 @@ def test_a_tests_heap_and_counts_do_not_depend_on_the_workers_history(tmp_path: 
     assert quiet["test_probe"] == busy["test_probe"], (quiet, busy)
 
 
-SHARED_FUNCTION = '''
+LINES = 64
+
+# One function, benchmarked by parametrised tests that pass it different types (as a dtype or
+# config parametrisation does): in the original code the earlier tests specialise its attribute
+# reads for their type; the last test passes another.
+SHARED_FUNCTION = """
 import pytest, torch
 
-def scaled_sum(x):
-    y = torch.add(x, x)
-    return y.mul_(2).sum(dim=0).abs()
 
-@pytest.mark.parametrize("n", [200_000, 300_000, 400_000, 500_000])
+class InDict:
+    def __init__(self):
+        self.step = 1
+
+
+class InSlots:
+    __slots__ = ("step",)
+
+    def __init__(self):
+        self.step = 1
+
+
+def scaled_sum(x, cfg):
+    # small ints only: no float or int objects allocated (their free lists follow history)
+    n = 1
+""" + "".join("    n = n % 5 + cfg.step\n" for _ in range(LINES)) + """    return torch.mul(x, n).sum()
+
+
+@pytest.mark.parametrize("n", [16, 32, 64])
 def test_op(benchmark, n):
-    benchmark(scaled_sum, torch.ones(n))
-'''
+    benchmark(scaled_sum, torch.ones(n), InDict())
+
+
+def test_last(benchmark):
+    benchmark(scaled_sum, torch.ones(4_000_000), InSlots())
+"""
+
+# Turns fresh copies off in the worker (the counterfactual: without them, does the test see a gap?).
+FRESH_CODE_SWITCH = """
+import os
+
+def pytest_configure(config):
+    if os.environ.get("FRESH_CODE") == "off":
+        from pytest_torchbench.metrics.instructions import Instructions
+        Instructions.fresh_code = False
+"""
 
 
 def test_a_heavy_benchmark_counts_its_function_as_a_fresh_process_would(tmp_path: Path) -> None:
     """One function benchmarked by four parametrised tests: the last one, a heavy benchmark
     counted after one warm-up call, must count the same alone (``-k``) as after the other three.
 
-    Before fresh copies (``engines/fresh_code.py``), CPython had quickened and specialised
-    ``scaled_sum`` during the earlier tests, so the last test counted 0.05% fewer instructions
-    in the full run than alone (all in attribute and global lookups); with the copy they agree
-    to a few instructions of heap layout (0.002% measured)."""
+    Without fresh copies (``engines/fresh_code.py``), CPython has quickened and specialised
+    ``scaled_sum`` for the earlier tests' argument type, and the last test runs it through
+    failing specialisations in the full run, freshly specialised alone. First measured on
+    ``add``/``mul``/``sum`` of one type: 0.05% fewer instructions in the full run than alone, 0.002%
+    with the copy.
+
+    Both sessions also run with the copies switched off in the worker (a conftest): the test
+    shows that the gap exists and that the copies remove most of it, and judges what is left
+    against that gap, not against a fixed fraction (a fixed 1e-4 failed CI on the helpers test
+    below: its noise follows the environment)."""
     project = tmp_path / "project"
     project.mkdir()
     (project / "test_shared.py").write_text(SHARED_FUNCTION)
-    key = "test_shared.py::test_op[500000]"
-    counts = [counted_run(project, tmp_path / "all.json")[key],
-              counted_run(project, tmp_path / "alone.json", "-k", "500000")[key]]
-    full, alone = counts
-    assert full["number_per_run"] == alone["number_per_run"] < 100  # heavy: a few counted calls
-    drift = abs(full["instructions_per_run"] / alone["instructions_per_run"] - 1)
-    assert drift < 1e-4, (full["instructions_per_run"], alone["instructions_per_run"])
+    (project / "conftest.py").write_text(FRESH_CODE_SWITCH)
+    key = "test_shared.py::test_last"
+    gaps = {}
+    for fresh in ("on", "off"):
+        full = counted_run(project, tmp_path / f"all-{fresh}.json", FRESH_CODE=fresh)[key]
+        alone = counted_run(project, tmp_path / f"alone-{fresh}.json", "-k", "last", FRESH_CODE=fresh)[key]
+        assert full["number_per_run"] == alone["number_per_run"] < 100  # heavy: a few counted calls
+        gaps[fresh] = abs(full["instructions_per_run"] - alone["instructions_per_run"])
+    # measured (instructions per call): on 402, off 11,675; with 24 lines on 162, off 4,235. What is
+    # left with the copies grows with the lines, is in CPython's eval loop, and is there with the
+    # quickening marking switched off too; not explained (at 24 lines, 746 fewer in
+    # _PyEval_EvalFrameDefault in the -k run, and 590 of ceval.c's attributed to _PyObject_MakeTpCall)
+    assert gaps["off"] > 4000, gaps  # 64 attribute reads through failing specialisations
+    assert gaps["on"] < gaps["off"] / 5, gaps
 
 
 STEPS = 24
