@@ -113,6 +113,70 @@ def test_new_modules_trigger_another_marking_and_nothing_else_does(tmp_path, mon
         sys.modules.pop("freshly_imported_mod", None)
 
 
+HOSTILE_MODULE = """
+import sys, warnings
+
+LIMIT = 3
+
+
+def kept(x):
+    return x + LIMIT
+
+
+class DeprecatedAlias:
+    # what torch.distributed.reduce_op is: asking isinstance() of it warns
+    @property
+    def __class__(self):
+        warnings.warn("deprecated alias", FutureWarning)
+        return int
+
+
+alias = DeprecatedAlias()
+
+
+class Strict(type):
+    def __getattribute__(cls, name):
+        raise AssertionError(f"the class was asked for {name}")
+
+
+class Guarded(metaclass=Strict):
+    def method(self):
+        return LIMIT
+
+
+class LazyModule:
+    # not a module at all, and every attribute asked of it fails
+    def __getattr__(self, name):
+        raise AssertionError(f"the lazy module was asked for {name}")
+
+
+sys.modules["hostile_lazy_entry"] = LazyModule()
+"""
+
+
+def test_new_modules_are_read_without_running_their_code(tmp_path, monkeypatch) -> None:
+    """Marking runs inside the user's test: reading a module's namespace must not call a lazy
+    module's ``__getattr__``, a metaclass's ``__getattribute__`` or a deprecated alias's
+    ``__class__`` (a warning there fails a ``-W error`` suite)."""
+    quickening.quicken_at_next_call()
+    (tmp_path / "hostile_mod.py").write_text(HOSTILE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import warnings
+
+    try:
+        import hostile_mod  # noqa: F401 - imported for its functions
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            # kept, Strict.__getattribute__, Guarded.method, LazyModule.__getattr__
+            assert quickening.quicken_new_modules() == 4
+        hostile_mod.kept(1)
+        assert _quickened(hostile_mod.kept.__code__)
+    finally:
+        sys.modules.pop("hostile_mod", None)
+        sys.modules.pop("hostile_lazy_entry", None)
+
+
 def test_a_wrong_layout_fails_the_check(monkeypatch) -> None:
     """The only guard against writing elsewhere in a code object: a wrong offset must fail it."""
     for flags, warmup in ((44, 52), (48, 50), (48, 56), (40, 52)):

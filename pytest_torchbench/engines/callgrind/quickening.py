@@ -123,17 +123,27 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
     return marked
 
 
+#: The C-level ``__dict__`` getters of modules and classes: reading a namespace through them runs
+#: no Python code (``getattr``/``isinstance``/``vars`` may: a lazy module's ``__getattr__``, a
+#: metaclass's ``__getattribute__``, a deprecated alias whose ``__class__`` warns, as
+#: ``torch.distributed.reduce_op`` does), and this runs inside the user's test.
+_module_namespace = vars(types.ModuleType)["__dict__"].__get__
+_class_namespace = vars(type)["__dict__"].__get__
+
+
 def _module_functions(module: object) -> list[object]:
     """A module's functions and its classes' (one level: what ``def`` and ``class`` made)."""
     found: list[object] = []
-    namespace = getattr(module, "__dict__", None)
-    if not isinstance(namespace, dict):
+    if not issubclass(type(module), types.ModuleType):  # sys.modules may hold any object
+        return found
+    namespace = _module_namespace(module)
+    if type(namespace) is not dict:
         return found
     for value in list(namespace.values()):
         if type(value) is types.FunctionType:
             found.append(value)
-        elif isinstance(value, type):
-            found.extend(v for v in list(vars(value).values()) if type(v) is types.FunctionType)
+        elif issubclass(type(value), type):  # a class, asked of its real type, not __class__
+            found.extend(v for v in list(_class_namespace(value).values()) if type(v) is types.FunctionType)
     return found
 
 
