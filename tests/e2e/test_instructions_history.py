@@ -85,6 +85,16 @@ def counted_run(project: Path, report: Path, *args: str, **variables: str) -> di
     return {r["key"]: r["metrics"]["instructions"] for r in json.loads(report.read_text())["benchmarks"]}
 
 
+def gap_alone_vs_after(project: Path, tmp: Path, key: str, subset: str, **switch: str) -> float:
+    """Instructions per call between ``key`` counted after the project's other tests and alone
+    (``-k subset``), with ``switch`` (a variable the project's conftest reads) in the workers."""
+    label = "-".join(switch.values())
+    after = counted_run(project, tmp / f"all-{label}.json", **switch)[key]
+    alone = counted_run(project, tmp / f"alone-{label}.json", "-k", subset, **switch)[key]
+    assert after["number_per_run"] == alone["number_per_run"] < 100  # heavy: a few counted calls
+    return abs(after["instructions_per_run"] - alone["instructions_per_run"])
+
+
 def session(project: Path, tmp: Path, history: str) -> tuple[list[int], dict[str, float]]:
     report, probe = tmp / f"{history}.json", tmp / f"{history}-probe.json"
     measured = counted_run(project, report, PROBE_OUT=str(probe), HISTORY=history)
@@ -171,12 +181,7 @@ def test_a_heavy_benchmark_counts_its_function_as_a_fresh_process_would(tmp_path
     (project / "test_shared.py").write_text(SHARED_FUNCTION)
     (project / "conftest.py").write_text(FRESH_CODE_SWITCH)
     key = "test_shared.py::test_last"
-    gaps = {}
-    for fresh in ("on", "off"):
-        full = counted_run(project, tmp_path / f"all-{fresh}.json", FRESH_CODE=fresh)[key]
-        alone = counted_run(project, tmp_path / f"alone-{fresh}.json", "-k", "last", FRESH_CODE=fresh)[key]
-        assert full["number_per_run"] == alone["number_per_run"] < 100  # heavy: a few counted calls
-        gaps[fresh] = abs(full["instructions_per_run"] - alone["instructions_per_run"])
+    gaps = {fresh: gap_alone_vs_after(project, tmp_path, key, "last", FRESH_CODE=fresh) for fresh in ("on", "off")}
     # measured (instructions per call): on 402, off 11,675; with 24 lines on 162, off 4,235. What is
     # left with the copies grows with the lines, is in CPython's eval loop, and is there with the
     # quickening marking switched off too; not explained (at 24 lines, 746 fewer in
@@ -258,12 +263,7 @@ def test_helpers_a_heavy_benchmark_shares_with_earlier_tests_count_as_in_a_fresh
     (project / "test_helpers.py").write_text(SHARED_HELPERS)
     (project / "conftest.py").write_text(MARKING_SWITCH)
     key = "test_helpers.py::test_heavy"
-    gaps = {}
-    for marking in ("on", "off"):
-        after = counted_run(project, tmp_path / f"all-{marking}.json", MARKING=marking)[key]
-        alone = counted_run(project, tmp_path / f"alone-{marking}.json", "-k", "heavy", MARKING=marking)[key]
-        assert after["number_per_run"] == alone["number_per_run"] < 100  # heavy: a few counted calls
-        gaps[marking] = abs(after["instructions_per_run"] - alone["instructions_per_run"])
+    gaps = {marking: gap_alone_vs_after(project, tmp_path, key, "heavy", MARKING=marking) for marking in ("on", "off")}
     # measured (instructions per call, two runs): on 0 and 0, off 16,383 and 16,383
     assert gaps["off"] > 2000, gaps  # 24 helpers run as plain bytecode alone, specialised after
     assert gaps["on"] < gaps["off"] / 10, gaps
