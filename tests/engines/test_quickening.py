@@ -6,6 +6,7 @@ import dis
 import gc
 import sys
 import types
+import warnings
 
 import pytest
 
@@ -161,8 +162,6 @@ def test_new_modules_are_read_without_running_their_code(tmp_path, monkeypatch) 
     quickening.quicken_at_next_call()
     (tmp_path / "hostile_mod.py").write_text(HOSTILE_MODULE)
     monkeypatch.syspath_prepend(str(tmp_path))
-    import warnings
-
     try:
         import hostile_mod  # noqa: F401 - imported for its functions
 
