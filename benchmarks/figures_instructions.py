@@ -10,6 +10,8 @@
 * baseline_size: bytes per benchmark in a saved instructions baseline (target: median <= 8 KB),
   and the trade-off of the function cut on the committed full-list baselines.
 * xdist: speed-up of -n 2 on the heavy suite, counts identical to the serial run's.
+* xdist_large: the same on a suite of 72 with about 3x the work, with xdist's ``--dist load`` and
+  ``--dist worksteal`` (not in the default run: about 8 minutes).
 * collect_callgrind: the session against torch's own ``Timer.collect_callgrind`` (extrapolated).
 * parser: our Callgrind reader against callgrind_annotate on a real dump.
 * environment: the user's environment reaches the counted workers, padded to a fixed size: runs with
@@ -108,27 +110,39 @@ def test_grayscale_32x3x512x512(benchmark):
     benchmark(rgb_to_grayscale, torch.rand(32, 3, 512, 512))
 '''
 
-#: The xdist figure's suite: 24 heavy benchmarks (the heavy module's operations over several
-#: sizes), so that the work, not each worker's fixed cost (valgrind + importing torch), dominates.
-HEAVY_SUITE = HEAVY_MODULE.split("def test_blur_1x3x128x128")[0] + '''
+def heavy_suite(blur_sizes: list[int], batches: list[int], conv_batches: list[int], conv_seeds: int = 1) -> str:
+    """The heavy module's operations over several sizes, as a library's parametrised tests
+    (``conv_seeds`` > 1: the conv-net also over that many initialisations, as a config would)."""
+    seeds = f'@pytest.mark.parametrize("seed", {list(range(conv_seeds))!r})\n' if conv_seeds > 1 else ""
+    seed_arg, seed = (", seed", "seed") if conv_seeds > 1 else ("", "0")
+    return HEAVY_MODULE.split("def test_blur_1x3x128x128")[0] + f'''
 
-@pytest.mark.parametrize("size", [96, 112, 128, 144, 160, 176, 192, 208])
+@pytest.mark.parametrize("size", {blur_sizes!r})
 def test_blur(benchmark, size):
     benchmark(gaussian_blur, torch.rand(1, 3, size, size))
 
 
-@pytest.mark.parametrize("batch", [2, 4, 6, 8, 10, 12, 14, 16])
+@pytest.mark.parametrize("batch", {batches!r})
 def test_brightness(benchmark, batch):
     benchmark(adjust_brightness_contrast, torch.rand(batch, 3, 256, 256))
 
 
-@pytest.mark.parametrize("batch", [1, 2, 3, 4, 5, 6, 7, 8])
-def test_convnet_forward(benchmark, batch):
-    torch.manual_seed(0)
+{seeds}@pytest.mark.parametrize("batch", {conv_batches!r})
+def test_convnet_forward(benchmark, batch{seed_arg}):
+    torch.manual_seed({seed})
     net = SmallNet().eval()
     with torch.no_grad():
         benchmark(net, torch.rand(batch, 3, 64, 64))
 '''
+
+
+#: The xdist figure's suite: 24 heavy benchmarks, so that the work, not each worker's fixed cost
+#: (valgrind + importing torch), dominates.
+HEAVY_SUITE = heavy_suite(list(range(96, 209, 16)), list(range(2, 17, 2)), list(range(1, 9)))
+#: xdist_large's: 72, about 3x the work (blurs 96-211 px, brightness on 1-24 images, the conv-net
+#: on 1-8 images with 3 initialisations): a library's heavy suite, where each worker's start is a
+#: smaller share of the session.
+LARGE_HEAVY_SUITE = heavy_suite(list(range(96, 212, 5)), list(range(1, 25)), list(range(1, 9)), conv_seeds=3)
 
 CPU_CONFTEST = '''
 import os, time, pytest
@@ -375,27 +389,34 @@ def figure_baseline_size(work: Path) -> None:
               f"named share median {statistics.median(named) * 100:.1f}%, min {min(named) * 100:.1f}%")
 
 
-def figure_xdist(work: Path) -> None:
-    print("== xdist: -n 2 on a heavy suite of 24 benchmarks (speed-up, counts identical to serial) ==")
-    folder = _project(work, "xdist", HEAVY_SUITE)
-    one = Session(folder, "-k", "test_blur and 96", json_name="one.json")  # the fixed cost: one benchmark
+def figure_xdist(work: Path, name: str = "xdist", suite: str = HEAVY_SUITE, dists: tuple[str, ...] = ("load",)) -> None:
+    print(f"== {name}: -n 2 on a heavy suite (speed-up, counts identical to serial) ==")
+    folder = _project(work, name, suite)
     serial = Session(folder, json_name="serial.json")
-    parallel = Session(folder, "-n", "2", json_name="parallel.json")
-    same = serial.counts == parallel.counts and bool(serial.counts)
-    fixed, work_s = one.wall, max(serial.wall - one.wall, 0.0)
-    ideal = (fixed + work_s) / (fixed + work_s / 2) if fixed + work_s > 0 else 0.0
-    # The benchmarks' own work, beyond each worker's start (paid once per worker, in parallel): the
-    # throughput a suite large enough to hide that start gets.
-    throughput = work_s / max(parallel.wall - fixed, 1e-9)
-    differing = sum(parallel.counts.get(k) != v for k, v in serial.counts.items())
-    drifts = sorted((abs(parallel.counts[k] / v - 1.0), k) for k, v in serial.counts.items() if k in parallel.counts)
-    worst, worst_key = drifts[-1] if drifts else (0.0, "")
-    print(f"  {len(serial.counts)} benchmarks; serial {serial.wall:.1f} s ({serial.load}), -n 2 {parallel.wall:.1f} s "
-          f"({parallel.load}): speed-up {serial.wall / parallel.wall:.2f}x on 2 cores (a session of one benchmark "
-          f"{fixed:.1f} s: with that fixed cost per worker the most -n 2 can give is {ideal:.2f}x; the work beyond "
-          f"it ran {throughput:.2f}x as fast); counts "
-          f"{'identical' if same else f'DIFFER in {differing}, worst |delta| {worst * 100:.4f}% ({worst_key})'} "
-          f"-> {met(same)}")
+    # The fixed cost: a session of one benchmark, after the serial run (the first session of a new
+    # virtualenv reads torch's libraries from disk: 30 s instead of 20 s here).
+    one = Session(folder, "-k", "test_blur and 96", json_name="one.json")
+    for dist in dists:
+        parallel = Session(folder, "-n", "2", f"--dist={dist}", json_name=f"parallel-{dist}.json")
+        same = serial.counts == parallel.counts and bool(serial.counts)
+        fixed, work_s = one.wall, max(serial.wall - one.wall, 0.0)
+        ideal = (fixed + work_s) / (fixed + work_s / 2) if fixed + work_s > 0 else 0.0
+        # The benchmarks' own work, beyond each worker's start (paid once per worker, in parallel):
+        # the throughput a suite large enough to hide that start gets.
+        throughput = work_s / max(parallel.wall - fixed, 1e-9)
+        differing = sum(parallel.counts.get(k) != v for k, v in serial.counts.items())
+        drifts = sorted((abs(parallel.counts[k] / v - 1.0), k) for k, v in serial.counts.items() if k in parallel.counts)
+        worst, worst_key = drifts[-1] if drifts else (0.0, "")
+        print(f"  {len(serial.counts)} benchmarks; serial {serial.wall:.1f} s ({serial.load}), -n 2 --dist {dist} "
+              f"{parallel.wall:.1f} s ({parallel.load}): speed-up {serial.wall / parallel.wall:.2f}x on 2 cores (a "
+              f"session of one benchmark {fixed:.1f} s: with that fixed cost per worker the most -n 2 can give is "
+              f"{ideal:.2f}x; the work beyond it ran {throughput:.2f}x as fast); counts "
+              f"{'identical' if same else f'DIFFER in {differing}, worst |delta| {worst * 100:.4f}% ({worst_key})'} "
+              f"-> {met(same)}")
+
+
+def figure_xdist_large(work: Path) -> None:
+    figure_xdist(work, "xdist_large", LARGE_HEAVY_SUITE, dists=("load", "worksteal"))
 
 
 def figure_collect_callgrind(work: Path, k: int = 2) -> None:
@@ -474,16 +495,22 @@ FIGURES: dict[str, Callable[[Path], None]] = {
     "reruns": figure_reruns,
     "baseline_size": figure_baseline_size,
     "xdist": figure_xdist,
+    "xdist_large": figure_xdist_large,
     "collect_callgrind": figure_collect_callgrind,
     "parser": figure_parser,
     "environment": figure_environment,
 }
 
+#: Figures left out of the default run for their length.
+OPT_IN = ("xdist_large",)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", default=",".join(FIGURES),
-                        help=f"comma-separated figures to print (default all: {', '.join(FIGURES)})")
+    default = [name for name in FIGURES if name not in OPT_IN]
+    parser.add_argument("--only", default=",".join(default),
+                        help=f"comma-separated figures to print (default: {', '.join(default)}; "
+                             f"also: {', '.join(OPT_IN)})")
     args = parser.parse_args()
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FIGURES]
