@@ -167,13 +167,89 @@ def test_new_modules_are_read_without_running_their_code(tmp_path, monkeypatch) 
 
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            # kept, Strict.__getattribute__, Guarded.method, LazyModule.__getattr__
-            assert quickening.quicken_new_modules() == 4
+            # kept, DeprecatedAlias's __class__ getter, Strict.__getattribute__, Guarded.method,
+            # LazyModule.__getattr__
+            assert quickening.quicken_new_modules() == 5
         hostile_mod.kept(1)
         assert _quickened(hostile_mod.kept.__code__)
     finally:
         sys.modules.pop("hostile_mod", None)
         sys.modules.pop("hostile_lazy_entry", None)
+
+
+WRAPPED_MODULE = """
+LIMIT = 3
+
+
+class Tools:
+    @staticmethod
+    def static(x):
+        return x + LIMIT
+
+    @classmethod
+    def made(cls, x):
+        return x + LIMIT
+
+    @property
+    def value(self):
+        return LIMIT
+
+    @value.setter
+    def value(self, new):
+        pass
+
+
+class Odd:
+    # a key of sys.modules that is not a string, whose hash is the user's code
+    armed = False
+
+    def __hash__(self):
+        if Odd.armed:
+            raise AssertionError("the key's __hash__ ran")
+        return 1
+
+
+import sys
+sys.modules[Odd()] = sys.modules[__name__]
+Odd.armed = True
+"""
+
+
+def test_functions_behind_static_and_class_methods_and_properties_are_marked_too(tmp_path, monkeypatch) -> None:
+    """Much of a library's code sits behind ``@staticmethod``, ``@classmethod`` and
+    ``@property``; a ``sys.modules`` key that is not a string is skipped without hashing it."""
+    quickening.quicken_at_next_call()
+    (tmp_path / "wrapped_mod.py").write_text(WRAPPED_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        import wrapped_mod
+
+        # static, made, the getter and the setter (Odd.__hash__ too: it is a function)
+        assert quickening.quicken_new_modules() == 5
+        wrapped_mod.Tools.static(1)
+        wrapped_mod.Tools.made(1)
+        assert wrapped_mod.Tools().value == 3
+        for code in (vars(wrapped_mod.Tools)["static"].__func__.__code__,
+                     vars(wrapped_mod.Tools)["made"].__func__.__code__, wrapped_mod.Tools.value.fget.__code__):
+            assert _quickened(code)
+    finally:
+        sys.modules["wrapped_mod"].Odd.armed = False
+        for key in [k for k in sys.modules if type(k) is not str]:
+            del sys.modules[key]
+        sys.modules.pop("wrapped_mod", None)
+
+
+def test_nothing_is_marked_under_a_trace_function() -> None:
+    """A trace function (coverage, a debugger) runs between any two lines: marking would no
+    longer read and write a counter in one step, so it stands aside."""
+    outer = _fresh(SOURCE, "outer")
+    before = sys.gettrace()
+    sys.settrace(lambda frame, event, arg: None)
+    try:
+        assert quickening.quicken_at_next_call([outer]) == 0
+    finally:
+        sys.settrace(before)
+    assert quickening.quicken_at_next_call([outer]) == (0 if before is not None else 2)
 
 
 def test_a_wrong_layout_fails_the_check(monkeypatch) -> None:

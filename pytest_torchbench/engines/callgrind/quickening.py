@@ -26,7 +26,10 @@ check) this does nothing, and counts keep the history dependence described above
 the 1% limit). Python 3.12 quickens at creation and specialises per instruction instead.
 
 What it does not do: a helper an earlier test already quickened keeps the specialisations and
-back-off counters that test gave it; only code not yet quickened is brought to one state.
+back-off counters that test gave it; only code not yet quickened is brought to one state. Under a
+trace or profile function (coverage, a debugger) it marks nothing. Modules imported later are
+read one level deep (their functions, their classes' functions, static and class methods and
+properties); a decorator's inner function, held in a closure, waits for its 8 calls.
 """
 from __future__ import annotations
 
@@ -35,7 +38,7 @@ import functools
 import gc
 import sys
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = ["supported", "quicken_at_next_call", "quicken_new_modules"]
 
@@ -104,8 +107,12 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
     global _modules_length
     if not supported():
         return 0
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        # A trace or profile function (coverage, a debugger) runs Python code between any two
+        # lines and at every call: the read and the write below would no longer be one step.
+        return 0
     if objects is None:
-        _modules_seen.update(sys.modules)
+        _modules_seen.update(_module_names())
         _modules_length = len(sys.modules)
     pool = gc.get_objects() if objects is None else objects
     functions = [thing for thing in pool if type(thing) is types.FunctionType]
@@ -114,8 +121,10 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
     for code in _codes(functions):
         if not _flags_match(code):
             continue
-        # No call between the read and the write: no other thread can quicken this code in
-        # between (a non-zero counter on quickened code would make CPython quicken it again).
+        # No call and no backward jump between the read and the write (and no trace function,
+        # above), so the interpreter cannot switch threads in between: no other thread can
+        # quicken this code there (a non-zero counter on quickened code would make CPython
+        # quicken it again, over its inline caches).
         counter = _warmup_counter(code)
         if _INITIAL_WARMUP <= counter.value < _NEXT_CALL:
             counter.value = _NEXT_CALL
@@ -127,23 +136,59 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
 #: no Python code (``getattr``/``isinstance``/``vars`` may: a lazy module's ``__getattr__``, a
 #: metaclass's ``__getattribute__``, a deprecated alias whose ``__class__`` warns, as
 #: ``torch.distributed.reduce_op`` does), and this runs inside the user's test.
-_module_namespace = vars(types.ModuleType)["__dict__"].__get__
-_class_namespace = vars(type)["__dict__"].__get__
+_module_namespace: Callable[[object], object] | None
+_class_namespace: Callable[[object], object] | None
+try:
+    _module_namespace = vars(types.ModuleType)["__dict__"].__get__
+    _class_namespace = vars(type)["__dict__"].__get__
+except (KeyError, AttributeError):  # not CPython's layout: supported() is False there
+    _module_namespace = _class_namespace = None
+#: Where a class keeps functions that are not plain attributes; each reached through its C-level
+#: member, exactly this type asked (a subclass may override what it returns).
+_WRAPPED_FUNCTION_FIELDS: dict[type, tuple[str, ...]] = {
+    staticmethod: ("__func__",), classmethod: ("__func__",), property: ("fget", "fset", "fdel"),
+}
+
+
+def _module_names() -> list[str]:
+    """The names in ``sys.modules``; only ``str`` keys (another key's ``__hash__`` is user code)."""
+    return [name for name in list(sys.modules) if type(name) is str]
+
+
+def _functions_in(values: Iterable[object]) -> list[object]:
+    """The plain functions among a namespace's values, and those inside its static and class
+    methods and properties."""
+    found: list[object] = []
+    for value in values:
+        kind = type(value)
+        if kind is types.FunctionType:
+            found.append(value)
+        elif kind in _WRAPPED_FUNCTION_FIELDS:
+            for field in _WRAPPED_FUNCTION_FIELDS[kind]:
+                inner = getattr(value, field)
+                if type(inner) is types.FunctionType:
+                    found.append(inner)
+    return found
 
 
 def _module_functions(module: object) -> list[object]:
-    """A module's functions and its classes' (one level: what ``def`` and ``class`` made)."""
+    """A module's functions and its classes' (one level: what ``def`` and ``class`` made, and the
+    functions inside their static and class methods and properties)."""
     found: list[object] = []
     if not issubclass(type(module), types.ModuleType):  # sys.modules may hold any object
+        return found
+    if _module_namespace is None or _class_namespace is None:
         return found
     namespace = _module_namespace(module)
     if type(namespace) is not dict:
         return found
-    for value in list(namespace.values()):
-        if type(value) is types.FunctionType:
-            found.append(value)
-        elif issubclass(type(value), type):  # a class, asked of its real type, not __class__
-            found.extend(v for v in list(_class_namespace(value).values()) if type(v) is types.FunctionType)
+    values = list(namespace.values())
+    found.extend(_functions_in(values))
+    for value in values:
+        if issubclass(type(value), type):  # a class, asked of its real type, not __class__
+            class_namespace = _class_namespace(value)
+            if type(class_namespace) is types.MappingProxyType:  # not a C type never readied
+                found.extend(_functions_in(list(class_namespace.values())))
     return found
 
 
@@ -157,7 +202,7 @@ def quicken_new_modules() -> int:
     global _modules_length
     if len(sys.modules) == _modules_length or not supported():
         return 0
-    new = [(name, module) for name, module in list(sys.modules.items()) if name not in _modules_seen]
+    new = [(name, sys.modules.get(name)) for name in _module_names() if name not in _modules_seen]
     _modules_seen.update(name for name, _ in new)
     _modules_length = len(sys.modules)
     return quicken_at_next_call([f for _, module in new for f in _module_functions(module)])
