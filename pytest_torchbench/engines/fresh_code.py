@@ -10,7 +10,8 @@ same in every run: as in a fresh process, whatever ran before. This is what ``ti
 :mod:`.callgrind.collect`) already do for the timing loop itself.
 
 Only the benchmarked callable's own code is copied (nested functions and lambdas included); what
-it calls keeps its state. Callables that are not plain Python functions (``nn.Module``
+it calls keeps its state, and so does a recursive function's recursion (it calls the original
+through its globals). Callables that are not plain Python functions (``nn.Module``
 instances, C functions, ``torch.jit`` functions), torch's own functions and anything
 ``torch.compile`` wrapped are left as they are: a copy of a compiled function's code would lose
 its compiled graphs.
@@ -27,15 +28,25 @@ __all__ = ["fresh_callable"]
 
 
 def fresh_callable(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``fn``, or an equivalent whose Python code has never run (see the module docstring)."""
-    if isinstance(fn, functools.partial):
-        fresh = fresh_callable(fn.func)
-        return fn if fresh is fn.func else functools.partial(fresh, *fn.args, **fn.keywords)
-    if isinstance(fn, types.MethodType) and isinstance(fn.__func__, types.FunctionType):
-        fresh = _fresh_function(fn.__func__)
-        return fn if fresh is fn.__func__ else types.MethodType(fresh, fn.__self__)
-    if isinstance(fn, types.FunctionType):
-        return _fresh_function(fn)
+    """``fn``, or an equivalent whose Python code has never run (see the module docstring).
+
+    Types are asked exactly (``type(fn) is ...``), never with ``isinstance``: that reads
+    ``fn.__class__``, which a proxy (``wrapt``'s decorators, ``Mock(spec=f)``) fakes, and the
+    copy would then drop the proxy's own behaviour; a ``partial`` subclass is left alone for
+    the same reason (its ``__call__`` may be its own)."""
+    kind = type(fn)
+    if kind is functools.partial:
+        partial: functools.partial[Any] = fn  # type: ignore[assignment]
+        fresh = fresh_callable(partial.func)
+        return fn if fresh is partial.func else functools.partial(fresh, *partial.args, **partial.keywords)
+    if kind is types.MethodType:
+        method: types.MethodType = fn  # type: ignore[assignment]
+        if type(method.__func__) is not types.FunctionType:
+            return fn
+        fresh = _fresh_function(method.__func__)
+        return fn if fresh is method.__func__ else types.MethodType(fresh, method.__self__)
+    if kind is types.FunctionType:
+        return _fresh_function(fn)  # type: ignore[arg-type]
     return fn
 
 
@@ -48,6 +59,14 @@ def _fresh_function(fn: types.FunctionType) -> types.FunctionType:
     copy.__qualname__ = fn.__qualname__
     copy.__module__ = fn.__module__
     copy.__doc__ = fn.__doc__
+    # Its type hints, for code that reads them. From 3.14 they are computed on first access
+    # (and may name what does not exist yet): copy the function that computes them instead.
+    if hasattr(fn, "__annotate__"):
+        setattr(copy, "__annotate__", getattr(fn, "__annotate__"))
+    else:
+        copy.__annotations__ = dict(fn.__annotations__)
+    if hasattr(fn, "__type_params__"):  # 3.12+
+        setattr(copy, "__type_params__", getattr(fn, "__type_params__"))
     copy.__dict__.update(fn.__dict__)
     return copy
 

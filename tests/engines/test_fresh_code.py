@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import types
+from unittest import mock
 
 import pytest
 import torch
@@ -95,3 +96,46 @@ def test_what_is_not_plain_user_code_is_left_alone() -> None:
 @pytest.mark.parametrize("fn", [len, print, object()], ids=["builtin", "print", "not-callable"])
 def test_other_objects_come_back_unchanged(fn: object) -> None:
     assert fresh_callable(fn) is fn  # type: ignore[arg-type]
+
+
+class _Proxy:
+    """What ``wrapt``'s decorators are: an object that says it is the function it wraps."""
+
+    def __init__(self, wrapped: object) -> None:
+        self._wrapped = wrapped
+        self.calls = 0
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return types.FunctionType
+
+    def __call__(self, *args: object) -> object:
+        self.calls += 1
+        return self._wrapped(*args)  # type: ignore[operator]
+
+
+class _LoggedPartial(functools.partial):  # type: ignore[type-arg]
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        return ("logged", super().__call__(*args, **kwargs))
+
+
+def test_objects_that_only_claim_to_be_functions_are_left_alone() -> None:
+    """A proxy's ``__class__``, a ``Mock(spec=f)`` and a ``partial`` subclass would lose what they
+    add if copied as the function or partial they resemble."""
+    proxy = _Proxy(scaled)
+    assert isinstance(proxy, types.FunctionType)  # what isinstance() would have believed
+    assert fresh_callable(proxy) is proxy  # type: ignore[arg-type]
+    spec = mock.Mock(spec=scaled)
+    assert fresh_callable(spec) is spec
+    logged = _LoggedPartial(scaled, 1)
+    assert fresh_callable(logged) is logged and logged() == ("logged", 6)
+
+
+def annotated(x: int, y: "Thing") -> list[int]:
+    return [x]
+
+
+def test_the_copy_keeps_the_type_hints() -> None:
+    copy = fresh_callable(annotated)
+    assert copy is not annotated
+    assert copy.__annotations__ == annotated.__annotations__ and copy.__annotations__ is not annotated.__annotations__
