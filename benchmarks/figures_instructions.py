@@ -11,7 +11,7 @@
   and the trade-off of the function cut on the committed full-list baselines.
 * xdist: speed-up of -n 2 on the heavy suite, counts identical to the serial run's.
 * xdist_large: the same on a suite of 72 with about 3x the work, with xdist's ``--dist load`` and
-  ``--dist worksteal`` (not in the default run: about 8 minutes).
+  ``--dist worksteal`` (not in the default run: about 10 minutes).
 * collect_callgrind: the session against torch's own ``Timer.collect_callgrind`` (extrapolated).
 * parser: our Callgrind reader against callgrind_annotate on a real dump.
 * environment: the user's environment reaches the counted workers, padded to a fixed size: runs with
