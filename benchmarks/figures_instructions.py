@@ -396,11 +396,11 @@ def figure_xdist(work: Path, name: str = "xdist", suite: str = HEAVY_SUITE, dist
     # The fixed cost: a session of one benchmark, after the serial run (the first session of a new
     # virtualenv reads torch's libraries from disk: 30 s instead of 20 s here).
     one = Session(folder, "-k", "test_blur and 96", json_name="one.json")
+    fixed, work_s = one.wall, max(serial.wall - one.wall, 0.0)
+    ideal = (fixed + work_s) / (fixed + work_s / 2) if fixed + work_s > 0 else 0.0
     for dist in dists:
         parallel = Session(folder, "-n", "2", f"--dist={dist}", json_name=f"parallel-{dist}.json")
         same = serial.counts == parallel.counts and bool(serial.counts)
-        fixed, work_s = one.wall, max(serial.wall - one.wall, 0.0)
-        ideal = (fixed + work_s) / (fixed + work_s / 2) if fixed + work_s > 0 else 0.0
         # The benchmarks' own work, beyond each worker's start (paid once per worker, in parallel):
         # the throughput a suite large enough to hide that start gets.
         throughput = work_s / max(parallel.wall - fixed, 1e-9)
