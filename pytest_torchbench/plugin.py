@@ -438,9 +438,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function):
         return None  # left to the async plugin; measuring an event loop is out of scope
     arguments = {name: pyfuncitem.funcargs[name] for name in fixture_argnames(pyfuncitem)}
+    session.before_first_call(function)  # as the fixture does before its first call
     function(**arguments)  # the real run: a failure fails the test and nothing is measured
     recorder = _recorder(pyfuncitem)
-    recorder.add(session.measure(lambda: function(**arguments), recorder.options, recorder.naming))
+    # As the fixture does: a fresh copy of the test's code for the counting modes (a parametrised
+    # test's earlier cases specialised it for their types), and a partial, not a closure of ours
+    # (no bytecode of ours in the region; see fixtures.BenchmarkFixture.__call__).
+    counted = functools.partial(session.counted_callable(function), **arguments)
+    recorder.add(session.measure(counted, recorder.options, recorder.naming))
     return True
 
 

@@ -15,6 +15,22 @@ through its globals). Callables that are not plain Python functions (``nn.Module
 instances, C functions, ``torch.jit`` functions), torch's own functions and anything
 ``torch.compile`` wrapped are left as they are: a copy of a compiled function's code would lose
 its compiled graphs.
+
+A function under torch's context decorators (``@torch.no_grad()``, ``@torch.inference_mode()``,
+``@torch.enable_grad()``, ``@torch.autocast(...)``) is torch's wrapper, and the user's code is the
+function it holds in its closure and names in ``__wrapped__``: the copy is torch's wrapper (its
+code as it is, shared by every function it decorates) whose closure holds a fresh copy of that
+function in a new cell. Without this a ``@torch.no_grad()`` benchmark counted 10,056 instructions
+per call (0.35%) more after three parametrised runs than alone; with it, 1,226 (torch's wrapper
+and ``no_grad``'s methods keep their history). Only these wrappers, whose code is known to call
+the function and nothing else: a user's own decorator may key a cache or a registry on the
+function it wraps, or rebind it (``nonlocal``), and a wrapped copy would miss the cache, raise
+``KeyError`` or split the state between the original and the copy; it is copied as it is (fresh
+code, same closure), with the function inside keeping its history.
+
+Nested functions and lambdas that ``torch.compile`` has compiled (a test body doing
+``torch.compile(lambda x: ...)(x)``) keep their code: dynamo keeps its graphs per code object, and a
+copy would compile again inside the measured calls.
 """
 from __future__ import annotations
 
@@ -50,11 +66,58 @@ def fresh_callable(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _fresh_function(fn: types.FunctionType) -> types.FunctionType:
-    if not _copyable(fn):
+#: How many decorators deep a wrapped function is still freshened (and a guard against a
+#: ``__wrapped__`` chain that loops back).
+MAX_DECORATORS = 8
+
+
+def _fresh_function(fn: types.FunctionType, depth: int = 0) -> types.FunctionType:
+    if _compiled(fn):
         return fn
-    copy = types.FunctionType(_fresh_code(fn.__code__), fn.__globals__, fn.__name__,
-                              fn.__defaults__, fn.__closure__)
+    rewrapped = _fresh_wrapped(fn, depth)
+    if _torch_code(fn):
+        # torch's decorator: its own code as it is, the user's function inside it fresh
+        return fn if rewrapped is None else _function_like(fn, fn.__code__, *rewrapped)
+    if rewrapped is None:
+        return _function_like(fn, _fresh_code(fn.__code__), fn.__closure__, None)
+    return _function_like(fn, _fresh_code(fn.__code__), *rewrapped)
+
+
+#: torch's context decorators (``_DecoratorContextManager`` and ``autocast``): wrappers that call
+#: the function they hold and keep nothing keyed on it.
+CONTEXT_DECORATOR_FILES = (os.path.join("utils", "_contextlib.py"), os.path.join("amp", "autocast_mode.py"))
+
+
+def _fresh_wrapped(fn: types.FunctionType, depth: int) -> tuple[tuple[Any, ...], types.FunctionType] | None:
+    """``fn``'s closure with the function it wraps (``__wrapped__``, as ``functools.wraps`` sets
+    it) replaced by a fresh copy in a new cell, and that copy; None when it wraps nothing to copy
+    or is not one of torch's context decorators (see the module docstring)."""
+    wrapped = fn.__dict__.get("__wrapped__")
+    closure = fn.__closure__
+    if type(wrapped) is not types.FunctionType or not closure or depth >= MAX_DECORATORS:
+        return None
+    torch_dir = _torch_directory()
+    if not torch_dir or fn.__code__.co_filename not in {os.path.join(torch_dir, f) for f in CONTEXT_DECORATOR_FILES}:
+        return None
+    if not any(_holds(cell, wrapped) for cell in closure):
+        return None  # it reaches the function another way (a global, an attribute): leave it
+    fresh = _fresh_function(wrapped, depth + 1)
+    if fresh is wrapped:
+        return None
+    return tuple(types.CellType(fresh) if _holds(cell, wrapped) else cell for cell in closure), fresh
+
+
+def _holds(cell: Any, value: object) -> bool:
+    try:
+        return cell.cell_contents is value  # type: ignore[no-any-return]
+    except ValueError:  # an empty cell (a variable not yet assigned)
+        return False
+
+
+def _function_like(fn: types.FunctionType, code: types.CodeType, closure: tuple[Any, ...] | None,
+                   wrapped: types.FunctionType | None) -> types.FunctionType:
+    """A function as ``fn`` is (name, defaults, hints, attributes), with this code and closure."""
+    copy = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
     copy.__kwdefaults__ = None if fn.__kwdefaults__ is None else dict(fn.__kwdefaults__)
     copy.__qualname__ = fn.__qualname__
     copy.__module__ = fn.__module__
@@ -68,13 +131,33 @@ def _fresh_function(fn: types.FunctionType) -> types.FunctionType:
     if hasattr(fn, "__type_params__"):  # 3.12+
         setattr(copy, "__type_params__", getattr(fn, "__type_params__"))
     copy.__dict__.update(fn.__dict__)
+    if wrapped is not None:
+        copy.__dict__["__wrapped__"] = wrapped  # what signature() and pytest follow
     return copy
 
 
 def _fresh_code(code: types.CodeType) -> types.CodeType:
-    """A new code object with the same bytecode, unquickened (nested code objects too)."""
+    """A new code object with the same bytecode, unquickened (nested code objects too), except
+    where dynamo has compiled it."""
+    if _has_graphs(code):
+        return code
     consts = tuple(_fresh_code(c) if isinstance(c, types.CodeType) else c for c in code.co_consts)
     return code.replace(co_consts=consts)
+
+
+def _has_graphs(code: types.CodeType) -> bool:
+    """Whether ``torch.compile`` has compiled this code object (dynamo's cache is keyed on it)."""
+    if "torch._dynamo" not in sys.modules:  # nothing was compiled: no need to ask
+        return False
+    torch = sys.modules.get("torch")
+    entries = getattr(getattr(getattr(getattr(torch, "_C", None), "_dynamo", None), "eval_frame", None),
+                      "_debug_get_cache_entry_list", None)
+    if entries is None:
+        return False
+    try:
+        return bool(entries(code))
+    except Exception:  # a private API: if it changes, copy as before
+        return False
 
 
 def _torch_directory() -> str | None:
@@ -89,10 +172,12 @@ def _torch_directory() -> str | None:
     return None if not filename else os.path.join(os.path.dirname(filename), "")
 
 
-def _copyable(fn: types.FunctionType) -> bool:
-    """Plain user code only: not torch's own functions, not a ``torch.compile`` wrapper."""
-    if any(hasattr(fn, marker) for marker in ("_torchdynamo_orig_callable", "_torchdynamo_inline",
-                                               "_torchdynamo_disable")):
-        return False
+def _compiled(fn: types.FunctionType) -> bool:
+    """A ``torch.compile`` wrapper (or a function dynamo was told to skip): its graphs belong to it."""
+    return any(hasattr(fn, marker) for marker in ("_torchdynamo_orig_callable", "_torchdynamo_inline",
+                                                  "_torchdynamo_disable"))
+
+
+def _torch_code(fn: types.FunctionType) -> bool:
     torch_dir = _torch_directory()
-    return not (torch_dir and fn.__code__.co_filename.startswith(torch_dir))
+    return bool(torch_dir and fn.__code__.co_filename.startswith(torch_dir))

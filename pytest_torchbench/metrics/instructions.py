@@ -29,7 +29,7 @@ from ..vocabulary import (
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/6"  # /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
+COUNTING_METHOD = "per-region-toggle-in-loop/7"  # /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
 
 #: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
 DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"

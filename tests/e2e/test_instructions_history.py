@@ -85,14 +85,19 @@ def counted_run(project: Path, report: Path, *args: str, **variables: str) -> di
     return {r["key"]: r["metrics"]["instructions"] for r in json.loads(report.read_text())["benchmarks"]}
 
 
-def gap_alone_vs_after(project: Path, tmp: Path, key: str, subset: str, **switch: str) -> float:
-    """Instructions per call between ``key`` counted after the project's other tests and alone
-    (``-k subset``), with ``switch`` (a variable the project's conftest reads) in the workers."""
+def gaps_alone_vs_after(project: Path, tmp: Path, keys: list[str], subset: str,
+                        **switch: str) -> dict[str, float]:
+    """Instructions per call between each of ``keys`` counted after the project's other tests and
+    alone (``-k subset``), with ``switch`` (a variable the project's conftest reads) in the workers."""
     label = "-".join(switch.values())
-    after = counted_run(project, tmp / f"all-{label}.json", **switch)[key]
-    alone = counted_run(project, tmp / f"alone-{label}.json", "-k", subset, **switch)[key]
-    assert after["number_per_run"] == alone["number_per_run"] < 100  # heavy: a few counted calls
-    return abs(after["instructions_per_run"] - alone["instructions_per_run"])
+    after = counted_run(project, tmp / f"all-{label}.json", **switch)
+    alone = counted_run(project, tmp / f"alone-{label}.json", "-k", subset, **switch)
+    gaps = {}
+    for key in keys:
+        # heavy: a few counted calls
+        assert after[key]["number_per_run"] == alone[key]["number_per_run"] < 100, (key, after[key], alone[key])
+        gaps[key] = abs(after[key]["instructions_per_run"] - alone[key]["instructions_per_run"])
+    return gaps
 
 
 def session(project: Path, tmp: Path, history: str) -> tuple[list[int], dict[str, float]]:
@@ -149,6 +154,32 @@ def test_op(benchmark, n):
 
 def test_last(benchmark):
     benchmark(scaled_sum, torch.ones(4_000_000), InSlots())
+
+
+# The same through torch's decorator: the user's function is in the wrapper's closure.
+@torch.no_grad()
+def decorated_sum(x, cfg):
+    n = 1
+""" + "".join("    n = n % 5 + cfg.step\n" for _ in range(LINES)) + """    return torch.mul(x, n).sum()
+
+
+@pytest.mark.parametrize("n", [16, 32, 64])
+def test_decorated(benchmark, n):
+    benchmark(decorated_sum, torch.ones(n), InDict())
+
+
+def test_decorated_last(benchmark):
+    benchmark(decorated_sum, torch.ones(4_000_000), InSlots())
+
+
+# The same as a marked test without the fixture: the test's own body is the benchmark.
+@pytest.mark.benchmark
+@pytest.mark.parametrize("n,cfg", [(16, InDict()), (32, InDict()), (64, InDict()), (4_000_000, InSlots())],
+                         ids=["16", "32", "64", "last"])
+def test_marked(n, cfg):
+    x = torch.ones(n)
+    n = 1
+""" + "".join("    n = n % 5 + cfg.step\n" for _ in range(LINES)) + """    torch.mul(x, n).sum()
 """
 
 # Turns fresh copies off in the worker (the counterfactual: without them, does the test see a gap?).
@@ -165,6 +196,8 @@ def pytest_configure(config):
 def test_a_heavy_benchmark_counts_its_function_as_a_fresh_process_would(tmp_path: Path) -> None:
     """One function benchmarked by four parametrised tests: the last one, a heavy benchmark
     counted after one warm-up call, must count the same alone (``-k``) as after the other three.
+    The same holds for the function inside ``@torch.no_grad()`` (the fresh copy is made inside
+    the decorator) and for a marked test's own body (no fixture: the test is the benchmark).
 
     Without fresh copies (``engines/fresh_code.py``), CPython has quickened and specialised
     ``scaled_sum`` for the earlier tests' argument type, and the last test runs it through
@@ -180,14 +213,15 @@ def test_a_heavy_benchmark_counts_its_function_as_a_fresh_process_would(tmp_path
     project.mkdir()
     (project / "test_shared.py").write_text(SHARED_FUNCTION)
     (project / "conftest.py").write_text(FRESH_CODE_SWITCH)
-    key = "test_shared.py::test_last"
-    gaps = {fresh: gap_alone_vs_after(project, tmp_path, key, "last", FRESH_CODE=fresh) for fresh in ("on", "off")}
+    keys = ["test_shared.py::test_last", "test_shared.py::test_decorated_last", "test_shared.py::test_marked[last]"]
+    gaps = {fresh: gaps_alone_vs_after(project, tmp_path, keys, "last", FRESH_CODE=fresh) for fresh in ("on", "off")}
     # measured (instructions per call): on 402, off 11,675; with 24 lines on 162, off 4,235. What is
     # left with the copies grows with the lines, is in CPython's eval loop, and is there with the
     # quickening marking switched off too; not explained (at 24 lines, 746 fewer in
     # _PyEval_EvalFrameDefault in the -k run, and 590 of ceval.c's attributed to _PyObject_MakeTpCall)
-    assert gaps["off"] > 4000, gaps  # 64 attribute reads through failing specialisations
-    assert gaps["on"] < gaps["off"] / 5, gaps
+    for key in keys:
+        assert gaps["off"][key] > 4000, (key, gaps)  # 64 attribute reads through failing specialisations
+        assert gaps["on"][key] < gaps["off"][key] / 5, (key, gaps)
 
 
 STEPS = 24
@@ -263,7 +297,8 @@ def test_helpers_a_heavy_benchmark_shares_with_earlier_tests_count_as_in_a_fresh
     (project / "test_helpers.py").write_text(SHARED_HELPERS)
     (project / "conftest.py").write_text(MARKING_SWITCH)
     key = "test_helpers.py::test_heavy"
-    gaps = {marking: gap_alone_vs_after(project, tmp_path, key, "heavy", MARKING=marking) for marking in ("on", "off")}
+    gaps = {marking: gaps_alone_vs_after(project, tmp_path, [key], "heavy", MARKING=marking)[key]
+            for marking in ("on", "off")}
     # measured (instructions per call, two runs): on 0 and 0, off 16,383 and 16,383
     assert gaps["off"] > 2000, gaps  # 24 helpers run as plain bytecode alone, specialised after
     assert gaps["on"] < gaps["off"] / 10, gaps
