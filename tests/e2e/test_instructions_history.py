@@ -121,6 +121,9 @@ def test_a_tests_heap_and_counts_do_not_depend_on_the_workers_history(tmp_path: 
 
 
 LINES = 64
+# The same lines in each of the three forms below: a plain function, one under torch's decorator, a
+# marked test's body (small ints only: no float or int objects allocated, their free lists follow history).
+STEPPED_LINES = "".join("    n = n % 5 + cfg.step\n" for _ in range(LINES))
 
 # One function, benchmarked by parametrised tests that pass it different types (as a dtype or
 # config parametrisation does): in the original code the earlier tests specialise its attribute
@@ -144,7 +147,7 @@ class InSlots:
 def scaled_sum(x, cfg):
     # small ints only: no float or int objects allocated (their free lists follow history)
     n = 1
-""" + "".join("    n = n % 5 + cfg.step\n" for _ in range(LINES)) + """    return torch.mul(x, n).sum()
+""" + STEPPED_LINES + """    return torch.mul(x, n).sum()
 
 
 @pytest.mark.parametrize("n", [16, 32, 64])
@@ -160,7 +163,7 @@ def test_last(benchmark):
 @torch.no_grad()
 def decorated_sum(x, cfg):
     n = 1
-""" + "".join("    n = n % 5 + cfg.step\n" for _ in range(LINES)) + """    return torch.mul(x, n).sum()
+""" + STEPPED_LINES + """    return torch.mul(x, n).sum()
 
 
 @pytest.mark.parametrize("n", [16, 32, 64])
@@ -179,7 +182,7 @@ def test_decorated_last(benchmark):
 def test_marked(n, cfg):
     x = torch.ones(n)
     n = 1
-""" + "".join("    n = n % 5 + cfg.step\n" for _ in range(LINES)) + """    torch.mul(x, n).sum()
+""" + STEPPED_LINES + """    torch.mul(x, n).sum()
 """
 
 # Turns fresh copies off in the worker (the counterfactual: without them, does the test see a gap?).
