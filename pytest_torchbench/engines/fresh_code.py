@@ -74,13 +74,11 @@ MAX_DECORATORS = 8
 def _fresh_function(fn: types.FunctionType, depth: int = 0) -> types.FunctionType:
     if _compiled(fn):
         return fn
-    rewrapped = _fresh_wrapped(fn, depth)
     if _torch_code(fn):
-        # torch's decorator: its own code as it is, the user's function inside it fresh
+        # torch's own code as it is; inside its context decorators, the user's function fresh
+        rewrapped = _fresh_wrapped(fn, depth)
         return fn if rewrapped is None else _function_like(fn, fn.__code__, *rewrapped)
-    if rewrapped is None:
-        return _function_like(fn, _fresh_code(fn.__code__), fn.__closure__, None)
-    return _function_like(fn, _fresh_code(fn.__code__), *rewrapped)
+    return _function_like(fn, _fresh_code(fn.__code__), fn.__closure__, None)
 
 
 #: torch's context decorators (``_DecoratorContextManager`` and ``autocast``): wrappers that call
@@ -96,8 +94,8 @@ def _fresh_wrapped(fn: types.FunctionType, depth: int) -> tuple[tuple[Any, ...],
     closure = fn.__closure__
     if type(wrapped) is not types.FunctionType or not closure or depth >= MAX_DECORATORS:
         return None
-    torch_dir = _torch_directory()
-    if not torch_dir or fn.__code__.co_filename not in {os.path.join(torch_dir, f) for f in CONTEXT_DECORATOR_FILES}:
+    torch_dir = _torch_directory() or ""
+    if fn.__code__.co_filename not in {os.path.join(torch_dir, f) for f in CONTEXT_DECORATOR_FILES}:
         return None
     if not any(_holds(cell, wrapped) for cell in closure):
         return None  # it reaches the function another way (a global, an attribute): leave it
