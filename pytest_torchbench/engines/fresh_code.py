@@ -83,19 +83,20 @@ def _fresh_function(fn: types.FunctionType, depth: int = 0) -> types.FunctionTyp
 
 #: torch's context decorators (``_DecoratorContextManager`` and ``autocast``): wrappers that call
 #: the function they hold and keep nothing keyed on it.
-CONTEXT_DECORATOR_FILES = (os.path.join("utils", "_contextlib.py"), os.path.join("amp", "autocast_mode.py"))
+CONTEXT_DECORATOR_FILES = tuple(os.sep + os.path.join(*parts) for parts in (("utils", "_contextlib.py"),
+                                                                           ("amp", "autocast_mode.py")))
 
 
 def _fresh_wrapped(fn: types.FunctionType, depth: int) -> tuple[tuple[Any, ...], types.FunctionType] | None:
     """``fn``'s closure with the function it wraps (``__wrapped__``, as ``functools.wraps`` sets
     it) replaced by a fresh copy in a new cell, and that copy; None when it wraps nothing to copy
-    or is not one of torch's context decorators (see the module docstring)."""
+    or is not one of torch's context decorators (see the module docstring). Only asked of torch's
+    own functions (``_torch_code``), so the file's name within torch's folder decides."""
     wrapped = fn.__dict__.get("__wrapped__")
     closure = fn.__closure__
     if type(wrapped) is not types.FunctionType or not closure or depth >= MAX_DECORATORS:
         return None
-    torch_dir = _torch_directory() or ""
-    if fn.__code__.co_filename not in {os.path.join(torch_dir, f) for f in CONTEXT_DECORATOR_FILES}:
+    if not fn.__code__.co_filename.endswith(CONTEXT_DECORATOR_FILES):
         return None
     if not any(_holds(cell, wrapped) for cell in closure):
         return None  # it reaches the function another way (a global, an attribute): leave it
