@@ -19,7 +19,7 @@ MARKER_NAME = "benchmark"
 MARKER_DOC = (
     "benchmark(label=None, sub_label=None, description=None, num_threads=1, threshold=0.1, "
     "min_run_time=0.1, max_run_time=0.25, limits=None, number=None, warmup=None, seed=0, "
-    "ops_by_shape=False, profile=None; pytest-benchmark's group, min_rounds, min_time, max_time, "
+    "ops_by_shape=False, flush_l2=False, profile=None; pytest-benchmark's group, min_rounds, min_time, max_time, "
     "timer, disable_gc, warmup=True/False, warmup_iterations, calibration_precision, cprofile): "
     "the test is a benchmark for pytest-torchbench. Without the benchmark fixture the whole test "
     "body is measured."
@@ -52,6 +52,8 @@ class BenchOptions:
     number: int | None = None
     warmup: int | None = None
     ops_by_shape: bool = False
+    # gpu_time: overwrite the device's L2 cache before every profiled call (cold-cache device time)
+    flush_l2: bool = False
     profile: Mapping[str, Any] | None = None  # profiler options for --bench-profile / bench_profiler
     # Counting modes seed torch, numpy and random with this before the warm-up (ops, memory: again
     # before the counted region), so code that draws random numbers counts the same run to run.
@@ -144,8 +146,9 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
         _check_number(where, "seed", kwargs["seed"], integer=True, minimum=0, strict=False)
         if kwargs["seed"] > MAX_SEED:
             raise MarkerError(f"{where}: seed={kwargs['seed']!r} must be at most {MAX_SEED} (numpy's limit), or None")
-    if "ops_by_shape" in kwargs and not isinstance(kwargs["ops_by_shape"], bool):
-        raise MarkerError(f"{where}: ops_by_shape={kwargs['ops_by_shape']!r} must be True or False")
+    for flag in ("ops_by_shape", "flush_l2"):
+        if flag in kwargs and not isinstance(kwargs[flag], bool):
+            raise MarkerError(f"{where}: {flag}={kwargs[flag]!r} must be True or False")
     if "limits" in kwargs:
         try:
             kwargs["limits"] = parse_limits(kwargs["limits"], where=f"{where}: limits")

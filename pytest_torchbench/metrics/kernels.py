@@ -10,9 +10,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping
 
-from ..text import finite
+from ..text import finite, safe_text
 from ..vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
-from .base import MeasureContext, Metric, counts_from_json, counts_to_json, judge_counts
+from .base import MeasureContext, Metric, changed_counts, counts_from_json, counts_to_json, judge_counts
 
 
 @dataclasses.dataclass
@@ -40,6 +40,8 @@ class Kernels(Metric):
     explains = "CUDA kernels (launches per run)"
     failure_words = "kernel launches changed"
 
+    explains_failures = True
+
     def unavailable(self) -> str | None:
         from ..engines import profiler
 
@@ -55,6 +57,32 @@ class Kernels(Metric):
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
         return judge_counts(key, "kernels", current.kernels, baseline.kernels, limit, "launches", "kernel(s)")
+
+    def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
+                limit: float, root: Any) -> list[str]:
+        """The changed kernels, each with the op that launches it now and the user's lines that call
+        that op: two more runs of ``fn`` (one profiling the device, one tagging torch calls), for a
+        failed benchmark only. A kernel no longer launched has no launcher to show."""
+        from ..engines import profiler
+
+        launchers = profiler.kernel_launchers(fn, before_region=context.before_region)
+        sites = profiler.op_call_sites(fn, root=root, before_region=context.before_region)
+        lines = []
+        for kernel, then, now in changed_counts(current.kernels, baseline.kernels, limit):
+            line = f"{kernel} {then:g} -> {now:g} per call"
+            ops = launchers.get(kernel, [])
+            if ops:
+                op = ops[0]
+                found = sites.get(op, [])
+                where = f" at {safe_text(found[0][0])}" if found else ""
+                line += f" (launched by {safe_text(op)}{where})"
+            lines.append(line)
+        return lines
+
+    def explain_elsewhere(self, nodeid: str) -> str:
+        return (f"launching ops and call sites: not found (the test ran in another process); "
+                f"`pytest {safe_text(nodeid)} --bench-mode=kernels` with the same --bench-compare, "
+                f"without -n, shows them")
 
     def headline(self, value: Any) -> float:
         return sum(value.kernels.values())  # type: ignore[no-any-return]

@@ -12,6 +12,7 @@ from typing import Iterable, Iterator
 
 from .base import Metric
 from .compile import Compile
+from .gpu_time import GpuTime
 from .instructions import Instructions
 from .kernels import Kernels
 from .memory import Memory
@@ -101,7 +102,7 @@ def register_returned(returned: object, source: str) -> list[str]:
     return added
 
 
-for _builtin in (Time(), Instructions(), Ops(), Memory(), Kernels(), Compile()):
+for _builtin in (Time(), Instructions(), Ops(), Memory(), Kernels(), GpuTime(), Compile()):
     register(_builtin)
 #: The metrics that ship with pytest-torchbench.
 BUILTIN = names()

@@ -160,12 +160,12 @@ def test_add(benchmark):
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a CUDA device")
 def test_kernels_mode_without_cuda_is_one_line_and_exit_4(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
     pytester.makepyfile(test_k=KERNELS)
-    for modes in ("kernels", "ops,kernels"):
+    for modes, named in (("kernels", "kernels"), ("ops,kernels", "kernels"), ("gpu_time", "gpu_time")):
         result = run_bench(f"--bench-mode={modes}", "--bench-save=main")
         assert result.ret == 4, result.stdout.str() + result.stderr.str()
-        errors = [line for line in result.stderr.lines if line.strip()]
+        errors = [line for line in result.stderr.lines if "no CUDA device" in line]
         assert len(errors) == 1, result.stderr.str()
-        assert "no CUDA device" in errors[0] and "--bench-mode=kernels" in errors[0]
+        assert f"--bench-mode={named}" in errors[0]
         assert not (pytester.path / "baselines").exists()  # nothing ran
 
 
@@ -190,3 +190,39 @@ def test_add(benchmark):
     failed = run_bench("--bench-mode=kernels", "--bench-compare=main")
     assert failed.ret == 1
     failed.stdout.fnmatch_lines(["*test_add: kernels kernel launches changed: kernels 1 -> 2 launches per call (1 kernel(s) changed)*"])
+    # The new kernel is named with the op that launched it and the user's line that called the op.
+    failed.stdout.re_match_lines([r".* 0 -> 1 per call \(launched by aten::(relu|clamp_min) at test_k.py:7 in <lambda>\)"])
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_gpu_time_saved_compared_and_doubled_work_fails(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+    flag = pytester.path.parent / f"{pytester.path.name}-g.flag"
+    pytester.makepyfile(test_g=f'''
+import os, pytest, torch
+
+def test_mm(benchmark):
+    x = torch.randn(2048, 2048, device="cuda")
+    twice = os.path.exists({str(flag)!r})
+    benchmark(lambda: (x @ x, x @ x) if twice else x @ x)
+
+def test_add(benchmark):  # launch-bound: the device idles most of the call
+    x = torch.ones(1024, device="cuda")
+    benchmark(lambda: x + 1)
+
+@pytest.mark.benchmark(flush_l2=True)
+def test_cold(benchmark):
+    x = torch.randn(1024, 1024, device="cuda")
+    benchmark(lambda: x * 2)
+''')
+    assert run_bench("--bench-mode=gpu_time", "--bench-save=main").ret == 0
+    saved = json.loads((pytester.path / "baselines/main/test_g.json").read_text())["benchmarks"]
+    mm = saved["test_g.py::test_mm"]["metrics"]["gpu_time"]
+    assert mm["device_seconds"] > 0 and mm["launches_per_call"] == 1 and mm["calls"] >= 20
+    assert saved["test_g.py::test_cold"]["metrics"]["gpu_time"]["flush_l2"] is True
+    same = run_bench("--bench-mode=gpu_time", "--bench-compare=main", "-v")
+    assert same.ret == 0, same.stdout.str()
+    same.stdout.re_match_lines([r".*launch-bound.*"])  # the add is told as such
+    flag.write_text("")
+    failed = run_bench("--bench-mode=gpu_time", "--bench-compare=main")
+    assert failed.ret == 1
+    failed.stdout.re_match_lines([r".*test_mm: gpu_time .* per call \(\+(9\d|10\d)\.\d%, limit 5%\).*"])

@@ -481,13 +481,20 @@ def test_op_call_sites_outside_the_root_keep_their_path() -> None:
 
 
 def test_kernels_are_counted_in_the_iteration_whose_op_launched_them() -> None:
-    from pytest_torchbench.engines.profiler.kernels import kernels_per_iteration
+    from pytest_torchbench.engines.profiler.kernels import Activity, kernels_per_iteration, per_iteration
 
-    windows = iterations.Windows([(100, 200), (300, 400)])
-    cpu = [(50, 1), (150, 2), (160, 3), (350, 4), (450, 5), (170, 0)]  # (start, correlation id)
-    # Kernels run later on the GPU's clock: only the correlation says which call launched them.
-    device = [("gemm", 2), ("relu", 3), ("gemm", 4), ("warmup_kernel", 1), ("after", 5), ("gemm", 99)]
-    counters = kernels_per_iteration(windows, cpu, device)
+    def cpu(start: int, correlation: int) -> Activity:
+        return Activity("aten::op", False, start, start + 1, correlation, 0)
+
+    def kernel(name: str, linked: int) -> Activity:  # kernels run later, on the GPU's clock
+        return Activity(name, True, 10_000, 10_001, 100 + linked, linked)
+
+    events = [Activity(ITERATION_MARKER, False, 100, 200, 90, 0), Activity(ITERATION_MARKER, False, 300, 400, 91, 0),
+              cpu(50, 1), cpu(150, 2), cpu(160, 3), cpu(350, 4), cpu(450, 5),
+              # Only the correlation says which call launched a kernel.
+              kernel("gemm", 2), kernel("relu", 3), kernel("gemm", 4), kernel("warmup_kernel", 1),
+              kernel("after", 5), kernel("gemm", 99)]
+    counters = kernels_per_iteration(per_iteration(events))
     assert [dict(c) for c in counters] == [{"gemm": 1, "relu": 1}, {"gemm": 1}]
 
 

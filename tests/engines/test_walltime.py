@@ -12,7 +12,24 @@ import torch
 from pytest_torchbench.engines import walltime
 
 
-def test_measure_records_cpu_share_and_load_and_keeps_to_its_bounds():
+def _in_a_process_without_cuda(request: pytest.FixtureRequest) -> bool:
+    """Run the calling test again in a fresh process that sees no GPU, when this one has used CUDA.
+
+    Why: the CPU-time figures (``cpu_share``, ``cpu_times``) are None once a process has used CUDA
+    (a synchronising clock's wait is not the measured thread's work), and on a GPU machine earlier
+    tests of this session have. Returns True when it ran the test there (and it passed)."""
+    if not walltime._cuda_in_use():
+        return False
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
+                           f"{__file__}::{request.node.name}"], capture_output=True, text=True,
+                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 0, done.stdout + done.stderr
+    return True
+
+
+def test_measure_records_cpu_share_and_load_and_keeps_to_its_bounds(request):
+    if _in_a_process_without_cuda(request):
+        return
     x = torch.ones(16)
     spec = walltime.TimeSpec(min_run_time=0.01, max_run_time=0.2, min_replicates=10, max_replicates=40)
     measurement = walltime.measure(lambda: x + x, spec)
@@ -40,8 +57,10 @@ def test_long_calls_get_at_least_min_blocks_past_max_run_time():
     assert len(measurement.raw_times) >= 4
 
 
-def test_each_block_has_its_cpu_time_beside_its_wall_time():
+def test_each_block_has_its_cpu_time_beside_its_wall_time(request):
     # Sleeping takes wall time but no CPU time: the two clocks are read separately per block.
+    if _in_a_process_without_cuda(request):
+        return
     import time
 
     spec = walltime.TimeSpec(min_run_time=0.001, max_run_time=0.02, min_blocks=3, block_time=0.002)
@@ -89,7 +108,10 @@ def test_measuring_fixes_the_allocator_so_calls_reuse_their_memory():
 
     state, faults = run()
     assert state == "glibc thresholds fixed"
-    assert faults < 100
+    # The 20 calls touch about 254,000 pages (52 MiB each); reusing their memory leaves a few
+    # faults (under 100 here, 165 on a GPU machine with torch's CUDA build), first touching it
+    # each time gives one per page. 1% of the pages separates the two on any machine.
+    assert faults < 2_540
     state, _ = run(TORCHBENCH_MALLOC="default")
     assert state == "disabled by TORCHBENCH_MALLOC=default"
 
@@ -97,7 +119,7 @@ def test_measuring_fixes_the_allocator_so_calls_reuse_their_memory():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (not run on this project's CI)")
 def test_cuda_work_is_timed_to_completion_agreeing_with_cuda_events():
     """The Timer's clock synchronises the device, so a block's wall time is the GPU's work, not
-    the launches': the time per call agrees with CUDA events within 2% (issue 13)."""
+    the launches': the time per call agrees with CUDA events (issue 13)."""
     x = torch.randn(4096, 4096, device="cuda")
 
     def fn() -> torch.Tensor:
@@ -116,5 +138,7 @@ def test_cuda_work_is_timed_to_completion_agreeing_with_cuda_events():
         per_call.append(start.elapsed_time(end) / 1e3 / 8)
     per_call.sort()
     events = per_call[len(per_call) // 2]
-    # Without synchronising, only the launches would be timed: far below the events' time.
-    assert abs(engine - events) / events < 0.02, (engine, events)
+    # Without synchronising, only the launches would be timed: a few percent of the events' time.
+    # Each block also waits for the device once (its synchronise), so the engine may read a few
+    # percent above the events (2.86% on an H200, 4096² float32): -2%..+10% keeps the point.
+    assert -0.02 < (engine - events) / events < 0.10, (engine, events)

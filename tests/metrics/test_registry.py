@@ -46,8 +46,8 @@ def test_committed_baselines_exist() -> None:
 
 
 def test_builtin_metrics_in_display_order() -> None:
-    assert registry.names()[:6] == ("time", "instructions", "ops", "memory", "kernels", "compile")
-    assert registry.BUILTIN == ("time", "instructions", "ops", "memory", "kernels", "compile")
+    assert registry.names()[:7] == ("time", "instructions", "ops", "memory", "kernels", "gpu_time", "compile")
+    assert registry.BUILTIN == ("time", "instructions", "ops", "memory", "kernels", "gpu_time", "compile")
     for metric in registry.all_metrics():
         assert isinstance(metric, Metric) and metric.name.isidentifier()
         assert metric.default_limit >= 0 and metric.table_title
@@ -102,7 +102,7 @@ def test_vocabulary_imports_nothing_above_it(name: str) -> None:
     assert sorted(n for n in _imports(PACKAGE / name) if not n.startswith(allowed)) == []
 
 
-_NAMES = ("time", "instructions", "ops", "memory", "kernels", "compile")
+_NAMES = ("time", "instructions", "ops", "memory", "kernels", "gpu_time", "compile")
 #: Modules that iterate over the registry and must never name a metric (as a string literal).
 _GENERIC = ("options.py", "storage.py", "judgement.py", "gate.py", "session.py", "results.py",
             "reports/terminal.py", "reports/junit.py", "reports/markdown.py", "reports/html.py",

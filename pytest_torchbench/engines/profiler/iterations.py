@@ -175,13 +175,18 @@ class Windows:
     @classmethod
     def of_events(cls, events: Sequence[Any], name: str = ITERATION_MARKER) -> Windows:
         """Windows of the ``prof.events()`` (FunctionEvent) ranges called ``name``."""
-        return cls((ev.time_range.start, ev.time_range.end) for ev in events if ev.name == name)
+        return cls((ev.time_range.start, ev.time_range.end) for ev in events
+                   if ev.name == name and str(getattr(ev, "device_type", "CPU")).rsplit(".", 1)[-1] == "CPU")
 
     @classmethod
     def of_raw(cls, prof: profile, name: str = ITERATION_MARKER) -> Windows:
-        """Windows of the raw Kineto events called ``name`` (nanoseconds)."""
+        """Windows of the raw Kineto CPU events called ``name`` (nanoseconds).
+
+        CPU events only: with CUDA activity recorded, each ``record_function`` range also appears as
+        a CUDA-side annotation of the same name on the GPU's clock (see ``kernels``)."""
         raw = kineto_events(prof) or []
-        return cls((ev.start_ns(), ev.end_ns()) for ev in raw if ev.name() == name)
+        return cls((ev.start_ns(), ev.end_ns()) for ev in raw
+                   if ev.name() == name and str(ev.device_type()).rsplit(".", 1)[-1] == "CPU")
 
 
 def representative(counters: list[collections.Counter[str]]) -> collections.Counter[str]:

@@ -1,62 +1,206 @@
-"""CUDA kernel launches per call, by kernel name: a deterministic GPU counterpart of op counts.
+"""What one call does on the GPU: the kernels it launches (by name) and the device time they take.
 
-How a kernel is tied to an iteration: a kernel runs on the GPU's clock, after (often long after)
-the CPU op that launched it, so its time says nothing about which call made it. The profiler
-links them instead: every device event (kernel, memcpy, memset) carries a
+How a GPU activity is tied to an iteration: a kernel runs on the GPU's clock, after (often long
+after) the CPU op that launched it, so its time says nothing about which call made it. The profiler
+links them instead: every device activity (kernel, memcpy, memset) carries a
 ``linked_correlation_id`` equal to the ``correlation_id`` of the CPU op (``aten::...``) that
-launched it, the same link torch's own ``key_averages`` uses to put kernel times under ops. The
-CPU op lies inside an iteration marker (see ``iterations``), so the kernel counts for that
-iteration. As with ops, the counts of one iteration are reported (the one most iterations agree
-on), so they are integers and identical run to run for deterministic code.
+launched it, the same link torch's own ``key_averages`` uses to put kernel times under ops. The CPU
+op lies inside an iteration marker (see ``iterations``), so the activity counts for that iteration.
+
+Only the CPU side of the markers delimits iterations. With CUDA activity recorded, the profiler
+records every ``record_function`` range twice: the CPU event, and a CUDA-side "user annotation" with
+the same name and correlation id on the GPU's clock (it spans the range's device work). Taking both
+as windows gave twice as many windows as iterations, overlapping on different clocks.
+
+Device time per call is the time the device was busy with the call's activities: the union of
+their ``[start, end]`` intervals, so kernels that overlap on several streams are not counted twice.
+Unlike wall time it excludes the host's launch overhead and the gaps between kernels, which move
+with the CPU and the driver from process to process; the kernels' own durations do not.
+
+The rule is pure (:func:`per_iteration`, on :class:`Activity` records), so it is tested on the
+recorded events of a real CUDA run without a GPU.
 """
 from __future__ import annotations
 
 import collections
-from typing import Any, Callable, Iterable
+import dataclasses
+import statistics
+import time
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import torch
 from torch.profiler import ProfilerActivity
 
 from ..._compat import kineto_events
-from .iterations import Windows, record, representative
+from .iterations import ITERATION_MARKER, Windows, check_counts, ensure_no_active_profiler, representative, sync_cuda
 
-__all__ = ["NoCudaError", "count_kernels", "kernels_per_iteration"]
+__all__ = [
+    "Activity", "DeviceProfile", "NoCudaError", "busy_ns", "count_kernels", "kernel_launchers",
+    "kernels_per_iteration", "measure_device", "per_iteration",
+]
 
-#: The device types whose events count as launches (the GPU side of the trace).
+#: The device types whose events are GPU activities (the GPU side of the trace).
 _DEVICE_TYPES = ("CUDA",)
 
 
 class NoCudaError(RuntimeError):
-    """Kernel counts were asked for in a process without a usable CUDA device."""
+    """Kernel counts or device time were asked for in a process without a usable CUDA device."""
 
 
-def kernels_per_iteration(
-    windows: Windows,
-    cpu_events: Iterable[tuple[float, int]],
-    device_events: Iterable[tuple[str, int]],
-) -> list[collections.Counter[str]]:
-    """Per iteration window, the device events launched from it, by name.
+class Activity(NamedTuple):
+    """One profiler event, as the attribution rule needs it (from Kineto, or from a recording)."""
 
-    ``cpu_events``: (start, correlation_id) of CPU events; ``device_events``: (name,
-    linked_correlation_id) of GPU events. Pure, so the attribution rule is tested without a GPU.
-    A device event whose launching CPU event lies outside every window (the profiler's own work)
-    is not counted."""
+    name: str
+    on_device: bool
+    start_ns: int
+    end_ns: int
+    correlation_id: int
+    linked_correlation_id: int
+
+    @classmethod
+    def of_kineto(cls, ev: Any) -> Activity:
+        return cls(str(ev.name()), _device_name(ev.device_type()) in _DEVICE_TYPES, int(ev.start_ns()),
+                   int(ev.end_ns()), int(ev.correlation_id()), int(ev.linked_correlation_id()))
+
+
+def _device_name(device_type: Any) -> str:
+    return str(device_type).rsplit(".", 1)[-1]
+
+
+@dataclasses.dataclass
+class Iteration:
+    """One call's share of a profile: its host span and the device activities it launched."""
+
+    host_ns: int
+    activities: list[Activity]
+    #: The name of the CPU op that launched each activity (same order), for explanations.
+    launchers: list[str]
+
+
+def per_iteration(events: Sequence[Activity], marker: str = ITERATION_MARKER) -> list[Iteration]:
+    """Split a profile's events into iterations: the CPU-side ``marker`` ranges delimit them, a CPU
+    op belongs to the range containing its start, and a device activity to the iteration of the CPU
+    op whose correlation id it is linked to. Activities launched outside every range (the profiler's
+    own work, a flush between calls) belong to none."""
+    windows = Windows((ev.start_ns, ev.end_ns) for ev in events if ev.name == marker and not ev.on_device)
     window_of: dict[int, int] = {}
-    for start, correlation in cpu_events:
-        if correlation > 0:
-            i = windows.index(start)
-            if i is not None:
-                window_of[correlation] = i
-    counters: list[collections.Counter[str]] = [collections.Counter() for _ in range(len(windows))]
-    for name, linked in device_events:
-        i = window_of.get(linked)
+    op_name: dict[int, str] = {}
+    for ev in events:
+        # CPU ops have no link of their own; CUDA runtime calls (cudaLaunchKernel) are CPU events
+        # too, but linked, and their ids are CUPTI's.
+        if ev.on_device or ev.linked_correlation_id != 0 or ev.correlation_id <= 0 or ev.name == marker:
+            continue
+        i = windows.index(ev.start_ns)
         if i is not None:
-            counters[i][name] += 1
-    return counters
+            window_of[ev.correlation_id] = i
+            if ev.name.startswith("aten::") or ev.correlation_id not in op_name:
+                op_name[ev.correlation_id] = ev.name
+    iterations = [Iteration(int(end - start), [], []) for start, end in windows.spans]
+    for ev in events:
+        if not ev.on_device or ev.linked_correlation_id == 0:
+            continue  # the device-side copy of a marker has no link
+        i = window_of.get(ev.linked_correlation_id)
+        if i is not None:
+            iterations[i].activities.append(ev)
+            iterations[i].launchers.append(op_name.get(ev.linked_correlation_id, "?"))
+    return iterations
 
 
-def _is_device(ev: Any) -> bool:
-    return str(ev.device_type()).rsplit(".", 1)[-1] in _DEVICE_TYPES
+def busy_ns(activities: Iterable[Activity]) -> int:
+    """Nanoseconds the device was busy with ``activities``: the length of the union of their spans."""
+    total = 0
+    current_start = current_end = None
+    for start, end in sorted((a.start_ns, a.end_ns) for a in activities):
+        if current_end is None or start > current_end:
+            if current_end is not None and current_start is not None:
+                total += current_end - current_start
+            current_start, current_end = start, end
+        else:
+            current_end = max(current_end, end)
+    if current_end is not None and current_start is not None:
+        total += current_end - current_start
+    return total
+
+
+def kernels_per_iteration(iterations: Sequence[Iteration]) -> list[collections.Counter[str]]:
+    """Per iteration, the device activities it launched, by name."""
+    return [collections.Counter(a.name for a in it.activities) for it in iterations]
+
+
+@dataclasses.dataclass
+class DeviceProfile:
+    """What the device did in each profiled call of a callable."""
+
+    iterations: list[Iteration]
+
+    def kernel_counts(self) -> dict[str, float]:
+        """Activities of one call, by name: the counts most calls agree on (integers)."""
+        chosen = representative(kernels_per_iteration(self.iterations))
+        return {key: float(chosen[key]) for key in sorted(chosen)}
+
+    def device_ns(self) -> list[int]:
+        return [busy_ns(it.activities) for it in self.iterations]
+
+    def host_ns(self) -> list[int]:
+        return [it.host_ns for it in self.iterations]
+
+
+class _L2Flush:
+    """Overwrites a buffer twice the size of the device's L2 cache, as triton's ``do_bench`` does,
+    so each call starts with a cold cache: a benchmark whose inputs fit in L2 otherwise measures
+    the cache, not the memory system it meets in a real model."""
+
+    def __init__(self) -> None:
+        size = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 0)
+        self.buffer = torch.empty(max(2 * size, 64 * 1024 * 1024), dtype=torch.int8, device="cuda")
+
+    def __call__(self) -> None:
+        self.buffer.zero_()
+
+
+def _require_cuda() -> None:
+    if not torch.cuda.is_available():
+        raise NoCudaError("no CUDA device: torch.cuda.is_available() is False in this process")
+
+
+def measure_device(
+    fn: Callable[[], object],
+    *,
+    iterations: int = 3,
+    warmup: int = 1,
+    before_region: Callable[[], object] | None = None,
+    flush_l2: bool = False,
+) -> DeviceProfile:
+    """Warm ``fn`` up, then profile ``iterations`` calls with CPU and CUDA activities, each call in
+    its marker (with ``flush_l2``, the L2 cache is overwritten before each call, outside the marker,
+    so the flush's kernel belongs to no call). Raises :class:`NoCudaError` without a CUDA device.
+
+    Not ``iterations.record``: the flush has to run between the marked calls, inside the profile."""
+    _require_cuda()
+    check_counts(iterations, warmup)
+    ensure_no_active_profiler("measuring device activity")
+    flush = _L2Flush() if flush_l2 else None
+    if before_region is not None:
+        before_region()
+    for _ in range(warmup):
+        fn()
+    if before_region is not None:
+        before_region()
+    sync_cuda()
+    with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(iterations):
+            if flush is not None:
+                flush()
+            with torch.profiler.record_function(ITERATION_MARKER):
+                fn()
+        sync_cuda()
+    raw = kineto_events(prof)
+    if raw is None:  # pragma: no cover - depends on torch internals
+        raise RuntimeError("this torch version does not expose the profiler's raw events")
+    found = per_iteration([Activity.of_kineto(ev) for ev in raw])
+    if len(found) != iterations:  # pragma: no cover - would mean the profiler lost our markers
+        raise RuntimeError(f"profiler recorded {len(found)} iteration markers for {iterations} iterations")
+    return DeviceProfile(found)
 
 
 def count_kernels(
@@ -69,25 +213,45 @@ def count_kernels(
     """GPU activities (kernels, memcpy, memset) one call of ``fn`` launches, by name.
 
     ``fn`` is warmed up (cuDNN/cuBLAS choose their algorithms in the first calls), then called
-    ``iterations`` times under the profiler with CPU and CUDA activities, each call in its marker.
-    Raises :class:`NoCudaError` without a usable CUDA device.
-    """
-    if not torch.cuda.is_available():
-        raise NoCudaError("no CUDA device: torch.cuda.is_available() is False in this process")
-    prof = record(fn, iterations=iterations, warmup=warmup, what="count_kernels", before_region=before_region,
-                  activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
-    raw = kineto_events(prof)
-    if raw is None:  # pragma: no cover - depends on torch internals
-        raise RuntimeError("this torch version does not expose the profiler's raw events")
-    counters = kernels_per_iteration(
-        Windows.of_raw(prof),
-        # CPU ops (frontend events: no link of their own); CUDA runtime calls such as
-        # cudaLaunchKernel are CPU events too, but linked, and their ids are CUPTI's.
-        ((ev.start_ns(), ev.correlation_id()) for ev in raw
-         if not _is_device(ev) and ev.linked_correlation_id() == 0),
-        ((ev.name(), ev.linked_correlation_id()) for ev in raw if _is_device(ev)),
-    )
-    if len(counters) != iterations:  # pragma: no cover - would mean the profiler lost our markers
-        raise RuntimeError(f"profiler recorded {len(counters)} iteration markers for {iterations} iterations")
-    chosen = representative(counters)
-    return {key: float(chosen[key]) for key in sorted(chosen)}
+    ``iterations`` times under the profiler. Raises :class:`NoCudaError` without a CUDA device."""
+    return measure_device(fn, iterations=iterations, warmup=warmup, before_region=before_region).kernel_counts()
+
+
+def kernel_launchers(
+    fn: Callable[[], object], *, before_region: Callable[[], object] | None = None,
+) -> dict[str, list[str]]:
+    """For each activity one call of ``fn`` launches, the ops that launched it (most frequent first):
+    the link from a changed kernel to the op, and from there to the user's line (op call sites)."""
+    profile = measure_device(fn, iterations=1, warmup=1, before_region=before_region)
+    by_kernel: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for it in profile.iterations:
+        for activity, op in zip(it.activities, it.launchers):
+            by_kernel[activity.name][op] += 1
+    return {kernel: [op for op, _ in ops.most_common()] for kernel, ops in by_kernel.items()}
+
+
+def calibrate_iterations(fn: Callable[[], object], *, target_seconds: float, least: int, most: int) -> int:
+    """How many profiled calls fit in about ``target_seconds`` (within ``least``..``most``), from
+    the wall time of a few synchronised calls."""
+    sync_cuda()
+    start = time.perf_counter()
+    calls = 0
+    while calls < 3 or (time.perf_counter() - start < 0.02 and calls < 1000):
+        fn()
+        calls += 1
+    sync_cuda()
+    per_call = (time.perf_counter() - start) / calls
+    if per_call <= 0:
+        return most
+    return max(least, min(most, int(target_seconds / per_call)))
+
+
+def median_and_iqr(values: Sequence[float]) -> tuple[float, float]:
+    """Median and interquartile range (0 for fewer than 4 values)."""
+    if not values:
+        return 0.0, 0.0
+    median = float(statistics.median(values))
+    if len(values) < 4:
+        return median, 0.0
+    quartiles = statistics.quantiles(values, n=4, method="inclusive")
+    return median, float(quartiles[2] - quartiles[0])

@@ -1,0 +1,156 @@
+"""The GPU check: every CUDA path of pytest-torchbench on one GPU, each figure printed against its target.
+
+Run through ``benchmarks/gpu_check.sh`` (which installs the project without network first), from the
+repository root, on a machine with a CUDA device. Steps, each bounded in time:
+
+1. the GPU suite (``benchmarks/suites/gpu``) saved in every profiler mode plus time and gpu_time;
+2. A/A: the same suite compared in a second process, and measured again in a third (device-time
+   spread across three processes, beside the wall time's);
+3. one injected regression per metric (``TORCHBENCH_GPU_INJECT=1``): each must fail, naming what changed;
+4. the project's GPU-path tests, then the rest of its fast tests (``-m "not slow"``) with xdist.
+
+Writes logs and JSON under ``$OUT`` (or a temporary folder) and ends with one table.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SUITE = ROOT / "benchmarks" / "suites" / "gpu"
+OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="gpu-check-"))
+MODES = "time,ops,memory,kernels,gpu_time,compile"
+ROWS: list[tuple[str, str, str, str]] = []  # (figure, value, target, ok)
+
+
+def row(figure: str, value: str, target: str, ok: bool | None) -> None:
+    ROWS.append((figure, value, target, "-" if ok is None else ("ok" if ok else "MISSED")))
+    print(f"[figure] {figure}: {value} (target {target})", flush=True)
+
+
+def pytest(name: str, *args: str, env: dict[str, str] | None = None, cwd: Path = SUITE,
+           timeout: float = 150) -> tuple[int, str, float]:
+    """One pytest session; its output goes to $OUT/<name>.log. Returns (exit code, output, seconds)."""
+    command = [sys.executable, "-m", "pytest", *args]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(command, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True,
+                              text=True, timeout=timeout)
+        code, output = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as exc:
+        code, output = 124, f"{exc.stdout or ''}{exc.stderr or ''}\nTIMED OUT after {timeout} s"
+    seconds = time.perf_counter() - start
+    (OUT / f"{name}.log").write_text(f"$ {' '.join(command)}\n{output}")
+    tail = output.strip().splitlines()[-1:] or [""]
+    print(f"[session] {name}: exit {code} in {seconds:.1f} s: {tail[0][:160]}", flush=True)
+    return code, output, seconds
+
+
+def results(path: Path) -> dict[str, dict[str, Any]]:
+    """key -> metrics of a --bench-json file (empty when the session wrote none)."""
+    if not path.is_file():
+        return {}
+    return {entry["key"]: entry["metrics"] for entry in json.loads(path.read_text())["benchmarks"]}
+
+
+def verdicts_of(path: Path) -> list[dict[str, Any]]:
+    return list(json.loads(path.read_text()).get("verdicts", [])) if path.is_file() else []
+
+
+def spread(values: list[float]) -> float:
+    return max(values) / min(values) - 1 if values and min(values) > 0 else float("nan")
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    import torch
+
+    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
+          f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU'}, Python {sys.version.split()[0]}",
+          flush=True)
+    baselines = OUT / "baselines"
+    common = ["-p", "no:randomly", "--bench-baselines-dir", str(baselines), "--bench-min-run-time=0.1"]
+    # 1. save; 2. A/A in a second process, and a third process for the device-time spread
+    code, _, seconds = pytest("save", f"--bench-mode={MODES}", "--bench-save=gpu",
+                              f"--bench-json={OUT / 's1.json'}", *common)
+    row("save, all modes (9 benchmarks)", f"exit {code}, {seconds:.0f} s", "exit 0", code == 0)
+    code, _, _ = pytest("aa", f"--bench-mode={MODES}", "--bench-compare=gpu", f"--bench-json={OUT / 's2.json'}", *common)
+    failed = [v for v in verdicts_of(OUT / "s2.json") if v.get("failed")]
+    counting = [f"{v['key'].split('::')[-1]} {v['metric']}" for v in failed if v.get("metric") != "time"]
+    compared = len(verdicts_of(OUT / "s2.json"))
+    row("A/A, all modes: failed verdicts", f"{len(failed)} of {compared} ({len(counting)} outside wall time: {counting})",
+        "0 outside wall time", compared > 0 and not counting)
+    code, _, _ = pytest("third", "--bench-mode=time,gpu_time", f"--bench-json={OUT / 's3.json'}", *common)
+    runs = [results(OUT / f"s{i}.json") for i in (1, 2, 3)]
+    worst_device = worst_wall = 0.0
+    for key in sorted(runs[0]):
+        device = [r[key]["gpu_time"]["device_seconds"] for r in runs if key in r and "gpu_time" in r[key]]
+        wall = [r[key]["time"]["median"] for r in runs if key in r and "time" in r[key]]
+        bound = [r[key]["gpu_time"]["device_seconds"] / r[key]["gpu_time"]["host_seconds"]
+                 for r in runs if key in r and "gpu_time" in r[key] and r[key]["gpu_time"]["host_seconds"] > 0]
+        name = key.split("::")[-1]
+        if len(device) == 3:
+            worst_device = max(worst_device, spread(device))
+            row(f"device time {name}", f"{device[0] * 1e6:.2f} us, spread {spread(device) * 100:.2f}% "
+                f"(wall {wall[0] * 1e6 if wall else float('nan'):.2f} us, spread {spread(wall) * 100:.1f}%; "
+                f"device busy {min(bound) * 100:.0f}% of the call)", "spread <= 1%", spread(device) <= 0.01)
+        if len(wall) == 3:
+            worst_wall = max(worst_wall, spread(wall))
+    measured = sum(1 for key in runs[0] if "gpu_time" in runs[0][key])
+    row("device time, worst spread over 3 processes", f"{worst_device * 100:.2f}% ({measured} benchmarks)", "<= 1%",
+        measured > 0 and worst_device <= 0.01)
+    row("wall time, worst spread over 3 processes", f"{worst_wall * 100:.1f}%", "(for comparison)", None)
+    kernels = [{k: m.get("kernels", {}).get("kernels") for k, m in r.items()} for r in runs[:2]]
+    same = bool(kernels[0]) and kernels[0] == kernels[1]
+    row("kernel counts identical across processes", str(same), "True", same)
+
+    # 3. one injected regression per metric
+    code, _, _ = pytest("inject", f"--bench-mode={MODES}", "--bench-compare=gpu",
+                             f"--bench-json={OUT / 's4.json'}", *common, env={"TORCHBENCH_GPU_INJECT": "1"})
+    expected = {
+        "gpu_time (matmul twice)": ("test_matmul_bf16", "gpu_time"),
+        "time (matmul twice)": ("test_matmul_bf16", "time"),
+        "kernels (extra mul)": ("test_add_small", "kernels"),
+        "ops (extra mul)": ("test_add_small", "ops"),
+        "memory (allocation doubled)": ("test_alloc_64mib", "memory"),
+        "compile (graph break)": ("test_compiled", "compile"),
+    }
+    verdicts = verdicts_of(OUT / "s4.json")
+    for label, (test, metric) in expected.items():
+        hit = [v for v in verdicts if v.get("key", "").endswith(test) and v.get("metric") == metric and v.get("failed")]
+        row(f"injected {label}", hit[0].get("summary", "failed") if hit else "not failed", "fails", bool(hit))
+    named = [d for v in verdicts if v.get("metric") == "kernels" for d in v.get("details", []) if "launched by" in d]
+    row("injected kernel named with op and line", named[0][:150] if named else "no line", "launched by ... at test_gpu.py:N",
+        bool(named) and "test_gpu.py:" in named[0])
+    bystanders = [v for v in verdicts if v.get("failed") and not any(
+        v.get("key", "").endswith(t) for t, _ in expected.values())]
+    row("injected: failures elsewhere (counting modes)",
+        str(len([v for v in bystanders if v.get("metric") != "time"])), "0",
+        bool(verdicts) and not [v for v in bystanders if v.get("metric") != "time"])
+
+    # 4. the project's tests: the GPU paths first, then the rest of the fast tests
+    gpu_tests = ["tests/engines/test_kernels_recorded.py", "tests/engines/test_profiler.py",
+                 "tests/engines/test_walltime.py", "tests/metrics", "tests/e2e/test_ops_memory.py"]
+    code, output, seconds = pytest("tests_gpu", "-q", "-p", "no:cacheprovider", *gpu_tests, cwd=ROOT, timeout=240)
+    row("GPU-path tests", (output.strip().splitlines() or ["?"])[-1][:120], "all pass", code == 0)
+    budget = float(os.environ.get("GPU_CHECK_REST_SECONDS", "150"))
+    if budget > 0:
+        code, output, seconds = pytest("tests_rest", "-q", "-p", "no:cacheprovider", "-m", "not slow", "-n", "8",
+                                       "tests",
+                                       cwd=ROOT, timeout=budget)
+        row("fast tests (-m 'not slow', -n 8)", (output.strip().splitlines() or ["?"])[-1][:120], "all pass", code == 0)
+
+    print("\n| figure | value | target | |\n| --- | --- | --- | --- |")
+    for figure, value, target, ok in ROWS:
+        print(f"| {figure} | {value} | {target} | {ok} |")
+    return 0 if all(ok != "MISSED" for *_, ok in ROWS) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

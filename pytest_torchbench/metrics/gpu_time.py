@@ -1,0 +1,153 @@
+"""The ``gpu_time`` metric: device time per call, from the kernels' own durations (needs a GPU).
+
+Why beside wall time: a launch-bound benchmark (small kernels, the device idle most of the call)
+takes as long as the host needs to launch its kernels, and that moves with the CPU, the driver
+and the process by tens of percent, so a wall-time limit cannot gate it. The time the device spent
+in the call's kernels, memcpys and memsets does not move that way: it is what the GPU work costs.
+The value is the median over many profiled calls of the device's busy time in each (the union of
+the call's activity spans, ``engines/profiler/kernels``); the host's span of each call and the
+number of launches are kept beside it, so a verdict can say when a benchmark is launch-bound.
+
+Marker keyword ``flush_l2=True`` overwrites the L2 cache before every call (as triton's
+``do_bench`` does): for benchmarks whose inputs would otherwise stay in the cache across calls.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+from ..text import finite
+from ..vocabulary import (
+    IMPROVEMENT, REGRESSION, UNCHANGED, Policy, Verdict, format_percent, format_seconds, round_sig, time_unit,
+)
+from .base import MeasureContext, Metric
+
+#: Calls profiled per benchmark: as many as fit in about this many seconds of wall time...
+_TARGET_SECONDS = 0.3
+#: ... but at least / at most this many.
+_LEAST_CALLS, _MOST_CALLS = 20, 200
+#: Below this share of the host's time per call spent busy on the device, a benchmark is launch-bound.
+LAUNCH_BOUND_SHARE = 0.5
+
+
+@dataclasses.dataclass
+class GpuTimeMetric:
+    """Device time per call (median over ``calls`` profiled calls), with what explains it."""
+
+    device_seconds: float
+    device_iqr: float
+    host_seconds: float
+    launches: float
+    calls: int
+    flush_l2: bool = False
+
+    @property
+    def busy_share(self) -> float | None:
+        """The share of the host's time per call that the device was busy (None without a host time)."""
+        return self.device_seconds / self.host_seconds if self.host_seconds > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "device_seconds": round_sig(self.device_seconds), "device_iqr": round_sig(self.device_iqr),
+            "host_seconds": round_sig(self.host_seconds), "launches_per_call": round_sig(self.launches),
+            "calls": int(self.calls), "flush_l2": bool(self.flush_l2),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> GpuTimeMetric:
+        flush = data.get("flush_l2", False)
+        if not isinstance(flush, bool):
+            raise ValueError("gpu_time.flush_l2 must be true or false")
+        return cls(float(data["device_seconds"]), float(data["device_iqr"]), float(data["host_seconds"]),
+                   float(data["launches_per_call"]), int(data["calls"]), flush)
+
+
+def describe_launch_bound(value: GpuTimeMetric) -> str | None:
+    """One line saying that ``value``'s benchmark is launch-bound, or None when it is not."""
+    share = value.busy_share
+    if share is None or share >= LAUNCH_BOUND_SHARE:
+        return None
+    overhead = max(0.0, value.host_seconds - value.device_seconds)
+    return (f"launch-bound: the device is busy {format_seconds(value.device_seconds)} of the call's "
+            f"{format_seconds(value.host_seconds)} on the host ({share * 100:.0f}%), "
+            f"{value.launches:g} launches per call, about {format_seconds(overhead)} of host overhead per call; "
+            "its wall time follows the host, gate it on gpu_time")
+
+
+class GpuTime(Metric):
+    name = "gpu_time"
+    value_type = GpuTimeMetric
+    help = "device time per call from the kernels' durations (needs a GPU)"
+    default_limit = 0.05
+    # The device, its driver and libraries choose the kernels; the torch build and CUDA version too.
+    comparability_facts = ("torch", "torch_git", "torch_cuda", "gpu")
+    count_fields = ("calls",)
+    table_title = "device time per call ({unit})"
+    delta_title = "delta of the median device time"
+
+    def unavailable(self) -> str | None:
+        from ..engines import profiler
+
+        if profiler.cuda_usable():
+            return None
+        return ("--bench-mode=gpu_time measures device time, but there is no CUDA device here "
+                "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave 'gpu_time' out")
+
+    def measure(self, fn: Callable[[], Any], context: MeasureContext) -> GpuTimeMetric:
+        from ..engines.profiler import kernels
+
+        flush_l2 = bool(getattr(context.options, "flush_l2", False))
+        if context.before_region is not None:
+            context.before_region()
+        calls = kernels.calibrate_iterations(fn, target_seconds=_TARGET_SECONDS, least=_LEAST_CALLS, most=_MOST_CALLS)
+        profile = kernels.measure_device(fn, iterations=calls, warmup=1, before_region=context.before_region,
+                                         flush_l2=flush_l2)
+        device, iqr = kernels.median_and_iqr([ns / 1e9 for ns in profile.device_ns()])
+        host, _ = kernels.median_and_iqr([ns / 1e9 for ns in profile.host_ns()])
+        launches = sum(profile.kernel_counts().values())
+        return GpuTimeMetric(device, iqr, host, launches, calls, flush_l2)
+
+    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
+        now, then = current.device_seconds, baseline.device_seconds
+        if then > 0:
+            delta = now / then - 1.0
+        else:
+            delta = math.inf if now > 0 else 0.0
+        status = REGRESSION if delta > limit else IMPROVEMENT if delta < -limit else UNCHANGED
+        shown = format_percent(delta) if math.isfinite(delta) else "new"
+        summary = (f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call "
+                   f"({shown}, limit {limit * 100:g}%)")
+        details = [f"launches per call {baseline.launches:g} -> {current.launches:g}; host span per call "
+                   f"{format_seconds(baseline.host_seconds)} -> {format_seconds(current.host_seconds)}"]
+        spread = current.device_iqr / now if now > 0 else 0.0
+        if spread > limit / 2:
+            details.append(f"noisy: the device time's IQR is {spread * 100:.1f}% of its median "
+                           f"over {current.calls} calls, against a {limit * 100:g}% limit")
+        if current.flush_l2 != baseline.flush_l2:
+            details.append(f"flush_l2 {baseline.flush_l2} -> {current.flush_l2}: cold and warm caches compared")
+        bound = describe_launch_bound(current)
+        if bound:
+            details.append(bound)
+        return Verdict(key, self.name, status, then, now, limit, None, summary, details)
+
+    def headline(self, value: Any) -> float:
+        return value.device_seconds  # type: ignore[no-any-return]
+
+    def format_value(self, number: float) -> str:
+        return format_seconds(number)
+
+    def table_scale(self, headlines: Sequence[float]) -> tuple[str, float]:
+        return time_unit(min((v for v in headlines if finite(v) and v > 0), default=1.0))
+
+    def cell(self, value: Any, scale: float) -> str:
+        text = f"{value.device_seconds / scale:.4g} \u00b1 {value.device_iqr / scale:.2g}"
+        return text + (" (launch-bound)" if describe_launch_bound(value) else "")
+
+    def cell_delta(self, delta: float) -> str:
+        return f" ({delta * 100:+.1f}%)"
+
+    def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
+        return [(f"{prefix}gpu_time.device_seconds", round_sig(value.device_seconds)),
+                (f"{prefix}gpu_time.host_seconds", round_sig(value.host_seconds)),
+                (f"{prefix}gpu_time.launches_per_call", round_sig(value.launches))]
