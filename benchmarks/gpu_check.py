@@ -78,15 +78,16 @@ def main() -> int:
     common = ["-p", "no:randomly", "--bench-baselines-dir", str(baselines), "--bench-min-run-time=0.1"]
     # 1. save; 2. A/A in a second process, and a third process for the device-time spread
     code, _, seconds = pytest("save", f"--bench-mode={MODES}", "--bench-save=gpu",
-                              f"--bench-json={OUT / 's1.json'}", *common)
+                              f"--bench-json={OUT / 's1.json'}", *common, timeout=120)
     row("save, all modes (9 benchmarks)", f"exit {code}, {seconds:.0f} s", "exit 0", code == 0)
-    code, _, _ = pytest("aa", f"--bench-mode={MODES}", "--bench-compare=gpu", f"--bench-json={OUT / 's2.json'}", *common)
+    code, _, _ = pytest("aa", f"--bench-mode={MODES}", "--bench-compare=gpu", f"--bench-json={OUT / 's2.json'}", *common,
+                    timeout=90)
     failed = [v for v in verdicts_of(OUT / "s2.json") if v.get("failed")]
     counting = [f"{v['key'].split('::')[-1]} {v['metric']}" for v in failed if v.get("metric") != "time"]
     compared = len(verdicts_of(OUT / "s2.json"))
     row("A/A, all modes: failed verdicts", f"{len(failed)} of {compared} ({len(counting)} outside wall time: {counting})",
         "0 outside wall time", compared > 0 and not counting)
-    code, _, _ = pytest("third", "--bench-mode=time,gpu_time", f"--bench-json={OUT / 's3.json'}", *common)
+    code, _, _ = pytest("third", "--bench-mode=time,gpu_time", f"--bench-json={OUT / 's3.json'}", *common, timeout=60)
     runs = [results(OUT / f"s{i}.json") for i in (1, 2, 3)]
     worst_device = worst_wall = 0.0
     for key in sorted(runs[0]):
@@ -112,7 +113,8 @@ def main() -> int:
 
     # 3. one injected regression per metric
     code, _, _ = pytest("inject", f"--bench-mode={MODES}", "--bench-compare=gpu",
-                             f"--bench-json={OUT / 's4.json'}", *common, env={"TORCHBENCH_GPU_INJECT": "1"})
+                             f"--bench-json={OUT / 's4.json'}", *common, env={"TORCHBENCH_GPU_INJECT": "1"},
+                    timeout=90)
     expected = {
         "gpu_time (matmul twice)": ("test_matmul_bf16", "gpu_time"),
         "time (matmul twice)": ("test_matmul_bf16", "time"),
@@ -137,9 +139,9 @@ def main() -> int:
     # 4. the project's tests: the GPU paths first, then the rest of the fast tests
     gpu_tests = ["tests/engines/test_kernels_recorded.py", "tests/engines/test_profiler.py",
                  "tests/engines/test_walltime.py", "tests/metrics", "tests/e2e/test_ops_memory.py"]
-    code, output, seconds = pytest("tests_gpu", "-q", "-p", "no:cacheprovider", *gpu_tests, cwd=ROOT, timeout=240)
+    code, output, seconds = pytest("tests_gpu", "-q", "-p", "no:cacheprovider", *gpu_tests, cwd=ROOT, timeout=150)
     row("GPU-path tests", (output.strip().splitlines() or ["?"])[-1][:120], "all pass", code == 0)
-    budget = float(os.environ.get("GPU_CHECK_REST_SECONDS", "150"))
+    budget = float(os.environ.get("GPU_CHECK_REST_SECONDS", "90"))
     if budget > 0:
         code, output, seconds = pytest("tests_rest", "-q", "-p", "no:cacheprovider", "-m", "not slow", "-n", "8",
                                        "tests",
