@@ -4,9 +4,13 @@ Why beside wall time: a launch-bound benchmark (small kernels, the device idle m
 takes as long as the host needs to launch its kernels, and that moves with the CPU, the driver
 and the process by tens of percent, so a wall-time limit cannot gate it. The time the device spent
 in the call's kernels, memcpys and memsets does not move that way: it is what the GPU work costs.
-The value is the median over many profiled calls of the device's busy time in each (the union of
-the call's activity spans, ``engines/profiler/kernels``); the host's span of each call and the
-number of launches are kept beside it, so a verdict can say when a benchmark is launch-bound.
+The value is the device's busy time in each of many profiled calls (the union of the call's
+activity spans, ``engines/profiler/kernels``): the fastest call is judged, as time mode judges its
+fastest call, because a compute-bound kernel's time follows the GPU's clock, which drops under
+sustained load and power limits and comes back after idling; the fastest call is the one at the
+clock the device reaches in every run. The median and IQR are shown beside it. The host's span of
+each call and the number of launches are kept too, so a verdict can say when a benchmark is
+launch-bound.
 
 Marker keyword ``flush_l2=True`` overwrites the L2 cache before every call (as triton's
 ``do_bench`` does): for benchmarks whose inputs would otherwise stay in the cache across calls.
@@ -33,9 +37,11 @@ LAUNCH_BOUND_SHARE = 0.5
 
 @dataclasses.dataclass
 class GpuTimeMetric:
-    """Device time per call (median over ``calls`` profiled calls), with what explains it."""
+    """Device time per call (the fastest of ``calls`` profiled calls, and their median), with what
+    explains it."""
 
     device_seconds: float
+    device_median: float
     device_iqr: float
     host_seconds: float
     launches: float
@@ -49,7 +55,8 @@ class GpuTimeMetric:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "device_seconds": round_sig(self.device_seconds), "device_iqr": round_sig(self.device_iqr),
+            "device_seconds": round_sig(self.device_seconds), "device_median": round_sig(self.device_median),
+            "device_iqr": round_sig(self.device_iqr),
             "host_seconds": round_sig(self.host_seconds), "launches_per_call": round_sig(self.launches),
             "calls": int(self.calls), "flush_l2": bool(self.flush_l2),
         }
@@ -59,14 +66,15 @@ class GpuTimeMetric:
         flush = data.get("flush_l2", False)
         if not isinstance(flush, bool):
             raise ValueError("gpu_time.flush_l2 must be true or false")
-        return cls(float(data["device_seconds"]), float(data["device_iqr"]), float(data["host_seconds"]),
+        return cls(float(data["device_seconds"]), float(data["device_median"]), float(data["device_iqr"]),
+                   float(data["host_seconds"]),
                    float(data["launches_per_call"]), int(data["calls"]), flush)
 
 
 def describe_launch_bound(value: GpuTimeMetric) -> str | None:
     """One line saying that ``value``'s benchmark is launch-bound, or None when it is not."""
     share = value.busy_share
-    if share is None or share >= LAUNCH_BOUND_SHARE:
+    if share is None or share >= LAUNCH_BOUND_SHARE or value.launches == 0:
         return None
     overhead = max(0.0, value.host_seconds - value.device_seconds)
     return (f"launch-bound: the device is busy {format_seconds(value.device_seconds)} of the call's "
@@ -83,8 +91,8 @@ class GpuTime(Metric):
     # The device, its driver and libraries choose the kernels; the torch build and CUDA version too.
     comparability_facts = ("torch", "torch_git", "torch_cuda", "gpu")
     count_fields = ("calls",)
-    table_title = "device time per call ({unit})"
-    delta_title = "delta of the median device time"
+    table_title = "device time per call, fastest (median \u00b1 IQR) ({unit})"
+    delta_title = "delta of the fastest call"
 
     def unavailable(self) -> str | None:
         from ..engines import profiler
@@ -103,10 +111,11 @@ class GpuTime(Metric):
         calls = kernels.calibrate_iterations(fn, target_seconds=_TARGET_SECONDS, least=_LEAST_CALLS, most=_MOST_CALLS)
         profile = kernels.measure_device(fn, iterations=calls, warmup=1, before_region=context.before_region,
                                          flush_l2=flush_l2)
-        device, iqr = kernels.median_and_iqr([ns / 1e9 for ns in profile.device_ns()])
+        device = [ns / 1e9 for ns in profile.device_ns()]
+        median, iqr = kernels.median_and_iqr(device)
         host, _ = kernels.median_and_iqr([ns / 1e9 for ns in profile.host_ns()])
         launches = sum(profile.kernel_counts().values())
-        return GpuTimeMetric(device, iqr, host, launches, calls, flush_l2)
+        return GpuTimeMetric(min(device), median, iqr, host, launches, calls, flush_l2)
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
         now, then = current.device_seconds, baseline.device_seconds
@@ -117,10 +126,13 @@ class GpuTime(Metric):
         status = REGRESSION if delta > limit else IMPROVEMENT if delta < -limit else UNCHANGED
         shown = format_percent(delta) if math.isfinite(delta) else "new"
         summary = (f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call "
-                   f"({shown}, limit {limit * 100:g}%)")
+                   f"({shown}, limit {limit * 100:g}%; fastest of {current.calls} calls, median "
+                   f"{format_seconds(baseline.device_median)} -> {format_seconds(current.device_median)})")
         details = [f"launches per call {baseline.launches:g} -> {current.launches:g}; host span per call "
                    f"{format_seconds(baseline.host_seconds)} -> {format_seconds(current.host_seconds)}"]
-        spread = current.device_iqr / now if now > 0 else 0.0
+        if then == 0 and now == 0:
+            details.append("no device work: the call launches no kernel, memcpy or memset")
+        spread = current.device_iqr / current.device_median if current.device_median > 0 else 0.0
         if spread > limit / 2:
             details.append(f"noisy: the device time's IQR is {spread * 100:.1f}% of its median "
                            f"over {current.calls} calls, against a {limit * 100:g}% limit")
@@ -141,7 +153,8 @@ class GpuTime(Metric):
         return time_unit(min((v for v in headlines if finite(v) and v > 0), default=1.0))
 
     def cell(self, value: Any, scale: float) -> str:
-        text = f"{value.device_seconds / scale:.4g} \u00b1 {value.device_iqr / scale:.2g}"
+        text = (f"{value.device_seconds / scale:.4g} ({value.device_median / scale:.4g} "
+                f"\u00b1 {value.device_iqr / scale:.2g})")
         return text + (" (launch-bound)" if describe_launch_bound(value) else "")
 
     def cell_delta(self, delta: float) -> str:
