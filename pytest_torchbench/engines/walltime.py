@@ -248,11 +248,10 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     ``reference`` the machine's own speed beside it (engines/reference.py; None with CUDA in use).
     The reference's samples are left out of the wall and CPU times behind ``cpu_share``.
     """
-    from torch.utils.benchmark.utils.timer import timer as torch_timer
-
     spec = spec or TimeSpec()
     steady_allocator()
-    clock = _CpuClock(spec.timer or torch_timer)
+    uses_cuda = _cuda_in_use()  # before the clock runs: torch's own clock would start CUDA itself
+    clock = _CpuClock(spec.timer or default_clock())
     timer = make_timer(fn, spec, clock)
     probe = _started_probe()
     wall_start, cpu_start = time.perf_counter(), time.thread_time()
@@ -287,7 +286,7 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     cpu = time.thread_time() - cpu_start - probe_cpu
     if probe is not None:
         probe.sample()
-    single_threaded_cpu = spec.num_threads == 1 and not _cuda_in_use()
+    single_threaded_cpu = spec.num_threads == 1 and not uses_cuda
     metadata = {
         "cpu_share": min(1.0, cpu / wall) if single_threaded_cpu and wall > 0 else None,
         "load": load_average(),
@@ -306,6 +305,22 @@ def _started_probe() -> ReferenceProbe | None:
     probe = ReferenceProbe()
     probe.sample()
     return probe
+
+
+def default_clock() -> Callable[[], float]:
+    """The clock of a measurement: torch's (it waits for queued CUDA work before reading the time)
+    when this process uses CUDA, else ``timeit.default_timer``.
+
+    Why not always torch's: on a machine with a GPU it calls ``torch.cuda.synchronize()`` on every
+    read, which starts CUDA in a process that never used it, so a CPU benchmark would pay for a
+    device sync per block and lose its CPU-time figures (seen on an H200 machine)."""
+    if _cuda_in_use():
+        from torch.utils.benchmark.utils.timer import timer as torch_timer
+
+        return torch_timer  # type: ignore[no-any-return]
+    import timeit
+
+    return timeit.default_timer
 
 
 def _cuda_in_use() -> bool:
@@ -336,10 +351,9 @@ def measure_rounds(
 
     import torch
     from torch.utils.benchmark.utils.common import TaskSpec
-    from torch.utils.benchmark.utils.timer import timer as torch_timer
 
     spec = spec or TimeSpec()
-    clock = spec.timer or torch_timer
+    clock = spec.timer or default_clock()
     task_spec = TaskSpec(stmt=getattr(target, "__qualname__", None) or repr(target), setup="",
                          label=spec.label or None, sub_label=spec.sub_label or None,
                          description=spec.description or None, num_threads=spec.num_threads)

@@ -31,6 +31,8 @@ from .base import MeasureContext, Metric
 _TARGET_SECONDS = 0.3
 #: ... but at least / at most this many.
 _LEAST_CALLS, _MOST_CALLS = 20, 200
+#: Sustained calls before profiling, so every run measures at the clock sustained work gets.
+_SUSTAINED_SECONDS = 0.3
 #: Below this share of the host's time per call spent busy on the device, a benchmark is launch-bound.
 LAUNCH_BOUND_SHARE = 0.5
 
@@ -108,6 +110,7 @@ class GpuTime(Metric):
         flush_l2 = bool(getattr(context.options, "flush_l2", False))
         if context.before_region is not None:
             context.before_region()
+        kernels.keep_busy(fn, _SUSTAINED_SECONDS)
         calls = kernels.calibrate_iterations(fn, target_seconds=_TARGET_SECONDS, least=_LEAST_CALLS, most=_MOST_CALLS)
         profile = kernels.measure_device(fn, iterations=calls, warmup=1, before_region=context.before_region,
                                          flush_l2=flush_l2)

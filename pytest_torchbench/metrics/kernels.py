@@ -29,6 +29,22 @@ class KernelsMetric:
         return cls(counts_from_json(data, "kernels"))
 
 
+def display_name(kernel: str) -> str:
+    """A kernel's name as shown in a verdict: without the leading ``void`` and, for a template, the
+    parameter list, which repeats the template arguments (a demangled elementwise kernel's name runs to 600
+    characters, twice the same types). Names stay as profiled in baselines and JSON."""
+    name = kernel[5:] if kernel.startswith("void ") else kernel
+    depth = 0
+    for index, char in enumerate(name):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+        elif char == "(" and depth == 0 and name[index - 1:index] == ">":
+            return name[:index]
+    return name
+
+
 class Kernels(Metric):
     name = "kernels"
     value_type = KernelsMetric
@@ -69,7 +85,7 @@ class Kernels(Metric):
         sites = profiler.op_call_sites(fn, root=root, before_region=context.before_region)
         lines = []
         for kernel, then, now in changed_counts(current.kernels, baseline.kernels, limit):
-            line = f"{kernel} {then:g} -> {now:g} per call"
+            line = f"{safe_text(display_name(kernel))} {then:g} -> {now:g} per call"
             ops = launchers.get(kernel, [])
             if ops:
                 op = ops[0]

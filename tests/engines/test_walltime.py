@@ -142,3 +142,18 @@ def test_cuda_work_is_timed_to_completion_agreeing_with_cuda_events():
     # Each block also waits for the device once (its synchronise), so the engine may read a few
     # percent above the events (2.86% on an H200, 4096² float32): -2%..+10% keeps the point.
     assert -0.02 < (engine - events) / events < 0.10, (engine, events)
+
+
+def test_a_process_that_never_used_cuda_is_timed_without_starting_it():
+    """torch's clock calls torch.cuda.synchronize() on every read where a GPU exists, which starts
+    CUDA: on a GPU machine a CPU benchmark then lost its CPU-time figures (seen on an H200)."""
+    import timeit
+
+    code = ("import torch, timeit; from pytest_torchbench.engines import walltime; "
+            "m = walltime.measure(lambda: torch.ones(4) + 1, walltime.TimeSpec(min_run_time=0.01, max_run_time=0.05)); "
+            "print(walltime.default_clock() is timeit.default_timer, torch.cuda.is_initialized(), "
+            "m.metadata['cpu_share'] is not None)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "False", "True"], done.stdout + done.stderr
+    if not walltime._cuda_in_use():
+        assert walltime.default_clock() is timeit.default_timer

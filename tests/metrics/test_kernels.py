@@ -42,3 +42,17 @@ def test_unavailable_without_cuda_says_so_in_one_line() -> None:
         assert reason is None
     else:
         assert reason is not None and "\n" not in reason and "no CUDA device" in reason
+
+
+def test_kernel_names_are_shown_without_their_parameter_lists() -> None:
+    from pytest_torchbench.metrics.kernels import display_name
+
+    long = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar"
+            "(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, std::array<char*, 2ul> >(int, "
+            "at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)"
+            "::{lambda(float)#1}, std::array<char*, 2ul>)")
+    assert display_name(long) == (
+        "at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar"
+        "(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, std::array<char*, 2ul> >")
+    assert display_name("Memset (Device)") == "Memset (Device)"  # not a C++ name: kept whole
+    assert display_name("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"
