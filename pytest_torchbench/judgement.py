@@ -33,7 +33,6 @@ from typing import Any, Mapping, Sequence
 
 from .metrics import registry
 from .results import BenchmarkResult
-from .statistics import _exact_u_distribution, _rank_with_ties, mann_whitney_greater  # noqa: F401
 # The shared vocabulary, re-exported: callers and hook authors have imported it from here.
 from .vocabulary import (  # noqa: F401
     DEFAULT_ALPHA, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, USER_FACT_PREFIX,

@@ -8,7 +8,7 @@ engine), its JSON form and the validation of the numbers in it, how it is judged
 shown. The registry (``metrics/registry.py``) lists them; everything else iterates over it and
 never names a metric (as pytest-xdist keeps one scheduler per file behind a small protocol).
 
-Layering: a metric imports only the shared vocabulary (``vocabulary``, ``statistics``, ``text``)
+Layering: a metric imports only the shared vocabulary (``vocabulary``, ``text``)
 and its engine, never the results model, the gate, storage or a report.
 """
 from __future__ import annotations

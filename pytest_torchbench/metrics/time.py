@@ -17,7 +17,6 @@ import dataclasses
 import math
 from typing import Any, Callable, Mapping, Sequence
 
-from ..statistics import mann_whitney_greater
 from ..text import finite, safe_number, safe_text
 from ..vocabulary import (
     IMPROVEMENT, NOISY, REGRESSION, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,

@@ -11,7 +11,7 @@ from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRES
 from ..metrics import registry
 from ..results import BenchmarkResult, nodeid_of
 from ..vocabulary import as_float
-from .text import finite, safe_number
+from ..text import finite, safe_number
 
 #: Reading order: bad news first.
 STATUS_ORDER = (REGRESSION, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)

@@ -36,7 +36,7 @@ from .common import (
     count_tests, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
     status_rank, top_ops_of, unjudged, verdicts_by_key, worst_status,
 )
-from .text import finite, safe_number, safe_text
+from ..text import finite, safe_number, safe_text
 
 _COLORS = {
     REGRESSION: "#c62828", IMPROVEMENT: "#2e7d32", UNCHANGED: "#607d8b",
@@ -123,11 +123,6 @@ def _quantile(ordered: Sequence[float], p: float) -> float:
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
-    ordered = sorted(values)
-    return _quantile(ordered, 0.25), _quantile(ordered, 0.5), _quantile(ordered, 0.75)
 
 
 #: Bins of the density outline: enough to show two modes, few enough to stay small.

@@ -22,7 +22,7 @@ from .common import (
     count_tests, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
     status_rank, top_ops_of, unjudged, verdicts_by_key,
 )
-from .text import markdown_code_block, markdown_text
+from ..text import markdown_code_block, markdown_text
 
 _ICONS = {
     REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:", NOT_COMPARABLE: ":grey_question:",

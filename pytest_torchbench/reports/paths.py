@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from .text import safe_text
+from ..text import safe_text
 
 
 class ReportPathError(OSError):

@@ -12,7 +12,7 @@ from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRES
 from ..results import BenchmarkResult
 from ..metrics import registry
 from .common import group_of, metric_rank, metric_value, profiles_of, safe_delta
-from .text import finite, safe_number, safe_text
+from ..text import finite, safe_number, safe_text
 
 _MARKS = {REGRESSION: "!", NOISY: "~", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
 _LEGEND = "! regression   ~ noisy (not failed)   * improvement   ? not comparable   + new (no baseline)"

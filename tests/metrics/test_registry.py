@@ -83,10 +83,10 @@ def _imports(path: Path) -> set[str]:
     return {name for name in found if name.startswith("pytest_torchbench")}
 
 
-# What a metric may import: the shared vocabulary, statistics, text, the compat shims, engines and
+# What a metric may import: the shared vocabulary, text, the compat shims, engines and
 # other metric modules (the registry imports them). Never the results model, the gate, storage,
 # a report or the pytest glue.
-_ALLOWED = ("pytest_torchbench.vocabulary", "pytest_torchbench.statistics", "pytest_torchbench.text",
+_ALLOWED = ("pytest_torchbench.vocabulary", "pytest_torchbench.text",
             "pytest_torchbench._compat", "pytest_torchbench.engines", "pytest_torchbench.metrics")
 
 
@@ -96,7 +96,7 @@ def test_metrics_import_only_lower_layers(path: Path) -> None:
     assert upward == [], f"{path.name} imports {upward}"
 
 
-@pytest.mark.parametrize("name", ["vocabulary.py", "statistics.py", "text.py", "_compat.py"])
+@pytest.mark.parametrize("name", ["vocabulary.py", "text.py", "_compat.py"])
 def test_vocabulary_imports_nothing_above_it(name: str) -> None:
     allowed = ("pytest_torchbench.text", "pytest_torchbench.vocabulary")
     assert sorted(n for n in _imports(PACKAGE / name) if not n.startswith(allowed)) == []
