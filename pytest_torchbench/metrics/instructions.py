@@ -29,7 +29,13 @@ from ..vocabulary import (
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/7"  # /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
+COUNTING_METHOD = "per-region-toggle-in-loop/8"  # /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
+
+#: The CPython function a miss of the type attribute cache calls (``_PyType_Lookup`` on a miss walks
+#: the MRO's dicts here). Its inclusive cost is kept apart from the count: which (type, name) pairs
+#: collide in the cache's 4,096 slots follows the types' version tags and the names' addresses,
+#: i.e. everything the process did before, not the benchmark's work.
+TYPE_CACHE_MISS = "find_name_in_mro"
 
 #: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
 DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
@@ -94,6 +100,9 @@ class InstructionsMetric:
     stats: Any = None  # torch CallgrindStats, when measured in this process
     warmup: int | None = None
     dump: str | None = None
+    #: Instructions per run spent in type-cache misses (the inclusive cost of TYPE_CACHE_MISS),
+    #: left out of ``instructions_per_run`` (but not out of ``functions``, which stay as counted).
+    type_cache_misses: float = 0.0
 
     #: Functions kept in baselines: the largest, until they cover this share of the total, and
     #: at most MAX_FUNCTIONS of them; the rest is summed under OTHER. Why: a baseline entry with
@@ -122,8 +131,9 @@ class InstructionsMetric:
 
     @classmethod
     def from_counts(cls, exclusive: Mapping[str, int], total: int, number: int,
-                    warmup: int | None = None) -> InstructionsMetric:
-        """From raw exclusive counts over ``number`` calls (names as Callgrind's reader spells them)."""
+                    warmup: int | None = None, type_cache_misses: int = 0) -> InstructionsMetric:
+        """From raw exclusive counts over ``number`` calls (names as Callgrind's reader spells them);
+        ``type_cache_misses`` (over the ``number`` calls) is taken off the total."""
         merged: dict[str, int] = {}
         for name, count in exclusive.items():
             key = cls.standardized_name(name)
@@ -139,8 +149,9 @@ class InstructionsMetric:
         rest = sum(merged.values()) - covered
         if rest:
             functions[cls.OTHER] = rest / number
-        return cls(instructions_per_run=total / number, number_per_run=number,
-                   functions=functions, warmup=warmup)
+        misses = min(max(type_cache_misses, 0), total)
+        return cls(instructions_per_run=(total - misses) / number, number_per_run=number,
+                   functions=functions, warmup=warmup, type_cache_misses=misses / number)
 
     @classmethod
     def from_stats(cls, stats: Any, warmup: int | None = None) -> InstructionsMetric:
@@ -163,6 +174,8 @@ class InstructionsMetric:
         }
         if self.warmup is not None:
             data["warmup"] = self.warmup
+        if self.type_cache_misses:
+            data["type_cache_misses"] = round_sig(self.type_cache_misses, 7)
         if self.dump is not None:
             data["dump"] = self.dump
         return data
@@ -178,6 +191,7 @@ class InstructionsMetric:
             number_per_run=int(data["number_per_run"]),
             functions={str(k): float(v) for k, v in functions.items()},
             warmup=int(warmup) if warmup is not None else None,
+            type_cache_misses=float(data.get("type_cache_misses", 0.0)),
         )
 
     def function_counts(self) -> Any:
@@ -263,6 +277,18 @@ def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, fl
     return [f"{change:>+{width},}  {label}" for change, label in rows]
 
 
+def type_cache_line(current: InstructionsMetric, baseline: InstructionsMetric, counted: float) -> list[str]:
+    """A line naming the type-cache misses when they moved by more than 0.1% of the count: they
+    are not counted (their cost follows memory layout), but a reader of the function table above
+    must know why dict lookups moved without the count moving."""
+    moved = current.type_cache_misses - baseline.type_cache_misses
+    if counted <= 0 or abs(moved) < counted * 0.001:
+        return []
+    return [f"type-cache misses (not counted: they follow memory layout, not the code): "
+            f"{baseline.type_cache_misses:,.0f} -> {current.type_cache_misses:,.0f} instructions per run "
+            f"in {TYPE_CACHE_MISS} and the dict lookups it makes"]
+
+
 def _cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pytest-torchbench"
@@ -304,16 +330,19 @@ class CallgrindLaunch(WorkerLaunch):
         Only files in this run's folder are read."""
         if not data.get("dump"):
             return data
-        from ..engines.callgrind.parse import exclusive_counts, parse_callgrind_file
+        from ..engines.callgrind.parse import exclusive_counts, inclusive_cost_of, parse_callgrind_file
 
         path = Path(str(data["dump"]))
         if path.resolve().parent != folder.resolve():
             raise RuntimeError(f"a counted worker named a dump outside {folder}: {path}")
-        exclusive, total = exclusive_counts(parse_callgrind_file(path))
+        parts = parse_callgrind_file(path)
+        exclusive, total = exclusive_counts(parts)
+        misses = inclusive_cost_of(parts, TYPE_CACHE_MISS)
         path.unlink()
         warmup = data.get("warmup")
         return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),
-                                              int(warmup) if warmup is not None else None).to_json()
+                                              int(warmup) if warmup is not None else None,
+                                              type_cache_misses=misses).to_json()
 
     def isolate(self) -> None:
         """A new heap epoch of the preloaded allocator (``callgrind.start_heap_epoch``): the test's
@@ -433,6 +462,7 @@ class Instructions(Metric):
             if changes:
                 details = ["top functions by change (instructions per run, largest |change| first; "
                            "lock/GIL frames summed last):", *changes]
+        details += type_cache_line(current, baseline, then)
         return Verdict(key, "instructions", status, then, now, limit, None, summary, details)
 
     def headline(self, value: Any) -> float:

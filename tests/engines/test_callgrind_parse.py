@@ -161,3 +161,15 @@ def test_exclusive_counts_total_is_what_torch_counts_gives() -> None:
     counts: FunctionCounts = function_counts(parts, inclusive=False)
     assert exclusive == {"a.c:f": 70, "a.c:g": 40}
     assert total == counts.sum() == 110
+
+
+def test_inclusive_cost_of_a_function_is_what_every_call_into_it_cost() -> None:
+    """``local`` is called from ``main`` (20) and from ``helper`` (20): the type-cache miss cost is
+    read this way (``find_name_in_mro`` called from ``_PyType_Lookup``, with its dict lookups)."""
+    from pytest_torchbench.engines.callgrind.parse import inclusive_cost_of
+
+    parts = parse_callgrind(PART_ONE + "\n" + PART_TWO)
+    assert inclusive_cost_of(parts, "local") == 40
+    assert inclusive_cost_of(parts, "helper") == 50
+    assert inclusive_cost_of(parts, "main") == 0  # never called: a root
+    assert inclusive_cost_of(parts, "find_name_in_mro") == 0  # absent (or inlined in this build)

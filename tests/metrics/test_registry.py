@@ -115,3 +115,27 @@ def test_generic_modules_never_name_a_metric(name: str) -> None:
     named = sorted({node.value for node in ast.walk(tree)
                     if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _NAMES})
     assert named == [], f"{name} names {named}"
+
+
+def test_type_cache_misses_are_kept_apart_from_the_count_and_named_when_they_move() -> None:
+    """Which (type, name) pairs collide in CPython's type cache follows version tags and string
+    addresses, i.e. what ran before: a conftest consuming one tag moved a count by 10.6%
+    (docs/design/counting.md). Their inclusive cost is not counted, and shown when it moves."""
+    from pytest_torchbench.metrics.instructions import InstructionsMetric
+    from pytest_torchbench.vocabulary import Policy
+
+    exclusive = {"Objects/typeobject.c:find_name_in_mro": 2_000, "Python/ceval.c:_PyEval_EvalFrameDefault": 8_000}
+    collided = InstructionsMetric.from_counts(exclusive, 10_000 + 9_000, 10, type_cache_misses=9_000)
+    assert collided.instructions_per_run == 1_000 and collided.type_cache_misses == 900
+    assert collided.functions["Objects/typeobject.c:find_name_in_mro"] == 200  # the table stays as counted
+    clean = InstructionsMetric.from_counts({"Python/ceval.c:_PyEval_EvalFrameDefault": 8_000, "x": 2_000}, 10_000, 10)
+    assert clean.instructions_per_run == 1_000 and clean.type_cache_misses == 0
+    again = InstructionsMetric.from_json(collided.to_json())
+    assert again.type_cache_misses == 900 and again.instructions_per_run == 1_000
+    assert "type_cache_misses" not in clean.to_json()  # nothing stored when there were none
+    verdict = registry.get("instructions").judge("t.py::t", collided, clean, 0.01, Policy())
+    assert verdict.status == "unchanged"
+    assert any(line.startswith("type-cache misses (not counted") and "0 -> 900 instructions per run" in line
+               for line in verdict.details)
+    quiet = registry.get("instructions").judge("t.py::t", clean, clean, 0.01, Policy())
+    assert not any("type-cache" in line for line in quiet.details)

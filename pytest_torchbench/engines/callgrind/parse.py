@@ -27,7 +27,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import FunctionCounts
 
-__all__ = ["CallgrindPart", "parse_callgrind", "parse_callgrind_file", "function_counts", "exclusive_counts"]
+__all__ = [
+    "CallgrindPart", "parse_callgrind", "parse_callgrind_file", "function_counts", "exclusive_counts",
+    "inclusive_cost_of",
+]
 
 _HEADER_KEYS = frozenset(
     {"version", "creator", "pid", "thread", "cmd", "desc", "positions", "event", "events", "part"}
@@ -245,6 +248,14 @@ def exclusive_counts(parts: Iterable[CallgrindPart]) -> tuple[dict[str, int], in
     # The total as torch's CallgrindStats.counts() gives it: the sum of the exclusive rows (a
     # dump's ``totals:`` line can differ from it by a few percent).
     return merged, sum(merged.values())
+
+
+def inclusive_cost_of(parts: Iterable[CallgrindPart], function: str) -> int:
+    """The inclusive cost of every call into a function called ``function`` (any file), summed over
+    parts: what the function and everything it called cost. 0 when it was never called, or is not
+    a function of its own in this binary (inlined)."""
+    suffix = ":" + function
+    return sum(cost for part in parts for name, cost in part.calls_in.items() if name.endswith(suffix))
 
 
 def function_counts(
