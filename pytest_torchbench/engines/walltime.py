@@ -308,19 +308,22 @@ def _started_probe() -> ReferenceProbe | None:
 
 
 def default_clock() -> Callable[[], float]:
-    """The clock of a measurement: torch's (it waits for queued CUDA work before reading the time)
-    when this process uses CUDA, else ``timeit.default_timer``.
+    """The clock of a measurement: torch's (it waits for the accelerator's queued work before
+    reading the time), except where CUDA is available but this process never started it: then
+    ``timeit.default_timer``.
 
-    Why not always torch's: on a machine with a GPU it calls ``torch.cuda.synchronize()`` on every
-    read, which starts CUDA in a process that never used it, so a CPU benchmark would pay for a
-    device sync per block and lose its CPU-time figures (seen on an H200 machine)."""
-    if _cuda_in_use():
-        from torch.utils.benchmark.utils.timer import timer as torch_timer
+    Why: on a machine with a GPU, torch's clock calls ``torch.cuda.synchronize()`` on every read,
+    which starts CUDA in a process that never used it, so a CPU benchmark paid a device sync per
+    block and lost its CPU-time figures (seen on an H200 machine). Other accelerators (MPS, XPU)
+    keep torch's clock and its synchronisation."""
+    import torch
+    from torch.utils.benchmark.utils.timer import timer as torch_timer
 
-        return torch_timer  # type: ignore[no-any-return]
-    import timeit
+    if torch.cuda.is_available() and not torch.cuda.is_initialized():
+        import timeit
 
-    return timeit.default_timer
+        return timeit.default_timer
+    return torch_timer  # type: ignore[no-any-return]
 
 
 def _cuda_in_use() -> bool:

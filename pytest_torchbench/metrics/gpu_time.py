@@ -23,14 +23,16 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..text import finite
 from ..vocabulary import (
-    IMPROVEMENT, REGRESSION, UNCHANGED, Policy, Verdict, format_percent, format_seconds, round_sig, time_unit,
+    IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Policy, Verdict, format_percent, format_seconds, round_sig, time_unit,
 )
 from .base import MeasureContext, Metric
 
 #: Calls profiled per benchmark: as many as fit in about this many seconds of wall time...
 _TARGET_SECONDS = 0.3
-#: ... but at least / at most this many.
+#: ... but at least / at most this many ...
 _LEAST_CALLS, _MOST_CALLS = 20, 200
+#: ... except that calls slower than this budget allows get fewer (never under 3).
+_SLOW_BUDGET_SECONDS = 2.0
 #: Sustained calls before profiling, so every run measures at the clock sustained work gets.
 _SUSTAINED_SECONDS = 0.3
 #: Below this share of the host's time per call spent busy on the device, a benchmark is launch-bound.
@@ -68,9 +70,20 @@ class GpuTimeMetric:
         flush = data.get("flush_l2", False)
         if not isinstance(flush, bool):
             raise ValueError("gpu_time.flush_l2 must be true or false")
-        return cls(float(data["device_seconds"]), float(data["device_median"]), float(data["device_iqr"]),
-                   float(data["host_seconds"]),
-                   float(data["launches_per_call"]), int(data["calls"]), flush)
+
+        def number(field: str) -> float:
+            value = data.get(field)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"gpu_time.{field} must be a number, got {type(value).__name__}")
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"gpu_time.{field} must be a finite number >= 0, got {value!r}")
+            return float(value)
+
+        calls = number("calls")
+        if calls < 1 or calls != int(calls):
+            raise ValueError(f"gpu_time.calls must be a whole number >= 1, got {calls!r}")
+        return cls(number("device_seconds"), number("device_median"), number("device_iqr"),
+                   number("host_seconds"), number("launches_per_call"), int(calls), flush)
 
 
 def describe_launch_bound(value: GpuTimeMetric) -> str | None:
@@ -110,8 +123,13 @@ class GpuTime(Metric):
         flush_l2 = bool(getattr(context.options, "flush_l2", False))
         if context.before_region is not None:
             context.before_region()
-        kernels.keep_busy(fn, _SUSTAINED_SECONDS)
-        calls = kernels.calibrate_iterations(fn, target_seconds=_TARGET_SECONDS, least=_LEAST_CALLS, most=_MOST_CALLS)
+        per_call = kernels.seconds_per_call(fn)
+        if per_call < _SUSTAINED_SECONDS:
+            kernels.keep_busy(fn, _SUSTAINED_SECONDS)
+        # As many calls as fit in _TARGET_SECONDS; for slow calls (a second and more) at least 3,
+        # so a benchmark costs a few of its calls, not _LEAST_CALLS of them.
+        least = max(3, min(_LEAST_CALLS, int(_SLOW_BUDGET_SECONDS / per_call) if per_call > 0 else _LEAST_CALLS))
+        calls = max(least, min(_MOST_CALLS, int(_TARGET_SECONDS / per_call) if per_call > 0 else _MOST_CALLS))
         profile = kernels.measure_device(fn, iterations=calls, warmup=1, before_region=context.before_region,
                                          flush_l2=flush_l2)
         device = [ns / 1e9 for ns in profile.device_ns()]
@@ -122,6 +140,15 @@ class GpuTime(Metric):
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
         now, then = current.device_seconds, baseline.device_seconds
+        if current.flush_l2 != baseline.flush_l2:
+            # A cold cache against a warm one says nothing about the code: not comparable, as a
+            # changed environment is (strict mode fails it).
+            verdict = Verdict(key, self.name, NOT_COMPARABLE, then, now, limit, None,
+                              f"gpu_time: measured with flush_l2={current.flush_l2}, the baseline with "
+                              f"flush_l2={baseline.flush_l2} (re-save the baseline)",
+                              [f"flush_l2: {baseline.flush_l2} -> {current.flush_l2}"])
+            verdict.failed = policy.strict_environment
+            return verdict
         if then > 0:
             delta = now / then - 1.0
         else:
@@ -139,8 +166,6 @@ class GpuTime(Metric):
         if spread > limit / 2:
             details.append(f"noisy: the device time's IQR is {spread * 100:.1f}% of its median "
                            f"over {current.calls} calls, against a {limit * 100:g}% limit")
-        if current.flush_l2 != baseline.flush_l2:
-            details.append(f"flush_l2 {baseline.flush_l2} -> {current.flush_l2}: cold and warm caches compared")
         bound = describe_launch_bound(current)
         if bound:
             details.append(bound)

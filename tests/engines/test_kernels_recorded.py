@@ -96,7 +96,9 @@ def test_activities_launched_outside_every_call_belong_to_none() -> None:
     events = [
         Activity(ITERATION_MARKER, False, 100, 200, 1, 0),
         Activity("aten::mm", False, 110, 150, 2, 0),
+        Activity("cudaLaunchKernel", False, 120, 130, 10, 2),
         Activity("aten::zero_", False, 250, 260, 3, 0),  # the flush, after the call's marker
+        Activity("cudaMemsetAsync", False, 251, 255, 11, 3),
         Activity("gemm", True, 1000, 1100, 10, 2),
         Activity("memset", True, 1100, 1200, 11, 3),
         Activity(ITERATION_MARKER, True, 1000, 1100, 1, 0),  # the marker's device-side copy
@@ -104,3 +106,34 @@ def test_activities_launched_outside_every_call_belong_to_none() -> None:
     (only,) = per_iteration(events)
     assert [a.name for a in only.activities] == ["gemm"] and only.launchers == ["aten::mm"]
     assert len(Windows([(100, 200)])) == 1
+
+
+def test_kernels_launched_outside_any_op_count_for_their_call() -> None:
+    """A CUDA graph's replay (or a raw launch from an extension) has no op: its kernels carry no
+    link, only the correlation id of the runtime call that launched them."""
+    events = [
+        Activity(ITERATION_MARKER, False, 100, 200, 1, 0),
+        Activity("cudaGraphLaunch", False, 110, 120, 50, 0),
+        Activity("graph_kernel_a", True, 1000, 1100, 50, 0),
+        Activity("graph_kernel_b", True, 1100, 1300, 50, 0),
+    ]
+    (only,) = per_iteration(events)
+    assert [a.name for a in only.activities] == ["graph_kernel_a", "graph_kernel_b"]
+    assert only.launchers == ["cudaGraphLaunch", "cudaGraphLaunch"]
+    assert busy_ns(only.activities) == 300
+
+
+def test_a_runtime_call_outside_any_op_takes_no_op_s_kernels() -> None:
+    """CUPTI's ids and the ops' ids are two counters: a ``cudaDeviceSynchronize`` in the call (no
+    op around it, no link) whose CUPTI id equals an earlier op's id must not move that op's kernels."""
+    events = [
+        Activity(ITERATION_MARKER, False, 100, 200, 1, 0),
+        Activity("aten::add", False, 110, 120, 5, 0),
+        Activity("cudaLaunchKernel", False, 111, 115, 7, 5),
+        Activity(ITERATION_MARKER, False, 300, 400, 2, 0),
+        Activity("cudaDeviceSynchronize", False, 310, 320, 5, 0),  # CUPTI id 5, like aten::add's
+        Activity("add_kernel", True, 1000, 1100, 7, 5),
+    ]
+    first, second = per_iteration(events)
+    assert [a.name for a in first.activities] == ["add_kernel"] and first.launchers == ["aten::add"]
+    assert second.activities == []

@@ -483,14 +483,15 @@ def test_op_call_sites_outside_the_root_keep_their_path() -> None:
 def test_kernels_are_counted_in_the_iteration_whose_op_launched_them() -> None:
     from pytest_torchbench.engines.profiler.kernels import Activity, kernels_per_iteration, per_iteration
 
-    def cpu(start: int, correlation: int) -> Activity:
-        return Activity("aten::op", False, start, start + 1, correlation, 0)
+    def op(start: int, correlation: int) -> list[Activity]:  # an op and the launch it makes
+        return [Activity("aten::op", False, start, start + 2, correlation, 0),
+                Activity("cudaLaunchKernel", False, start + 1, start + 2, 1000 + correlation, correlation)]
 
     def kernel(name: str, linked: int) -> Activity:  # kernels run later, on the GPU's clock
-        return Activity(name, True, 10_000, 10_001, 100 + linked, linked)
+        return Activity(name, True, 10_000, 10_001, 1000 + linked, linked)
 
     events = [Activity(ITERATION_MARKER, False, 100, 200, 90, 0), Activity(ITERATION_MARKER, False, 300, 400, 91, 0),
-              cpu(50, 1), cpu(150, 2), cpu(160, 3), cpu(350, 4), cpu(450, 5),
+              *op(50, 1), *op(150, 2), *op(160, 3), *op(350, 4), *op(450, 5),
               # Only the correlation says which call launched a kernel.
               kernel("gemm", 2), kernel("relu", 3), kernel("gemm", 4), kernel("warmup_kernel", 1),
               kernel("after", 5), kernel("gemm", 99)]

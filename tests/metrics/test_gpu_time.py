@@ -64,6 +64,24 @@ def test_json_round_trip_and_validation() -> None:
     assert "gpu_time.device_seconds" in (metric.invalid_number({**data, "device_seconds": -1.0}) or "")
     with pytest.raises(ValueError, match="flush_l2"):
         metric.from_json({**data, "flush_l2": "yes"})
+    # Strings, bools, NaN, negatives and missing fields are one clear error each, never a number.
+    for field, bad in (("device_seconds", "nan"), ("device_seconds", True), ("host_seconds", -1.0),
+                       ("device_median", float("nan")), ("calls", 2.5)):
+        with pytest.raises(ValueError, match=f"gpu_time.{field}"):
+            metric.from_json({**data, field: bad})
+    with pytest.raises(ValueError, match="gpu_time.device_iqr"):
+        metric.from_json({k: v for k, v in data.items() if k != "device_iqr"})
+
+
+def test_cold_and_warm_caches_are_not_compared() -> None:
+    from pytest_torchbench.vocabulary import NOT_COMPARABLE
+
+    cold = GpuTimeMetric(180e-6, 195e-6, 5e-6, 34e-6, 2, 200, flush_l2=True)
+    verdict = registry.get("gpu_time").judge("t.py::t", cold, MATMUL, 0.05, Policy())
+    assert verdict.status == NOT_COMPARABLE and not verdict.failed
+    assert "flush_l2=True" in verdict.summary and "re-save" in verdict.summary
+    strict = registry.get("gpu_time").judge("t.py::t", cold, MATMUL, 0.05, Policy(strict_environment=True))
+    assert strict.failed
 
 
 def test_unavailable_without_cuda_says_so_in_one_line() -> None:

@@ -1,6 +1,6 @@
 """A GPU suite for benchmarks/gpu_check.sh: one benchmark per kind of CUDA work the modes must
 handle (a large matmul, a launch-bound add, an allocation, an MLP training step, a conv with cuDNN's
-benchmark mode off and on, a host-to-device copy, a torch.compile'd function).
+benchmark mode off and on, a host-to-device copy, a CUDA graph's replay, a torch.compile'd function).
 
 ``TORCHBENCH_GPU_INJECT=1`` injects one regression per metric: the matmul runs twice (time,
 gpu_time, kernels, ops), the add gets an extra ``* 1`` (ops: aten::mul, kernels: one more launch),
@@ -65,6 +65,22 @@ def test_conv(benchmark, generator, cudnn_benchmark):
 def test_host_to_device(benchmark):
     host = torch.ones(4 * 1024 * 1024).pin_memory()
     benchmark(lambda: host.to("cuda", non_blocking=False))
+
+
+def test_graph_replay(benchmark, generator):
+    """A CUDA graph's replay launches its kernels outside any op: tied to the call by the runtime
+    call's correlation id (cudaGraphLaunch), not by an op."""
+    x = torch.randn(1024, 1024, device="cuda", generator=generator)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            x * 2 + 1
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        (x * 2 + 1).relu_()
+    benchmark(graph.replay)
 
 
 def test_compiled(benchmark, generator):

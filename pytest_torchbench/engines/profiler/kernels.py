@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 import statistics
 import time
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
@@ -77,32 +78,43 @@ class Iteration:
     launchers: list[str]
 
 
+#: CUDA runtime and driver calls (``cudaLaunchKernel``, ``cuLaunchKernel``, ``cudaGraphLaunch``,
+#: ``cudaMemcpyAsync``, ``cudaDeviceSynchronize``): CPU events whose correlation id is CUPTI's.
+_RUNTIME_CALL = re.compile(r"^cu(?:da)?[A-Z]")
+
+
 def per_iteration(events: Sequence[Activity], marker: str = ITERATION_MARKER) -> list[Iteration]:
-    """Split a profile's events into iterations: the CPU-side ``marker`` ranges delimit them, a CPU
-    op belongs to the range containing its start, and a device activity to the iteration of the CPU
-    op whose correlation id it is linked to. Activities launched outside every range (the profiler's
-    own work, a flush between calls) belong to none."""
+    """Split a profile's events into iterations: the CPU-side ``marker`` ranges delimit them, and a
+    device activity belongs to the iteration in which the runtime call that launched it started
+    (``cudaLaunchKernel``, ``cudaGraphLaunch``...: a CPU event with the activity's own correlation
+    id, CUPTI's). That covers kernels launched outside any op too (a CUDA graph's replay, a raw
+    launch from an extension), which carry no link to an op. The op that launched an activity
+    (its ``linked_correlation_id``) is kept for explanations; CUPTI's ids and the ops' ids are
+    different counters, so they are kept in different maps. Activities launched outside every range
+    (the profiler's own work, a flush between calls) belong to none."""
     windows = Windows((ev.start_ns, ev.end_ns) for ev in events if ev.name == marker and not ev.on_device)
-    window_of: dict[int, int] = {}
+    runtime_window: dict[int, int] = {}
+    runtime_name: dict[int, str] = {}
     op_name: dict[int, str] = {}
     for ev in events:
-        # CPU ops have no link of their own; CUDA runtime calls (cudaLaunchKernel) are CPU events
-        # too, but linked, and their ids are CUPTI's.
-        if ev.on_device or ev.linked_correlation_id != 0 or ev.correlation_id <= 0 or ev.name == marker:
+        if ev.on_device or ev.name == marker:
             continue
-        i = windows.index(ev.start_ns)
-        if i is not None:
-            window_of[ev.correlation_id] = i
-            if ev.name.startswith("aten::") or ev.correlation_id not in op_name:
-                op_name[ev.correlation_id] = ev.name
+        if ev.linked_correlation_id != 0 or _RUNTIME_CALL.match(ev.name):
+            i = windows.index(ev.start_ns)
+            if i is not None and ev.correlation_id > 0:
+                runtime_window[ev.correlation_id] = i
+                runtime_name[ev.correlation_id] = ev.name
+        elif ev.correlation_id > 0 and (ev.name.startswith("aten::") or ev.correlation_id not in op_name):
+            op_name[ev.correlation_id] = ev.name
     iterations = [Iteration(int(end - start), [], []) for start, end in windows.spans]
     for ev in events:
-        if not ev.on_device or ev.linked_correlation_id == 0:
-            continue  # the device-side copy of a marker has no link
-        i = window_of.get(ev.linked_correlation_id)
+        if not ev.on_device or ev.name == marker:
+            continue  # the device-side copy of a marker is no activity
+        i = runtime_window.get(ev.correlation_id)
         if i is not None:
             iterations[i].activities.append(ev)
-            iterations[i].launchers.append(op_name.get(ev.linked_correlation_id, "?"))
+            launcher = op_name.get(ev.linked_correlation_id) if ev.linked_correlation_id else None
+            iterations[i].launchers.append(launcher or runtime_name.get(ev.correlation_id, "?"))
     return iterations
 
 
@@ -151,8 +163,9 @@ class _L2Flush:
     the cache, not the memory system it meets in a real model."""
 
     def __init__(self) -> None:
-        size = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0) or 0)
-        self.buffer = torch.empty(max(2 * size, 64 * 1024 * 1024), dtype=torch.int8, device="cuda")
+        device = torch.cuda.current_device()
+        size = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 0)
+        self.buffer = torch.empty(max(2 * size, 64 * 1024 * 1024), dtype=torch.int8, device=f"cuda:{device}")
 
     def __call__(self) -> None:
         self.buffer.zero_()
@@ -249,20 +262,20 @@ def keep_busy(fn: Callable[[], object], seconds: float) -> None:
     sync_cuda()
 
 
-def calibrate_iterations(fn: Callable[[], object], *, target_seconds: float, least: int, most: int) -> int:
-    """How many profiled calls fit in about ``target_seconds`` (within ``least``..``most``), from
-    the wall time of a few synchronised calls."""
+def seconds_per_call(fn: Callable[[], object]) -> float:
+    """Wall seconds per call of ``fn``, device work included: a few synchronised calls (at least 3,
+    up to 20 ms of them; one call when a call takes over a second)."""
     sync_cuda()
     start = time.perf_counter()
     calls = 0
-    while calls < 3 or (time.perf_counter() - start < 0.02 and calls < 1000):
+    while True:
         fn()
         calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed > 1.0 or (calls >= 3 and elapsed >= 0.02) or calls >= 1000:
+            break
     sync_cuda()
-    per_call = (time.perf_counter() - start) / calls
-    if per_call <= 0:
-        return most
-    return max(least, min(most, int(target_seconds / per_call)))
+    return (time.perf_counter() - start) / calls
 
 
 def median_and_iqr(values: Sequence[float]) -> tuple[float, float]:
