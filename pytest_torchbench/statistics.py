@@ -5,6 +5,7 @@ metric imports only the shared vocabulary and this; ``judgement`` re-exports it 
 """
 from __future__ import annotations
 
+import collections
 import math
 from functools import lru_cache
 from typing import Sequence
@@ -70,3 +71,15 @@ def mann_whitney_greater(current: Sequence[float], baseline: Sequence[float]) ->
         return 1.0
     z = (u_current - m * n / 2.0 - 0.5) / math.sqrt(variance)
     return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
+def representative(counters: list[collections.Counter[str]]) -> collections.Counter[str]:
+    """The per-iteration count to report: the counts most iterations agree on (ties go to the later
+    iteration, which had more warm-up). Here, below the engines, because both the profiler's
+    engines and the Python-calls engine (which must not import torch) use it. For deterministic code every iteration agrees; taking a
+    whole iteration's counts, rather than a per-op mean, keeps the numbers integers and consistent
+    with each other when one iteration took a one-off path (a cache fill, a lazy init)."""
+    frozen = [tuple(sorted(c.items())) for c in counters]
+    tally = collections.Counter(frozen)
+    best = max(range(len(frozen)), key=lambda i: (tally[frozen[i]], i))
+    return counters[best]
