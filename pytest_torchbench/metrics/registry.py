@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from .base import Metric
+from .calls import Calls
 from .compile import Compile
 from .instructions import Instructions
 from .kernels import Kernels
@@ -101,7 +102,7 @@ def register_returned(returned: object, source: str) -> list[str]:
     return added
 
 
-for _builtin in (Time(), Instructions(), Ops(), Memory(), Kernels(), Compile()):
+for _builtin in (Time(), Instructions(), Ops(), Calls(), Memory(), Kernels(), Compile()):
     register(_builtin)
 #: The metrics that ship with pytest-torchbench.
 BUILTIN = names()
