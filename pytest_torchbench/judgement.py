@@ -203,9 +203,10 @@ _JUDGED = (REGRESSION, IMPROVEMENT, UNCHANGED)
 
 def _explain_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts: list[Verdict]) -> None:
     """A failed verdict gets the lines of every other metric of the same benchmark that explains it
-    (``Metric.explains_metrics``: the Python functions whose calls changed, beside the C functions
-    of an instructions failure), from that metric's own values, where they were judged (comparable
-    with the baseline's). In place."""
+    (``Metric.explains_metrics``: the Python functions whose calls changed, before the C functions
+    of an instructions failure: the level a library author changes code at, and the terminal's
+    summary shows a verdict's first lines only), from that metric's own values, where they were
+    judged (comparable with the baseline's). In place."""
     judged = {v.metric for v in verdicts if v.status in _JUDGED}
     for verdict in verdicts:
         if not verdict.failed or verdict.status not in (REGRESSION, IMPROVEMENT):
@@ -214,7 +215,7 @@ def _explain_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts
             if verdict.metric not in other.explains_metrics or other.name not in judged:
                 continue
             lines = other.explain_other(result.metrics[other.name], baseline.metrics[other.name])
-            verdict.details = [*verdict.details, *lines]
+            verdict.details = [*lines, *verdict.details]  # first: the level code is changed at
 
 
 def missing_verdicts(
