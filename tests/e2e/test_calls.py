@@ -101,6 +101,19 @@ def test_calls_are_saved_compared_identically_and_an_extra_helper_call_fails_wit
     assert failed["key"] == "test_store.py::test_lookup" and failed["details"] == [line.strip()]
 
 
+def test_under_xdist_the_failed_test_is_rerun_for_its_call_sites(
+    pytester: pytest.Pytester, run_bench, store_project: Path  # type: ignore[no-untyped-def]
+) -> None:
+    assert run_bench("--bench-mode=calls", "--bench-save=main", "-n", "2").ret == 0
+    store_project.write_text("")
+    result = run_bench("--bench-mode=calls", "--bench-compare=main", "-n", "2")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    failures = out[out.index("= FAILURES ="):out.index("short test summary")]
+    assert ("    store/lookup.py:normalise 0 -> 48 per call (defined at store/lookup.py:15; "
+            "called from store/lookup.py:24 in lookup_all)") in failures, out
+
+
 def test_calls_combine_with_ops_and_each_names_its_own_change(
     pytester: pytest.Pytester, run_bench, store_project: Path  # type: ignore[no-untyped-def]
 ) -> None:
