@@ -95,6 +95,11 @@ class Metric:
     #: (:meth:`confirm`): for measurements whose spread between processes is larger than within one.
     confirms_failures: ClassVar[bool] = False
 
+    #: Measured after the session's other metrics of the same test: measuring it changes how the
+    #: interpreter runs the benchmark's code afterwards (calls: a profile hook over the warm-up and
+    #: the counted calls), and the others must count as they would without it.
+    measured_last: ClassVar[bool] = False
+
     #: Measure a fresh, never-run copy of the benchmarked Python function
     #: (:func:`engines.fresh_code.fresh_callable`): for counts that must not depend on how often
     #: other tests already ran (and CPython specialised) the same code.

@@ -86,3 +86,40 @@ def test_many_changed_functions_are_cut_to_the_largest() -> None:
     assert lines[0] == "Python functions whose calls changed (calls per call, 12 function(s)):"
     assert lines[1] == "+12  lib/m.py:f11 (0 -> 12)"
     assert len(lines) == 10 and lines[-1] == "... and 4 more (the calls verdict lists them all)"
+
+
+def test_metrics_that_disturb_the_others_are_measured_last() -> None:
+    """calls' profile hook over its warm-up moved the instructions counted after it in the same
+    test (a 48-key lookup: 414,947 -> 415,067 per call): the session measures it after the others,
+    whatever order ``--bench-mode`` gives."""
+    from pytest_torchbench.marker import BenchOptions
+    from pytest_torchbench.metrics.base import Metric
+    from pytest_torchbench.session import BenchSession, Naming
+
+    order: list[str] = []
+
+    class Probe(Metric):
+        value_type = CallsMetric
+        seeded = False
+        table_title = "probe"
+
+        def measure(self, fn, context):  # type: ignore[no-untyped-def]
+            order.append(self.name)
+            return CallsMetric({})
+
+    class Early(Probe):
+        name = "probe_early"
+
+    class Late(Probe):
+        name = "probe_late"
+        measured_last = True
+
+    added = registry.register_all([Early(), Late()])
+    try:
+        session = BenchSession(("probe_late", "probe_early"))
+        result = session.measure(lambda: None, BenchOptions(), Naming("t.py::t", "t.py", "t", "", ""))
+    finally:
+        for name in added:
+            registry.unregister(name)
+    assert order == ["probe_early", "probe_late"] and set(result.metrics) == {"probe_early", "probe_late"}
+    assert registry.get("calls").measured_last and not registry.get("instructions").measured_last
