@@ -46,6 +46,33 @@ def work(box: Box) -> list[int]:
     return sorted([3, 1, 2], key=lambda v: -v)  # a C function calling a lambda 3 times
 
 
+class Suspend:
+    def __await__(self) -> Any:
+        yield  # suspends the coroutine awaiting it once
+
+
+async def coroutine() -> int:
+    await Suspend()
+    return 1
+
+
+def resumables() -> list[int]:
+    """A closure generator and a coroutine that suspends: each starts once, however often resumed."""
+    k = 3
+
+    def inner() -> Any:
+        for i in range(k):
+            yield i
+
+    running = coroutine()
+    running.send(None)  # runs until Suspend's yield
+    try:
+        running.send(None)  # resumes it to the end
+    except StopIteration:
+        pass
+    return list(inner())
+
+
 _filled: list[int] = []
 
 
@@ -112,6 +139,7 @@ def report() -> dict[str, Any]:
     out: dict[str, Any] = {"hook": pycalls.HOOK}
     out["work"] = pycalls.count_calls(functools.partial(work, box), root=HERE)
     out["again"] = pycalls.count_calls(functools.partial(work, box), root=HERE)
+    out["resumables"] = pycalls.count_calls(resumables, root=HERE)
     out["cached"] = pycalls.count_calls(cached, root=HERE, before_region=seeding)
     out["ours"] = pycalls.count_calls(ours(functools.partial(work, box)), root=HERE)
     out["generated"] = pycalls.count_calls(generated(), root=HERE)

@@ -36,6 +36,8 @@ def _expected_report(hook: str) -> dict[str, Any]:
         "hook": hook,
         "work": WORK,
         "again": WORK,  # deterministic
+        "resumables": {f"{NAME}:resumables": 1.0, f"{NAME}:resumables.<locals>.inner": 1.0,
+                       f"{NAME}:coroutine": 1.0, f"{NAME}:Suspend.__await__": 1.0},
         # the warm-up's one-off fill() and the seeding's helper(0) are not in the region
         "cached": {f"{NAME}:cached": 1.0, f"{NAME}:helper": 1.0},
         # a wrapper in the plugin's folder is left out, what it calls is counted
