@@ -379,6 +379,38 @@ def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, fl
     return [f"{change:>+{width},}  {label}" for change, label in rows]
 
 
+#: What a miss of CPython's type attribute cache runs: the walk along the MRO (which runs only on a
+#: miss) and the dict lookups it makes.
+_TYPE_CACHE_MISS = "find_name_in_mro"
+_TYPE_CACHE_FRAMES = frozenset({_TYPE_CACHE_MISS, "_PyType_Lookup", "_Py_dict_lookup", "unicodekeys_lookup_unicode",
+                                "dictkeys_generic_lookup", "lookdict_unicode", "lookdict"})
+
+
+def type_cache_note(current: Mapping[str, float], baseline: Mapping[str, float], total_change: float) -> str | None:
+    """One line naming type attribute cache misses when they make at least half of a change, else None.
+
+    Why: the cache's slot for a (type, name) pair depends on a version tag and a string's address,
+    both set by what the process did before (imports, earlier tests, the folder path), so two pairs
+    a loop uses can collide after an edit that changes no code the benchmark runs; every lookup then
+    misses and walks the MRO. Such a change is the layout's, not the code's, and a reader should
+    not hunt for it in ``_Py_dict_lookup``."""
+    def function(name: str) -> str:
+        return name.rpartition(":")[2].split("'")[0]
+
+    changes: dict[str, float] = {}
+    for name in set(current) | set(baseline):
+        key = function(name)
+        if key in _TYPE_CACHE_FRAMES:
+            changes[key] = changes.get(key, 0.0) + current.get(name, 0.0) - baseline.get(name, 0.0)
+    misses = changes.get(_TYPE_CACHE_MISS, 0.0)
+    share = sum(changes.values())
+    if round(misses) == 0 or total_change == 0 or share / total_change < 0.5:
+        return None
+    return (f"{share:+,.0f} of the {total_change:+,.0f} instructions per run are CPython's type attribute cache "
+            f"missing ({_TYPE_CACHE_MISS} {misses:+,.0f}): its slots move with what the process did before (imports, "
+            "earlier tests, paths), not only with the code; --bench-mode=calls shows whether the Python calls changed")
+
+
 def _cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pytest-torchbench"
@@ -545,10 +577,12 @@ class Instructions(Metric):
         )
         details = []
         if status != UNCHANGED:
+            note = type_cache_note(current.functions, baseline.functions, now - then)
+            details = [note] if note else []
             changes = top_function_changes(current.functions, baseline.functions)
             if changes:
-                details = ["top functions by change (instructions per run, largest |change| first; "
-                           "lock/GIL frames summed last):", *changes]
+                details += ["top functions by change (instructions per run, largest |change| first; "
+                            "lock/GIL frames summed last):", *changes]
         return Verdict(key, "instructions", status, then, now, limit, None, summary, details)
 
     def headline(self, value: Any) -> float:
