@@ -10,6 +10,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .metrics.base import MeasureContext, Metric  # noqa: E402
+from .metrics.calls import CallsMetric  # noqa: E402
 from .metrics.instructions import InstructionsMetric  # noqa: E402
 from .metrics.memory import MemoryMetric  # noqa: E402
 from .metrics.ops import OpsMetric  # noqa: E402
@@ -26,7 +27,7 @@ __all__ = [
     "BenchmarkResult", "Environment", "Verdict", "Policy",
     "REGRESSION", "IMPROVEMENT", "UNCHANGED", "NEW", "MISSING", "NOT_COMPARABLE", "NOISY",
     # the built-in metrics' values
-    "TimeMetric", "InstructionsMetric", "OpsMetric", "MemoryMetric",
+    "TimeMetric", "InstructionsMetric", "OpsMetric", "CallsMetric", "MemoryMetric",
     # writing a metric (pytest_torchbench_register_metrics)
     "Metric", "MeasureContext", "Heading", "Distribution", "Bars",
 ]

@@ -21,6 +21,8 @@ repeats this):
 * instructions: counts are deterministic, so no statistics: more than the limit (default 1%) above
   the baseline per run is a regression; more than the limit below is a stale baseline.
 * ops: any change of an op's calls per iteration (default limit 0) fails.
+* calls: any change of a Python function's calls per call (default limit 0) fails; a failed
+  instructions or time verdict of the same benchmark lists the Python functions whose calls changed.
 * memory: peak bytes more than the limit (default 10%) above the baseline.
 * A metric measured in a different environment (per-metric facts: torch version, CPU model,
   valgrind version, ...) is not comparable: reported, not failed, unless strictness is asked for.
@@ -190,7 +192,29 @@ def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, poli
                 baseline.environments.get(metric) if baseline is not None else None,
             )
         )
+    if baseline is not None:
+        _explain_across(result, baseline, verdicts)
     return verdicts
+
+
+_JUDGED = (REGRESSION, IMPROVEMENT, UNCHANGED)
+
+
+def _explain_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts: list[Verdict]) -> None:
+    """A failed verdict gets the lines of every other metric of the same benchmark that explains it
+    (``Metric.explains_metrics``: the Python functions whose calls changed, before the C functions
+    of an instructions failure: the level a library author changes code at, and the terminal's
+    summary shows a verdict's first lines only), from that metric's own values, where they were
+    judged (comparable with the baseline's). In place."""
+    judged = {v.metric for v in verdicts if v.status in _JUDGED}
+    for verdict in verdicts:
+        if not verdict.failed or verdict.status not in (REGRESSION, IMPROVEMENT):
+            continue
+        for other in registry.all_metrics():
+            if verdict.metric not in other.explains_metrics or other.name not in judged:
+                continue
+            lines = other.explain_other(result.metrics[other.name], baseline.metrics[other.name])
+            verdict.details = [*lines, *verdict.details]  # first: the level code is changed at
 
 
 def missing_verdicts(

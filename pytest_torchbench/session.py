@@ -150,11 +150,13 @@ class BenchSession:
         """Run every engine of the session's modes on ``fn`` (already called once by the caller).
 
         Counting modes call ``before_region`` (e.g. pedantic's setup) before their warm-up and
-        before the counted region, after seeding with the marker's ``seed``.
+        before the counted region, after seeding with the marker's ``seed``. Modes are measured in
+        the order given, those that disturb the others (``Metric.measured_last``) last.
         """
         result = _new_result(naming)
+        ordered = sorted(self.modes if modes is None else modes, key=lambda m: registry.get(m).measured_last)
         with torch_threads(options.num_threads):  # what the fingerprint says, whatever ran before
-            for mode in self.modes if modes is None else modes:
+            for mode in ordered:
                 metric = self._measure_one(mode, fn, options, naming, before_region)
                 result.metrics[mode] = metric
                 result.environments[mode] = self.environment(mode, options.num_threads)

@@ -87,10 +87,18 @@ class Metric:
     failure_words: ClassVar[str | None] = None
     #: ``explain`` can add details to a failed verdict by re-running the measured callable.
     explains_failures: ClassVar[bool] = False
+    #: Metrics whose failed verdicts this one explains from its own values of the same benchmark
+    #: (:meth:`explain_other`): calls names the Python functions behind an instructions failure.
+    explains_metrics: ClassVar[tuple[str, ...]] = ()
 
     #: A failed regression verdict of this metric stands only if a fresh process measures it too
     #: (:meth:`confirm`): for measurements whose spread between processes is larger than within one.
     confirms_failures: ClassVar[bool] = False
+
+    #: Measured after the session's other metrics of the same test: measuring it changes how the
+    #: interpreter runs the benchmark's code afterwards (calls: a profile hook over the warm-up and
+    #: the counted calls), and the others must count as they would without it.
+    measured_last: ClassVar[bool] = False
 
     #: Measure a fresh, never-run copy of the benchmarked Python function
     #: (:func:`engines.fresh_code.fresh_callable`): for counts that must not depend on how often
@@ -131,6 +139,12 @@ class Metric:
         """Settle ``suspect`` (a failed regression, changed in place) with ``again``, the verdict of
         the same test measured in a fresh process, or with ``problem``, why there is none."""
         raise NotImplementedError
+
+    def explain_other(self, current: Any, baseline: Any) -> list[str]:
+        """Detail lines for a failed verdict of one of :attr:`explains_metrics` of the same benchmark,
+        from this metric's current and baseline values (comparable ones): what changed at this
+        metric's level, or that nothing did. Pure: no re-run."""
+        return []
 
     def explain_elsewhere(self, nodeid: str) -> str:
         """The detail line added instead when the test ran in another process (xdist workers,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from .base import Metric
+from .calls import Calls
 from .compile import Compile
 from .gpu_time import GpuTime
 from .instructions import Instructions
@@ -102,7 +103,7 @@ def register_returned(returned: object, source: str) -> list[str]:
     return added
 
 
-for _builtin in (Time(), Instructions(), Ops(), Memory(), Kernels(), GpuTime(), Compile()):
+for _builtin in (Time(), Instructions(), Ops(), Calls(), Memory(), Kernels(), GpuTime(), Compile()):
     register(_builtin)
 #: The metrics that ship with pytest-torchbench.
 BUILTIN = names()

@@ -14,7 +14,6 @@ through :func:`record` and :class:`Windows`: the marker logic is written once.
 from __future__ import annotations
 
 import bisect
-import collections
 import contextlib
 import os
 import sys
@@ -24,6 +23,7 @@ import torch
 from torch.profiler import profile, record_function
 
 from ..._compat import kineto_events, profiler_enabled
+from ...statistics import representative
 
 __all__ = [
     "ITERATION_MARKER", "ProfilerActiveError", "Windows", "check_counts", "ensure_no_active_profiler",
@@ -187,14 +187,3 @@ class Windows:
         raw = kineto_events(prof) or []
         return cls((ev.start_ns(), ev.end_ns()) for ev in raw
                    if ev.name() == name and str(ev.device_type()).rsplit(".", 1)[-1] == "CPU")
-
-
-def representative(counters: list[collections.Counter[str]]) -> collections.Counter[str]:
-    """The per-iteration count to report: the counts most iterations agree on (ties go to the later
-    iteration, which had more warm-up). For deterministic code every iteration agrees; taking a
-    whole iteration's counts, rather than a per-op mean, keeps the numbers integers and consistent
-    with each other when one iteration took a one-off path (a cache fill, a lazy init)."""
-    frozen = [tuple(sorted(c.items())) for c in counters]
-    tally = collections.Counter(frozen)
-    best = max(range(len(frozen)), key=lambda i: (tally[frozen[i]], i))
-    return counters[best]

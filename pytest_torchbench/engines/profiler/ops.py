@@ -8,15 +8,16 @@ for a benchmark whose op counts already failed the gate, because tagging every t
 from __future__ import annotations
 
 import collections
-import os
 import sys
-import types
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from torch.overrides import TorchFunctionMode
 from torch.profiler import ProfilerActivity, record_function
 
+from ..sites import site_name as _site_name
+from ..sites import skipped_dirs as _skipped_dirs
+from ..sites import user_frame
 from .iterations import Windows, native_stderr_silenced, record, representative
 
 __all__ = ["DEFAULT_OP_PREFIXES", "SITE_MARKER", "count_ops", "op_call_sites", "user_frame"]
@@ -90,42 +91,6 @@ def count_ops(
 
 
 # -- call sites -------------------------------------------------------------------------------------
-
-
-def _package_dir(module: types.ModuleType | None) -> str | None:
-    file = getattr(module, "__file__", None)
-    return os.path.dirname(os.path.abspath(file)) + os.sep if file else None
-
-
-def _skipped_dirs() -> tuple[str, ...]:
-    """Folders whose frames are never the user's: torch, pytest, pluggy and this plugin."""
-    dirs = [_package_dir(sys.modules.get(name)) for name in ("torch", "_pytest", "pytest", "pluggy")]
-    dirs.append(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep)
-    return tuple(d for d in dirs if d)
-
-
-def user_frame(frame: types.FrameType | None, skipped: tuple[str, ...]) -> tuple[str, int, str] | None:
-    """The innermost frame, from ``frame`` outwards, that is the user's code: not in ``skipped``
-    folders, not in an installed package (``site-packages``, ``dist-packages``), not frozen or
-    generated (``<string>``). (absolute path, line, function) or None."""
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith("<"):
-            path = os.path.abspath(filename)
-            installed = f"{os.sep}site-packages{os.sep}" in path or f"{os.sep}dist-packages{os.sep}" in path
-            if not installed and not path.startswith(skipped):
-                return path, frame.f_lineno, frame.f_code.co_name
-        frame = frame.f_back
-    return None
-
-
-def _site_name(site: tuple[str, int, str], root: Path) -> str:
-    path, line, function = site
-    try:
-        shown = Path(path).relative_to(root).as_posix()
-    except ValueError:
-        shown = Path(path).as_posix()
-    return f"{shown}:{line} in {function}"
 
 
 class _SiteMode(TorchFunctionMode):

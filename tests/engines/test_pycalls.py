@@ -1,0 +1,127 @@
+"""The Python-calls engine (``engines/pycalls.py``): real hooks on real code, in this interpreter
+(``sys.setprofile`` on 3.11) and, through ``pycalls_driver.py`` run as a script, in every other
+CPython 3.10-3.13 this machine has (``sys.monitoring`` on 3.12+), without torch."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_torchbench.engines import pycalls
+
+HERE = Path(__file__).parent
+DRIVER = HERE / "pycalls_driver.py"
+NAME = "pycalls_driver.py"
+
+#: One call of ``work``: a generator starts once (its 5 resumptions are not starts), C functions
+#: (``sorted``, ``range``, dict lookups) are not counted, the lambda ``sorted`` calls is.
+WORK = {f"{NAME}:Box.get": 4.0, f"{NAME}:helper": 4.0, f"{NAME}:numbers": 1.0, f"{NAME}:work": 1.0,
+        f"{NAME}:work.<locals>.<lambda>": 3.0}
+
+
+def _line(text: str) -> int:
+    """The line of the driver that holds ``text`` (first one)."""
+    return next(n for n, line in enumerate(DRIVER.read_text().splitlines(), 1) if text in line)
+
+
+def _expected_report(hook: str) -> dict[str, Any]:
+    calls, loop, lambdas = _line("total += helper("), _line("for key in numbers(4)"), _line("key=lambda v")
+    return {
+        "hook": hook,
+        "work": WORK,
+        "again": WORK,  # deterministic
+        "resumables": {f"{NAME}:resumables": 1.0, f"{NAME}:resumables.<locals>.inner": 1.0,
+                       f"{NAME}:coroutine": 1.0, f"{NAME}:Suspend.__await__": 1.0},
+        # the warm-up's one-off fill() and the seeding's helper(0) are not in the region
+        "cached": {f"{NAME}:cached": 1.0, f"{NAME}:helper": 1.0},
+        # a wrapper in the plugin's folder is left out, what it calls is counted
+        "ours": WORK,
+        # generated code keeps its pseudo-file, without the number that depends on history
+        "generated": {"<eval_with_key>.#:forward": 1.0},
+        # the other thread's spin() is not counted
+        "busy": {**{name: calls * 5 for name, calls in WORK.items()},
+                 f"{NAME}:with_a_busy_thread.<locals>.run": 1.0},
+        "sites": {
+            f"{NAME}:Box.get": [[f"{NAME}:{calls} in work", 4]],
+            f"{NAME}:helper": [[f"{NAME}:{calls} in work", 4]],
+            f"{NAME}:numbers": [[f"{NAME}:{loop} in work", 1]],
+            # the caller of the measured function: the first frame outside the plugin's folder
+            f"{NAME}:work": [[f"{NAME}:{_line('sites = pycalls.call_sites(')} in report", 1]],
+            f"{NAME}:work.<locals>.<lambda>": [[f"{NAME}:{lambdas} in work", 3]],
+        },
+        "defined": {f"{NAME}:Box.get": f"{NAME}:{_line('def get(')}", f"{NAME}:helper": f"{NAME}:{_line('def helper(')}",
+                    f"{NAME}:numbers": f"{NAME}:{_line('def numbers(')}", f"{NAME}:work": f"{NAME}:{_line('def work(')}",
+                    f"{NAME}:work.<locals>.<lambda>": f"{NAME}:{lambdas}"},
+        # the previous profile function is back (3.11), every monitoring tool id is free again (3.12+)
+        "left_behind": True,
+        "all_taken": "no tool ids before 3.12" if hook == "sys.setprofile" else (
+            "cannot count Python calls: sys.monitoring tool ids (2, 3, 4) are all in use (2: someone else, "
+            "3: someone else, 4: someone else); stop the profiler or tool that holds them for this run"),
+    }
+
+
+def _in_this_interpreter() -> dict[str, Any]:
+    sys.path.insert(0, str(HERE))
+    try:
+        import pycalls_driver
+    finally:
+        sys.path.remove(str(HERE))
+    return json.loads(json.dumps(pycalls_driver.report()))  # tuples as lists, as the scripts print them
+
+
+def test_calls_are_counted_by_function_in_this_interpreter() -> None:
+    hook = "sys.monitoring" if sys.version_info >= (3, 12) else "sys.setprofile"
+    assert _in_this_interpreter() == _expected_report(hook)
+
+
+def _other_interpreters() -> list[str]:
+    found = []
+    for minor in ("3.10", "3.12", "3.13"):
+        found += sorted(glob.glob(f"/root/.pyenv/versions/{minor}.*/bin/python"))[-1:]
+    return found
+
+
+@pytest.mark.parametrize("python", _other_interpreters() or [pytest.param("", marks=pytest.mark.skip("none found"))])
+def test_both_hooks_count_the_same_calls(python: str) -> None:
+    """3.12 and 3.13 count with ``sys.monitoring``, 3.10 with ``sys.setprofile`` and no qualified
+    names (functions are named by their plain names there)."""
+    done = subprocess.run([python, str(DRIVER)], capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    version = tuple(int(part) for part in Path(python).parts[-3].split(".")[:2])
+    expected = _expected_report("sys.monitoring" if version >= (3, 12) else "sys.setprofile")
+    if version < (3, 11):
+        def plain(name: str) -> str:
+            file, _, qualified = name.rpartition(":")
+            return f"{file}:{qualified.rsplit('.', 1)[-1]}"
+
+        def strip(value: Any) -> Any:
+            return {plain(k): strip(v) for k, v in value.items()} if isinstance(value, dict) else value
+
+        expected = {key: strip(value) for key, value in expected.items()}
+    assert report == expected
+
+
+def test_names_are_relative_to_the_root_else_to_the_import_path(tmp_path: Path) -> None:
+    code = compile("def f():\n    pass\n", str(tmp_path / "pkg" / "mod.py"), "exec").co_consts[0]
+    assert pycalls.function_name(code, root=tmp_path) == "pkg/mod.py:f"
+    import functools
+
+    assert pycalls.function_name(functools.wraps.__code__, root=tmp_path) == "functools.py:wraps"
+    import _pytest.python
+
+    assert pycalls.function_name(_pytest.python.Function.runtest.__code__) == "_pytest/python.py:Function.runtest"
+
+
+def test_bad_counts_are_refused() -> None:
+    with pytest.raises(ValueError, match="iterations must be an int >= 1"):
+        pycalls.count_calls(lambda: None, iterations=0)
+    with pytest.raises(ValueError, match="warmup must be an int >= 0"):
+        pycalls.count_calls(lambda: None, warmup=-1)
