@@ -216,10 +216,50 @@ def render_baseline_document(module: str, entries: Iterable[BenchmarkResult]) ->
         "environments": environments,
         "benchmarks": benchmarks,
     }
-    text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False)
-    # Lists of numbers (raw replicate times) on one line each: a re-save changes one line per
-    # benchmark in the diff instead of a hundred.
-    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text) + "\n"
+    return dumps_baseline_json(document) + "\n"
+
+
+def dumps_baseline_json(value: Any) -> str:
+    """``json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)``, except that a list of
+    numbers is written on one line and a lone surrogate is written as a ``\\uXXXX`` escape.
+
+    Why a serialiser of our own rather than a rewrite of json's text: lists of numbers (raw
+    replicate times) on one line each make a re-save change one line per benchmark in the diff
+    instead of a hundred, and only code that knows where a string ends can do that without ever
+    touching a string (a parametrize id ``"8 8"`` in a key must stay that id). Every scalar is
+    formatted by ``json`` itself. A lone surrogate (from ``extra_info``, or read from another
+    file) cannot be encoded as UTF-8: escaped, it is valid JSON that reads back as the same string.
+    """
+    # One pass through json first: tuples become lists, non-string keys strings, and a value json
+    # cannot write fails here with json's own error, exactly as json.dumps would.
+    plain = json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
+    return _dumps(plain, "")
+
+
+def _dumps(value: Any, indent: str) -> str:
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = indent + " "
+        items = (f"{inner}{_json_string(key)}: {_dumps(item, inner)}" for key, item in sorted(value.items()))
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        if all(isinstance(item, (int, float)) and not isinstance(item, bool) for item in value):
+            return "[" + ", ".join(json.dumps(item) for item in value) + "]"
+        inner = indent + " "
+        return "[\n" + ",\n".join(inner + _dumps(item, inner) for item in value) + "\n" + indent + "]"
+    if isinstance(value, str):
+        return _json_string(value)
+    return json.dumps(value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_string(text: str) -> str:
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
 def _entry_document(entry: BenchmarkResult, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -252,9 +292,6 @@ def _entry_content(entry: BenchmarkResult) -> str:
             data["env"] = env.id
         metrics[metric_name] = data
     return json.dumps(_entry_document(dataclasses.replace(entry, saved={}), metrics), sort_keys=True)
-
-
-_NUMBER_LIST = re.compile(r"\[\s*((?:-?[0-9.eE+-]+,?\s*)+)\]")
 
 
 def merge_entries(

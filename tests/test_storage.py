@@ -277,3 +277,57 @@ def test_saving_again_keeps_earlier_time_medians_only_in_the_same_environment(tm
     save_set(tmp_path / "main", [_result("tests/test_a.py::test_a", times=(3e-3,), env=other)])
     entry = load_set_from_folder(tmp_path / "main", "main").get("tests/test_a.py::test_a")
     assert entry.metrics["time"].history == []  # another environment: earlier runs do not apply
+
+
+# Every JSON value type, and strings that look like the number lists the file puts on one line.
+ROUND_TRIP_VALUES = {
+    "list_look_alikes": ["8 8", "[8 8]", "[1,2]", "[ 1 ]", "[-1e5, 2.5]", "x [3 4] y"],
+    "escapes": "quote \" backslash \\ newline \n tab \t nul \x00 bell \x07",
+    "unicode": "ü 中文 \u2028 \U0001f600",
+    "lone_surrogates": ["\udc80", "a\ud800b", "\udfff"],
+    "ints": [0, -1, 2**63, 10**40],
+    "floats": [0.0, -0.0, 1e-300, 1.7976931348623157e308, 0.1, 1 / 3],
+    "mixed": [1, "2", 3.0, None, True, [4, 5], {"six": [7]}],
+    "bools": [True, False],
+    "null": None,
+    "empty": [[], {}, ""],
+    "nested": {"a": {"b": {"c": [[1, 2], [3, 4]]}}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TRIP_VALUES))
+def test_every_value_type_round_trips_through_a_save(tmp_path, name):
+    """Saved text is json's: no string is ever rewritten (a parametrize id "8 8" was saved as
+    [8, 8]), and what is read back is what was saved."""
+    value = ROUND_TRIP_VALUES[name]
+    keys = ["tests/test_a.py::test_f[8 8]", "tests/test_a.py::test_f[[1,2]]",
+            f"tests/test_a.py::test_f[{name}]", "tests/test_a.py::test_f[\udc80]"]
+    results = [_result(key) for key in keys]
+    for result in results:
+        result.extra_info = {"value": value, "description [1 2]": "label [3 4]"}
+        result.description = "[5 6]"
+    paths = save_set(tmp_path / "main", results)
+    raw = paths[0].read_bytes()
+    raw.decode("utf-8")  # strict: a lone surrogate is an escape, not an unencodable character
+    loaded = load_set_from_folder(tmp_path / "main", "main")
+    assert sorted(loaded.entries) == sorted(keys)
+    for key in keys:
+        entry = loaded.get(key)
+        assert entry.extra_info == {"value": value, "description [1 2]": "label [3 4]"}
+        assert entry.description == "[5 6]"
+    document = json.loads(raw)
+    assert document["benchmarks"][keys[0]]["extra_info"]["value"] == value
+    assert save_set(tmp_path / "main", results) == []  # saving again: the same bytes, no duplicate keys
+
+
+def test_number_lists_stay_on_one_line_and_the_layout_is_json_indent_1(tmp_path):
+    result = _result("tests/test_a.py::test_f[8 8]", times=(1e-3, 2e-3))
+    result.extra_info = {"sizes": [1, 2, 3], "flags": [True, False], "names": ["a"]}
+    text = render_baseline_document("tests/test_a.py", [result])
+    assert '"raw_times": [0.01, 0.02]' in text
+    assert '"sizes": [1, 2, 3]' in text
+    assert '"tests/test_a.py::test_f[8 8]"' in text
+    # Apart from number lists, the text is exactly json.dumps(indent=1, sort_keys=True).
+    expected = json.dumps(json.loads(text), indent=1, sort_keys=True, ensure_ascii=False)
+    assert text.replace(" ", "").replace("\n", "") == expected.replace(" ", "").replace("\n", "")
+    assert '"flags": [\n' in text and '"names": [\n' in text
