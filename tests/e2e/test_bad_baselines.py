@@ -47,3 +47,34 @@ def test_a_parametrize_id_that_looks_like_numbers_is_saved_as_written_and_compar
     result = bench.run("--bench-compare=main", OPS)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*test_bench.py::test_f[[]8 8]: ops op counts changed: ops 8 -> 58*"])
+
+
+COLLIDING_KEYS = """
+import pytest
+
+@pytest.mark.parametrize("x", ["a", "a] [b"])
+def test_f(x, bench_timer):
+    if x == "a":  # key: its id plus its recording's description, 'test_f[a] [b]'
+        bench_timer("sum(range(10))", description="b").timeit(10)
+    else:  # key: its id, 'test_f[a] [b]'
+        bench_timer("sum(range(20))").timeit(10)
+"""
+
+
+def test_two_tests_with_one_result_key_is_an_error_naming_both(bench):
+    """Item 2: test_f[a] recording description "b" and the test whose id is 'test_f[a] [b]' had one key:
+    one result was silently dropped from the baseline and a later run failed falsely."""
+    bench.pytester.makepyfile(test_bench=COLLIDING_KEYS)
+    result = bench.run("--bench-save=main", OPS)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([
+        "*torchbench: test_bench.py::test_f[[]a] [[]b]: this result key is also the key of a result of "
+        "test_bench.py::test_f[[]a]*rename one*",
+    ])
+    entries = bench.load("main")["benchmarks"]
+    assert list(entries) == ["test_bench.py::test_f[a] [b]"]
+    assert entries["test_bench.py::test_f[a] [b]"]["nodeid"] == "test_bench.py::test_f[a]"
+    # Compared later, the colliding test fails again, with the same message, and the other passes.
+    result = bench.run("--bench-compare=main", OPS)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*is also the key of a result of test_bench.py::test_f[[]a]*"])
