@@ -22,6 +22,7 @@ import json
 import os
 import re
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -32,6 +33,7 @@ from .results import (
     SCHEMA_VERSION, BenchmarkResult, Environment, UnknownMetricError, invalid_number, limits_from_json,
     metric_from_json, metric_to_json,
 )
+from .text import safe_text
 
 SET_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: A set name is a folder name, and appears in messages and commands: keep it well under NAME_MAX.
@@ -40,6 +42,10 @@ SET_NAME_MAX = 100
 
 class BaselineError(Exception):
     """A baseline problem the user must fix; the message is one line that says what and where."""
+
+
+class NotASetError(BaselineError):
+    """A folder named as a baseline set is far too big to be one (the message names the folder)."""
 
 
 @dataclasses.dataclass
@@ -154,17 +160,78 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
     return entries
 
 
-def load_baseline_file(path: Path) -> dict[str, BenchmarkResult]:
+#: The largest baseline file read. Far above what a test module's benchmarks write, and low enough
+#: that parsing one cannot exhaust memory: past it, the file is not a baseline.
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
+#: The most files and folders a baseline set folder may hold. A set mirrors a test tree; a folder
+#: with more (``--bench-compare=/``, a home folder) is not a set, and walking it would take hours.
+MAX_SET_ENTRIES = 50_000
+
+
+def file_type_words(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words, for messages about paths that are not regular
+    files (baselines, reports)."""
+    return ("a regular file" if stat.S_ISREG(mode) else "a directory" if stat.S_ISDIR(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+def read_baseline_bytes(path: Path) -> bytes:
+    """The bytes of a baseline file, which must be a regular file of at most MAX_BASELINE_BYTES.
+
+    Why not ``read_bytes``: anyone can commit or place a symlink to ``/dev/zero`` (read until
+    memory runs out) or a FIFO (``open`` waits forever for a writer) where a baseline is expected.
+    The file is opened without blocking and checked on the open descriptor, so what is checked is
+    what is read."""
+    shown = safe_text(path)
+    via = " (through a symlink)" if os.path.islink(path) else ""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        raise BaselineError(f"baseline file {path} cannot be read ({exc.strerror or exc})") from None
-    return parse_baseline_document(data, str(path))
+        raise BaselineError(f"baseline file {shown} cannot be read ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise BaselineError(
+            f"baseline file {shown} is {file_type_words(mode)}{via}, not a regular file; "
+            "it was left untouched: remove it, or point to the set's folder or a saved .json file"
+        )
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_BASELINE_BYTES + 1)
+    if len(data) > MAX_BASELINE_BYTES:
+        raise BaselineError(
+            f"baseline file {shown} is over {MAX_BASELINE_BYTES // (1024 * 1024)} MiB, more than any "
+            f"baseline file holds; it was left untouched: {_FIX.split(': ', 1)[1]}"
+        )
+    return data
+
+
+def load_baseline_file(path: Path) -> dict[str, BenchmarkResult]:
+    return parse_baseline_document(read_baseline_bytes(path), str(path))
+
+
+def baseline_files(folder: Path) -> list[Path]:
+    """The ``.json`` files of a set folder, at any depth, sorted; symlinked folders are not
+    followed. BaselineError when the folder holds more than MAX_SET_ENTRIES files and folders:
+    it is not a set, and the user is told so instead of waiting for a walk of the whole disk."""
+    found: list[Path] = []
+    seen = 0
+    for top, folders, files in os.walk(folder):
+        seen += len(folders) + len(files)
+        if seen > MAX_SET_ENTRIES:
+            raise NotASetError(
+                f"folder {safe_text(folder)} holds over {MAX_SET_ENTRIES:,} files and folders, so it is not "
+                "a baseline set (a set folder, such as baselines/main, holds the .json files that "
+                "--bench-save wrote); name a set, a set folder or a baseline file"
+            )
+        found.extend(Path(top) / name for name in files if name.endswith(".json"))
+    return sorted(found)
 
 
 def load_set_from_folder(folder: Path, name: str) -> BaselineSet:
     baseline_set = BaselineSet(name=name, source=str(folder))
-    for path in sorted(folder.rglob("*.json")):
+    for path in baseline_files(folder):
         baseline_set.entries.update(load_baseline_file(path))
     return baseline_set
 
@@ -513,8 +580,8 @@ def save_set(folder: Path, results: Iterable[BenchmarkResult],
         for path, new_results in by_file.items():
             existing: dict[str, BenchmarkResult] = {}
             old_text: str | None = None
-            if path.exists():
-                old_bytes = path.read_bytes()
+            if os.path.lexists(path):
+                old_bytes = read_baseline_bytes(path)
                 existing = parse_baseline_document(old_bytes, str(path))
                 old_text = old_bytes.decode("utf-8")
             merged = merge_entries(existing, new_results)

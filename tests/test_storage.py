@@ -331,3 +331,66 @@ def test_number_lists_stay_on_one_line_and_the_layout_is_json_indent_1(tmp_path)
     expected = json.dumps(json.loads(text), indent=1, sort_keys=True, ensure_ascii=False)
     assert text.replace(" ", "").replace("\n", "") == expected.replace(" ", "").replace("\n", "")
     assert '"flags": [\n' in text and '"names": [\n' in text
+
+
+@pytest.fixture
+def alarm():
+    """Fail instead of hanging: a FIFO opened for reading waits for a writer forever."""
+    import signal
+
+    def timeout(signum, frame):
+        raise TimeoutError("hung reading a special file")
+
+    previous = signal.signal(signal.SIGALRM, timeout)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("zero", "is a device (through a symlink), not a regular file"),
+    ("fifo", "is a FIFO, not a regular file"),
+    ("folder", "is a directory, not a regular file"),
+    ("dangling", "cannot be read (No such file or directory)"),
+])
+def test_special_files_in_a_set_are_one_error_not_a_hang(tmp_path, alarm, kind, needle):
+    folder = tmp_path / "main"
+    save_set(folder, [_result("tests/test_a.py::test_a")])
+    special = folder / "tests" / "test_b.json"
+    if kind == "zero":
+        special.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(special)
+    elif kind == "folder":
+        special.mkdir()
+        (special / "inner.txt").write_text("")
+    else:
+        special.symlink_to(tmp_path / "nowhere.json")
+    if kind == "folder":  # a folder named like a file is walked into, not read
+        assert sorted(load_set_from_folder(folder, "main").entries) == ["tests/test_a.py::test_a"]
+    else:
+        with pytest.raises(BaselineError) as info:
+            load_set_from_folder(folder, "main")
+        assert str(special) in str(info.value) and needle in str(info.value)
+    # Saving into that module's file reads it first: the same error, and nothing is written.
+    with pytest.raises(BaselineError) as info:
+        save_set(folder, [_result("tests/test_b.py::test_b", module="tests/test_b.py")])
+    assert str(special) in str(info.value) and needle in str(info.value)
+    assert os.path.lexists(special)
+
+
+def test_a_baseline_file_over_the_size_cap_is_not_parsed(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage, "MAX_BASELINE_BYTES", 1000)
+    folder = tmp_path / "main"
+    save_set(folder, [_result(f"tests/test_a.py::test_{i}") for i in range(20)])
+    with pytest.raises(BaselineError, match=r"test_a.json is over 0 MiB, more than any baseline file holds"):
+        load_set_from_folder(folder, "main")
+
+
+def test_a_folder_with_too_many_entries_is_not_walked_to_the_end(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage, "MAX_SET_ENTRIES", 10)
+    for i in range(12):
+        (tmp_path / f"d{i}").mkdir()
+    with pytest.raises(BaselineError, match=r"holds over 10 files and folders, so it is not a baseline set"):
+        load_set_from_folder(tmp_path, "x")

@@ -12,6 +12,7 @@ import os
 import stat
 from pathlib import Path
 
+from ..storage import file_type_words
 from .text import safe_text
 
 
@@ -43,9 +44,7 @@ def check_report_path(path: Path | str | None, option: str | None = None) -> Pat
         raise ReportPathError(f"{shown}cannot inspect ({exc.strerror or exc})") from None
     if stat.S_ISREG(mode):
         return Path(os.path.realpath(path)) if os.path.islink(path) else path
-    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "not a regular file")
+    kind = file_type_words(mode)
     via = " (through a symlink)" if os.path.islink(path) else ""
     raise ReportPathError(f"{shown}is {kind}{via}; reports are written only to a regular file or a new path")
 

@@ -3,7 +3,11 @@ and exit status 4, or as a correct comparison; nothing saved is lost or rewritte
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -78,3 +82,56 @@ def test_two_tests_with_one_result_key_is_an_error_naming_both(bench):
     result = bench.run("--bench-compare=main", OPS)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*is also the key of a result of test_bench.py::test_f[[]a]*"])
+
+
+BENCH = """
+import pytest
+
+@pytest.mark.benchmark
+def test_ok():
+    sum(range(100))
+"""
+
+
+@pytest.fixture
+def saved(bench):
+    bench.pytester.makepyfile(test_bench=BENCH)
+    bench.run("--bench-save=main", OPS).assert_outcomes(passed=1)
+    return bench
+
+
+def _cli(cwd, *args, timeout=60):
+    return subprocess.run([sys.executable, "-m", "pytest_torchbench", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("fifo", "is a FIFO, not a regular file"),
+    ("zero", "is a device (through a symlink), not a regular file"),
+])
+def test_a_special_file_among_the_baselines_is_one_line_not_a_hang(saved, kind, needle):
+    """Item 4: a symlink to /dev/zero was read until MemoryError (23 GB), a FIFO hung forever,
+    from pytest and from torchbench show alike."""
+    special = saved.path / "baselines" / "main" / "test_other.json"
+    if kind == "fifo":
+        os.mkfifo(special)
+    else:
+        special.symlink_to("/dev/zero")
+    for option in ("--bench-compare=main", "--bench-save=main"):
+        _usage_error(saved.run(option, OPS, timeout=60), str(special), needle)
+    for args in (["show", "main"], ["show", str(special)], ["compare", "main", str(special)]):
+        done = _cli(saved.path, *args)
+        assert done.returncode == 4, done
+        assert done.stderr.startswith("torchbench: error: ") and needle in done.stderr, done.stderr
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert os.path.lexists(special)
+
+
+def test_compare_with_the_root_folder_is_refused_without_walking_the_disk(saved):
+    """Item 10: --bench-compare=/ walked the whole file system."""
+    started = time.monotonic()
+    _usage_error(saved.run("--bench-compare=/", OPS, timeout=120), "--bench-compare=/: folder / holds over",
+                 "so it is not a baseline set")
+    done = _cli(saved.path, "show", "/")
+    assert done.returncode == 4 and "show=/: folder / holds over" in done.stderr, done.stderr
+    assert time.monotonic() - started < 100
