@@ -88,7 +88,12 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
                 f"{exc.start}); {_FIX}"
             ) from None
     try:
-        document = json.loads(text)
+        document = json.loads(text, object_pairs_hook=_object_without_duplicates)
+    except _DuplicateKey as exc:
+        raise BaselineError(
+            f"baseline file {where} is not usable JSON (key {safe_text(json.dumps(exc.key))} appears twice in "
+            f"one object, and only one of them would be read); {_FIX}"
+        ) from None
     except json.JSONDecodeError as exc:
         raise BaselineError(
             f"baseline file {where} is not valid JSON ({exc.msg} at line {exc.lineno}); {_FIX}"
@@ -101,10 +106,22 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
     if not isinstance(document, dict):
         raise BaselineError(f"baseline file {where} is not a JSON object; it was left untouched")
     schema = document.get("schema")
-    if schema != SCHEMA_VERSION:
+    if isinstance(document.get("benchmarks"), list) and "tool" in document:
         raise BaselineError(
-            f"baseline file {where} has schema {schema!r}, this pytest-torchbench reads schema "
-            f"{SCHEMA_VERSION}; it was left untouched: re-save the baselines with this version"
+            f"{where} is the results file of a run (--bench-json), not a baseline file; it was left "
+            "untouched: to compare against a run, save it as a baseline set "
+            "(pytest --bench-save=NAME) and name that set"
+        )
+    if type(schema) is int and schema > SCHEMA_VERSION:
+        raise BaselineError(
+            f"baseline file {where} has schema {schema}, written by a newer pytest-torchbench (this "
+            f"one reads schema {SCHEMA_VERSION}); it was left untouched: upgrade pytest-torchbench"
+        )
+    if type(schema) is not int or schema != SCHEMA_VERSION:
+        raise BaselineError(
+            f"baseline file {where} has schema {_shown(schema)}, this pytest-torchbench reads schema "
+            f"{SCHEMA_VERSION}; it was left untouched: restore it from git, or re-save the baselines "
+            "with this version"
         )
     try:
         environments = {
@@ -205,6 +222,27 @@ def read_baseline_bytes(path: Path) -> bytes:
             f"baseline file holds; it was left untouched: {_FIX.split(': ', 1)[1]}"
         )
     return data
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: json keeps the last of two equal keys and drops the
+    other silently (a baseline key written twice by hand, a merge gone wrong)."""
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(key for key, _ in pairs if key in seen or seen.add(key)))  # type: ignore[func-returns-value]
+    return document
+
+
+def _shown(value: Any) -> str:
+    text = safe_text(repr(value))
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def load_baseline_file(path: Path) -> dict[str, BenchmarkResult]:

@@ -394,3 +394,54 @@ def test_a_folder_with_too_many_entries_is_not_walked_to_the_end(tmp_path, monke
         (tmp_path / f"d{i}").mkdir()
     with pytest.raises(BaselineError, match=r"holds over 10 files and folders, so it is not a baseline set"):
         load_set_from_folder(tmp_path, "x")
+
+
+@pytest.mark.parametrize("metric, data, needle", [
+    ("ops", {"ops": {"aten::add": "1"}}, """ops.ops["aten::add"] is '1'; it must be a number"""),
+    ("ops", {"ops": {"aten::add": True}}, 'ops.ops["aten::add"] is True; it must be a number'),
+    ("ops", {"ops": {"aten::add": None}}, 'ops.ops["aten::add"] is None; it must be a number'),
+    ("memory", {"peak_bytes": {"cpu": "5"}}, """memory.peak_bytes.cpu is '5'; it must be a number"""),
+    ("time", {"number_per_run": 10, "raw_times": ["1e-3"]}, "time.raw_times[0] is '1e-3'; it must be a number"),
+    ("time", {"number_per_run": 10, "raw_times": [1e-3], "cpu_share": 5},
+     "time.cpu_share is 5; it must be a fraction from 0 to 1"),
+    ("time", {"number_per_run": 10, "raw_times": [1e-3], "cpu_share": True}, "time.cpu_share is True; it must be a number"),
+    ("instructions", {"instructions_per_run": 10.0, "number_per_run": 100, "functions": {"f": False}},
+     'instructions.functions.f is False; it must be a number'),
+    ("compile", {"calls": 3, "graphs": "1", "graph_breaks": 0, "recompiles": 0, "breaks": [], "recompile_reasons": []},
+     "compile.graphs is '1'; it must be a number"),
+])
+def test_numbers_that_are_strings_or_booleans_are_rejected(metric, data, needle):
+    """float("1") and float(True) are 1.0: without a type check, a corrupt count read as a count."""
+    with pytest.raises(BaselineError) as info:
+        parse_baseline_document(_document(metric, data), "b/x.json")
+    assert needle in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('{"schema": true, "module": "m.py", "benchmarks": {}}', "has schema True, this pytest-torchbench reads schema 1"),
+    ('{"schema": 1.0, "module": "m.py", "benchmarks": {}}', "has schema 1.0, this pytest-torchbench reads schema 1"),
+    ('{"schema": "1", "module": "m.py", "benchmarks": {}}', "has schema '1', this pytest-torchbench reads schema 1"),
+    ('{"schema": 2, "module": "m.py", "benchmarks": {}}',
+     "has schema 2, written by a newer pytest-torchbench (this one reads schema 1); it was left untouched: "
+     "upgrade pytest-torchbench"),
+    ('{"schema": 1, "module": "m.py", "benchmarks": {}, "schema": 1}', 'key "schema" appears twice in one object'),
+    ('{"schema": 1, "module": "m.py", "benchmarks": {"m.py::t": {"metrics": {}}, "m.py::t": {"metrics": {}}}}',
+     'key "m.py::t" appears twice'),
+])
+def test_schema_and_duplicate_keys_are_checked(text, needle):
+    with pytest.raises(BaselineError) as info:
+        parse_baseline_document(text, "b/x.json")
+    assert needle in str(info.value), str(info.value)
+    assert "re-save" not in str(info.value) or "newer" not in str(info.value)
+
+
+def test_a_results_file_given_as_a_baseline_says_what_it_is(tmp_path):
+    from pytest_torchbench.reports import jsonreport
+
+    path = tmp_path / "results.json"
+    jsonreport.write(path, [_result("tests/test_a.py::x")], [], {"modes": ["time"]})
+    with pytest.raises(BaselineError) as info:
+        storage.load_baseline_file(path)
+    message = str(info.value)
+    assert f"{path} is the results file of a run (--bench-json), not a baseline file" in message, message
+    assert "malformed" not in message and "delete" not in message
