@@ -264,6 +264,8 @@ def baseline_files(folder: Path) -> list[Path]:
                 "--bench-save wrote); name a set, a set folder or a baseline file"
             )
         found.extend(Path(top) / name for name in files if name.endswith(".json"))
+        # A folder named as a baseline file is where a save would write one: say so now.
+        found.extend(Path(top) / name for name in folders if name.endswith(".json"))
     return sorted(found)
 
 
@@ -299,6 +301,35 @@ def validate_set_name(name: str, option: str = "--bench-save") -> None:
 # --------------------------------------------------------------------------------------------------
 # Writing
 # --------------------------------------------------------------------------------------------------
+
+
+def check_save_folder(folder: Path, option: str) -> None:
+    """Raise BaselineError when a set cannot be written at ``folder``: a part of its path is not a
+    folder, or the deepest existing folder is not writable. Nothing is created.
+
+    Why before the run: the save is the last thing a run does; a baselines path that is a file
+    found only then costs the user every benchmark's measurement (hours of instruction counts)."""
+    probe = folder
+    while not os.path.lexists(probe) and probe != probe.parent:
+        probe = probe.parent
+    for part in (probe, *probe.parents):
+        if os.path.lexists(part) and not part.is_dir():
+            raise BaselineError(
+                f"{option}: cannot write baseline set folder {safe_text(folder)}: {safe_text(part)} is "
+                f"{_kind(part)}, not a folder; move it, or choose another folder (--bench-baselines-dir)"
+            )
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise BaselineError(
+            f"{option}: cannot write baseline set folder {safe_text(folder)}: {safe_text(probe)} is not "
+            "writable; fix its permissions, or choose another folder (--bench-baselines-dir)"
+        )
+
+
+def _kind(path: Path) -> str:
+    try:
+        return file_type_words(os.stat(path).st_mode)
+    except OSError:
+        return "a broken symlink"
 
 
 def render_baseline_document(module: str, entries: Iterable[BenchmarkResult]) -> str:

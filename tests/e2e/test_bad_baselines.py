@@ -135,3 +135,22 @@ def test_compare_with_the_root_folder_is_refused_without_walking_the_disk(saved)
     done = _cli(saved.path, "show", "/")
     assert done.returncode == 4 and "show=/: folder / holds over" in done.stderr, done.stderr
     assert time.monotonic() - started < 100
+
+
+@pytest.mark.parametrize("blocker", ["baselines", "baselines/main", "baselines/main/test_bench.json/x"])
+def test_a_save_folder_that_cannot_be_written_stops_the_run_before_the_first_test(bench, blocker):
+    """Item 10: a baselines path blocked by a file was found only by the save, after every test ran."""
+    bench.pytester.makepyfile(test_bench=BENCH.replace("sum(range(100))", "open('ran', 'w').close()"))
+    parts = blocker.split("/")
+    if len(parts) > 2:  # the module's file is a folder: the set is fine, the save would fail
+        (bench.path / "/".join(parts[:-1])).mkdir(parents=True)
+        (bench.path / blocker).write_text("")
+        needle = "is a directory, not a regular file"
+    else:
+        (bench.path / blocker).parent.mkdir(parents=True, exist_ok=True)
+        (bench.path / blocker).write_text("not a folder")
+        needle = f"{bench.path / blocker} is a regular file, not a folder"
+    result = bench.run("--bench-save=main", OPS)
+    _usage_error(result, needle)
+    assert not (bench.path / "ran").exists(), "a test ran before the error"
+    assert "not a folder" not in needle or (bench.path / blocker).read_text() == "not a folder"
