@@ -117,6 +117,8 @@ def parse_limits(spec: str | Mapping[str, Any] | None, where: str = "--bench-fai
             raise LimitSpecError(
                 f"{where}: unknown metric {metric!r}; known metrics: {', '.join(registry.names())}"
             )
+        if metric in limits:  # 'time:5%,time:6%': which one was meant? (the later silently won)
+            raise LimitSpecError(f"{where}: metric {metric!r} has two limits; give each metric one")
         limits[metric] = parse_limit_value(metric, value, where)
     return limits
 

@@ -154,3 +154,19 @@ def test_a_save_folder_that_cannot_be_written_stops_the_run_before_the_first_tes
     _usage_error(result, needle)
     assert not (bench.path / "ran").exists(), "a test ran before the error"
     assert "not a folder" not in needle or (bench.path / blocker).read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--bench-min-run-time=nan"], "--bench-min-run-time=nan: must be a finite number of seconds > 0"),
+    (["--bench-min-run-time=inf"], "--bench-min-run-time=inf: must be a finite number of seconds > 0"),
+    (["--bench-fail=time:5%,time:6%"], "--bench-fail: metric 'time' has two limits; give each metric one"),
+    (["--bench-html=link.html"], "--bench-html=link.html: is a symlink to victim.txt; a report is never written"),
+])
+def test_options_that_were_accepted_are_usage_errors(bench, args, needle):
+    """Item 9: nan and inf ran forever or not at all, the later of two limits silently won, and a
+    report path that is a symlink overwrote the file it pointed to."""
+    bench.pytester.makepyfile(test_bench=BENCH)
+    (bench.path / "victim.txt").write_text("keep me")
+    (bench.path / "link.html").symlink_to("victim.txt")
+    _usage_error(bench.run(*args, timeout=60), needle)
+    assert (bench.path / "victim.txt").read_text() == "keep me"
