@@ -170,3 +170,41 @@ def test_options_that_were_accepted_are_usage_errors(bench, args, needle):
     (bench.path / "link.html").symlink_to("victim.txt")
     _usage_error(bench.run(*args, timeout=60), needle)
     assert (bench.path / "victim.txt").read_text() == "keep me"
+
+
+SURROGATES = """
+import pytest
+
+@pytest.mark.benchmark
+def test_ok(benchmark):
+    benchmark.extra_info["x"] = "bad \\udc80 text"
+    benchmark.group = "g\\udc81"
+    benchmark(lambda: sum(range(10)))
+"""
+
+
+def test_lone_surrogates_from_a_test_or_a_baseline_are_escaped_everywhere(bench):
+    """Item 5: a lone surrogate in extra_info or in a baseline was a UnicodeEncodeError traceback
+    (the save, the Markdown and HTML reports, torchbench show)."""
+    bench.pytester.makepyfile(test_bench=SURROGATES)
+    reports = ["--bench-json=r.json", "--bench-markdown=r.md", "--bench-html=r.html", "--junitxml=j.xml"]
+    result = bench.run("--bench-save=main", OPS, *reports)
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0 and "Traceback" not in result.stdout.str() + result.stderr.str()
+    entry = bench.load("main")["benchmarks"]["test_bench.py::test_ok"]
+    assert entry["extra_info"] == {"x": "bad \udc80 text"} and entry["group"] == "g\udc81"
+    assert "| g\\\\udc81 |" in (bench.path / "r.md").read_text(encoding="utf-8")  # Markdown escapes the backslash
+    # A baseline whose key and label hold one (JSON escapes are valid JSON: anyone can commit them).
+    path = bench.baseline("main")
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["benchmarks"]["test_bench.py::test_ok\udc83"] = dict(document["benchmarks"]["test_bench.py::test_ok"],
+                                                                  label="lab\udc82")
+    path.write_text(json.dumps(document), encoding="utf-8")
+    result = bench.run("--bench-compare=main", OPS, *reports)
+    result.assert_outcomes(passed=1)
+    assert "Traceback" not in result.stdout.str() + result.stderr.str(), result.stdout.str()
+    result.stdout.fnmatch_lines(["*test_bench.py::test_ok\\udc83: ops: in the baseline, not measured*"])
+    for command in (["show", "main"], ["compare", "main", "main"]):
+        done = _cli(bench.path, *command, "--html", "s.html", "--markdown", "s.md", "--json", "s.json")
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+        assert "lab\\udc82" in done.stdout, done.stdout
