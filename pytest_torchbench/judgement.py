@@ -33,6 +33,7 @@ from typing import Any, Mapping, Sequence
 
 from .metrics import registry
 from .results import BenchmarkResult
+from .text import safe_text
 from .statistics import _exact_u_distribution, _rank_with_ties, mann_whitney_greater  # noqa: F401
 # The shared vocabulary, re-exported: callers and hook authors have imported it from here.
 from .vocabulary import (  # noqa: F401
@@ -226,8 +227,10 @@ def failure_message(verdicts: Sequence[Verdict], refresh_command: str | None = N
         found = registry.find(verdict.metric)
         if found is not None and found.failure_words and verdict.status != NOT_COMPARABLE:
             headline = found.failure_words
-        lines.append(f"torchbench: {verdict.key}: {verdict.metric} {headline}: {verdict.summary}")
-        lines.extend(f"    {line}" for line in verdict.details)
+        # Keys, summaries and details quote baseline files (environment facts, function names):
+        # escaped, they can neither rewrite the terminal nor forge a CI log or JUnit line.
+        lines.append(safe_text(f"torchbench: {verdict.key}: {verdict.metric} {headline}: {verdict.summary}"))
+        lines.extend(f"    {safe_text(line)}" for line in verdict.details)
         if verdict.status == IMPROVEMENT and refresh_command:
             lines.append(f"    refresh the baselines with: {refresh_command}")
     return "\n".join(lines)

@@ -208,3 +208,32 @@ def test_lone_surrogates_from_a_test_or_a_baseline_are_escaped_everywhere(bench)
         done = _cli(bench.path, *command, "--html", "s.html", "--markdown", "s.md", "--json", "s.json")
         assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
         assert "lab\\udc82" in done.stdout, done.stdout
+
+
+FORGED = "2.13\x1b[2J\n::error title=forged::from a baseline"
+
+
+def _no_raw_control(text: str) -> None:
+    assert "\x1b" not in text and not any(line.lstrip().startswith("::error") for line in text.splitlines()), text
+
+
+def test_text_from_baseline_files_is_escaped_in_strict_failures_junit_and_usage_errors(saved):
+    """Item 6: environment facts reached the terminal and JUnit raw in --bench-strict failures, and
+    file names in usage errors: an escape sequence rewrote the terminal, a newline forged a line
+    (a GitHub Actions workflow command)."""
+    path = saved.baseline("main")
+    document = json.loads(path.read_text())
+    for facts in document["environments"].values():
+        facts["torch"] = FORGED
+    path.write_text(json.dumps(document))
+    result = saved.run("--bench-compare=main", OPS, "--bench-strict", "--junitxml=j.xml")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ops not comparable (strict environment)*torch: 2.13\\x1b[[]2J\\x0a::error title=forged*"])
+    _no_raw_control(result.stdout.str())
+    junit = (saved.path / "j.xml").read_text()
+    assert "2.13\\x1b[2J\\x0a::error title=forged" in junit
+    _no_raw_control(junit.replace("&#10;", "\n"))
+    # A baseline file whose name holds a control character, in a usage error.
+    (saved.path / "baselines" / "main" / "bad\x1b[2Jname.json").write_text("{")
+    line = _usage_error(saved.run("--bench-compare=main", OPS), "bad\\x1b[2Jname.json", "is not valid JSON")
+    _no_raw_control(line)
