@@ -167,7 +167,7 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
     if opt.bench_min_run_time is not None and not (
             math.isfinite(opt.bench_min_run_time) and opt.bench_min_run_time > 0):  # nan, inf: never ends
         raise pytest.UsageError(
-            f"--bench-min-run-time={opt.bench_min_run_time}: must be a finite number of seconds > 0, e.g. 0.1")
+            f"--bench-min-run-time={opt.bench_min_run_time}: must be > 0 seconds and finite, e.g. 0.1")
     policy = Policy(
         limits=limits,
         strict_environment=bool(opt.bench_strict),

@@ -157,8 +157,8 @@ def test_a_save_folder_that_cannot_be_written_stops_the_run_before_the_first_tes
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--bench-min-run-time=nan"], "--bench-min-run-time=nan: must be a finite number of seconds > 0"),
-    (["--bench-min-run-time=inf"], "--bench-min-run-time=inf: must be a finite number of seconds > 0"),
+    (["--bench-min-run-time=nan"], "--bench-min-run-time=nan: must be > 0 seconds and finite"),
+    (["--bench-min-run-time=inf"], "--bench-min-run-time=inf: must be > 0 seconds and finite"),
     (["--bench-fail=time:5%,time:6%"], "--bench-fail: metric 'time' has two limits; give each metric one"),
     (["--bench-html=link.html"], "--bench-html=link.html: is a symlink to victim.txt; a report is never written"),
 ])
