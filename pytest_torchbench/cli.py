@@ -7,8 +7,10 @@ set name, then git revision ``REV``/``REV:SET``, then path), judgement and the t
 the plugin's own, so the CLI and the plugin can never disagree.
 
 Exit status: 0 no failing verdict, 1 a failing verdict (regression), 4 usage error (bad
-arguments, unknown reference, corrupt baseline) with one ``torchbench: error:`` line, as pytest's
-usage errors. A report file that cannot be written is an ERROR line and leaves the status alone.
+arguments, unknown reference, corrupt baseline, a report path that is not a regular file or is
+a symlink) with one ``torchbench: error:`` line, as pytest's usage errors, before anything is
+compared. A report that still cannot be written (a missing folder, no permission) is an ERROR line
+after the table and exit status 4 as well: the report is what a CI step runs this command for.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from .judgement import LimitSpecError, Policy, Verdict, parse_limits
 from .metrics import registry
 from .refs import resolve_compare
 from .reports import jsonreport, publish, terminal
+from .reports.paths import ReportPathError, check_report_paths
 from .results import BenchmarkResult
 from .storage import BaselineError, BaselineSet
 from .text import safe_text
@@ -141,8 +144,18 @@ def _print_table(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]
             print(f"no changes beyond the limits against baseline '{baseline.name}' ({baseline.source})")
 
 
+def _check_report_targets(args: argparse.Namespace) -> None:
+    """Before reading anything: a report path that is a device, a FIFO, a folder or a symlink is a
+    usage error (the report is what this command was run for; finding out afterwards is late)."""
+    try:
+        check_report_paths({"--markdown": args.markdown, "--html": args.html, "--json": args.json})
+    except ReportPathError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def _write_reports(args: argparse.Namespace, results: list[BenchmarkResult], verdicts: list[Verdict],
-                   baseline: BaselineSet | None, meta: dict[str, object]) -> None:
+                   baseline: BaselineSet | None, meta: dict[str, object]) -> bool:
+    """Write the reports asked for; False when one could not be written (its ERROR line printed)."""
     notes = publish.write_reports(
         results, verdicts, baseline.entries if baseline else None, baseline.name if baseline else None,
         baseline.source if baseline else None, args.markdown, args.html, None, option_prefix="--",
@@ -154,7 +167,8 @@ def _write_reports(args: argparse.Namespace, results: list[BenchmarkResult], ver
         except OSError as exc:
             notes.append(f"ERROR: --json={args.json}: cannot write ({exc.strerror or exc})")
     for note in notes:
-        print(f"torchbench: {note}", file=sys.stderr if note.startswith("ERROR") else sys.stdout)
+        print(f"torchbench: {safe_text(note)}", file=sys.stderr if note.startswith("ERROR") else sys.stdout)
+    return not any(note.startswith("ERROR") for note in notes)
 
 
 def run(argv: Sequence[str] | None = None) -> int:
@@ -175,13 +189,14 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
+    _check_report_targets(args)
     if args.command == "show":
         shown = _resolve(args.baseline, "show", baselines_dir)
         results = [shown.entries[k] for k in sorted(shown.entries)]
-        print(f"baseline set '{shown.name}' ({shown.source}): {len(results)} benchmark(s)")
+        print(f"baseline set '{safe_text(shown.name)}' ({safe_text(shown.source)}): {len(results)} benchmark(s)")
         _print_table(results, [], None)
-        _write_reports(args, results, [], None, {"set": shown.name, "source": shown.source})
-        return EXIT_OK
+        written = _write_reports(args, results, [], None, {"set": shown.name, "source": shown.source})
+        return EXIT_OK if written else EXIT_USAGE
     try:
         limits = parse_limits(args.fail, "--fail") if args.fail is not None else {}
     except LimitSpecError as exc:
@@ -191,15 +206,17 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
     current = _resolve(args.current, "current", baselines_dir)
     results = [current.entries[k] for k in sorted(current.entries)]
     verdicts = compare_sets(baseline, current, policy)
-    print(f"comparing '{current.name}' ({current.source}) with baseline '{baseline.name}' ({baseline.source})")
+    print(f"comparing '{safe_text(current.name)}' ({safe_text(current.source)}) with baseline "
+          f"'{safe_text(baseline.name)}' ({safe_text(baseline.source)})")
     _print_table(results, verdicts, baseline)
-    _write_reports(args, results, verdicts, baseline,
-                   {"compared_with": baseline.source, "current": current.source, "modes": sorted({v.metric for v in verdicts})})
+    written = _write_reports(args, results, verdicts, baseline, {
+        "compared_with": baseline.source, "current": current.source, "modes": sorted({v.metric for v in verdicts})})
     failed = [v for v in verdicts if v.failed]
     if failed:
         print(f"torchbench: {len(failed)} failing verdict(s)")
-        return EXIT_REGRESSION
-    return EXIT_OK
+    if not written:  # a CI step that uploads the report must not pass without it
+        return EXIT_USAGE
+    return EXIT_REGRESSION if failed else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -42,6 +42,7 @@ class Controller:
         #: being judged, so a failed verdict can be explained by re-running it (op call sites).
         self.session = session
         self.results: list[BenchmarkResult] = []
+        self._key_owners: dict[str, str] = {}  # result key -> the node id of the test that made it
         self.verdicts: list[Verdict] = []
         self.modules_run: set[str] = set()
         self.nodeids_run: set[str] = set()
@@ -79,6 +80,8 @@ class Controller:
         """Call the gate on this test's results (their marker limits travel with them) and turn
         the report into a failure when a verdict failed; JUnit properties wait for teardown."""
         results = [BenchmarkResult.from_json(r) for r in payload["results"]]
+        clashes = self._key_clashes(results)
+        results = [r for r in results if r.key not in clashes]
         self.results.extend(results)
         self.modules_run.update(r.module for r in results)
         baseline = self.baseline.entries if self.baseline is not None else None
@@ -95,14 +98,36 @@ class Controller:
             verdicts.extend(judged)
         self.verdicts.extend(verdicts)
         self._pending_properties[report.nodeid] = properties
+        if clashes:
+            report.outcome = "failed"
+            report.longrepr = "\n".join(
+                f"torchbench: {safe_text(key)}: this result key is also the key of a result of "
+                f"{safe_text(other)} (a key is the test's id, plus ' [description]' for a named "
+                "recording): rename one (its description or its parametrize id); this result was "
+                "neither judged nor saved" for key, other in clashes.items())
         if any(v.failed for v in verdicts):
             set_name = self.baseline.name if self.baseline is not None else "main"
             refresh = (f"pytest {report.nodeid} --bench-mode={','.join(self.settings.modes)} "
                        f"--bench-save={set_name}")
             report.outcome = "failed"
-            report.longrepr = failure_message(verdicts, refresh)
+            message = failure_message(verdicts, refresh)
+            report.longrepr = f"{report.longrepr}\n{message}" if clashes else message
             if elsewhere:
                 self._to_explain.append((report, verdicts, refresh, elsewhere, {r.key: r.nodeid for r in results}))
+
+    def _key_clashes(self, results: list[BenchmarkResult]) -> dict[str, str]:
+        """Keys of ``results`` that a result of another test already has: {key: that test's id}.
+
+        Why: a key is a baseline's identity, made of the node id and a description, and two tests
+        can spell the same key (``test_f[a]`` with description ``b`` and a test whose id is
+        ``test_f[a] [b]``). Kept, one would silently replace the other in the saved set and fail a
+        later run falsely; the first test keeps the key, the later one fails, naming both."""
+        clashes = {}
+        for result in results:
+            owner = self._key_owners.setdefault(result.key, result.nodeid)
+            if owner != result.nodeid:
+                clashes[result.key] = owner
+        return clashes
 
     def _confirm(self, nodeid: str, verdicts: list[Verdict]) -> None:
         """Regressions of metrics that confirm their failures (time) are measured again in a fresh

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 from .metrics import registry
 from .results import BenchmarkResult
+from .text import safe_text
 # The shared vocabulary, re-exported: callers and hook authors have imported it from here.
 from .vocabulary import (  # noqa: F401
     DEFAULT_ALPHA, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, USER_FACT_PREFIX,
@@ -118,6 +119,8 @@ def parse_limits(spec: str | Mapping[str, Any] | None, where: str = "--bench-fai
             raise LimitSpecError(
                 f"{where}: unknown metric {metric!r}; known metrics: {', '.join(registry.names())}"
             )
+        if metric in limits:  # 'time:5%,time:6%': which one was meant? (the later silently won)
+            raise LimitSpecError(f"{where}: metric {metric!r} has two limits; give each metric one")
         limits[metric] = parse_limit_value(metric, value, where)
     return limits
 
@@ -247,8 +250,10 @@ def failure_message(verdicts: Sequence[Verdict], refresh_command: str | None = N
         found = registry.find(verdict.metric)
         if found is not None and found.failure_words and verdict.status != NOT_COMPARABLE:
             headline = found.failure_words
-        lines.append(f"torchbench: {verdict.key}: {verdict.metric} {headline}: {verdict.summary}")
-        lines.extend(f"    {line}" for line in verdict.details)
+        # Keys, summaries and details quote baseline files (environment facts, function names):
+        # escaped, they can neither rewrite the terminal nor forge a CI log or JUnit line.
+        lines.append(safe_text(f"torchbench: {verdict.key}: {verdict.metric} {headline}: {verdict.summary}"))
+        lines.extend(f"    {safe_text(line)}" for line in verdict.details)
         if verdict.status == IMPROVEMENT and refresh_command:
             lines.append(f"    refresh the baselines with: {refresh_command}")
     return "\n".join(lines)

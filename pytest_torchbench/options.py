@@ -6,6 +6,7 @@ and exit status 4 before any test runs (pytest.UsageError), not a traceback at t
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from .judgement import LimitSpecError, Policy, parse_limits
 from .metrics import registry
 from .reports.paths import option_targets_error
 from .storage import BaselineError, validate_set_name
+from .text import safe_text
 
 
 
@@ -156,14 +158,16 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
     try:
         limits = parse_limits(opt.bench_fail) if opt.bench_fail is not None else {}
     except LimitSpecError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(safe_text(exc)) from None
     if opt.bench_save is not None:
         try:
             validate_set_name(opt.bench_save)
         except BaselineError as exc:
-            raise pytest.UsageError(str(exc)) from None
-    if opt.bench_min_run_time is not None and opt.bench_min_run_time <= 0:
-        raise pytest.UsageError(f"--bench-min-run-time={opt.bench_min_run_time}: must be > 0 seconds")
+            raise pytest.UsageError(safe_text(exc)) from None
+    if opt.bench_min_run_time is not None and not (
+            math.isfinite(opt.bench_min_run_time) and opt.bench_min_run_time > 0):  # nan, inf: never ends
+        raise pytest.UsageError(
+            f"--bench-min-run-time={opt.bench_min_run_time}: must be > 0 seconds and finite, e.g. 0.1")
     policy = Policy(
         limits=limits,
         strict_environment=bool(opt.bench_strict),

@@ -31,7 +31,8 @@ from .marker import DEFAULT_SEED, MARKER_DOC, MARKER_NAME, BenchOptions, MarkerE
 from .options import BenchSettings
 from .refs import resolve_compare
 from .session import BenchSession, Naming, IsolationGuard
-from .storage import BaselineError, BaselineSet, load_set_from_folder
+from .storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
+from .text import safe_text
 
 settings_key = pytest.StashKey[BenchSettings]()
 owns_key = pytest.StashKey[bool]()
@@ -165,12 +166,13 @@ def pytest_configure(config: pytest.Config) -> None:
             # Parse the set we will write into now: a corrupt file stops the run before any
             # benchmark runs, instead of after, and is never overwritten.
             folder = settings.baselines_dir / settings.save
+            check_save_folder(folder, f"--bench-save={settings.save}")
             if folder.is_dir():
                 load_set_from_folder(folder, settings.save)
             else:
                 _make_baselines_folder(config, settings.baselines_dir)
     except BaselineError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(safe_text(exc)) from None
     config.stash[skipped_baselines_key] = _skipped_baselines_folder(config, settings.baselines_dir, worker)
 
     session = BenchSession(
@@ -264,8 +266,11 @@ def _make_baselines_folder(config: pytest.Config, folder: Path) -> None:
         probe = probe.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return  # the save at the end reports it, with the path
+    except OSError as exc:  # before any test runs, not after all of them
+        raise BaselineError(
+            f"--bench-save: cannot create the baselines folder {safe_text(folder)} ({exc.strerror or exc}); "
+            "choose another folder (--bench-baselines-dir)"
+        ) from None
 
     def remove_if_unused() -> None:
         for made in missing:

@@ -20,15 +20,18 @@ and baseline files are decoded strictly, so a non-UTF-8 file is one error line, 
 from __future__ import annotations
 
 import datetime
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 from .storage import (
+    MAX_BASELINE_BYTES,
     SET_NAME_MAX,
     SET_NAME_PATTERN,
     BaselineError,
     BaselineSet,
+    NotASetError,
     available_sets,
     load_baseline_file,
     load_set_from_folder,
@@ -64,6 +67,14 @@ def _is_dir(path: Path) -> bool:
 def _is_file(path: Path) -> bool:
     try:
         return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_special(path: Path) -> bool:
+    """Something is there, but neither a folder nor a regular file (or a link to nothing)."""
+    try:
+        return os.path.lexists(path) and not path.is_dir() and not path.is_file()
     except (OSError, ValueError):
         return False
 
@@ -120,13 +131,19 @@ def load_set_from_git(
             f"{option}={revision}: the baselines folder {baselines_dir} is outside the git "
             f"repository {toplevel}, so it cannot be read from a revision"
         ) from None
-    listing = _git(["ls-tree", "-r", "-z", "--name-only", commit, "--", relative], toplevel)
+    listing = _git(["ls-tree", "-r", "-z", "--long", commit, "--", relative], toplevel)
     if listing.returncode != 0:
         raise BaselineError(
             f"{option}={revision}: cannot list {relative}/ at {commit[:12]}: "
             f"{_first_line(listing.stderr)}"
         )
-    files = [name for name in listing.stdout.split("\0") if name.endswith(".json")]
+    sizes: dict[str, int] = {}  # "<mode> <type> <object> <size>\t<path>", sizes padded with spaces
+    for line in listing.stdout.split("\0"):
+        fields, _, name = line.partition("\t")
+        if name.endswith(".json"):
+            size = fields.split()[-1] if fields.split() else "-"
+            sizes[name] = int(size) if size.isdigit() else 0
+    files = list(sizes)
     sets = sorted({f[len(relative) + 1:].split("/", 1)[0] for f in files if "/" in f[len(relative) + 1:]})
     if not sets:
         raise BaselineError(
@@ -153,6 +170,12 @@ def load_set_from_git(
     for path in files:
         if not path.startswith(prefix):
             continue
+        if sizes[path] > MAX_BASELINE_BYTES:
+            raise BaselineError(
+                f"{option}={revision}: {path} at {commit[:12]} is over "
+                f"{MAX_BASELINE_BYTES // (1024 * 1024)} MiB, more than any baseline file holds; "
+                "it was not read: remove it from the baselines in a new commit"
+            )
         shown = _git_bytes(["cat-file", "blob", f"{commit}:{path}"], toplevel)
         if shown.returncode != 0:
             raise BaselineError(
@@ -208,8 +231,11 @@ def resolve_compare(ref: str, baselines_dir: Path, cwd: Path, option: str = "--b
     if not path.is_absolute():
         path = cwd / path
     if _is_dir(path):
-        return load_set_from_folder(path, path.name)
-    if _is_file(path):
+        try:
+            return load_set_from_folder(path, path.name or str(path))
+        except NotASetError as exc:
+            raise NotASetError(f"{option}={ref}: {exc}") from None
+    if _is_file(path) or _is_special(path):  # a FIFO, a device, a dangling link: its own error
         return BaselineSet(name=path.stem, source=str(path), entries=load_baseline_file(path))
     if toplevel is not None and _looks_like_revision(ref):
         revision = ref.partition(":")[0]

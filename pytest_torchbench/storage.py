@@ -22,6 +22,7 @@ import json
 import os
 import re
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -32,6 +33,7 @@ from .results import (
     SCHEMA_VERSION, BenchmarkResult, Environment, UnknownMetricError, invalid_number, limits_from_json,
     metric_from_json, metric_to_json,
 )
+from .text import safe_text
 
 SET_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: A set name is a folder name, and appears in messages and commands: keep it well under NAME_MAX.
@@ -40,6 +42,10 @@ SET_NAME_MAX = 100
 
 class BaselineError(Exception):
     """A baseline problem the user must fix; the message is one line that says what and where."""
+
+
+class NotASetError(BaselineError):
+    """A folder named as a baseline set is far too big to be one (the message names the folder)."""
 
 
 @dataclasses.dataclass
@@ -82,7 +88,12 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
                 f"{exc.start}); {_FIX}"
             ) from None
     try:
-        document = json.loads(text)
+        document = json.loads(text, object_pairs_hook=_object_without_duplicates)
+    except _DuplicateKey as exc:
+        raise BaselineError(
+            f"baseline file {where} is not usable JSON (key {safe_text(json.dumps(exc.key))} appears twice in "
+            f"one object, and only one of them would be read); {_FIX}"
+        ) from None
     except json.JSONDecodeError as exc:
         raise BaselineError(
             f"baseline file {where} is not valid JSON ({exc.msg} at line {exc.lineno}); {_FIX}"
@@ -95,10 +106,22 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
     if not isinstance(document, dict):
         raise BaselineError(f"baseline file {where} is not a JSON object; it was left untouched")
     schema = document.get("schema")
-    if schema != SCHEMA_VERSION:
+    if isinstance(document.get("benchmarks"), list) and "tool" in document:
         raise BaselineError(
-            f"baseline file {where} has schema {schema!r}, this pytest-torchbench reads schema "
-            f"{SCHEMA_VERSION}; it was left untouched: re-save the baselines with this version"
+            f"{where} is the results file of a run (--bench-json), not a baseline file; it was left "
+            "untouched: to compare against a run, save it as a baseline set "
+            "(pytest --bench-save=NAME) and name that set"
+        )
+    if type(schema) is int and schema > SCHEMA_VERSION:
+        raise BaselineError(
+            f"baseline file {where} has schema {schema}, written by a newer pytest-torchbench (this "
+            f"one reads schema {SCHEMA_VERSION}); it was left untouched: upgrade pytest-torchbench"
+        )
+    if type(schema) is not int or schema != SCHEMA_VERSION:
+        raise BaselineError(
+            f"baseline file {where} has schema {_shown(schema)}, this pytest-torchbench reads schema "
+            f"{SCHEMA_VERSION}; it was left untouched: restore it from git, or re-save the baselines "
+            "with this version"
         )
     try:
         environments = {
@@ -154,17 +177,104 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
     return entries
 
 
-def load_baseline_file(path: Path) -> dict[str, BenchmarkResult]:
+#: The largest baseline file read. Far above what a test module's benchmarks write, and low enough
+#: that parsing one cannot exhaust memory: past it, the file is not a baseline.
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
+#: The most files and folders a baseline set folder may hold. A set mirrors a test tree; a folder
+#: with more (``--bench-compare=/``, a home folder) is not a set, and walking it would take hours.
+MAX_SET_ENTRIES = 50_000
+
+
+def file_type_words(mode: int) -> str:
+    """What a file of this ``st_mode`` is, in words, for messages about paths that are not regular
+    files (baselines, reports)."""
+    return ("a regular file" if stat.S_ISREG(mode) else "a directory" if stat.S_ISDIR(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+
+
+def read_baseline_bytes(path: Path) -> bytes:
+    """The bytes of a baseline file, which must be a regular file of at most MAX_BASELINE_BYTES.
+
+    Why not ``read_bytes``: anyone can commit or place a symlink to ``/dev/zero`` (read until
+    memory runs out) or a FIFO (``open`` waits forever for a writer) where a baseline is expected.
+    The file is opened without blocking and checked on the open descriptor, so what is checked is
+    what is read."""
+    shown = safe_text(path)
+    via = " (through a symlink)" if os.path.islink(path) else ""
     try:
-        data = path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        raise BaselineError(f"baseline file {path} cannot be read ({exc.strerror or exc})") from None
-    return parse_baseline_document(data, str(path))
+        raise BaselineError(f"baseline file {shown} cannot be read ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise BaselineError(
+            f"baseline file {shown} is {file_type_words(mode)}{via}, not a regular file; "
+            "it was left untouched: remove it, or point to the set's folder or a saved .json file"
+        )
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(MAX_BASELINE_BYTES + 1)
+    if len(data) > MAX_BASELINE_BYTES:
+        raise BaselineError(
+            f"baseline file {shown} is over {MAX_BASELINE_BYTES // (1024 * 1024)} MiB, more than any "
+            f"baseline file holds; it was left untouched: {_FIX.split(': ', 1)[1]}"
+        )
+    return data
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are unique: json keeps the last of two equal keys and drops the
+    other silently (a baseline key written twice by hand, a merge gone wrong)."""
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return document
+
+
+def _shown(value: Any) -> str:
+    text = safe_text(repr(value))
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+def load_baseline_file(path: Path) -> dict[str, BenchmarkResult]:
+    return parse_baseline_document(read_baseline_bytes(path), str(path))
+
+
+def baseline_files(folder: Path) -> list[Path]:
+    """The ``.json`` files of a set folder, at any depth, sorted; symlinked folders are not
+    followed. BaselineError when the folder holds more than MAX_SET_ENTRIES files and folders:
+    it is not a set, and the user is told so instead of waiting for a walk of the whole disk."""
+    found: list[Path] = []
+    seen = 0
+    for top, folders, files in os.walk(folder):
+        seen += len(folders) + len(files)
+        if seen > MAX_SET_ENTRIES:
+            raise NotASetError(
+                f"folder {safe_text(folder)} holds over {MAX_SET_ENTRIES:,} files and folders, so it is not "
+                "a baseline set (a set folder, such as baselines/main, holds the .json files that "
+                "--bench-save wrote); name a set, a set folder or a baseline file"
+            )
+        found.extend(Path(top) / name for name in files if name.endswith(".json"))
+        # A folder named as a baseline file is where a save would write one: say so now.
+        found.extend(Path(top) / name for name in folders if name.endswith(".json"))
+    return sorted(found)
 
 
 def load_set_from_folder(folder: Path, name: str) -> BaselineSet:
     baseline_set = BaselineSet(name=name, source=str(folder))
-    for path in sorted(folder.rglob("*.json")):
+    for path in baseline_files(folder):
         baseline_set.entries.update(load_baseline_file(path))
     return baseline_set
 
@@ -196,6 +306,35 @@ def validate_set_name(name: str, option: str = "--bench-save") -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+def check_save_folder(folder: Path, option: str) -> None:
+    """Raise BaselineError when a set cannot be written at ``folder``: a part of its path is not a
+    folder, or the deepest existing folder is not writable. Nothing is created.
+
+    Why before the run: the save is the last thing a run does; a baselines path that is a file
+    found only then costs the user every benchmark's measurement (hours of instruction counts)."""
+    probe = folder
+    while not os.path.lexists(probe) and probe != probe.parent:
+        probe = probe.parent
+    for part in (probe, *probe.parents):
+        if os.path.lexists(part) and not part.is_dir():
+            raise BaselineError(
+                f"{option}: cannot write baseline set folder {safe_text(folder)}: {safe_text(part)} is "
+                f"{_kind(part)}, not a folder; move it, or choose another folder (--bench-baselines-dir)"
+            )
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise BaselineError(
+            f"{option}: cannot write baseline set folder {safe_text(folder)}: {safe_text(probe)} is not "
+            "writable; fix its permissions, or choose another folder (--bench-baselines-dir)"
+        )
+
+
+def _kind(path: Path) -> str:
+    try:
+        return file_type_words(os.stat(path).st_mode)
+    except OSError:
+        return "a broken symlink"
+
+
 def render_baseline_document(module: str, entries: Iterable[BenchmarkResult]) -> str:
     """The committed text for one module: deterministic, so saving twice gives the same bytes."""
     environments: dict[str, dict[str, str]] = {}
@@ -216,10 +355,50 @@ def render_baseline_document(module: str, entries: Iterable[BenchmarkResult]) ->
         "environments": environments,
         "benchmarks": benchmarks,
     }
-    text = json.dumps(document, indent=1, sort_keys=True, ensure_ascii=False)
-    # Lists of numbers (raw replicate times) on one line each: a re-save changes one line per
-    # benchmark in the diff instead of a hundred.
-    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(m.group(1).split()).replace(",,", ",") + "]", text) + "\n"
+    return dumps_baseline_json(document) + "\n"
+
+
+def dumps_baseline_json(value: Any) -> str:
+    """``json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False)``, except that a list of
+    numbers is written on one line and a lone surrogate is written as a ``\\uXXXX`` escape.
+
+    Why a serialiser of our own rather than a rewrite of json's text: lists of numbers (raw
+    replicate times) on one line each make a re-save change one line per benchmark in the diff
+    instead of a hundred, and only code that knows where a string ends can do that without ever
+    touching a string (a parametrize id ``"8 8"`` in a key must stay that id). Every scalar is
+    formatted by ``json`` itself. A lone surrogate (from ``extra_info``, or read from another
+    file) cannot be encoded as UTF-8: escaped, it is valid JSON that reads back as the same string.
+    """
+    # One pass through json first: tuples become lists, non-string keys strings, and a value json
+    # cannot write fails here with json's own error, exactly as json.dumps would.
+    plain = json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
+    return _dumps(plain, "")
+
+
+def _dumps(value: Any, indent: str) -> str:
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        inner = indent + " "
+        items = (f"{inner}{_json_string(key)}: {_dumps(item, inner)}" for key, item in sorted(value.items()))
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        if all(isinstance(item, (int, float)) and not isinstance(item, bool) for item in value):
+            return "[" + ", ".join(json.dumps(item) for item in value) + "]"
+        inner = indent + " "
+        return "[\n" + ",\n".join(inner + _dumps(item, inner) for item in value) + "\n" + indent + "]"
+    if isinstance(value, str):
+        return _json_string(value)
+    return json.dumps(value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_string(text: str) -> str:
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
 
 
 def _entry_document(entry: BenchmarkResult, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -252,9 +431,6 @@ def _entry_content(entry: BenchmarkResult) -> str:
             data["env"] = env.id
         metrics[metric_name] = data
     return json.dumps(_entry_document(dataclasses.replace(entry, saved={}), metrics), sort_keys=True)
-
-
-_NUMBER_LIST = re.compile(r"\[\s*((?:-?[0-9.eE+-]+,?\s*)+)\]")
 
 
 def merge_entries(
@@ -476,8 +652,8 @@ def save_set(folder: Path, results: Iterable[BenchmarkResult],
         for path, new_results in by_file.items():
             existing: dict[str, BenchmarkResult] = {}
             old_text: str | None = None
-            if path.exists():
-                old_bytes = path.read_bytes()
+            if os.path.lexists(path):
+                old_bytes = read_baseline_bytes(path)
                 existing = parse_baseline_document(old_bytes, str(path))
                 old_text = old_bytes.decode("utf-8")
             merged = merge_entries(existing, new_results)

@@ -23,8 +23,9 @@ import unicodedata
 __all__ = ["safe_text", "markdown_text", "markdown_code_block", "safe_number", "finite", "safe_file_stem"]
 
 # C0 and C1 controls, DEL, and the Unicode line/paragraph separators and bidi overrides that can
-# reorder or split what a reader sees.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# reorder or split what a reader sees; and lone surrogates (JSON's "\udc80" reads back as one), which
+# no UTF-8 terminal, log or report file can take: writing one raises UnicodeEncodeError.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # A workflow command is recognised after leading whitespace: "::cmd ...::" and the legacy "##[cmd]".
 _COMMAND_START = re.compile(r"^(\s*)(:|#)(?=:|#\[)")
 
@@ -35,9 +36,9 @@ def _escape_control(match: re.Match[str]) -> str:
 
 
 def safe_text(value: object) -> str:
-    """``value`` as one printable line: control characters as ``\\xNN`` escapes, and a leading
-    ``::`` or ``##[`` broken (its first character escaped) so it can never start a workflow command,
-    wherever on a line the text lands."""
+    """``value`` as one printable line: control characters as ``\\xNN`` escapes (lone surrogates as
+    ``\\udNNN``), and a leading ``::`` or ``##[`` broken (its first character escaped) so it can
+    never start a workflow command, wherever on a line the text lands."""
     text = _CONTROL.sub(_escape_control, str(value))
     return _COMMAND_START.sub(lambda m: m.group(1) + ("\\x3a" if m.group(2) == ":" else "\\x23"), text)
 

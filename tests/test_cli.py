@@ -56,8 +56,37 @@ def test_usage_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         assert err.startswith("torchbench: error: ") and expected in err, err
         assert err.count("\n") == 1, err
     (tmp_path / "blocker").write_text("")
-    assert main(["compare", "main", "same", "--html", "blocker/x.html"]) == 0  # report errors keep the status
+    # A report that cannot be written fails the command: a CI step uploading it must not pass.
+    assert main(["compare", "main", "same", "--html", "blocker/x.html"]) == 4
     assert "ERROR: --html=blocker/x.html: cannot write" in capsys.readouterr().err
+    assert main(["compare", "main", "pr", "--html", "blocker/x.html"]) == 4  # over the regression's 1
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "folder", "symlink"])
+@pytest.mark.parametrize("command", [["compare", "main", "pr"], ["show", "main"]])
+@pytest.mark.parametrize("option", ["--html", "--markdown", "--json"])
+def test_a_report_path_that_is_not_a_regular_file_is_a_usage_error_before_comparing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        kind: str, command: list[str], option: str) -> None:
+    """Item 8: compare --html=/dev/null printed ERROR and exited 0 (and a symlink was written through)."""
+    import os
+
+    _sets(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    target = {"device": "/dev/null", "fifo": str(tmp_path / "fifo"), "folder": str(tmp_path),
+              "symlink": str(tmp_path / "link.html")}[kind]
+    if kind == "fifo":
+        os.mkfifo(target)
+    if kind == "symlink":
+        os.symlink(victim, target)
+    assert main([*command, option, target]) == 4
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"torchbench: error: {option}={target}: is ") and captured.err.count("\n") == 1, captured.err
+    assert captured.out == ""  # refused before anything was compared or printed
+    assert victim.read_text() == "keep me"
 
 
 def test_show_and_git_revisions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, git: Callable[..., str],

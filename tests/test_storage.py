@@ -277,3 +277,168 @@ def test_saving_again_keeps_earlier_time_medians_only_in_the_same_environment(tm
     save_set(tmp_path / "main", [_result("tests/test_a.py::test_a", times=(3e-3,), env=other)])
     entry = load_set_from_folder(tmp_path / "main", "main").get("tests/test_a.py::test_a")
     assert entry.metrics["time"].history == []  # another environment: earlier runs do not apply
+
+
+# Every JSON value type, and strings that look like the number lists the file puts on one line.
+ROUND_TRIP_VALUES = {
+    "list_look_alikes": ["8 8", "[8 8]", "[1,2]", "[ 1 ]", "[-1e5, 2.5]", "x [3 4] y"],
+    "escapes": "quote \" backslash \\ newline \n tab \t nul \x00 bell \x07",
+    "unicode": "ü 中文 \u2028 \U0001f600",
+    "lone_surrogates": ["\udc80", "a\ud800b", "\udfff"],
+    "ints": [0, -1, 2**63, 10**40],
+    "floats": [0.0, -0.0, 1e-300, 1.7976931348623157e308, 0.1, 1 / 3],
+    "mixed": [1, "2", 3.0, None, True, [4, 5], {"six": [7]}],
+    "bools": [True, False],
+    "null": None,
+    "empty": [[], {}, ""],
+    "nested": {"a": {"b": {"c": [[1, 2], [3, 4]]}}},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TRIP_VALUES))
+def test_every_value_type_round_trips_through_a_save(tmp_path, name):
+    """Saved text is json's: no string is ever rewritten (a parametrize id "8 8" was saved as
+    [8, 8]), and what is read back is what was saved."""
+    value = ROUND_TRIP_VALUES[name]
+    keys = ["tests/test_a.py::test_f[8 8]", "tests/test_a.py::test_f[[1,2]]",
+            f"tests/test_a.py::test_f[{name}]", "tests/test_a.py::test_f[\udc80]"]
+    results = [_result(key) for key in keys]
+    for result in results:
+        result.extra_info = {"value": value, "description [1 2]": "label [3 4]"}
+        result.description = "[5 6]"
+    paths = save_set(tmp_path / "main", results)
+    raw = paths[0].read_bytes()
+    raw.decode("utf-8")  # strict: a lone surrogate is an escape, not an unencodable character
+    loaded = load_set_from_folder(tmp_path / "main", "main")
+    assert sorted(loaded.entries) == sorted(keys)
+    for key in keys:
+        entry = loaded.get(key)
+        assert entry.extra_info == {"value": value, "description [1 2]": "label [3 4]"}
+        assert entry.description == "[5 6]"
+    document = json.loads(raw)
+    assert document["benchmarks"][keys[0]]["extra_info"]["value"] == value
+    assert save_set(tmp_path / "main", results) == []  # saving again: the same bytes, no duplicate keys
+
+
+def test_number_lists_stay_on_one_line_and_the_layout_is_json_indent_1(tmp_path):
+    result = _result("tests/test_a.py::test_f[8 8]", times=(1e-3, 2e-3))
+    result.extra_info = {"sizes": [1, 2, 3], "flags": [True, False], "names": ["a"]}
+    text = render_baseline_document("tests/test_a.py", [result])
+    assert '"raw_times": [0.01, 0.02]' in text
+    assert '"sizes": [1, 2, 3]' in text
+    assert '"tests/test_a.py::test_f[8 8]"' in text
+    # Apart from number lists, the text is exactly json.dumps(indent=1, sort_keys=True).
+    expected = json.dumps(json.loads(text), indent=1, sort_keys=True, ensure_ascii=False)
+    assert text.replace(" ", "").replace("\n", "") == expected.replace(" ", "").replace("\n", "")
+    assert '"flags": [\n' in text and '"names": [\n' in text
+
+
+@pytest.fixture
+def alarm():
+    """Fail instead of hanging: a FIFO opened for reading waits for a writer forever."""
+    import signal
+
+    def timeout(signum, frame):
+        raise TimeoutError("hung reading a special file")
+
+    previous = signal.signal(signal.SIGALRM, timeout)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("kind, needle", [
+    ("zero", "is a device (through a symlink), not a regular file"),
+    ("fifo", "is a FIFO, not a regular file"),
+    ("folder", "is a directory, not a regular file"),
+    ("dangling", "cannot be read (No such file or directory)"),
+])
+def test_special_files_in_a_set_are_one_error_not_a_hang(tmp_path, alarm, kind, needle):
+    folder = tmp_path / "main"
+    save_set(folder, [_result("tests/test_a.py::test_a")])
+    special = folder / "tests" / "test_b.json"
+    if kind == "zero":
+        special.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(special)
+    elif kind == "folder":
+        special.mkdir()
+        (special / "inner.txt").write_text("")
+    else:
+        special.symlink_to(tmp_path / "nowhere.json")
+    with pytest.raises(BaselineError) as info:
+        load_set_from_folder(folder, "main")
+    assert str(special) in str(info.value) and needle in str(info.value)
+    # Saving into that module's file reads it first: the same error, and nothing is written.
+    with pytest.raises(BaselineError) as info:
+        save_set(folder, [_result("tests/test_b.py::test_b", module="tests/test_b.py")])
+    assert str(special) in str(info.value) and needle in str(info.value)
+    assert os.path.lexists(special)
+
+
+def test_a_baseline_file_over_the_size_cap_is_not_parsed(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage, "MAX_BASELINE_BYTES", 1000)
+    folder = tmp_path / "main"
+    save_set(folder, [_result(f"tests/test_a.py::test_{i}") for i in range(20)])
+    with pytest.raises(BaselineError, match=r"test_a.json is over 0 MiB, more than any baseline file holds"):
+        load_set_from_folder(folder, "main")
+
+
+def test_a_folder_with_too_many_entries_is_not_walked_to_the_end(tmp_path, monkeypatch):
+    monkeypatch.setattr(storage, "MAX_SET_ENTRIES", 10)
+    for i in range(12):
+        (tmp_path / f"d{i}").mkdir()
+    with pytest.raises(BaselineError, match=r"holds over 10 files and folders, so it is not a baseline set"):
+        load_set_from_folder(tmp_path, "x")
+
+
+@pytest.mark.parametrize("metric, data, needle", [
+    ("ops", {"ops": {"aten::add": "1"}}, """ops.ops["aten::add"] is '1'; it must be a number"""),
+    ("ops", {"ops": {"aten::add": True}}, 'ops.ops["aten::add"] is True; it must be a number'),
+    ("ops", {"ops": {"aten::add": None}}, 'ops.ops["aten::add"] is None; it must be a number'),
+    ("memory", {"peak_bytes": {"cpu": "5"}}, """memory.peak_bytes.cpu is '5'; it must be a number"""),
+    ("time", {"number_per_run": 10, "raw_times": ["1e-3"]}, "time.raw_times[0] is '1e-3'; it must be a number"),
+    ("time", {"number_per_run": 10, "raw_times": [1e-3], "cpu_share": 5},
+     "time.cpu_share is 5; it must be a fraction from 0 to 1"),
+    ("time", {"number_per_run": 10, "raw_times": [1e-3], "cpu_share": True}, "time.cpu_share is True; it must be a number"),
+    ("instructions", {"instructions_per_run": 10.0, "number_per_run": 100, "functions": {"f": False}},
+     'instructions.functions.f is False; it must be a number'),
+    ("compile", {"calls": 3, "graphs": "1", "graph_breaks": 0, "recompiles": 0, "breaks": [], "recompile_reasons": []},
+     "compile.graphs is '1'; it must be a number"),
+])
+def test_numbers_that_are_strings_or_booleans_are_rejected(metric, data, needle):
+    """float("1") and float(True) are 1.0: without a type check, a corrupt count read as a count."""
+    with pytest.raises(BaselineError) as info:
+        parse_baseline_document(_document(metric, data), "b/x.json")
+    assert needle in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ('{"schema": true, "module": "m.py", "benchmarks": {}}', "has schema True, this pytest-torchbench reads schema 1"),
+    ('{"schema": 1.0, "module": "m.py", "benchmarks": {}}', "has schema 1.0, this pytest-torchbench reads schema 1"),
+    ('{"schema": "1", "module": "m.py", "benchmarks": {}}', "has schema '1', this pytest-torchbench reads schema 1"),
+    ('{"schema": 2, "module": "m.py", "benchmarks": {}}',
+     "has schema 2, written by a newer pytest-torchbench (this one reads schema 1); it was left untouched: "
+     "upgrade pytest-torchbench"),
+    ('{"schema": 1, "module": "m.py", "benchmarks": {}, "schema": 1}', 'key "schema" appears twice in one object'),
+    ('{"schema": 1, "module": "m.py", "benchmarks": {"m.py::t": {"metrics": {}}, "m.py::t": {"metrics": {}}}}',
+     'key "m.py::t" appears twice'),
+])
+def test_schema_and_duplicate_keys_are_checked(text, needle):
+    with pytest.raises(BaselineError) as info:
+        parse_baseline_document(text, "b/x.json")
+    assert needle in str(info.value), str(info.value)
+    assert "re-save" not in str(info.value) or "newer" not in str(info.value)
+
+
+def test_a_results_file_given_as_a_baseline_says_what_it_is(tmp_path):
+    from pytest_torchbench.reports import jsonreport
+
+    path = tmp_path / "results.json"
+    jsonreport.write(path, [_result("tests/test_a.py::x")], [], {"modes": ["time"]})
+    with pytest.raises(BaselineError) as info:
+        storage.load_baseline_file(path)
+    message = str(info.value)
+    assert f"{path} is the results file of a run (--bench-json), not a baseline file" in message, message
+    assert "malformed" not in message and "delete" not in message

@@ -76,6 +76,11 @@ class Metric:
     positive_fields: ClassVar[tuple[str, ...]] = ()
     #: JSON fields that are whole numbers >= 1.
     count_fields: ClassVar[tuple[str, ...]] = ("number_per_run",)
+    #: JSON fields (top level) whose values, at any depth, are numbers: a string such as "1" or a
+    #: boolean (which Python's ``float()`` would take as 1.0) there is a corrupt file, not a count.
+    number_fields: ClassVar[tuple[str, ...]] = ()
+    #: JSON fields (top level) that are fractions from 0 to 1 (shares of something).
+    fraction_fields: ClassVar[tuple[str, ...]] = ()
     #: Title of the terminal table block (``{unit}`` is the block's unit, see ``table_scale``).
     table_title: ClassVar[str] = ""
     #: What the delta in the table compares (time: "delta of the fastest call", what it judges).
@@ -192,6 +197,14 @@ class Metric:
                 value = data[field]
                 if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                     return f"{self.name}.{field} is {_shown(value)}; it must be a whole number >= 1"
+        for field in self.number_fields:
+            for path, leaf in _leaves(data.get(field, 0), f"{self.name}.{field}"):
+                if isinstance(leaf, bool) or not isinstance(leaf, (int, float)):
+                    return f"{path} is {_shown(leaf)}; it must be a number"
+        for field in self.fraction_fields:
+            value = data.get(field, 0)
+            if not isinstance(value, bool) and isinstance(value, (int, float)) and not 0 <= value <= 1:
+                return f"{self.name}.{field} is {_shown(value)}; it must be a fraction from 0 to 1"
         for path, number, top_field in _numbers(data, self.name, None):
             problem = _number_problem(number, strictly_positive=top_field in self.positive_fields)
             if problem:
@@ -360,6 +373,18 @@ def _numbers(value: Any, path: str, field: str | None) -> Iterator[tuple[str, An
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _numbers(item, f"{path}[{index}]", field)
+
+
+def _leaves(value: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """(path, value) for every value inside ``value`` that is neither an object nor a list."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _leaves(item, f"{path}.{key}" if str(key).isidentifier() else f"{path}[{json.dumps(key)}]")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _leaves(item, f"{path}[{index}]")
+    else:
+        yield path, value
 
 
 def _number_problem(value: float, strictly_positive: bool) -> str | None:

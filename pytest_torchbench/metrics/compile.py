@@ -105,6 +105,7 @@ class Compile(Metric):
     default_limit = 0.0
     comparability_facts = ("torch", "torch_git")
     count_fields = ("calls",)
+    number_fields = ("graphs", "graph_breaks", "recompiles")
     table_title = "torch.compile: graphs, graph breaks, recompiles"
     explains = "torch.compile (graph breaks, recompiles)"
 

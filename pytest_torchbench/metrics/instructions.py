@@ -507,6 +507,7 @@ class Instructions(Metric):
     )
     excludes = ("time",)
     positive_fields = ("instructions_per_run",)
+    number_fields = ("instructions_per_run", "functions")
     table_title = "instructions per call"
     explains = "Functions (instructions per run)"
     timer_method = "collect_callgrind"

@@ -50,6 +50,7 @@ class Kernels(Metric):
     value_type = KernelsMetric
     help = "CUDA kernel launches (needs a GPU)"
     default_limit = 0.0
+    number_fields = ("kernels",)
     # The kernels chosen follow the GPU model, the CUDA/cuDNN build and torch itself.
     comparability_facts = ("torch", "torch_git", "gpu")
     table_title = "CUDA kernel launches per call"

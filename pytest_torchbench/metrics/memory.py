@@ -33,6 +33,7 @@ class Memory(Metric):
     value_type = MemoryMetric
     help = "peak bytes"
     default_limit = 0.10
+    number_fields = ("peak_bytes",)
     comparability_facts = ("torch", "torch_git", "machine", "gpu", "pythonmalloc")
     table_title = "peak bytes per call"
 

@@ -36,6 +36,7 @@ class Ops(Metric):
     value_type = OpsMetric
     help = "aten op counts"
     default_limit = 0.0
+    number_fields = ("ops",)
     comparability_facts = ("torch", "torch_git", "gpu")
     table_title = "aten op calls per call"
     explains = "aten ops (calls per run)"

@@ -506,6 +506,8 @@ class Time(Metric):
     stale_fails = False  # wall time is never exact
     confirms_failures = True  # the spread that matters is between processes (confirm_time)
     positive_fields = ("raw_times", "median", "history", "reference")
+    number_fields = ("raw_times", "median", "iqr", "history", "cpu_share", "load", "cpu_fastest")
+    fraction_fields = ("cpu_share",)
     delta_title = "delta of the fastest call"  # what the gate judges
     table_title = "median \u00b1 IQR per call, {unit}"
 

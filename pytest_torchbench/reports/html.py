@@ -81,7 +81,7 @@ footer{color:#5b6475;font-size:12px;padding:8px 28px 24px}
 
 def _anchor(key: str) -> str:
     """A stable id for a benchmark's card (hash() is salted per process; reports must not be)."""
-    return "b-" + hashlib.sha1(key.encode()).hexdigest()[:10]
+    return "b-" + hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:10]
 
 
 def _e(text: object) -> str:

@@ -12,6 +12,7 @@ from typing import Sequence
 from ..judgement import Verdict
 from ..metrics import registry
 from ..results import BenchmarkResult, round_sig
+from ..text import safe_text
 
 
 def properties(result: BenchmarkResult, verdicts: Sequence[Verdict], qualify: bool = False) -> list[tuple[str, object]]:
@@ -19,14 +20,14 @@ def properties(result: BenchmarkResult, verdicts: Sequence[Verdict], qualify: bo
     recorded several results, so the names stay unique within the test case."""
     prefix = "torchbench."
     if qualify and result.description:
-        prefix += result.description.replace(" ", "_") + "."
+        prefix += safe_text(result.description).replace(" ", "_") + "."
     out: list[tuple[str, object]] = []
     for name, metric in sorted(result.metrics.items()):
         found = registry.find(name)
         if found is not None:
             out += found.junit_properties(metric, prefix)
     for verdict in verdicts:
-        out.append((f"{prefix}verdict.{verdict.metric}", verdict.status + (" (failed)" if verdict.failed else "")))
+        out.append((f"{prefix}verdict.{verdict.metric}", safe_text(verdict.status) + (" (failed)" if verdict.failed else "")))
         if verdict.delta is not None:
             out.append((f"{prefix}delta.{verdict.metric}", round_sig(verdict.delta, 4)))
     return out

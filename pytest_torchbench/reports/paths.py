@@ -2,9 +2,10 @@
 
 Why: reports are written atomically (a temporary file renamed over the target), which silently
 replaces whatever the path named — a device such as ``/dev/null`` or ``/dev/stdout``, a FIFO another
-process reads, a symlink to either. Appending (GITHUB_STEP_SUMMARY) to a FIFO blocks the run. So a
-report path must be absent or name a regular file (a symlink to a regular file is followed, so the
-link itself stays); anything else is one clear line, decided before any benchmark runs.
+process reads. Appending (GITHUB_STEP_SUMMARY) to a FIFO blocks the run. Following a symlink would
+write over whatever file it points to (a link planted in a shared folder can aim at any file the
+user can write). So a report path must be absent or name a regular file that is not a link;
+anything else is one clear line, decided before any benchmark runs.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import stat
 from pathlib import Path
 
+from ..storage import file_type_words
 from ..text import safe_text
 
 
@@ -22,32 +24,33 @@ class ReportPathError(OSError):
 
 
 def check_report_path(path: Path | str | None, option: str | None = None) -> Path | None:
-    """Return the path to write (a symlink to a regular file resolved to its target), or raise
-    :class:`ReportPathError` when ``path`` exists and is not a regular file. The message starts
+    """Return the path to write, or raise :class:`ReportPathError` when ``path`` is a symlink (to
+    anything) or exists and is not a regular file. The message starts
     with ``option=path: `` when ``option`` is given (else the caller names the target)."""
     if path is None:
         return None
     path = Path(path)
     shown = safe_text(f"{option}={path}: ") if option else ""
+    if os.path.islink(path):
+        try:
+            target = f" to {safe_text(os.readlink(path))}"
+        except OSError:
+            target = ""
+        raise ReportPathError(
+            f"{shown}is a symlink{target}; a report is never written through a link (it would replace "
+            "whatever file the link points to): give the file's own path, or remove the link"
+        )
     try:
-        mode = os.stat(path).st_mode  # follows symlinks
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
-        if os.path.islink(path):
-            raise ReportPathError(
-                f"{shown}a symlink to a missing file; remove the link or choose another path"
-            ) from None
         return path
     except NotADirectoryError:
         return path  # a parent is a file: the writer reports "cannot write" in its own line
     except OSError as exc:
         raise ReportPathError(f"{shown}cannot inspect ({exc.strerror or exc})") from None
     if stat.S_ISREG(mode):
-        return Path(os.path.realpath(path)) if os.path.islink(path) else path
-    kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "not a regular file")
-    via = " (through a symlink)" if os.path.islink(path) else ""
-    raise ReportPathError(f"{shown}is {kind}{via}; reports are written only to a regular file or a new path")
+        return path
+    raise ReportPathError(f"{shown}is {file_type_words(mode)}; reports are written only to a regular file or a new path")
 
 
 def check_report_paths(targets: dict[str, Path | str | None]) -> None:

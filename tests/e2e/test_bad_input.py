@@ -56,7 +56,7 @@ def _one_clear_line(result, *needles):
     ('{"schema": 99, "module": "test_bench.py", "benchmarks": {}}', "has schema 99"),
     ('[1, 2]', "is not a JSON object"),
     ('{"schema": 1, "module": "m.py", "benchmarks": {"k": {"metrics": {"time": {"raw_times": "x"}}}}}',
-     "is malformed"),
+     "time.raw_times is 'x'; it must be a number"),
 ])
 @pytest.mark.parametrize("option", ["--bench-compare=main", "--bench-save=main"])
 def test_bad_baseline_file_is_named_kept_and_exits_4(saved, content, needle, option):
