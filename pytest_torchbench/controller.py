@@ -135,8 +135,12 @@ class Controller:
         """The gate's verdict hook: pytest_torchbench_verdict implementations."""
         extensions.review_verdicts(self.config, result, verdicts, baseline)
 
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist: a worker reports the test ids it collected, so removed tests can be told apart."""
+        """xdist: a worker reports the test ids it collected, so removed tests can be told apart.
+
+        Optional: xdist defines this hook, and a run with ``-p no:xdist`` (pytest-benchmark's advice)
+        or without xdist installed must not fail on it."""
         self.collected.update(getattr(node, "workeroutput", {}).get("torchbench_collected", ()))
 
     def pytest_keyboard_interrupt(self) -> None:

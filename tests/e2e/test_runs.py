@@ -1,0 +1,36 @@
+"""How a benchmark run behaves as a pytest run: interrupts and signals, plugins switched off,
+subset runs, and pytest-benchmark habits (issue 27's pytest-run items)."""
+from __future__ import annotations
+
+import pytest
+
+OPS = "--bench-mode=ops"  # deterministic and fast: no timing noise, no valgrind
+
+TWO = """
+import pytest, torch
+
+@pytest.mark.benchmark
+def test_add():
+    torch.ones(4) + 1
+
+def test_mul(benchmark):
+    benchmark(lambda: torch.ones(3) * 2)
+"""
+
+
+def test_runs_without_xdist(bench):
+    """pytest-benchmark's docs tell users to switch xdist off (`-p no:xdist`), and it may not be
+    installed: xdist's hooks must not be required then."""
+    bench.pytester.makepyfile(test_bench=TWO)
+    result = bench.run("-p", "no:xdist", OPS, "--bench-save=main")
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=2)
+    assert set(bench.load("main")["benchmarks"]) == {"test_bench.py::test_add", "test_bench.py::test_mul"}
+    compared = bench.run("-p", "no:xdist", OPS, "--bench-compare=main")
+    compared.assert_outcomes(passed=2)
+    compared.stdout.fnmatch_lines(["no changes beyond the limits against baseline 'main'*"])
+    # instructions mode needs xdist's workers: one line, exit 4
+    needs = bench.run("-p", "no:xdist", "--bench-mode=instructions")
+    assert needs.ret == pytest.ExitCode.USAGE_ERROR
+    needs.stderr.fnmatch_lines(["*pytest-xdist is disabled or missing*"])
+    assert "INTERNALERROR" not in needs.stdout.str() + needs.stderr.str()
