@@ -7,8 +7,10 @@ report and the terminal table. Baselines are written once, by this process only.
 """
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
@@ -32,6 +34,40 @@ REPORT_ATTRIBUTE = "torchbench"
 MAX_CONFIRMATIONS = 25
 
 
+class InterruptWatch:
+    """Notes every SIGINT the process receives, whatever becomes of the KeyboardInterrupt it raises.
+
+    Why: pytest marks a run interrupted (``pytest_keyboard_interrupt``, exit status 2) while it
+    handles the KeyboardInterrupt. A second Ctrl-C (or ``timeout``'s SIGINT and then the user's)
+    that arrives during that handling escapes it, and pytest then finishes the session with exit
+    status 0 as if nothing happened: the partial results of a run the user stopped would be saved
+    as baselines. The signal itself is the one sure sign. The previous handler still runs (it
+    raises the KeyboardInterrupt); an ignored or default SIGINT is left alone.
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+        self._previous: Callable[[int, Any], Any] | None = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.received = True
+        if self._previous is not None:
+            self._previous(signum, frame)
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # Python's rule: handlers are set from the main thread only
+        previous = signal.getsignal(signal.SIGINT)
+        if callable(previous):
+            self._previous = previous
+            signal.signal(signal.SIGINT, self._handler)
+
+    def uninstall(self) -> None:
+        if self._previous is not None and signal.getsignal(signal.SIGINT) == self._handler:
+            signal.signal(signal.SIGINT, self._previous)
+        self._previous = None
+
+
 class Controller:
     def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None,
                  session: BenchSession | None = None) -> None:
@@ -49,6 +85,7 @@ class Controller:
         self.saved: list[Path] = []
         self.notes: list[str] = []
         self.interrupted = False
+        self._sigint = InterruptWatch()  # a Ctrl-C that escapes pytest's handling still counts
         self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
         self._confirmations = 0  # fresh processes started to confirm regressions (MAX_CONFIRMATIONS)
         self._confirm_stalled: str | None = None  # why no more are started (one timed out)
@@ -142,9 +179,17 @@ class Controller:
         Optional: xdist defines this hook, and a run with ``-p no:xdist`` (pytest-benchmark's advice)
         or without xdist installed must not fail on it."""
         self.collected.update(getattr(node, "workeroutput", {}).get("torchbench_collected", ()))
+        if error == "keyboard-interrupt":
+            self.interrupted = True
 
     def pytest_keyboard_interrupt(self) -> None:
         self.interrupted = True
+
+    def pytest_sessionstart(self) -> None:
+        self._sigint.install()
+
+    def pytest_unconfigure(self) -> None:
+        self._sigint.uninstall()
 
     # -- the end ---------------------------------------------------------------------------------
 
@@ -153,7 +198,7 @@ class Controller:
         if self.baseline is not None:
             in_scope = gate.missing_scope(self.baseline.entries, self.modules_run, self.nodeids_run, self.collected)
             self.verdicts.extend(gate.missing(in_scope, (r.key for r in self.results), self.settings.modes))
-        if self.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED:
+        if self.interrupted or self._sigint.received or exitstatus == pytest.ExitCode.INTERRUPTED:
             if self.settings.save:
                 self.notes.append("run interrupted: baselines were not written")
             return

@@ -34,3 +34,31 @@ def test_runs_without_xdist(bench):
     assert needs.ret == pytest.ExitCode.USAGE_ERROR
     needs.stderr.fnmatch_lines(["*pytest-xdist is disabled or missing*"])
     assert "INTERNALERROR" not in needs.stdout.str() + needs.stderr.str()
+
+
+# -- an interrupted run never saves -------------------------------------------------------------
+
+SECOND_CTRL_C = """
+import os, signal, pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_keyboard_interrupt(excinfo):
+    # a second Ctrl-C (or `timeout`'s SIGINT, then the user's) while pytest handles the first:
+    # it interrupts the interrupt handling, and the run is never marked interrupted
+    os.kill(os.getpid(), signal.SIGINT)
+"""
+
+
+def test_a_second_ctrl_c_during_the_interrupt_handling_saves_nothing(bench):
+    bench.pytester.makepyfile(test_bench=TWO + """
+import os, signal
+
+def test_ctrl_c():
+    os.kill(os.getpid(), signal.SIGINT)
+""")
+    bench.pytester.makeconftest(SECOND_CTRL_C)
+    result = bench.run(OPS, "--bench-save=main", "--bench-json=run.json")
+    assert result.ret != pytest.ExitCode.OK
+    assert not (bench.path / "baselines" / "main").exists(), result.stdout.str()
+    assert not (bench.path / "run.json").exists()
+    result.stdout.fnmatch_lines(["*torchbench: run interrupted: baselines were not written*"])
