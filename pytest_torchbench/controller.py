@@ -7,10 +7,11 @@ report and the terminal table. Baselines are written once, by this process only.
 """
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pytest
 
@@ -32,6 +33,30 @@ REPORT_ATTRIBUTE = "torchbench"
 #: pytest start, about 2.5 s with torch): noise makes a few suspects (measured: 0-5 of 208 at
 #: normal load), a real slowdown of shared code makes many, and those fail unconfirmed.
 MAX_CONFIRMATIONS = 25
+
+
+def narrowed_modules(args: Sequence[str], invocation_dir: Path, rootpath: Path) -> set[str]:
+    """The test modules (paths relative to ``rootpath``, as results name them) that the command
+    line narrowed to some of their nodes (``tests/test_a.py::test_x``) and did not also name whole
+    (the file itself, or a folder above it): only there can a test be absent without being gone.
+
+    Why from the arguments: pytest collects only the nodes named, so the collected ids cannot tell
+    a test left out of the run from a test removed from its file."""
+    whole: list[Path] = []
+    narrowed: list[Path] = []
+    for arg in args:
+        path, has_node, _ = str(arg).partition("::")
+        absolute = Path(os.path.abspath(invocation_dir / path))
+        (narrowed if has_node else whole).append(absolute)
+    modules = set()
+    for path in narrowed:
+        if any(path == named or named in path.parents for named in whole):
+            continue
+        try:
+            modules.add(path.relative_to(rootpath).as_posix())
+        except ValueError:
+            modules.add(path.as_posix())
+    return modules
 
 
 class InterruptWatch:
@@ -106,6 +131,9 @@ class Controller:
         payload: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
         if report.when == "call":
             self.nodeids_run.add(report.nodeid)
+            # its module ran even when the test recorded nothing (it failed): a benchmark that
+            # was selected, ran and produced nothing is missing, whatever else ran beside it
+            self.modules_run.add(report.nodeid.split("::", 1)[0])
         if report.when == "teardown" and report.nodeid in self._pending_properties:
             report.user_properties = [*report.user_properties, *self._pending_properties.pop(report.nodeid)]
         if report.when == "call" and payload and payload.get("results"):
@@ -196,7 +224,9 @@ class Controller:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.baseline is not None:
-            in_scope = gate.missing_scope(self.baseline.entries, self.modules_run, self.nodeids_run, self.collected)
+            narrowed = narrowed_modules(self.config.args, self.config.invocation_params.dir, self.config.rootpath)
+            in_scope = gate.missing_scope(self.baseline.entries, self.modules_run, self.nodeids_run, self.collected,
+                                          narrowed)
             self.verdicts.extend(gate.missing(in_scope, (r.key for r in self.results), self.settings.modes))
         if self.interrupted or self._sigint.received or exitstatus == pytest.ExitCode.INTERRUPTED:
             if self.settings.save:

@@ -62,3 +62,46 @@ def test_ctrl_c():
     assert not (bench.path / "baselines" / "main").exists(), result.stdout.str()
     assert not (bench.path / "run.json").exists()
     result.stdout.fnmatch_lines(["*torchbench: run interrupted: baselines were not written*"])
+
+
+# -- subset runs: missing means a selected benchmark that produced nothing ----------------------
+
+SUBSET = """
+import os, pytest, torch
+
+@pytest.mark.benchmark
+@pytest.mark.parametrize("n", [1, 2])
+def test_p(n):
+    torch.ones(n) + 1
+
+@pytest.mark.benchmark
+def test_add():
+    if os.environ.get("BENCH_RAISE"):
+        raise ValueError("boom")
+    torch.ones(4) + 1
+
+class TestGroup:
+    def test_mul(self, benchmark):
+        benchmark(lambda: torch.ones(3) * 2)
+"""
+
+
+def test_tests_left_out_by_node_ids_are_not_missing(bench, monkeypatch):
+    bench.pytester.makepyfile(test_bench=SUBSET)
+    bench.run(OPS, "--bench-save=main").assert_outcomes(passed=4)
+    for selection in (["test_bench.py::test_add"], ["test_bench.py::test_p[1]"],
+                      ["test_bench.py::TestGroup", "test_bench.py::test_p"]):
+        result = bench.run(OPS, "--bench-compare=main", *selection)
+        assert result.ret == 0, result.stdout.str()
+        assert "missing (" not in result.stdout.str(), (selection, result.stdout.str())
+    # a selected benchmark that produced nothing is missing, by node id as by -k
+    monkeypatch.setenv("BENCH_RAISE", "1")
+    for selection in (["test_bench.py::test_add"], ["-k", "add"]):
+        result = bench.run(OPS, "--bench-compare=main", *selection)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(["missing (1):", "*test_bench.py::test_add: ops: in the baseline, not measured*"])
+    # the whole file named as well as a node of it: a test removed from it is missing again
+    monkeypatch.delenv("BENCH_RAISE")
+    bench.pytester.makepyfile(test_bench=SUBSET.replace("[1, 2]", "[1]"))
+    result = bench.run(OPS, "--bench-compare=main", "test_bench.py::test_add", "test_bench.py")
+    result.stdout.fnmatch_lines(["missing (1):", "*test_bench.py::test_p[[]2]: ops: in the baseline, not measured*"])
