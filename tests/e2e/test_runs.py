@@ -2,7 +2,17 @@
 subset runs, and pytest-benchmark habits (issue 27's pytest-run items)."""
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
+
+from conftest import BASE_ARGS
 
 OPS = "--bench-mode=ops"  # deterministic and fast: no timing noise, no valgrind
 
@@ -105,3 +115,63 @@ def test_tests_left_out_by_node_ids_are_not_missing(bench, monkeypatch):
     bench.pytester.makepyfile(test_bench=SUBSET.replace("[1, 2]", "[1]"))
     result = bench.run(OPS, "--bench-compare=main", "test_bench.py::test_add", "test_bench.py")
     result.stdout.fnmatch_lines(["missing (1):", "*test_bench.py::test_p[[]2]: ops: in the baseline, not measured*"])
+
+
+# -- SIGTERM to pytest alone: no valgrind worker and no run folder left behind -------------------
+
+SLEEPER = """
+import os, time
+from pathlib import Path
+
+def test_sleeps(benchmark):
+    Path({pid_file!r}).write_text(str(os.getpid()))
+    time.sleep(300)
+    benchmark(len, "x")
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie nobody reaped does not)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_sigterm_stops_the_valgrind_worker_and_removes_the_run_folder(bench, tmp_path):
+    pid_file = tmp_path / "worker.pid"
+    bench.pytester.makepyfile(test_bench=SLEEPER.format(pid_file=str(pid_file)))
+    temp = tmp_path / "tmp"  # the run folder is made here (TMPDIR), so it can be looked for
+    temp.mkdir()
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *BASE_ARGS, "--bench-mode=instructions", "--bench-save=main"],
+        cwd=bench.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "TMPDIR": str(temp)},
+    )
+    worker = None
+    try:
+        deadline = time.monotonic() + 300
+        while not pid_file.exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pid_file.exists(), run.communicate()[0]
+        time.sleep(0.2)
+        worker = int(pid_file.read_text())
+        assert _alive(worker) and list(temp.glob("torchbench-callgrind-*"))
+        run.send_signal(signal.SIGTERM)
+        output = run.communicate(timeout=60)[0]
+        assert run.returncode == -signal.SIGTERM, output  # ends as a SIGTERM'd process does
+        deadline = time.monotonic() + 10
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(worker), f"the valgrind worker {worker} still runs"
+        assert not list(temp.glob("torchbench-callgrind-*")), list(temp.iterdir())
+        assert not (bench.path / "baselines" / "main").exists()
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        if worker is not None and _alive(worker):
+            os.kill(worker, signal.SIGKILL)
