@@ -72,6 +72,10 @@ def plain_json(value: Any) -> Any:
     return str(value)
 
 
+class FixtureAlreadyUsed(Exception):
+    """The ``benchmark`` fixture was used a second time in one test (pytest-benchmark's name)."""
+
+
 class BenchmarkFixture:
     """``benchmark(fn, *args, **kwargs)``: measure ``fn`` in the session's modes, return its result.
 
@@ -87,6 +91,21 @@ class BenchmarkFixture:
         callspec = getattr(node, "callspec", None)
         self.param: str | None = callspec.id if callspec is not None else None
         self.params: dict[str, Any] | None = dict(callspec.params) if callspec is not None else None
+        self._used: str | None = None  # how it was used: "benchmark(...)" or "benchmark.pedantic(...)"
+
+    def _use(self, how: str) -> None:
+        """Once per test, as in pytest-benchmark, and in every mode.
+
+        Why: a second call's result would be keyed by its position (``#2``), so adding or moving a
+        call re-keys the others and their baselines; and a test that passes in a plain run must
+        not fail only when measured, or the reverse. Several measurements in one test are
+        ``bench_timer`` calls, each with its own ``description``."""
+        if self._used is not None:
+            raise FixtureAlreadyUsed(
+                f"the benchmark fixture can be used once per test (as in pytest-benchmark); it was used as "
+                f"{self._used} already in {self.fullname}: measure each thing in a test of its own "
+                "(parametrize it), or with bench_timer(stmt, globals=..., description=...) once per thing")
+        self._used = how
 
     @property
     def enabled(self) -> bool:
@@ -116,6 +135,7 @@ class BenchmarkFixture:
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not callable(fn):
             raise TypeError(f"benchmark(fn, *args, **kwargs) needs a callable, got {fn!r}")
+        self._use("benchmark(...)")
         if self._session is not None:
             self._session.before_first_call(fn)
         result = fn(*args, **kwargs)  # the real call: its exceptions fail the test as usual
@@ -145,6 +165,7 @@ class BenchmarkFixture:
         """
         if not callable(target):
             raise TypeError(f"benchmark.pedantic(target, ...) needs a callable, got {target!r}")
+        self._use("benchmark.pedantic(...)")
         for name, value, minimum in (("iterations", iterations, 1), ("rounds", rounds, 1),
                                      ("warmup_rounds", warmup_rounds, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:

@@ -2,6 +2,7 @@
 subset runs, and pytest-benchmark habits (issue 27's pytest-run items)."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -175,3 +176,37 @@ def test_sigterm_stops_the_valgrind_worker_and_removes_the_run_folder(bench, tmp
             run.wait()
         if worker is not None and _alive(worker):
             os.kill(worker, signal.SIGKILL)
+
+
+# -- pytest-benchmark habits ----------------------------------------------------------------------
+
+TWICE = """
+import torch
+
+def test_twice(benchmark):
+    benchmark(torch.ones, 4)
+    benchmark(torch.ones, 8)
+
+def test_call_then_pedantic(benchmark):
+    benchmark(torch.ones, 4)
+    benchmark.pedantic(torch.ones, args=(8,))
+
+def test_once(benchmark):
+    benchmark(torch.ones, 4)
+"""
+
+
+@pytest.mark.parametrize("mode", [(), (OPS,)], ids=["plain", "ops"])
+def test_benchmark_fixture_is_used_once_per_test(bench, mode):
+    """As in pytest-benchmark: a second use raises, in every mode (a test that passes plainly and
+    fails when measured, or the reverse, would be worse), and names what to use instead."""
+    bench.pytester.makepyfile(test_bench=TWICE)
+    result = bench.run(*mode, "--bench-json=run.json" if mode else "-q")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines([
+        "*FixtureAlreadyUsed: the benchmark fixture can be used once per test*"
+        "it was used as benchmark(...) already*bench_timer*"])
+    result.stdout.fnmatch_lines(["*it was used as benchmark(...) already*"])
+    if mode:
+        keys = [b["key"] for b in json.loads((bench.path / "run.json").read_text())["benchmarks"]]
+        assert keys == ["test_bench.py::test_once"]  # nothing of the failed tests, no "#2"
