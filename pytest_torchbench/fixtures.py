@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 from .marker import BenchOptions
 from .results import BenchmarkResult, TimeMetric
 from .session import BenchSession, Naming
+from .statistics import RoundStats
 
 
 class ItemRecorder:
@@ -76,6 +77,33 @@ class FixtureAlreadyUsed(Exception):
     """The ``benchmark`` fixture was used a second time in one test (pytest-benchmark's name)."""
 
 
+class StatsUnavailable(AttributeError):
+    """``benchmark.stats`` read where there are no wall times. An AttributeError, so that
+    ``getattr(benchmark, "stats", None)`` still works; with a message that says what to use."""
+
+
+class BenchmarkStats:
+    """What ``benchmark.stats`` is in time mode: pytest-benchmark's ``Metadata`` shape, with its
+    ``Stats`` (:class:`~pytest_torchbench.statistics.RoundStats`) at ``.stats``, so suites that
+    read ``benchmark.stats.stats.mean`` or ``benchmark.stats["median"]`` run unchanged."""
+
+    def __init__(self, fixture: BenchmarkFixture, times: list[float], iterations: int) -> None:
+        self.name = fixture.name
+        self.fullname = fixture.fullname
+        self.group = fixture.group
+        self.param = fixture.param
+        self.params = fixture.params
+        self.extra_info = fixture.extra_info
+        self.iterations = iterations
+        self.stats = RoundStats(times)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self.stats, key)
+
+    def __bool__(self) -> bool:
+        return bool(self.stats)
+
+
 class BenchmarkFixture:
     """``benchmark(fn, *args, **kwargs)``: measure ``fn`` in the session's modes, return its result.
 
@@ -92,6 +120,27 @@ class BenchmarkFixture:
         self.param: str | None = callspec.id if callspec is not None else None
         self.params: dict[str, Any] | None = dict(callspec.params) if callspec is not None else None
         self._used: str | None = None  # how it was used: "benchmark(...)" or "benchmark.pedantic(...)"
+        self._result: BenchmarkResult | None = None  # what the use measured
+
+    @property
+    def stats(self) -> BenchmarkStats | None:
+        """pytest-benchmark's statistics of the wall times (seconds per call) in time mode.
+
+        None before the fixture was used and in a plain run, as pytest-benchmark's is before use
+        and when disabled. In the counting modes there are no times: reading it is an error that
+        says where the counts are."""
+        if self._session is None or self._used is None:
+            return None
+        measured = self._result.metrics.get("time") if self._result is not None else None
+        if isinstance(measured, TimeMetric):
+            return BenchmarkStats(self, measured.times, measured.number_per_run)
+        modes = ",".join(self._session.modes)
+        if "time" in self._session.modes:
+            return None  # the use raised before it was measured
+        raise StatsUnavailable(
+            f"benchmark.stats holds wall-time statistics, measured with --bench-mode=time only; this run "
+            f"(--bench-mode={modes}) counts instead: judge the counts with --bench-fail or the marker's "
+            "limits=, and read them in the --bench-json file or the run's table")
 
     def _use(self, how: str) -> None:
         """Once per test, as in pytest-benchmark, and in every mode.
@@ -148,7 +197,7 @@ class BenchmarkFixture:
         # which test that is depends on the scheduling.
         target = functools.partial(self._session.counted_callable(fn), *args, **kwargs)
         measured = self._session.measure(target, self._recorder.options, self._recorder.naming)
-        self._recorder.add(measured)
+        self._result = self._recorder.add(measured)
         return result
 
     def pedantic(self, target: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
@@ -234,7 +283,7 @@ class BenchmarkFixture:
                 measured.environments.update(counted_result.environments)
                 measured.extras.update(counted_result.extras)
         if measured is not None:
-            self._recorder.add(measured)
+            self._result = self._recorder.add(measured)
         return result
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BASE_ARGS
+from conftest import BASE_ARGS, FAST
 
 OPS = "--bench-mode=ops"  # deterministic and fast: no timing noise, no valgrind
 
@@ -210,3 +210,41 @@ def test_benchmark_fixture_is_used_once_per_test(bench, mode):
     if mode:
         keys = [b["key"] for b in json.loads((bench.path / "run.json").read_text())["benchmarks"]]
         assert keys == ["test_bench.py::test_once"]  # nothing of the failed tests, no "#2"
+
+
+STATS = """
+import os, pytest
+
+def test_reads_stats(benchmark):
+    assert benchmark.stats is None  # before use, as in pytest-benchmark
+    benchmark(sum, range(100))
+    mode = os.environ["MODE"]
+    if mode == "plain":
+        assert benchmark.stats is None  # pytest-benchmark's, disabled
+    elif mode == "time":
+        stats = benchmark.stats.stats
+        assert 0 < stats.min <= stats.median <= stats.max < 0.01
+        assert stats.min <= stats.mean <= stats.max and stats.rounds >= 2 and stats.stddev >= 0
+        assert benchmark.stats["median"] == stats.median and stats.ops == pytest.approx(1 / stats.mean)
+        assert set(stats.as_dict()) >= {"min", "max", "mean", "stddev", "median", "iqr", "q1", "q3", "ops", "rounds"}
+        print("STATS-OK")
+    else:
+        assert getattr(benchmark, "stats", None) is None  # an AttributeError: guarded reads still work
+        benchmark.stats.stats.mean
+"""
+
+
+@pytest.mark.parametrize("mode", ["plain", "time", "ops"])
+def test_benchmark_stats_as_in_pytest_benchmark_or_a_clear_error(bench, monkeypatch, mode):
+    bench.pytester.makepyfile(test_bench=STATS)
+    monkeypatch.setenv("MODE", mode)
+    args = {"plain": (), "time": ("--bench-mode=time", FAST, "-s"), "ops": (OPS,)}[mode]
+    result = bench.run(*args)
+    if mode == "ops":
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines([
+            "*StatsUnavailable: benchmark.stats holds wall-time statistics, measured with --bench-mode=time only;"
+            " this run (--bench-mode=ops) counts instead*"])
+    else:
+        result.assert_outcomes(passed=1)
+        assert ("STATS-OK" in result.stdout.str()) == (mode == "time")
