@@ -265,6 +265,15 @@ class Controller:
             except OSError as exc:
                 self.notes.append(f"ERROR: --bench-json={self.settings.json_path}: cannot write ({exc})")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if self.settings.benchmark_json_path is not None:  # pytest-benchmark's format, for its users' CI
+            from .reports import benchmark_json
+
+            try:
+                benchmark_json.write(self.settings.benchmark_json_path, self.results,
+                                     save_stamp(self.settings.benchmark_json_path.parent)["commit"])
+            except OSError as exc:
+                self.notes.append(f"ERROR: --benchmark-json={self.settings.benchmark_json_path}: cannot write ({exc})")
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
         # Markdown / job summary / HTML, then the users' report hooks: errors are notes only.
         self.notes.extend(publish.write_reports(
             self.results, self.verdicts,

@@ -373,7 +373,7 @@ class LaunchedWorkers:
 CONTROLLER_ONLY_OPTIONS = {
     "--bench-save": True, "--bench-compare": True, "--bench-fail": True, "--bench-json": True,
     "--bench-markdown": True, "--bench-html": True, "--bench-baselines-dir": True,
-    "--bench-strict": False, "--bench-fail-stale": False,
+    "--bench-strict": False, "--bench-fail-stale": False, "--benchmark-json": True,
 }  # name -> takes a value
 
 

@@ -248,3 +248,52 @@ def test_benchmark_stats_as_in_pytest_benchmark_or_a_clear_error(bench, monkeypa
     else:
         result.assert_outcomes(passed=1)
         assert ("STATS-OK" in result.stdout.str()) == (mode == "time")
+
+
+BENCHMARK_JSON = """
+import pytest, torch
+
+@pytest.mark.parametrize("n", [4, 16])
+def test_add(benchmark, n):
+    benchmark.group = "adds"
+    benchmark.extra_info["n"] = n
+    x = torch.ones(n)
+    benchmark(torch.add, x, x)
+
+@pytest.mark.benchmark(max_run_time=0.3)
+def test_marked():
+    torch.ones(8) * 2
+"""
+
+
+def test_benchmark_json_is_written_in_pytest_benchmarks_format_or_refused(bench):
+    """CI written for pytest-benchmark passes --benchmark-json and uploads the file: with a
+    --bench-* option the run is torchbench's, and the file still comes, in pytest-benchmark's schema."""
+    pytest.importorskip("pytest_benchmark", reason="--benchmark-json is pytest-benchmark's option")
+    bench.pytester.makepyfile(test_bench=BENCHMARK_JSON)
+    out = bench.path / "pb.json"
+
+    def run(*args: str) -> pytest.RunResult:  # pytest-benchmark installed and not disabled
+        return bench.pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=240)
+
+    run("--bench-mode=time", FAST, f"--benchmark-json={out}").assert_outcomes(passed=3)
+    document = json.loads(out.read_text())
+    assert set(document) == {"machine_info", "commit_info", "benchmarks", "datetime", "version"}
+    by_name = {b["name"]: b for b in document["benchmarks"]}
+    assert sorted(by_name) == ["test_add[16]", "test_add[4]", "test_marked"]
+    add = by_name["test_add[4]"]
+    assert (add["fullname"], add["group"], add["param"], add["extra_info"]) == (
+        "test_bench.py::test_add[4]", "adds", "4", {"n": 4})
+    stats = add["stats"]
+    assert 0 < stats["min"] <= stats["median"] <= stats["max"] and stats["rounds"] == len(stats["data"]) >= 2
+    assert stats["iterations"] >= 1 and stats["ops"] == pytest.approx(1 / stats["mean"])
+    # pytest-benchmark's own reader takes it (`pytest-benchmark compare` loads such files)
+    from pytest_benchmark.stats import normalize_stats
+    assert normalize_stats(dict(stats))["ops"] == stats["ops"]
+    # a run that measures no wall time has nothing for that format: one line, exit 4, no file
+    out.unlink()
+    refused = run(OPS, f"--benchmark-json={out}")
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines([f"ERROR: --benchmark-json={out}: pytest-benchmark's format holds wall times, "
+                                  "and this run (--bench-mode=ops) measures none; add time to --bench-mode*"])
+    assert not out.exists()
