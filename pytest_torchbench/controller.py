@@ -45,17 +45,17 @@ def narrowed_modules(args: Sequence[str], invocation_dir: Path, rootpath: Path) 
     whole: list[Path] = []
     narrowed: list[Path] = []
     for arg in args:
-        path, has_node, _ = str(arg).partition("::")
-        absolute = Path(os.path.abspath(invocation_dir / path))
+        written, has_node, _ = str(arg).partition("::")
+        absolute = Path(os.path.abspath(invocation_dir / written))
         (narrowed if has_node else whole).append(absolute)
     modules = set()
-    for path in narrowed:
-        if any(path == named or named in path.parents for named in whole):
+    for module in narrowed:
+        if any(module == named or named in module.parents for named in whole):
             continue
         try:
-            modules.add(path.relative_to(rootpath).as_posix())
+            modules.add(module.relative_to(rootpath).as_posix())
         except ValueError:
-            modules.add(path.as_posix())
+            modules.add(module.as_posix())
     return modules
 
 
