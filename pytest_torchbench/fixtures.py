@@ -208,9 +208,10 @@ class BenchmarkFixture:
         Time mode: ``warmup_rounds`` untimed rounds, then exactly ``rounds`` timed rounds of
         ``iterations`` calls; ``setup`` (which may return ``(args, kwargs)``) runs before and
         ``teardown`` after every round, outside the timing. Counting modes (instructions, ops,
-        memory): the usual counted region (marker ``number``/``warmup``); ``setup`` runs before the
-        warm-up and before the counted region (after seeding), never inside it, so the calls of one
-        region share one setup's arguments. Returns the result of the first (real) call.
+        memory): the usual counted region (marker ``number``/``warmup``); ``setup`` runs before
+        every call, warm-up and counted, never inside the count (``teardown`` after each call's
+        arguments are done with), so each call measures the state its own setup made, as each
+        round does in pytest-benchmark. Returns the result of the first (real) call.
         """
         if not callable(target):
             raise TypeError(f"benchmark.pedantic(target, ...) needs a callable, got {target!r}")
@@ -258,10 +259,14 @@ class BenchmarkFixture:
                                                   options.num_threads, naming)
         counting = tuple(mode for mode in session.modes if mode != "time")
         if counting or session.profile:  # with no counting mode, session.measure only profiles
-            state: dict[str, Any] = {"args": call_args, "kwargs": call_kwargs}
+            state: dict[str, Any] = {"args": call_args, "kwargs": call_kwargs, "used": False}
 
             def refresh() -> None:
+                """Before each call: the previous call's arguments torn down, new ones set up."""
+                if state["used"] and teardown is not None:
+                    teardown(*state["args"], **state["kwargs"])
                 state["args"], state["kwargs"] = make_arguments()
+                state["used"] = True
 
             fresh_target = session.counted_callable(target)
 
@@ -273,8 +278,8 @@ class BenchmarkFixture:
             counted = (with_fresh_arguments if setup is not None
                        else functools.partial(fresh_target, *call_args, **call_kwargs))
             counted_result = session.measure(counted, options, naming, modes=counting,
-                                             before_region=refresh if setup is not None else None)
-            if teardown is not None:
+                                             before_each=refresh if setup is not None else None)
+            if teardown is not None and (setup is None or state["used"]):
                 teardown(*state["args"], **state["kwargs"])
             if measured is None:
                 measured = counted_result

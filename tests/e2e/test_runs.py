@@ -297,3 +297,57 @@ def test_benchmark_json_is_written_in_pytest_benchmarks_format_or_refused(bench)
     refused.stderr.fnmatch_lines([f"ERROR: --benchmark-json={out}: pytest-benchmark's format holds wall times, "
                                   "and this run (--bench-mode=ops) measures none; add time to --bench-mode*"])
     assert not out.exists()
+
+
+PEDANTIC_SETUP = """
+import random, pytest, torch
+
+def fresh_tensor():
+    return (torch.ones(4),), {}
+
+def zero_once(t):
+    if bool(t.sum() > 0):  # only a fresh tensor is zeroed: shared state would skip it
+        t.zero_()
+
+def test_state(benchmark):
+    benchmark.pedantic(zero_once, setup=fresh_tensor, teardown=lambda t: TORN.append(t))
+    assert all(t.sum() == 0 for t in TORN)  # every call's arguments were torn down
+
+TORN = []
+
+def shuffled():
+    data = list(range(300))
+    random.Random(1).shuffle(data)
+    return (data,), {}
+
+def test_sort(benchmark):
+    benchmark.pedantic(list.sort, setup=shuffled)
+
+@pytest.mark.benchmark(number=1, warmup=0)
+def test_sort_once(benchmark):
+    benchmark.pedantic(list.sort, setup=shuffled)
+"""
+
+
+def test_pedantic_setup_runs_before_every_counted_call(bench):
+    """pytest-benchmark runs ``setup`` before every round: each counted call measures the state its
+    own setup made, never what earlier calls left (a sort of an already sorted list)."""
+    bench.pytester.makepyfile(test_bench=PEDANTIC_SETUP)
+    bench.run("--bench-mode=ops,memory", "-k", "state", "--bench-json=run.json").assert_outcomes(passed=1)
+    (entry,) = json.loads((bench.path / "run.json").read_text())["benchmarks"]
+    assert entry["metrics"]["ops"]["ops"]["aten::zero_"] == 1.0, entry["metrics"]["ops"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_pedantic_setup_gives_each_counted_instruction_call_its_own_state(bench):
+    bench.pytester.makepyfile(test_bench=PEDANTIC_SETUP)
+    bench.run("--bench-mode=instructions", "-k", "sort", "--bench-json=run.json",
+              timeout=900).assert_outcomes(passed=2)
+    counts = {b["key"].rsplit("::", 1)[1]: b["metrics"]["instructions"]
+              for b in json.loads((bench.path / "run.json").read_text())["benchmarks"]}
+    assert counts["test_sort"]["number_per_run"] == 100
+    # measured: 103,573 per call over 100 calls with a setup each, 103,272 for one call; a shared
+    # list (sorted by the first call) counted far fewer
+    assert counts["test_sort"]["instructions_per_run"] == pytest.approx(
+        counts["test_sort_once"]["instructions_per_run"], rel=0.05), counts

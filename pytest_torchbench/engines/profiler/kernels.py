@@ -65,6 +65,7 @@ def count_kernels(
     iterations: int = 3,
     warmup: int = 1,
     before_region: Callable[[], object] | None = None,
+    before_each: Callable[[], object] | None = None,
 ) -> dict[str, float]:
     """GPU activities (kernels, memcpy, memset) one call of ``fn`` launches, by name.
 
@@ -75,7 +76,7 @@ def count_kernels(
     if not torch.cuda.is_available():
         raise NoCudaError("no CUDA device: torch.cuda.is_available() is False in this process")
     prof = record(fn, iterations=iterations, warmup=warmup, what="count_kernels", before_region=before_region,
-                  activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+                  before_each=before_each, activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     raw = kineto_events(prof)
     if raw is None:  # pragma: no cover - depends on torch internals
         raise RuntimeError("this torch version does not expose the profiler's raw events")
