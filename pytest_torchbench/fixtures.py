@@ -215,13 +215,13 @@ class BenchmarkFixture:
         """
         if not callable(target):
             raise TypeError(f"benchmark.pedantic(target, ...) needs a callable, got {target!r}")
-        self._use("benchmark.pedantic(...)")
         for name, value, minimum in (("iterations", iterations, 1), ("rounds", rounds, 1),
                                      ("warmup_rounds", warmup_rounds, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(f"benchmark.pedantic: {name}={value!r} must be an integer >= {minimum}")
         if iterations > 1 and setup is not None:
             raise ValueError("benchmark.pedantic: can't use more than 1 `iterations` with a `setup` function")
+        self._use("benchmark.pedantic(...)")  # after the checks: a call refused for its arguments measured nothing
         base_args, base_kwargs = tuple(args), dict(kwargs or {})
 
         def make_arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
