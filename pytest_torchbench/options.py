@@ -14,6 +14,7 @@ import pytest
 from . import explain
 from .judgement import LimitSpecError, Policy, parse_limits
 from .metrics import registry
+from .reports import benchmark_json
 from .reports.paths import ReportPathError, check_report_path, option_targets_error
 from .storage import BaselineError, validate_set_name
 from .text import safe_text
@@ -208,12 +209,12 @@ def _benchmark_json_path(opt: Any, owned: bool, active: bool, modes: tuple[str, 
     if not active:
         raise pytest.UsageError(
             f"--benchmark-json={safe_text(str(raw))}: this run measures nothing (its --bench-* options only "
-            "select tests); add --bench-mode=time to write pytest-benchmark's JSON of the wall times")
-    if "time" not in modes:
+            f"select tests); add --bench-mode={benchmark_json.METRIC} to write pytest-benchmark's JSON of the wall times")
+    if benchmark_json.METRIC not in modes:
         raise pytest.UsageError(
             f"--benchmark-json={safe_text(str(raw))}: pytest-benchmark's format holds wall times, and this run "
-            f"(--bench-mode={','.join(modes)}) measures none; add time to --bench-mode (e.g. "
-            f"--bench-mode=time,{modes[0]}), or use --bench-json=PATH for this run's results")
+            f"(--bench-mode={','.join(modes)}) measures none; add {benchmark_json.METRIC} to --bench-mode (e.g. "
+            f"--bench-mode={benchmark_json.METRIC},{modes[0]}), or use --bench-json=PATH for this run's results")
     try:
         return check_report_path(Path(str(raw)).absolute(), "--benchmark-json")
     except ReportPathError as exc:

@@ -20,6 +20,9 @@ from ..statistics import RoundStats
 from ..storage import atomic_write_many
 from .paths import check_report_path
 
+#: The one metric this format has a place for (it holds seconds).
+METRIC = "time"
+
 
 def _pytest_benchmark_version() -> str:
     """The format is pytest-benchmark's; tools may look at its version."""
@@ -66,7 +69,7 @@ def benchmark_entry(result: BenchmarkResult, metric: TimeMetric) -> dict[str, An
 def render(results: Sequence[BenchmarkResult], commit: str | None) -> str:
     entries = []
     for result in sorted(results, key=lambda r: r.key):
-        metric = result.metrics.get("time")
+        metric = result.metrics.get(METRIC)
         if isinstance(metric, TimeMetric) and metric.raw_times:
             entries.append(benchmark_entry(result, metric))
     document = {
