@@ -7,8 +7,11 @@ report and the terminal table. Baselines are written once, by this process only.
 """
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import pytest
 
@@ -32,6 +35,64 @@ REPORT_ATTRIBUTE = "torchbench"
 MAX_CONFIRMATIONS = 25
 
 
+def narrowed_modules(args: Sequence[str], invocation_dir: Path, rootpath: Path) -> set[str]:
+    """The test modules (paths relative to ``rootpath``, as results name them) that the command
+    line narrowed to some of their nodes (``tests/test_a.py::test_x``) and did not also name whole
+    (the file itself, or a folder above it): only there can a test be absent without being gone.
+
+    Why from the arguments: pytest collects only the nodes named, so the collected ids cannot tell
+    a test left out of the run from a test removed from its file."""
+    whole: list[Path] = []
+    narrowed: list[Path] = []
+    for arg in args:
+        written, has_node, _ = str(arg).partition("::")
+        absolute = Path(os.path.abspath(invocation_dir / written))
+        (narrowed if has_node else whole).append(absolute)
+    modules = set()
+    for module in narrowed:
+        if any(module == named or named in module.parents for named in whole):
+            continue
+        try:
+            modules.add(module.relative_to(rootpath).as_posix())
+        except ValueError:
+            modules.add(module.as_posix())
+    return modules
+
+
+class InterruptWatch:
+    """Notes every SIGINT the process receives, whatever becomes of the KeyboardInterrupt it raises.
+
+    Why: pytest marks a run interrupted (``pytest_keyboard_interrupt``, exit status 2) while it
+    handles the KeyboardInterrupt. A second Ctrl-C (or ``timeout``'s SIGINT and then the user's)
+    that arrives during that handling escapes it, and pytest then finishes the session with exit
+    status 0 as if nothing happened: the partial results of a run the user stopped would be saved
+    as baselines. The signal itself is the one sure sign. The previous handler still runs (it
+    raises the KeyboardInterrupt); an ignored or default SIGINT is left alone.
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+        self._previous: Callable[[int, Any], Any] | None = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.received = True
+        if self._previous is not None:
+            self._previous(signum, frame)
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # Python's rule: handlers are set from the main thread only
+        previous = signal.getsignal(signal.SIGINT)
+        if callable(previous):
+            self._previous = previous
+            signal.signal(signal.SIGINT, self._handler)
+
+    def uninstall(self) -> None:
+        if self._previous is not None and signal.getsignal(signal.SIGINT) == self._handler:
+            signal.signal(signal.SIGINT, self._previous)
+        self._previous = None
+
+
 class Controller:
     def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None,
                  session: BenchSession | None = None) -> None:
@@ -50,6 +111,7 @@ class Controller:
         self.saved: list[Path] = []
         self.notes: list[str] = []
         self.interrupted = False
+        self._sigint = InterruptWatch()  # a Ctrl-C that escapes pytest's handling still counts
         self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
         self._confirmations = 0  # fresh processes started to confirm regressions (MAX_CONFIRMATIONS)
         self._confirm_stalled: str | None = None  # why no more are started (one timed out)
@@ -70,6 +132,9 @@ class Controller:
         payload: dict[str, Any] | None = getattr(report, REPORT_ATTRIBUTE, None)
         if report.when == "call":
             self.nodeids_run.add(report.nodeid)
+            # its module ran even when the test recorded nothing (it failed): a benchmark that
+            # was selected, ran and produced nothing is missing, whatever else ran beside it
+            self.modules_run.add(report.nodeid.split("::", 1)[0])
         if report.when == "teardown" and report.nodeid in self._pending_properties:
             report.user_properties = [*report.user_properties, *self._pending_properties.pop(report.nodeid)]
         if report.when == "call" and payload and payload.get("results"):
@@ -160,21 +225,35 @@ class Controller:
         """The gate's verdict hook: pytest_torchbench_verdict implementations."""
         extensions.review_verdicts(self.config, result, verdicts, baseline)
 
+    @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        """xdist: a worker reports the test ids it collected, so removed tests can be told apart."""
+        """xdist: a worker reports the test ids it collected, so removed tests can be told apart.
+
+        Optional: xdist defines this hook, and a run with ``-p no:xdist`` (pytest-benchmark's advice)
+        or without xdist installed must not fail on it."""
         self.collected.update(getattr(node, "workeroutput", {}).get("torchbench_collected", ()))
+        if error == "keyboard-interrupt":
+            self.interrupted = True
 
     def pytest_keyboard_interrupt(self) -> None:
         self.interrupted = True
+
+    def pytest_sessionstart(self) -> None:
+        self._sigint.install()
+
+    def pytest_unconfigure(self) -> None:
+        self._sigint.uninstall()
 
     # -- the end ---------------------------------------------------------------------------------
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.baseline is not None:
-            in_scope = gate.missing_scope(self.baseline.entries, self.modules_run, self.nodeids_run, self.collected)
+            narrowed = narrowed_modules(self.config.args, self.config.invocation_params.dir, self.config.rootpath)
+            in_scope = gate.missing_scope(self.baseline.entries, self.modules_run, self.nodeids_run, self.collected,
+                                          narrowed)
             self.verdicts.extend(gate.missing(in_scope, (r.key for r in self.results), self.settings.modes))
-        if self.interrupted or exitstatus == pytest.ExitCode.INTERRUPTED:
+        if self.interrupted or self._sigint.received or exitstatus == pytest.ExitCode.INTERRUPTED:
             if self.settings.save:
                 self.notes.append("run interrupted: baselines were not written")
             return
@@ -210,6 +289,15 @@ class Controller:
                 jsonreport.write(self.settings.json_path, self.results, self.verdicts, meta)
             except OSError as exc:
                 self.notes.append(f"ERROR: --bench-json={self.settings.json_path}: cannot write ({exc})")
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        if self.settings.benchmark_json_path is not None:  # pytest-benchmark's format, for its users' CI
+            from .reports import benchmark_json
+
+            try:
+                benchmark_json.write(self.settings.benchmark_json_path, self.results,
+                                     save_stamp(self.settings.benchmark_json_path.parent)["commit"])
+            except OSError as exc:
+                self.notes.append(f"ERROR: --benchmark-json={self.settings.benchmark_json_path}: cannot write ({exc})")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
         # Markdown / job summary / HTML, then the users' report hooks: errors are notes only.
         self.notes.extend(publish.write_reports(

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping
 from .marker import BenchOptions
 from .results import BenchmarkResult, TimeMetric
 from .session import BenchSession, Naming
+from .statistics import RoundStats
 
 
 class ItemRecorder:
@@ -72,6 +73,37 @@ def plain_json(value: Any) -> Any:
     return str(value)
 
 
+class FixtureAlreadyUsed(Exception):
+    """The ``benchmark`` fixture was used a second time in one test (pytest-benchmark's name)."""
+
+
+class StatsUnavailable(AttributeError):
+    """``benchmark.stats`` read where there are no wall times. An AttributeError, so that
+    ``getattr(benchmark, "stats", None)`` still works; with a message that says what to use."""
+
+
+class BenchmarkStats:
+    """What ``benchmark.stats`` is in time mode: pytest-benchmark's ``Metadata`` shape, with its
+    ``Stats`` (:class:`~pytest_torchbench.statistics.RoundStats`) at ``.stats``, so suites that
+    read ``benchmark.stats.stats.mean`` or ``benchmark.stats["median"]`` run unchanged."""
+
+    def __init__(self, fixture: BenchmarkFixture, times: list[float], iterations: int) -> None:
+        self.name = fixture.name
+        self.fullname = fixture.fullname
+        self.group = fixture.group
+        self.param = fixture.param
+        self.params = fixture.params
+        self.extra_info = fixture.extra_info
+        self.iterations = iterations
+        self.stats = RoundStats(times)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self.stats, key)
+
+    def __bool__(self) -> bool:
+        return bool(self.stats)
+
+
 class BenchmarkFixture:
     """``benchmark(fn, *args, **kwargs)``: measure ``fn`` in the session's modes, return its result.
 
@@ -87,6 +119,42 @@ class BenchmarkFixture:
         callspec = getattr(node, "callspec", None)
         self.param: str | None = callspec.id if callspec is not None else None
         self.params: dict[str, Any] | None = dict(callspec.params) if callspec is not None else None
+        self._used: str | None = None  # how it was used: "benchmark(...)" or "benchmark.pedantic(...)"
+        self._result: BenchmarkResult | None = None  # what the use measured
+
+    @property
+    def stats(self) -> BenchmarkStats | None:
+        """pytest-benchmark's statistics of the wall times (seconds per call) in time mode.
+
+        None before the fixture was used and in a plain run, as pytest-benchmark's is before use
+        and when disabled. In the counting modes there are no times: reading it is an error that
+        says where the counts are."""
+        if self._session is None or self._used is None:
+            return None
+        measured = self._result.metrics.get("time") if self._result is not None else None
+        if isinstance(measured, TimeMetric):
+            return BenchmarkStats(self, measured.times, measured.number_per_run)
+        modes = ",".join(self._session.modes)
+        if "time" in self._session.modes:
+            return None  # the use raised before it was measured
+        raise StatsUnavailable(
+            f"benchmark.stats holds wall-time statistics, measured with --bench-mode=time only; this run "
+            f"(--bench-mode={modes}) counts instead: judge the counts with --bench-fail or the marker's "
+            "limits=, and read them in the --bench-json file or the run's table")
+
+    def _use(self, how: str) -> None:
+        """Once per test, as in pytest-benchmark, and in every mode.
+
+        Why: a second call's result would be keyed by its position (``#2``), so adding or moving a
+        call re-keys the others and their baselines; and a test that passes in a plain run must
+        not fail only when measured, or the reverse. Several measurements in one test are
+        ``bench_timer`` calls, each with its own ``description``."""
+        if self._used is not None:
+            raise FixtureAlreadyUsed(
+                f"the benchmark fixture can be used once per test (as in pytest-benchmark); it was used as "
+                f"{self._used} already in {self.fullname}: measure each thing in a test of its own "
+                "(parametrize it), or with bench_timer(stmt, globals=..., description=...) once per thing")
+        self._used = how
 
     @property
     def enabled(self) -> bool:
@@ -116,6 +184,7 @@ class BenchmarkFixture:
     def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if not callable(fn):
             raise TypeError(f"benchmark(fn, *args, **kwargs) needs a callable, got {fn!r}")
+        self._use("benchmark(...)")
         if self._session is not None:
             self._session.before_first_call(fn)
         result = fn(*args, **kwargs)  # the real call: its exceptions fail the test as usual
@@ -128,7 +197,7 @@ class BenchmarkFixture:
         # which test that is depends on the scheduling.
         target = functools.partial(self._session.counted_callable(fn), *args, **kwargs)
         measured = self._session.measure(target, self._recorder.options, self._recorder.naming)
-        self._recorder.add(measured)
+        self._result = self._recorder.add(measured)
         return result
 
     def pedantic(self, target: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
@@ -139,9 +208,10 @@ class BenchmarkFixture:
         Time mode: ``warmup_rounds`` untimed rounds, then exactly ``rounds`` timed rounds of
         ``iterations`` calls; ``setup`` (which may return ``(args, kwargs)``) runs before and
         ``teardown`` after every round, outside the timing. Counting modes (instructions, ops,
-        memory): the usual counted region (marker ``number``/``warmup``); ``setup`` runs before the
-        warm-up and before the counted region (after seeding), never inside it, so the calls of one
-        region share one setup's arguments. Returns the result of the first (real) call.
+        memory): the usual counted region (marker ``number``/``warmup``); ``setup`` runs before
+        every call, warm-up and counted, never inside the count (``teardown`` after each call's
+        arguments are done with), so each call measures the state its own setup made, as each
+        round does in pytest-benchmark. Returns the result of the first (real) call.
         """
         if not callable(target):
             raise TypeError(f"benchmark.pedantic(target, ...) needs a callable, got {target!r}")
@@ -151,6 +221,7 @@ class BenchmarkFixture:
                 raise ValueError(f"benchmark.pedantic: {name}={value!r} must be an integer >= {minimum}")
         if iterations > 1 and setup is not None:
             raise ValueError("benchmark.pedantic: can't use more than 1 `iterations` with a `setup` function")
+        self._use("benchmark.pedantic(...)")  # after the checks: a call refused for its arguments measured nothing
         base_args, base_kwargs = tuple(args), dict(kwargs or {})
 
         def make_arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -188,10 +259,14 @@ class BenchmarkFixture:
                                                   options.num_threads, naming)
         counting = tuple(mode for mode in session.modes if mode != "time")
         if counting or session.profile:  # with no counting mode, session.measure only profiles
-            state: dict[str, Any] = {"args": call_args, "kwargs": call_kwargs}
+            state: dict[str, Any] = {"args": call_args, "kwargs": call_kwargs, "used": False}
 
             def refresh() -> None:
+                """Before each call: the previous call's arguments torn down, new ones set up."""
+                if state["used"] and teardown is not None:
+                    teardown(*state["args"], **state["kwargs"])
                 state["args"], state["kwargs"] = make_arguments()
+                state["used"] = True
 
             fresh_target = session.counted_callable(target)
 
@@ -203,8 +278,8 @@ class BenchmarkFixture:
             counted = (with_fresh_arguments if setup is not None
                        else functools.partial(fresh_target, *call_args, **call_kwargs))
             counted_result = session.measure(counted, options, naming, modes=counting,
-                                             before_region=refresh if setup is not None else None)
-            if teardown is not None:
+                                             before_each=refresh if setup is not None else None)
+            if teardown is not None and (setup is None or state["used"]):
                 teardown(*state["args"], **state["kwargs"])
             if measured is None:
                 measured = counted_result
@@ -213,7 +288,7 @@ class BenchmarkFixture:
                 measured.environments.update(counted_result.environments)
                 measured.extras.update(counted_result.extras)
         if measured is not None:
-            self._recorder.add(measured)
+            self._result = self._recorder.add(measured)
         return result
 
 

@@ -45,17 +45,21 @@ def missing(baseline: Mapping[str, BenchmarkResult], seen: Iterable[str], metric
 
 
 def missing_scope(baseline: Mapping[str, BenchmarkResult], modules_run: AbstractSet[str],
-                  nodeids_run: AbstractSet[str], collected: AbstractSet[str]) -> dict[str, BenchmarkResult]:
+                  nodeids_run: AbstractSet[str], collected: AbstractSet[str],
+                  narrowed: AbstractSet[str] = frozenset()) -> dict[str, BenchmarkResult]:
     """The baseline entries a pytest run answers for: those of a test module that ran, whose test
     either ran (and recorded nothing of that name) or no longer exists. Tests deselected with
-    -k/-m were collected, did not run, and are not missing. The node id is stored with each
-    entry; files written before it was are matched against the collected tests (a parametrize id
-    may contain " [" or " #")."""
+    -k/-m were collected, did not run, and are not missing. ``narrowed``: modules of which the
+    run collected only some nodes (``file.py::test_x`` on the command line); a test of theirs
+    that was not collected was left out, not removed, and is not missing either. The node id is
+    stored with each entry; files written before it was are matched against the collected tests
+    (a parametrize id may contain " [" or " #")."""
     known = set(collected) | set(nodeids_run)
     scope = {}
     for key, entry in baseline.items():
         nodeid = entry.nodeid if entry.nodeid in known else nodeid_among(key, known)
-        if entry.module in modules_run and (nodeid in nodeids_run or nodeid not in collected):
+        removed = nodeid not in collected and entry.module not in narrowed
+        if entry.module in modules_run and (nodeid in nodeids_run or removed):
             scope[key] = entry
     return scope
 

@@ -15,7 +15,8 @@ import pytest
 from . import explain
 from .judgement import LimitSpecError, Policy, parse_limits
 from .metrics import registry
-from .reports.paths import option_targets_error
+from .reports import benchmark_json
+from .reports.paths import ReportPathError, check_report_path, option_targets_error
 from .storage import BaselineError, validate_set_name
 from .text import safe_text
 
@@ -97,6 +98,8 @@ class BenchSettings:
     html_path: Path | None = None
     only: bool = False  # --bench-only: skip tests that are not benchmarks
     skip: bool = False  # --bench-skip: skip the benchmarks
+    #: pytest-benchmark's --benchmark-json, in a run torchbench owns: its format, our wall times
+    benchmark_json_path: Path | None = None
 
 
 def mode_names(raw: str | None) -> tuple[str, ...]:
@@ -175,6 +178,7 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
     )
     json_path = Path(opt.bench_json).absolute() if opt.bench_json else None
     rerun = explain.in_rerun()  # the end-of-session re-run writes only its JSON
+    benchmark_json = _benchmark_json_path(opt, bench_option_given(config), active, modes) if not rerun else None
     return BenchSettings(
         active=active,
         modes=modes,
@@ -191,7 +195,33 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         html_path=Path(opt.bench_html).absolute() if opt.bench_html and not rerun else None,
         only=bool(opt.bench_only),
         skip=bool(opt.bench_skip),
+        benchmark_json_path=benchmark_json,
     )
+
+
+def _benchmark_json_path(opt: Any, owned: bool, active: bool, modes: tuple[str, ...]) -> Path | None:
+    """pytest-benchmark's ``--benchmark-json=PATH`` (its option exists where it is installed), when
+    torchbench owns the run (``owned``: a --bench-* option was given): written in pytest-benchmark's
+    format with this run's wall times.
+
+    Why not ignore it: a CI job that uploads that file would silently upload nothing. A run that
+    measures no time has nothing for that format: one line, before any test runs."""
+    raw = getattr(opt, "benchmark_json", None)
+    if not owned or raw is None:
+        return None  # no --bench-* option: pytest-benchmark's own run writes it
+    if not active:
+        raise pytest.UsageError(
+            f"--benchmark-json={safe_text(str(raw))}: this run measures nothing (its --bench-* options only "
+            f"select tests); add --bench-mode={benchmark_json.METRIC} to write pytest-benchmark's JSON of the wall times")
+    if benchmark_json.METRIC not in modes:
+        raise pytest.UsageError(
+            f"--benchmark-json={safe_text(str(raw))}: pytest-benchmark's format holds wall times, and this run "
+            f"(--bench-mode={','.join(modes)}) measures none; add {benchmark_json.METRIC} to --bench-mode (e.g. "
+            f"--bench-mode={benchmark_json.METRIC},{modes[0]}), or use --bench-json=PATH for this run's results")
+    try:
+        return check_report_path(Path(str(raw)).absolute(), "--benchmark-json")
+    except ReportPathError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def bench_option_given(config: pytest.Config) -> bool:

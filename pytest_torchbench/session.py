@@ -146,18 +146,20 @@ class BenchSession:
 
     def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
                 modes: tuple[str, ...] | None = None,
-                before_region: Callable[[], None] | None = None) -> BenchmarkResult:
+                before_region: Callable[[], None] | None = None,
+                before_each: Callable[[], None] | None = None) -> BenchmarkResult:
         """Run every engine of the session's modes on ``fn`` (already called once by the caller).
 
-        Counting modes call ``before_region`` (e.g. pedantic's setup) before their warm-up and
-        before the counted region, after seeding with the marker's ``seed``. Modes are measured in
-        the order given, those that disturb the others (``Metric.measured_last``) last.
+        Counting modes call ``before_region`` before their warm-up and before the counted region,
+        after seeding with the marker's ``seed``; ``before_each`` (pedantic's setup) before every
+        call, warm-up and counted, outside the count (``MeasureContext.before_each``). Modes are
+        measured in the order given, those that disturb the others (``Metric.measured_last``) last.
         """
         result = _new_result(naming)
         ordered = sorted(self.modes if modes is None else modes, key=lambda m: registry.get(m).measured_last)
         with torch_threads(options.num_threads):  # what the fingerprint says, whatever ran before
             for mode in ordered:
-                metric = self._measure_one(mode, fn, options, naming, before_region)
+                metric = self._measure_one(mode, fn, options, naming, before_region, before_each)
                 result.metrics[mode] = metric
                 result.environments[mode] = self.environment(mode, options.num_threads)
             if self.profile:
@@ -189,7 +191,8 @@ class BenchSession:
         return time_spec(options, naming, self.min_run_time)
 
     def _measure_one(self, mode: str, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
-                     before_region: Callable[[], None] | None = None) -> Any:
+                     before_region: Callable[[], None] | None = None,
+                     before_each: Callable[[], None] | None = None) -> Any:
         metric = registry.get(mode)  # options validated the modes
         if metric.seeded:
             from .seeding import chain, seeder
@@ -197,9 +200,10 @@ class BenchSession:
             # Seed first, so that a setup drawing random inputs draws the same ones every run.
             seed = seeder(options.seed)
             context = MeasureContext(options, naming, self.min_run_time, chain(seed, before_region), seed,
-                                     before_region, rootdir=self.rootdir)
+                                     before_region, rootdir=self.rootdir, before_each=before_each)
         else:
-            context = MeasureContext(options, naming, self.min_run_time, before_region, rootdir=self.rootdir)
+            context = MeasureContext(options, naming, self.min_run_time, before_region, rootdir=self.rootdir,
+                                     before_each=before_each)
         value = metric.measure(fn, context)
         if metric.explains_failures:
             self._measured[(naming.nodeid, mode)] = (fn, context)

@@ -28,8 +28,11 @@ import hashlib
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Generator, Sequence
 
@@ -45,6 +48,11 @@ WORKER_PLUGIN_NAME = "torchbench-isolated-worker"
 #: The file in a run's folder that names the controller's pid: a later run can tell the folder of a
 #: run that was killed (its pid gone) from one still running, and reuse or remove it.
 _OWNER_FILE = "owner.pid"
+
+#: Signals whose default action ends the controller at once, without pytest's teardown: the
+#: workers it launched would run on (a valgrind worker inside a long test for minutes) and the
+#: run's folder would stay. SIGINT needs nothing: it raises KeyboardInterrupt, which xdist handles.
+_TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 #: Exceptions with which execnet reports a worker process that died before its bootstrap answered.
 _START_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError)
@@ -152,6 +160,8 @@ class LaunchedWorkers:
         self.dump_dir = fixed_dump_dir(self.launch.folder_prefix)
         self.crashed: list[str] = []
         self.collected_nodes: set[str] = set()  # gateway ids of workers that finished collecting
+        self._processes: list[subprocess.Popen[bytes]] = []  # every worker started (replacements too)
+        self._signal_handlers: dict[int, Any] = {}  # signal -> the handler ours replaced
 
     def counted_command(self) -> str:
         """The interpreter command every worker gets: ``sh -c ... env -i VARS <launch> python``.
@@ -230,9 +240,49 @@ class LaunchedWorkers:
             return
         raise pytest.UsageError(self.startup_failure(error, pid))
 
+    # -- SIGTERM to the controller alone stops its workers too --------------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_newgateway(self, gateway: Any) -> None:
+        popen = getattr(getattr(gateway, "_io", None), "popen", None)
+        if isinstance(popen, subprocess.Popen):
+            self._processes.append(popen)
+
+    def _install_signal_handlers(self) -> None:
+        """Where SIGTERM/SIGHUP would end this process as is (their default), end it the same way
+        after stopping the workers and removing the run's folder. Main thread only (Python's rule)."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in _TERMINATING_SIGNALS:
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                self._signal_handlers[signum] = signal.signal(signum, self._terminated)
+
+    def _restore_signal_handlers(self) -> None:
+        for signum, previous in self._signal_handlers.items():
+            if signal.getsignal(signum) == self._terminated:
+                signal.signal(signum, previous)
+        self._signal_handlers.clear()
+
+    def _terminated(self, signum: int, frame: Any) -> None:
+        """Kill the workers (a measurement cut short is worth nothing), wait for them, remove the
+        run's folder, then die of the signal as the process would have (exit status -signum)."""
+        for process in self._processes:
+            if process.poll() is None:  # Popen knows whether it reaped it: never a reused pid
+                process.kill()
+        for process in self._processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL is not refused
+                pass
+        shutil.rmtree(self.dump_dir, ignore_errors=True)
+        self._restore_signal_handlers()
+        signal.signal(signum, signal.SIG_DFL)
+        signal.raise_signal(signum)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionstart(self, session: pytest.Session) -> Generator[None, None, None]:
         """xdist starts the workers here; one that dies before answering raises from execnet."""
+        self._install_signal_handlers()
         try:
             return (yield)
         except _START_ERRORS as exc:
@@ -315,6 +365,7 @@ class LaunchedWorkers:
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self._restore_signal_handlers()
         shutil.rmtree(self.dump_dir, ignore_errors=True)
 
 
@@ -322,7 +373,7 @@ class LaunchedWorkers:
 CONTROLLER_ONLY_OPTIONS = {
     "--bench-save": True, "--bench-compare": True, "--bench-fail": True, "--bench-json": True,
     "--bench-markdown": True, "--bench-html": True, "--bench-baselines-dir": True,
-    "--bench-strict": False, "--bench-fail-stale": False,
+    "--bench-strict": False, "--bench-fail-stale": False, "--benchmark-json": True,
 }  # name -> takes a value
 
 

@@ -100,3 +100,23 @@ def test_missing_scope_leaves_out_deselected_tests_and_modules_that_did_not_run(
                                collected={"test_m.py::ran", "test_m.py::deselected"})
     assert sorted(scope) == ["test_m.py::deleted", "test_m.py::ran"]
     assert [v.key for v in gate.missing(scope, ["test_m.py::ran"], ["ops"])] == ["test_m.py::deleted"]
+
+
+def test_missing_scope_leaves_out_tests_of_modules_narrowed_to_some_nodes() -> None:
+    base = {k: _result(k, 1.0) for k in ("test_m.py::ran", "test_m.py::left_out")}
+    collected = {"test_m.py::ran"}  # `pytest test_m.py::ran` collects only that node
+    whole = gate.missing_scope(base, modules_run={"test_m.py"}, nodeids_run=collected, collected=collected)
+    assert sorted(whole) == ["test_m.py::left_out", "test_m.py::ran"]  # the file ran whole: left_out is gone
+    narrowed = gate.missing_scope(base, modules_run={"test_m.py"}, nodeids_run=collected, collected=collected,
+                                  narrowed={"test_m.py"})
+    assert sorted(narrowed) == ["test_m.py::ran"]
+
+
+def test_narrowed_modules_are_those_named_only_by_node_ids(tmp_path: Path) -> None:
+    from pytest_torchbench.controller import narrowed_modules
+
+    root = tmp_path
+    assert narrowed_modules(["tests/test_a.py::test_x", "tests/test_b.py", "test_c.py::T::t"], root / "tests" / "..",
+                            root) == {"tests/test_a.py", "test_c.py"}
+    assert narrowed_modules(["tests/test_a.py::test_x", "tests"], root, root) == set()  # its folder ran whole
+    assert narrowed_modules(["test_a.py::test_x[1]"], root / "tests", root) == {"tests/test_a.py"}

@@ -165,7 +165,8 @@ def test_set_names_are_bounded():
 
 @pytest.mark.parametrize("data, needle", [
     (b'{"x": "\xff"}', "is not UTF-8 text (byte 0xff at offset 7)"),
-    (b'{"x": ' + b"1" * 5000 + b"}", "is not usable JSON (Exceeds the limit (4300 digits)"),
+    # 3.10 says "(4300) for integer string conversion", 3.11+ "(4300 digits) for ..."
+    (b'{"x": ' + b"1" * 5000 + b"}", "is not usable JSON (Exceeds the limit (4300"),
     (b"[" * 100_000 + b"]" * 100_000, "is not usable JSON (nested too deeply)"),
 ])
 def test_unusable_bytes_are_one_baseline_error(data, needle):

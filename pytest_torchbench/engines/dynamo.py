@@ -81,9 +81,11 @@ def is_compiled(fn: object) -> bool:
 
 def count_compiles(fn: Callable[[], Any], *, warmup: int = DEFAULT_WARMUP,
                    before_first: Callable[[], None] | None = None,
-                   rootdir: str | os.PathLike[str] | None = None) -> CompileCounts:
+                   rootdir: str | os.PathLike[str] | None = None,
+                   before_each: Callable[[], None] | None = None) -> CompileCounts:
     """Reset dynamo, run ``before_first`` (seeding, a setup), then call ``fn`` ``1 + warmup``
-    times and count what dynamo compiled. Exceptions of ``fn`` propagate."""
+    times, ``before_each`` (pedantic's setup) before every call, and count what dynamo compiled.
+    Exceptions of ``fn`` propagate."""
     if warmup < 0:
         raise ValueError(f"warmup must be >= 0, got {warmup}")
     _compat.dynamo_reset()
@@ -93,6 +95,8 @@ def count_compiles(fn: Callable[[], Any], *, warmup: int = DEFAULT_WARMUP,
     frames: list[dict[str, Any]] = []
     calls = 1 + warmup
     for _ in range(calls):
+        if before_each is not None:
+            before_each()
         fn()
         frames.extend(_compat.dynamo_take_frame_compiles())  # drained per call: the record is bounded
     graphs = _compat.dynamo_graph_count() - graphs_before

@@ -115,7 +115,7 @@ class Compile(Metric):
         warmup = context.options.warmup
         counts = dynamo.count_compiles(
             fn, warmup=dynamo.DEFAULT_WARMUP if warmup is None else warmup,
-            before_first=context.before_region, rootdir=context.rootdir,
+            before_first=context.before_region, rootdir=context.rootdir, before_each=context.before_each,
         )
         return CompileMetric(
             graphs=counts.graphs, graph_breaks=len(counts.breaks), recompiles=len(counts.recompiles),

@@ -123,15 +123,17 @@ class GpuTime(Metric):
         flush_l2 = bool(getattr(context.options, "flush_l2", False))
         if context.before_region is not None:
             context.before_region()
-        per_call = kernels.seconds_per_call(fn)
+        each = getattr(context, "before_each", None)  # pedantic's setup: fresh arguments per call
+        call: Callable[[], Any] = fn if each is None else (lambda: (each(), fn()))
+        per_call = kernels.seconds_per_call(call)
         if per_call < _SUSTAINED_SECONDS:
-            kernels.keep_busy(fn, _SUSTAINED_SECONDS)
+            kernels.keep_busy(call, _SUSTAINED_SECONDS)
         # As many calls as fit in _TARGET_SECONDS; for slow calls (a second and more) at least 3,
         # so a benchmark costs a few of its calls, not _LEAST_CALLS of them.
         least = max(3, min(_LEAST_CALLS, int(_SLOW_BUDGET_SECONDS / per_call) if per_call > 0 else _LEAST_CALLS))
         calls = max(least, min(_MOST_CALLS, int(_TARGET_SECONDS / per_call) if per_call > 0 else _MOST_CALLS))
         profile = kernels.measure_device(fn, iterations=calls, warmup=1, before_region=context.before_region,
-                                         flush_l2=flush_l2)
+                                         before_each=each, flush_l2=flush_l2)
         device = [ns / 1e9 for ns in profile.device_ns()]
         median, iqr = kernels.median_and_iqr(device)
         host, _ = kernels.median_and_iqr([ns / 1e9 for ns in profile.host_ns()])

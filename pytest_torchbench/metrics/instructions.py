@@ -56,7 +56,8 @@ def _dump_dir() -> str:
 def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, warmup: int | None,
                                 num_threads: int,
                                 before_warmup: Callable[[], None] | None = None,
-                                before_region: Callable[[], None] | None = None) -> InstructionsMetric:
+                                before_region: Callable[[], None] | None = None,
+                                before_each: Callable[[], None] | None = None) -> InstructionsMetric:
     """Count ``fn`` and hand the unread dump to the controller (``InstructionsMetric.dump``).
 
     Why: reading a dump (a pure-Python parse of ~60 KB) cost ~0.4 s per benchmark under valgrind,
@@ -67,7 +68,7 @@ def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, wa
 
     region = collect.count_region(fn, number=number, warmup=warmup, out_dir=_dump_dir(),
                                   num_threads=num_threads, before_warmup=before_warmup,
-                                  before_region=before_region)
+                                  before_region=before_region, before_each=before_each)
     return InstructionsMetric.pending(str(region.dump), region.number, region.warmup)
 
 
@@ -532,7 +533,7 @@ class Instructions(Metric):
         # Seeded once, before the warm-up (see callgrind.count_region); pedantic's setup before both.
         return count_region_for_controller(fn, number=options.number, warmup=options.warmup,
                                            num_threads=options.num_threads, before_warmup=context.seed,
-                                           before_region=context.setup)
+                                           before_region=context.setup, before_each=context.before_each)
 
     def worker_launch(self) -> CallgrindLaunch:
         return CallgrindLaunch()

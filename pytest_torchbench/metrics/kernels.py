@@ -70,7 +70,8 @@ class Kernels(Metric):
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> KernelsMetric:
         from ..engines import profiler
 
-        return KernelsMetric(profiler.count_kernels(fn, before_region=context.before_region))
+        return KernelsMetric(profiler.count_kernels(fn, before_region=context.before_region,
+                                                    before_each=context.before_each))
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
         return judge_counts(key, "kernels", current.kernels, baseline.kernels, limit, "launches", "kernel(s)")

@@ -40,7 +40,7 @@ class Memory(Metric):
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> MemoryMetric:
         from ..engines import profiler
 
-        peaks = profiler.peak_memory(fn, before_region=context.before_region)
+        peaks = profiler.peak_memory(fn, before_region=context.before_region, before_each=context.before_each)
         return MemoryMetric({
             device: int(value) for device, value in
             (("cpu", peaks.get("cpu_peak_bytes")), ("cuda", peaks.get("cuda_peak_bytes")))

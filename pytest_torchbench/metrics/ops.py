@@ -48,7 +48,7 @@ class Ops(Metric):
         from ..engines import profiler
 
         return OpsMetric(profiler.count_ops(fn, by_shape=context.options.ops_by_shape,
-                                            before_region=context.before_region))
+                                            before_region=context.before_region, before_each=context.before_each))
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
         return judge_counts(key, "ops", current.ops, baseline.ops, limit, "calls", "op(s)")
@@ -61,7 +61,7 @@ class Ops(Metric):
         from ..engines import profiler
 
         sites = profiler.op_call_sites(fn, root=root, by_shape=context.options.ops_by_shape,
-                                       before_region=context.before_region)
+                                       before_region=context.before_region, before_each=context.before_each)
         lines = []
         for op, then, now in changed_counts(current.ops, baseline.ops, limit):
             line = f"{op} {then:g} -> {now:g} per call"

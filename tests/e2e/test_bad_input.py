@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST
+from conftest import FAST, own_lines
 
 OPS = "--bench-mode=ops"  # deterministic: no timing noise on a loaded machine
 
@@ -42,7 +42,7 @@ def saved(bench):
 def _one_clear_line(result, *needles):
     assert result.ret == 4
     err = result.stderr.str()
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = own_lines(err)  # torch may warn at import (a CUDA build without a GPU): not counted
     assert len(lines) == 1, err
     assert "Traceback" not in err + result.stdout.str()
     for needle in needles:
@@ -252,7 +252,7 @@ def _cli(cwd, *args):
 
 def _cli_one_clear_line(done, *needles):
     assert done.returncode == 4, (done.stdout, done.stderr)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    lines = own_lines(done.stderr)
     assert len(lines) == 1 and lines[0].startswith("torchbench: error: "), done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     for needle in needles:
@@ -347,7 +347,7 @@ def test_zero_ops_and_memory_are_real_measurements(saved):
 
 BAD_JSON = {
     "huge integer": ('{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": ' + "9" * 5000 + "}",
-                     "is not usable JSON (Exceeds the limit (4300 digits) for integer string conversion)"),
+                     "is not usable JSON (Exceeds the limit (4300"),
     "deep nesting": ('{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": ' + "[" * 100_000
                      + "]" * 100_000 + "}", "is not usable JSON (nested too deeply)"),
     "huge number": ('{"schema": 1, "module": "test_bench.py", "benchmarks": {"k": {"metrics": {"time": '

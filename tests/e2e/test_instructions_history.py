@@ -196,6 +196,8 @@ def pytest_configure(config):
 """
 
 
+@pytest.mark.skipif(sys.implementation.name != "cpython" or sys.version_info < (3, 11),
+                    reason="the gap it removes comes from CPython's specialising interpreter (3.11+)")
 def test_a_heavy_benchmark_counts_its_function_as_a_fresh_process_would(tmp_path: Path) -> None:
     """One function benchmarked by four parametrised tests: the last one, a heavy benchmark
     counted after one warm-up call, must count the same alone (``-k``) as after the other three.

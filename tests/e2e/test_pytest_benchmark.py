@@ -199,8 +199,10 @@ def test_pedantic_setup_runs_outside_the_counted_region(bench, monkeypatch):
     result.assert_outcomes(passed=1, deselected=3)
     (entry,) = json.loads((bench.path / "out.json").read_text())["benchmarks"]
     assert entry["metrics"]["ops"]["ops"] == {"aten::add": 1.0}
-    # the real call, then once before the warm-up and once before the counted region
-    assert (counts / "setup").read_text() == "xxx"
+    # the real call, then before every call of the region: ops counts one warm-up call and three
+    # profiled ones, each with arguments of its own (as pytest-benchmark's rounds have)
+    assert (counts / "setup").read_text() == "x" * (1 + 1 + 3)
+    assert (counts / "teardown").read_text() == "x" * (1 + 1 + 3)
     assert entry["extra_info"] == {"size": 64, "dtype": "torch.float32"}
 
 

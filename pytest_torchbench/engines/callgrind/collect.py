@@ -78,11 +78,30 @@ _LOOP_SOURCE = (
 )
 _Loop = Callable[[Callable[[], object], int, Callable[[], object], Callable[[], object]], None]
 
+# With a setup before every call (pedantic's): collection is switched on for each call alone, so
+# the setup runs between calls, uncounted. The per-call toggles add a constant of their own.
+_SETUP_LOOP_SOURCE = (
+    "def _torchbench_setup_loop(_fn, _n, _on, _off, _setup):\n"
+    "    for _ in range(_n):\n"
+    "        _setup()\n"
+    "        _on()\n"
+    "        _fn()\n"
+    "        _off()\n"
+)
+
 
 def _fresh_loop() -> _Loop:
     namespace: dict[str, object] = {}
     exec(compile(_LOOP_SOURCE, "<torchbench-timing-loop>", "exec"), namespace)  # noqa: S102
     return namespace["_torchbench_timing_loop"]  # type: ignore[return-value]
+
+
+def _fresh_setup_loop(setup: Callable[[], object]) -> _Loop:
+    """A fresh per-call-setup loop with ``setup`` bound: called as the plain loop is."""
+    namespace: dict[str, object] = {}
+    exec(compile(_SETUP_LOOP_SOURCE, "<torchbench-timing-loop>", "exec"), namespace)  # noqa: S102
+    loop: Callable[..., None] = namespace["_torchbench_setup_loop"]  # type: ignore[assignment]
+    return functools.partial(loop, _setup=setup)
 
 
 def _run_loop(loop: _Loop, fn: Callable[[], object], n: int, toggle: Callable[[], object]) -> None:
@@ -215,6 +234,7 @@ def count_region(
     num_threads: int = 1,
     before_warmup: Callable[[], object] | None = None,
     before_region: Callable[[], object] | None = None,
+    before_each: Callable[[], object] | None = None,
 ) -> Region:
     """Count ``number`` calls of ``fn`` in this (valgrind) process; the dump is left unread.
 
@@ -230,6 +250,9 @@ def count_region(
     every run anyway (the number of warm-up calls is), while re-seeding between the warm-up and the
     region allocates there and moved Python-heavy counts by 0.25% from run to run (measured on
     examples/test_nn.py).
+
+    ``before_each`` (pedantic's setup, when every call needs its own arguments) runs before every
+    call, probe, warm-up and counted, with collection off: each counted call is counted alone.
     """
     if (number is not None and number < 1) or (warmup is not None and warmup < 0):
         raise ValueError(f"need number >= 1 and warmup >= 0 (got {number}, {warmup})")
@@ -242,7 +265,7 @@ def count_region(
     sequence = next(_sequence)
     # No pid in the label: strings built before the region should be the same on every run.
     label = f"torchbench-region-{sequence:06d}"
-    loop = _fresh_loop()
+    loop = _fresh_loop() if before_each is None else _fresh_setup_loop(before_each)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(num_threads)
     gc_was_enabled = gc.isenabled()

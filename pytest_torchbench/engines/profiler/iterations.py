@@ -94,13 +94,16 @@ def record(
     what: str,
     before_region: Callable[[], object] | None = None,
     step: bool = False,
+    before_each: Callable[[], object] | None = None,
     **profile_kwargs: Any,
 ) -> profile:
     """Warm ``fn`` up, then call it ``iterations`` times under ``torch.profiler.profile(**profile_kwargs)``,
     each call inside its own :data:`ITERATION_MARKER`; returns the finished profile.
 
     ``before_region`` (e.g. seeding) runs before the warm-up and again before the profiled
-    iterations, outside any marker. ``step``: each call is one profiler step (``prof.step()`` after
+    iterations, outside any marker. ``before_each`` (pedantic's setup, when every call needs its
+    own arguments) runs before every call, warm-up and profiled, outside the markers: its ops and
+    allocations are not the iteration's. ``step``: each call is one profiler step (``prof.step()`` after
     it, CUDA synchronised first), so a schedule in ``profile_kwargs`` selects which calls are
     recorded. The callable's result is dropped inside the marker, so freeing it is attributed to
     the iteration that made it, not to the next one. ``what`` names the caller in the error raised
@@ -111,12 +114,16 @@ def record(
     if before_region is not None:
         before_region()
     for _ in range(warmup):
+        if before_each is not None:
+            before_each()
         fn()
     if before_region is not None:
         before_region()
     sync_cuda()
     with profile(**profile_kwargs) as prof:
         for _ in range(iterations):
+            if before_each is not None:
+                before_each()
             with record_function(ITERATION_MARKER):
                 fn()
             if step:

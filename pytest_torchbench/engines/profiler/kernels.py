@@ -182,11 +182,13 @@ def measure_device(
     iterations: int = 3,
     warmup: int = 1,
     before_region: Callable[[], object] | None = None,
+    before_each: Callable[[], object] | None = None,
     flush_l2: bool = False,
 ) -> DeviceProfile:
     """Warm ``fn`` up, then profile ``iterations`` calls with CPU and CUDA activities, each call in
     its marker (with ``flush_l2``, the L2 cache is overwritten before each call, outside the marker,
-    so the flush's kernel belongs to no call). Raises :class:`NoCudaError` without a CUDA device.
+    so the flush's kernel belongs to no call; ``before_each``, pedantic's setup, runs before every
+    call, warm-up and profiled, outside the markers too). Raises :class:`NoCudaError` without a CUDA device.
 
     Not ``iterations.record``: the flush has to run between the marked calls, inside the profile."""
     _require_cuda()
@@ -196,12 +198,16 @@ def measure_device(
     if before_region is not None:
         before_region()
     for _ in range(warmup):
+        if before_each is not None:
+            before_each()
         fn()
     if before_region is not None:
         before_region()
     sync_cuda()
     with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
         for _ in range(iterations):
+            if before_each is not None:
+                before_each()
             if flush is not None:
                 flush()
             with torch.profiler.record_function(ITERATION_MARKER):
@@ -222,12 +228,14 @@ def count_kernels(
     iterations: int = 3,
     warmup: int = 1,
     before_region: Callable[[], object] | None = None,
+    before_each: Callable[[], object] | None = None,
 ) -> dict[str, float]:
     """GPU activities (kernels, memcpy, memset) one call of ``fn`` launches, by name.
 
     ``fn`` is warmed up (cuDNN/cuBLAS choose their algorithms in the first calls), then called
     ``iterations`` times under the profiler. Raises :class:`NoCudaError` without a CUDA device."""
-    return measure_device(fn, iterations=iterations, warmup=warmup, before_region=before_region).kernel_counts()
+    return measure_device(fn, iterations=iterations, warmup=warmup, before_region=before_region,
+                          before_each=before_each).kernel_counts()
 
 
 def kernel_launchers(

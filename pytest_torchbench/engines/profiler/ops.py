@@ -64,6 +64,7 @@ def count_ops(
     by_shape: bool = False,
     prefixes: tuple[str, ...] = DEFAULT_OP_PREFIXES,
     before_region: Callable[[], object] | None = None,
+    before_each: Callable[[], object] | None = None,
 ) -> dict[str, float]:
     """Count the ``aten::`` ops one call of ``fn`` dispatches, nested ops included.
 
@@ -77,10 +78,10 @@ def count_ops(
     With ``by_shape`` the keys carry the input shapes, e.g. ``"aten::add [[4, 4], [4, 4], []]"``.
     Returns a dict sorted by key; values are floats (for storage alongside other metrics) holding
     integers. ``before_region`` (e.g. seeding) runs before the warm-up and before the profiled
-    iterations, outside any iteration marker.
+    iterations, outside any iteration marker; ``before_each`` before every call (:func:`record`).
     """
     prof = record(fn, iterations=iterations, warmup=warmup, what="count_ops", before_region=before_region,
-                  activities=[ProfilerActivity.CPU], record_shapes=by_shape)
+                  before_each=before_each, activities=[ProfilerActivity.CPU], record_shapes=by_shape)
     counters = _per_iteration_counts(prof.events(), by_shape=by_shape, prefixes=prefixes)
     if len(counters) != iterations:  # pragma: no cover - would mean the profiler lost our markers
         raise RuntimeError(
@@ -128,6 +129,7 @@ def op_call_sites(
     by_shape: bool = False,
     prefixes: tuple[str, ...] = DEFAULT_OP_PREFIXES,
     before_region: Callable[[], object] | None = None,
+    before_each: Callable[[], object] | None = None,
 ) -> dict[str, list[tuple[str, int]]]:
     """Where one call of ``fn`` calls each op: op key -> [(``path:line in function``, calls)], most
     calls first. Paths are relative to ``root`` when under it.
@@ -146,7 +148,7 @@ def op_call_sites(
 
     with native_stderr_silenced():
         prof = record(tagged, iterations=1, warmup=1, what="op_call_sites", before_region=before_region,
-                      activities=[ProfilerActivity.CPU], record_shapes=by_shape)
+                      before_each=before_each, activities=[ProfilerActivity.CPU], record_shapes=by_shape)
     events = prof.events()
     iteration = Windows.of_events(events)
     site_spans = [(ev.time_range.start, ev.time_range.end, ev.name[len(SITE_MARKER):])
