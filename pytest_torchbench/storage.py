@@ -4,7 +4,9 @@ Why this shape: baselines are committed to git and reviewed in pull requests, so
 keeps diffs local to what changed, sorted keys and rounded numbers keep them stable, and environments
 are stored once per file and referred to by id. Writes go to a temporary file in the same folder
 and are renamed into place, so an interrupted run never leaves a half-written baseline. Files are
-only ever parsed as JSON.
+only ever parsed as JSON, and only from regular files of bounded size (a FIFO or a link to a device
+committed where a baseline should be must not hang or exhaust the run); they are written by a
+serialiser that knows where strings end, so no text in them is ever rewritten.
 
 Saving is read-merge-write under an exclusive lock on the set folder (``flock`` on the folder
 itself, so no lock file shows up in ``git status``): two runs saving into the same set at once
