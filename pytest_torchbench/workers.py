@@ -322,7 +322,8 @@ class LaunchedWorkers:
 CONTROLLER_ONLY_OPTIONS = {
     "--bench-save": True, "--bench-compare": True, "--bench-fail": True, "--bench-json": True,
     "--bench-markdown": True, "--bench-html": True, "--bench-baselines-dir": True,
-    "--bench-strict": False, "--bench-fail-stale": False,
+    "--bench-strict": False, "--bench-fail-stale": False, "--bench-base": True, "--bench-base-prepare": True,
+    "--bench-allow-incomparable": False,
 }  # name -> takes a value
 
 
