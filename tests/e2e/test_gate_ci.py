@@ -237,3 +237,14 @@ def test_measure_needs_a_revision(pytester: pytest.Pytester, run_bench) -> None:
     assert result.ret == 4
     result.stderr.fnmatch_lines(["ERROR: --bench-base=measure: --bench-compare=main is not a git revision*"])
     assert run_bench("--bench-mode=ops", "--bench-base=auto").ret == 4
+
+
+def test_under_xdist_the_measured_base_also_explains_the_regression(
+        pytester: pytest.Pytester, run_bench, project) -> None:  # type: ignore[no-untyped-def]
+    """Under xdist the controller judges, and explains a failure by re-running the test at the end:
+    that re-run judges against the measured base too (its folder), so the call sites are found."""
+    project()
+    result = run_bench("-p", "xdist", "-n", "2", "--bench-mode=ops", "--bench-compare=HEAD~1")
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*aten::clone 0 -> 1 per call (mylib/__init__.py:5 in work)*"])
+    assert "compared with nothing" not in result.stdout.str()
