@@ -57,9 +57,9 @@ def addoption(parser: pytest.Parser) -> None:
                     "committed ones where they are comparable and measures REV where they are missing "
                     "or not comparable")
     group.addoption("--bench-base-prepare", metavar="CMD", default=None,
-                    help="a shell command run in REV's temporary worktree before measuring it (a build "
-                    "step: 'pip install --no-deps --no-build-isolation -e .' is NOT one: it would "
-                    "redirect the checkout's imports; e.g. 'python setup.py build_ext --inplace')")
+                    help="a shell command run in REV's temporary worktree before measuring it, e.g. a "
+                    "build step 'python setup.py build_ext --inplace' (not 'pip install -e .', which "
+                    "would point the installed project at the worktree)")
     group.addoption("--bench-allow-incomparable", action="store_true", default=False,
                     help="in CI (the CI variable set), do not fail the run when a benchmark's baseline "
                     "could not be compared and nothing was measured in its place (default: exit "
