@@ -7,26 +7,42 @@ report and the terminal table. Baselines are written once, by this process only.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import pytest
 
-from . import explain, extensions, gate
+from . import base, explain, extensions, gate
+from .base import BaseError, MeasuredBase
 from ._compat import terminal_width
-from .judgement import REGRESSION, UNCHANGED, Verdict, failure_message
-from .options import BenchSettings
+from .judgement import NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, failure_message
+from .marker import MARKER_NAME as MARKER
+from .options import EXIT_INCOMPARABLE, BenchSettings
 from .reports import jsonreport, junit, markdown, publish, terminal
 from .results import BenchmarkResult
 from .session import BenchSession
-from .refs import save_stamp
+from .refs import Revision, exists_at, save_stamp
 from .storage import BaselineError, BaselineSet, save_set
 from .text import safe_text
 
 REPORT_ATTRIBUTE = "torchbench"
+
+
+def in_ci() -> bool:
+    """Whether this run is a CI job: the ``CI`` variable that GitHub Actions, GitLab CI, CircleCI,
+    Travis, Buildkite and most others set, non-empty and not ``false``/``0`` (set by hand to turn
+    it off)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "false", "0", "no")
+
+
+def uncompared(verdicts: list[Verdict]) -> list[Verdict]:
+    """Verdicts that compared nothing and did not fail: a baseline from another environment, with
+    nothing measured in its place (``--bench-strict`` fails them on their own tests already)."""
+    return [v for v in verdicts if v.status == NOT_COMPARABLE and not v.failed]
 
 
 #: At most this many tests' regressions are re-measured in a fresh process per session (each costs a
@@ -95,10 +111,19 @@ class InterruptWatch:
 
 class Controller:
     def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None,
-                 session: BenchSession | None = None) -> None:
+                 session: BenchSession | None = None, revision: Revision | None = None) -> None:
         self.config = config
         self.settings = settings
-        self.baseline = baseline
+        #: The baselines judged against: the committed set, with entries replaced by measured ones
+        #: where the base was measured (``--bench-base``); ``committed`` keeps the original.
+        self.baseline = dataclasses.replace(baseline, entries=dict(baseline.entries)) if baseline else None
+        self.committed = baseline
+        #: --bench-compare's git revision when its base may be measured (auto / measure), else None.
+        self.revision = revision
+        self.measured: MeasuredBase | None = None
+        #: Where each judged benchmark's baseline came from (key -> words), with a revision only.
+        self.origins: dict[str, str] = {}
+        self._exists_at_revision: dict[str, bool] = {}
         #: This process's measuring side: in a serial run it still holds the callable of the test
         #: being judged, so a failed verdict can be explained by re-running it (op call sites).
         self.session = session
@@ -109,7 +134,12 @@ class Controller:
         self.nodeids_run: set[str] = set()
         self.collected: set[str] = set()  # before -k/-m deselection: a test not here was removed
         self.saved: list[Path] = []
+        #: Benchmark tests that pytest failed or errored (any phase, with or without results).
+        self.failed_tests: set[str] = set()
         self.notes: list[str] = []
+        #: The block that ends the run when benchmarks were compared with nothing (see
+        #: :meth:`_gate_held`), and whether it turned the exit status.
+        self.uncompared_block: list[str] = []
         self.interrupted = False
         self._sigint = InterruptWatch()  # a Ctrl-C that escapes pytest's handling still counts
         self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
@@ -135,6 +165,8 @@ class Controller:
             # its module ran even when the test recorded nothing (it failed): a benchmark that
             # was selected, ran and produced nothing is missing, whatever else ran beside it
             self.modules_run.add(report.nodeid.split("::", 1)[0])
+        if report.failed and MARKER in report.keywords:
+            self.failed_tests.add(report.nodeid)  # an error in any phase: the reports say failed too
         if report.when == "teardown" and report.nodeid in self._pending_properties:
             report.user_properties = [*report.user_properties, *self._pending_properties.pop(report.nodeid)]
         if report.when == "call" and payload and payload.get("results"):
@@ -147,6 +179,8 @@ class Controller:
         results = [BenchmarkResult.from_json(r) for r in payload["results"]]
         clashes = self._key_clashes(results)
         results = [r for r in results if r.key not in clashes]
+        for result in results:
+            self._choose_baseline(result)
         self.results.extend(results)
         self.modules_run.update(r.module for r in results)
         baseline = self.baseline.entries if self.baseline is not None else None
@@ -212,14 +246,105 @@ class Controller:
         self._confirmations += 1
         found, problem, stalled = explain.confirm(
             self.config.invocation_params.args, nodeid, suspects, self.settings.rootdir,
-            explain.judging_options(self.settings.compare, self.settings.baselines_dir, self.config.option.bench_fail,
-                                    self.settings.policy.strict_environment),
+            self._judging_options(v.key for v in suspects),
             Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"),
             getattr(self.config.option, "file_or_dir", None) or ())
         if stalled:  # a fixture waiting on what this process holds would make each of them wait as long
             self._confirm_stalled = f"earlier in this session {problem} ({safe_text(nodeid)}): no more are started"
         for verdict in suspects:
             registry.get(verdict.metric).confirm(verdict, found.get((verdict.key, verdict.metric)), problem)
+
+    # -- the base: committed at REV, or measured from REV ----------------------------------------
+
+    def _choose_baseline(self, result: BenchmarkResult) -> None:
+        """Decide where ``result``'s baseline comes from (``--bench-base``): the entry committed at
+        REV when it is there and comparable with this result, else REV measured in this job (once,
+        for the whole selection, at the first result that needs it: :mod:`base`)."""
+        if self.revision is None or self.baseline is None or result.key in self.origins:
+            return
+        committed_words = f"committed at {self.revision.revision} ({self.revision.commit[:12]})"
+        if self.settings.base == "auto" and not self._needs_measuring(result):
+            if self.committed is not None and result.key in self.committed.entries:
+                self.origins[result.key] = committed_words
+            return
+        measured = self._measure_base()
+        entry = measured.entries.get(result.key)
+        if entry is not None:
+            self.baseline.entries[result.key] = entry
+            self.origins[result.key] = measured.origin()
+        elif self.settings.base == "auto" and self.committed is not None and result.key in self.committed.entries:
+            self.origins[result.key] = committed_words
+
+    def _needs_measuring(self, result: BenchmarkResult) -> bool:
+        """Whether the committed entry of ``result`` is missing (and its test file exists at REV:
+        a benchmark new in this change has no base to measure) or lacks a metric, or was measured
+        where the environment facts that decide comparability differ."""
+        from .judgement import environment_differences
+
+        entry = self.committed.entries.get(result.key) if self.committed is not None else None
+        if entry is None:
+            return self._module_at_revision(result.module)
+        for metric in result.metrics:
+            if metric not in entry.metrics:
+                return True
+            if environment_differences(metric, result.environments.get(metric), entry.environments.get(metric)):
+                return True
+        return False
+
+    def _module_at_revision(self, module: str) -> bool:
+        assert self.revision is not None
+        if module not in self._exists_at_revision:
+            try:
+                relative = self.settings.rootdir.resolve().relative_to(self.revision.toplevel.resolve())
+            except ValueError:
+                self._exists_at_revision[module] = True
+            else:
+                self._exists_at_revision[module] = exists_at(
+                    self.revision.commit, (relative / module).as_posix(), self.revision.toplevel)
+        return self._exists_at_revision[module]
+
+    def _measure_base(self) -> MeasuredBase:
+        """REV measured in this job (or cached), once per session; a base that cannot be measured,
+        or was measured from the wrong code, stops the run with one line (exit 4)."""
+        if self.measured is not None:
+            return self.measured
+        assert self.revision is not None and self.baseline is not None
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"torchbench: the base {self.revision.revision} ({self.revision.commit[:12]}): "
+                                "measuring it in a temporary git worktree (or taking it from the cache)")
+        environment = {}
+        if self.session is not None:
+            for mode in self.settings.modes:
+                environment.update({f"{mode}.{k}": v for k, v in self.session.environment(mode, 1).facts.items()})
+        try:
+            self.measured = base.measure(
+                self.revision, self.config.invocation_params.args,
+                getattr(self.config.option, "file_or_dir", None) or (), Path(self.config.invocation_params.dir),
+                self.settings.modes, environment, self.settings.output_dir / "bases" if self.settings.output_dir
+                else self.settings.rootdir / ".torchbench" / "bases", self.settings.base_prepare)
+        except BaseError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if self.settings.base == "measure":
+            self.baseline.entries.clear()  # REV as measured here is the whole baseline
+        self.notes.append(
+            f"the base {self.revision.revision} ({self.revision.commit[:12]}): "
+            + (f"taken from the cache ({self.measured.folder.parent.parent})" if self.measured.cached
+               else f"measured in this job in {self.measured.seconds:.1f} s, cached in "
+                    f"{self.measured.folder.parent.parent}")
+            + f", {len(self.measured.entries.entries)} benchmark result(s)")
+        return self.measured
+
+    def _judging_options(self, keys: Iterable[str]) -> list[str]:
+        """The baseline options of a re-run (explain, confirm) of the tests of ``keys``: the
+        measured base's folder when all of them were judged against it, else --bench-compare."""
+        compare = self.settings.compare or ""
+        measured = self.measured
+        if measured is not None and all(self.origins.get(k) == measured.origin() for k in keys):
+            compare = str(measured.folder)
+        options = explain.judging_options(compare, self.settings.baselines_dir, self.config.option.bench_fail,
+                                          self.settings.policy.strict_environment)
+        return [*options, "--bench-base=stored"] if self.revision is not None else options
 
     def _review(self, result: BenchmarkResult, verdicts: Any, baseline: BenchmarkResult | None) -> None:
         """The gate's verdict hook: pytest_torchbench_verdict implementations."""
@@ -258,6 +383,7 @@ class Controller:
                 self.notes.append("run interrupted: baselines were not written")
             return
         self._explain_elsewhere()
+        self._gate_held(session)
         crashed = self.crashed_tests()
         measured = [r for r in self.results if r.metrics]  # a profile alone is no baseline
         if crashed and self.settings.save:
@@ -282,8 +408,10 @@ class Controller:
         if self.settings.json_path is not None:
             meta = {
                 "modes": list(self.settings.modes),
-                "compared_with": self.baseline.source if self.baseline else None,
+                "compared_with": self._source(),
+                "baseline_origins": dict(sorted(self.origins.items())) if self.revision is not None else None,
                 "saved_as": self.settings.save,
+                "failed_tests": sorted(self.failed_tests),
             }
             try:
                 jsonreport.write(self.settings.json_path, self.results, self.verdicts, meta)
@@ -304,13 +432,53 @@ class Controller:
             self.results, self.verdicts,
             self.baseline.entries if self.baseline is not None else None,
             self.baseline.name if self.baseline is not None else None,
-            self.baseline.source if self.baseline is not None else None,
+            self._source(),
             self.settings.markdown_path, self.settings.html_path, markdown.step_summary_path(),
+            failed_tests=self.failed_tests,
         ))
         # The end-of-session re-run (explain.py) does not call the user's report hooks a second time.
         error = None if explain.in_rerun() else extensions.report(self.config, self.results, self.verdicts)
         if error:
             self.notes.append(error)
+
+    def _source(self) -> str | None:
+        """Where the baselines came from, for every report: the set's source, and with a revision
+        how many were committed at it and how many measured from it (or cached)."""
+        if self.baseline is None:
+            return None
+        if self.revision is None:
+            return self.baseline.source
+        where = f"git {self.revision.revision} ({self.revision.commit[:12]})"
+        return f"{where}: {base.describe(self.origins.values()) or 'nothing compared'}"
+
+    def _gate_held(self, session: pytest.Session) -> None:
+        """Nothing passes silently: benchmarks whose baseline could not be compared (and had
+        nothing measured in its place) are named in one block with the facts that differ; in CI
+        the run exits :data:`EXIT_INCOMPARABLE` unless ``--bench-allow-incomparable`` accepts it.
+
+        Why fail CI: a gate whose every comparison is "not comparable" (another runner image,
+        another torch build) passes every pull request while people believe they are protected."""
+        found = uncompared(self.verdicts)
+        if not found:
+            return
+        tests = sorted({v.key for v in found})
+        name = self.baseline.name if self.baseline is not None else "?"
+        lines = [f"{len(tests)} benchmark(s) were compared with nothing: their baseline in '{name}' "
+                 "comes from another environment and nothing was measured in its place:"]
+        for verdict in sorted(found, key=lambda v: (v.key, v.metric)):
+            lines.append(f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}")
+        git_hint = ("measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
+                    "or save the baselines on this kind of machine")
+        if not in_ci():
+            lines.append(f"WARNING: these were not gated; {git_hint}")
+        elif self.settings.allow_incomparable:
+            lines.append("accepted by --bench-allow-incomparable: the run's exit status is left as it is")
+        else:
+            lines.append(f"ERROR: in CI this fails the run (exit {EXIT_INCOMPARABLE}); {git_hint}, or accept "
+                         "it with --bench-allow-incomparable")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = EXIT_INCOMPARABLE
+        self.uncompared_block = lines
 
     def _explain_elsewhere(self) -> None:
         """Failed verdicts of tests that ran in other processes (xdist, instructions mode's
@@ -324,8 +492,7 @@ class Controller:
         nodeids = {key: nodeid for *_, by_key in self._to_explain for key, nodeid in by_key.items()}
         details, problem = explain.rerun_details(
             self.config.invocation_params.args, pending, self.settings.rootdir,
-            explain.judging_options(self.settings.compare, self.settings.baselines_dir, self.config.option.bench_fail,
-                                    self.settings.policy.strict_environment),
+            self._judging_options(v.key for v in pending),
             Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"), nodeids,
             getattr(self.config.option, "file_or_dir", None) or ())
         for report, verdicts, refresh, elsewhere, _ in self._to_explain:
@@ -352,9 +519,13 @@ class Controller:
             for line in terminal.render_verdict_lines(shown):
                 write(line)
             if not shown and self.results:
-                write(f"no changes beyond the limits against baseline '{name}' ({self.baseline.source})")
+                write(f"no changes beyond the limits against baseline '{name}' ({self._source()})")
+            elif self.revision is not None and self.origins:
+                write(f"baselines: {self._source()}")
         for line in terminal.render_profiles(self.results):
             write(line)
+        for line in self.uncompared_block:
+            write(f"torchbench: {safe_text(line)}", red=line.startswith("ERROR"), yellow=line.startswith("WARNING"))
         for note in self.notes:
             write(f"torchbench: {safe_text(note)}")  # notes quote files and the re-run's output
 

@@ -27,6 +27,15 @@ def modes() -> tuple[str, ...]:
     return registry.names()
 
 
+#: ``--bench-base`` values: committed baselines only, always measure REV, or measure where needed.
+BASE_CHOICES = ("auto", "stored", "measure")
+
+#: The exit status of a run in CI that compared nothing for some benchmark (its baseline was not
+#: comparable and nothing was measured in its place). Distinct from pytest's own 0-5, so that a CI
+#: script can tell "the gate was off" from "a benchmark regressed" (1) and from a usage error (4).
+EXIT_INCOMPARABLE = 6
+
+
 #: The built-in modes (``modes()`` also lists those registered by plugins).
 MODES = registry.BUILTIN
 
@@ -44,6 +53,20 @@ def addoption(parser: pytest.Parser) -> None:
                     help="write this run's results as baseline set NAME in the baselines folder")
     group.addoption("--bench-compare", metavar="REF", default=None,
                     help="compare with baseline set REF: a saved name, a git revision, or a path")
+    group.addoption("--bench-base", metavar="HOW", default=None, choices=BASE_CHOICES,
+                    help="--bench-compare=REV (a git revision): 'stored' compares with the baselines "
+                    "committed at REV only; 'measure' measures REV in this job (a temporary git worktree, "
+                    "the same interpreter, environment, selection and modes); 'auto' (default) uses the "
+                    "committed ones where they are comparable and measures REV where they are missing "
+                    "or not comparable")
+    group.addoption("--bench-base-prepare", metavar="CMD", default=None,
+                    help="a shell command run in REV's temporary worktree before measuring it, e.g. a "
+                    "build step 'python setup.py build_ext --inplace' (not 'pip install -e .', which "
+                    "would point the installed project at the worktree)")
+    group.addoption("--bench-allow-incomparable", action="store_true", default=False,
+                    help="in CI (the CI variable set), do not fail the run when a benchmark's baseline "
+                    "could not be compared and nothing was measured in its place (default: exit "
+                    f"{EXIT_INCOMPARABLE})")
     group.addoption("--bench-fail", metavar="SPEC", default=None,
                     help="regression limits, e.g. 'instructions:1%%,time:10%%' (defaults: "
                     + ", ".join(f"{m} {v * 100:g}%%" for m, v in registry.default_limits().items()) + ")")
@@ -96,6 +119,9 @@ class BenchSettings:
     output_dir: Path | None = None
     markdown_path: Path | None = None
     html_path: Path | None = None
+    base: str = "auto"  # --bench-base: stored / measure / auto
+    base_prepare: str | None = None  # --bench-base-prepare: a build step in REV's worktree
+    allow_incomparable: bool = False  # --bench-allow-incomparable
     only: bool = False  # --bench-only: skip tests that are not benchmarks
     skip: bool = False  # --bench-skip: skip the benchmarks
     #: pytest-benchmark's --benchmark-json, in a run torchbench owns: its format, our wall times
@@ -167,6 +193,10 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
             validate_set_name(opt.bench_save)
         except BaselineError as exc:
             raise pytest.UsageError(safe_text(exc)) from None
+    if (opt.bench_base is not None or opt.bench_base_prepare) and opt.bench_compare is None:
+        raise pytest.UsageError(
+            f"{'--bench-base' if opt.bench_base is not None else '--bench-base-prepare'} needs "
+            "--bench-compare=REV (the git revision whose baselines to use or measure)")
     if opt.bench_min_run_time is not None and not (
             math.isfinite(opt.bench_min_run_time) and opt.bench_min_run_time > 0):  # nan, inf: never ends
         raise pytest.UsageError(
@@ -193,6 +223,9 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         output_dir=Path(opt.bench_output).absolute() if opt.bench_output else rootdir / ".torchbench",
         markdown_path=Path(opt.bench_markdown).absolute() if opt.bench_markdown and not rerun else None,
         html_path=Path(opt.bench_html).absolute() if opt.bench_html and not rerun else None,
+        base="stored" if rerun else (opt.bench_base or "auto"),
+        base_prepare=opt.bench_base_prepare or None,
+        allow_incomparable=bool(opt.bench_allow_incomparable),
         only=bool(opt.bench_only),
         skip=bool(opt.bench_skip),
         benchmark_json_path=benchmark_json,

@@ -29,7 +29,8 @@ from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_time
 from .metrics import registry
 from .marker import DEFAULT_SEED, MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
 from .options import BenchSettings
-from .refs import resolve_compare
+from .base import MODULES_ENV, write_imported_modules
+from .refs import DEFAULT_SET, NoCommittedBaselines, Revision, compare_revision, resolve_compare
 from .session import BenchSession, Naming, IsolationGuard
 from .storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
 from .text import safe_text
@@ -159,9 +160,17 @@ def pytest_configure(config: pytest.Config) -> None:
         registry.get(mode).prepare_process()
     worker = _is_xdist_worker(config)
     baseline: BaselineSet | None = None
+    revision: Revision | None = None
     try:
         if settings.compare is not None and not worker:
-            baseline = resolve_compare(settings.compare, settings.baselines_dir, Path.cwd())
+            revision = _measurable_revision(settings)
+            try:
+                baseline = resolve_compare(settings.compare, settings.baselines_dir, Path.cwd())
+            except NoCommittedBaselines:
+                if revision is None:
+                    raise
+                baseline = BaselineSet(name=revision.set_name or DEFAULT_SET,
+                                       source=f"git {revision.revision} ({revision.commit[:12]}), nothing committed")
         if settings.save is not None and not worker:
             # Parse the set we will write into now: a corrupt file stops the run before any
             # benchmark runs, instead of after, and is never overwritten.
@@ -190,7 +199,8 @@ def pytest_configure(config: pytest.Config) -> None:
         configure_worker(config, settings.modes)
     else:  # a metric that measures in processes of its own (instructions) gets them here
         configure_controller(config, settings.modes)
-        config.pluginmanager.register(Controller(config, settings, baseline, session), "torchbench-controller")
+        config.pluginmanager.register(Controller(config, settings, baseline, session, revision),
+                                      "torchbench-controller")
         if _is_xdist_controller(config) and "time" in settings.modes:
             config.issue_config_time_warning(
                 TorchbenchWarning(
@@ -199,6 +209,21 @@ def pytest_configure(config: pytest.Config) -> None:
                 ),
                 stacklevel=2,
             )
+
+
+def _measurable_revision(settings: BenchSettings) -> Revision | None:
+    """The git revision of ``--bench-compare`` when its base may be measured in this run
+    (``--bench-base`` auto or measure), else None. Never in a re-run (explain, confirm) nor in a
+    base run itself: they judge against what their parent gives them."""
+    assert settings.compare is not None
+    if settings.base == "stored" or explain.in_rerun() or os.environ.get(MODULES_ENV):
+        return None
+    revision = compare_revision(settings.compare, settings.baselines_dir, Path.cwd())
+    if revision is None and settings.base == "measure":
+        raise pytest.UsageError(
+            f"--bench-base=measure: --bench-compare={settings.compare} is not a git revision (a saved set name "
+            "or a path is already measured); name a revision, e.g. --bench-compare=origin/main")
+    return revision
 
 
 # -- per-test naming and options ------------------------------------------------------------------
@@ -536,6 +561,14 @@ def bench_profiler(request: pytest.FixtureRequest) -> Generator[ProfilerFixture,
 
 
 profiler_key = pytest.StashKey[ProfilerFixture]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a base run (base.py), every process says which modules it imported, for the check that
+    the base was measured from REV's worktree and not from the checkout."""
+    if os.environ.get(MODULES_ENV):
+        write_imported_modules()
 
 
 def _warn(message: str) -> None:

@@ -19,6 +19,7 @@ and baseline files are decoded strictly, so a non-UTF-8 file is one error line, 
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import subprocess
@@ -39,6 +40,44 @@ from .storage import (
 )
 
 DEFAULT_SET = "main"
+
+
+class NoCommittedBaselines(BaselineError):
+    """A revision that exists and holds no baselines: an error when only committed baselines can
+    be used (``--bench-base=stored``), the cue to measure the revision otherwise."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Revision:
+    """What ``--bench-compare=REF`` names when it is a git revision (``REV`` or ``REV:SET``)."""
+
+    ref: str  # as the user typed it
+    revision: str
+    set_name: str | None
+    commit: str
+    toplevel: Path
+
+
+def compare_revision(ref: str, baselines_dir: Path, cwd: Path) -> Revision | None:
+    """The git revision REF names, by :func:`resolve_compare`'s precedence (a saved set of that
+    name comes first), or None when REF is a saved name, not a revision, or outside git."""
+    if not ref or ("/" not in ref and ":" not in ref and _is_dir(baselines_dir / ref)):
+        return None
+    toplevel = git_toplevel(baselines_dir if _is_dir(baselines_dir) else cwd) or git_toplevel(cwd)
+    if toplevel is None:
+        return None
+    revision, _, set_name = ref.partition(":")
+    commit = _git_commit(revision, toplevel) if revision else None
+    if commit is None:
+        return None
+    return Revision(ref, revision, set_name or None, commit, toplevel)
+
+
+def exists_at(commit: str, path: str, toplevel: Path) -> bool:
+    """Whether ``path`` (relative to the repository's top) exists at ``commit``."""
+    if path.startswith("-") or "\0" in path:
+        return False
+    return _git(["cat-file", "-e", f"{commit}:{path}"], toplevel).returncode == 0
 
 
 def _git_bytes(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
@@ -146,7 +185,7 @@ def load_set_from_git(
     files = list(sizes)
     sets = sorted({f[len(relative) + 1:].split("/", 1)[0] for f in files if "/" in f[len(relative) + 1:]})
     if not sets:
-        raise BaselineError(
+        raise NoCommittedBaselines(
             f"{option}={revision}: revision {commit[:12]} has no committed baselines under "
             f"{relative}/; save and commit some first (pytest --bench-save={DEFAULT_SET})"
         )

@@ -374,6 +374,7 @@ CONTROLLER_ONLY_OPTIONS = {
     "--bench-save": True, "--bench-compare": True, "--bench-fail": True, "--bench-json": True,
     "--bench-markdown": True, "--bench-html": True, "--bench-baselines-dir": True,
     "--bench-strict": False, "--bench-fail-stale": False, "--benchmark-json": True,
+    "--bench-base": True, "--bench-base-prepare": True, "--bench-allow-incomparable": False,
 }  # name -> takes a value
 
 

@@ -5,7 +5,7 @@ Why one place: the terminal, Markdown and HTML reports must agree on what comes 
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Collection, Iterable, Mapping, Sequence
 
 from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..metrics import registry
@@ -120,9 +120,17 @@ def worst_status(verdicts: Sequence[Verdict]) -> str:
     return min((v.status for v in verdicts), key=status_rank)
 
 
-def count_tests(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> dict[str, int]:
+#: The status of a benchmark test that failed or errored in pytest before it measured anything.
+FAILED_BEFORE_MEASURING = "failed before measuring"
+
+
+def count_tests(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict],
+                failed_tests: Collection[str] = ()) -> dict[str, int]:
     """How many tests (node ids, not verdicts, not recordings) are in each state: a test counts
-    once, under its worst verdict; ``failed`` counts tests with at least one failing verdict."""
+    once, under its worst verdict; ``failed`` counts tests with at least one failing verdict and
+    the benchmark tests pytest failed (``failed_tests``: an assertion, a fixture error, a
+    teardown error), so that a report never says "passed" of a run that pytest failed. A failed
+    test that measured nothing counts under :data:`FAILED_BEFORE_MEASURING`."""
     by_test: dict[str, list[Verdict]] = {}
     for result in results:
         by_test.setdefault(nodeid_of(result.key), [])
@@ -132,6 +140,18 @@ def count_tests(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict])
     for test_verdicts in by_test.values():
         status = worst_status(test_verdicts)
         counts[status] = counts.get(status, 0) + 1
-    counts["failed"] = sum(1 for vs in by_test.values() if any(v.failed for v in vs))
-    counts["tests"] = len(by_test)
+    unmeasured = {nodeid for nodeid in failed_tests if nodeid not in by_test}
+    if unmeasured:
+        counts[FAILED_BEFORE_MEASURING] = len(unmeasured)
+    counts["failed"] = sum(1 for nodeid, vs in by_test.items()
+                           if nodeid in failed_tests or any(v.failed for v in vs)) + len(unmeasured)
+    counts["tests"] = len(by_test) + len(unmeasured)
     return counts
+
+
+def unmeasured_failures(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict],
+                        failed_tests: Collection[str]) -> list[str]:
+    """The failed benchmark tests that have no result and no verdict (sorted): listed by name in
+    the reports, which otherwise show only what was measured."""
+    known = {nodeid_of(r.key) for r in results} | {nodeid_of(v.key) for v in verdicts}
+    return sorted(set(failed_tests) - known)

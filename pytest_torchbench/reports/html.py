@@ -25,7 +25,7 @@ import math
 import os
 import urllib.parse
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Collection, Iterable, Mapping, Sequence
 
 from .. import __version__
 from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
@@ -33,7 +33,7 @@ from ..metrics import registry
 from ..results import BenchmarkResult, nodeid_of
 from ..vocabulary import Bars, Distribution, Heading, time_unit
 from .common import (
-    count_tests, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
+    count_tests, unmeasured_failures, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
     status_rank, top_ops_of, unjudged, verdicts_by_key, worst_status,
 )
 from ..text import finite, safe_number, safe_text
@@ -416,10 +416,12 @@ def render(
     title: str = "torchbench report",
     top: int = 10,
     base: Path | None = None,
+    failed_tests: Collection[str] = (),
 ) -> str:
     """The whole report as one HTML string; ``baseline`` maps keys to baseline entries; ``base`` is
-    the folder the report is written to (trace links under it become relative)."""
-    counts = count_tests(results, verdicts)
+    the folder the report is written to (trace links under it become relative); ``failed_tests``:
+    the benchmark tests pytest failed (counted as failed; those that measured nothing are listed)."""
+    counts = count_tests(results, verdicts, failed_tests)
     measured = f"{len(results)} benchmark(s) measured in {len({nodeid_of(r.key) for r in results})} test(s)"
     subtitle = (f"{measured}, compared with baseline <b>{_e(baseline_name)}</b>"
                 + (f" ({_e(baseline_source)})" if baseline_source else "") + "; badges count tests"
@@ -433,6 +435,11 @@ def render(
     )
     if counts.get("failed"):
         pills = f'<span style="background:#b71c1c" title="tests that failed the gate">{counts["failed"]} failed</span>' + pills
+    unmeasured = unmeasured_failures(results, verdicts, failed_tests)
+    if unmeasured:
+        subtitle += (f'<br><b style="color:#b71c1c">{len(unmeasured)} benchmark test(s) failed before measuring</b>: '
+                     + ", ".join(_e(nodeid) for nodeid in unmeasured[:50])
+                     + (f" and {len(unmeasured) - 50} more" if len(unmeasured) > 50 else "") + " (see the test log)")
     if counts.get(NOISY):
         subtitle += (f'<br><b style="color:{_COLORS[NOISY]}">{counts[NOISY]} test(s) noisy</b>: slower than the '
                      "limit, by no more than the machine explains (busy, or slower than when the baseline was "

@@ -13,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Collection, Sequence
 
 from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..metrics import registry
 from ..results import BenchmarkResult
 from .common import (
-    count_tests, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
+    FAILED_BEFORE_MEASURING, count_tests, unmeasured_failures, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
     status_rank, top_ops_of, unjudged, verdicts_by_key,
 )
 from ..text import markdown_code_block, markdown_text
@@ -31,7 +31,14 @@ _ICONS = {
 _WORDS = {
     REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
     MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)",
+    FAILED_BEFORE_MEASURING: FAILED_BEFORE_MEASURING,
 }
+
+#: GitHub rejects a pull-request comment (and truncates a job summary) over 65,536 characters;
+#: the summary stays under this, with room for a bot's header around it.
+MAX_CHARS = 60_000
+#: At most this many failed-before-measuring tests are named (pytest's own log names them all).
+LISTED_FAILURES = 50
 
 
 def _explaining() -> tuple[tuple[str, str], ...]:
@@ -151,6 +158,57 @@ def render(
     baseline_name: str | None,
     baseline_source: str | None = None,
     title: str = "torchbench",
+    failed_tests: Collection[str] = (),
+    max_chars: int = MAX_CHARS,
+) -> str:
+    """The whole summary as one Markdown string (ends with a newline), at most ``max_chars`` long.
+
+    When the full summary is longer (a large suite with many changes), the parts a reviewer needs
+    least go first: the folded table of unchanged rows, then profiles, then the explanations,
+    then the changes table beyond what fits; each cut is said in one line, pointing at
+    ``--bench-html``/``--bench-json`` for the rest. The counts line always stays whole."""
+    def attempt(**cuts: Any) -> str:
+        return _render(results, verdicts, baseline_name, baseline_source, title, failed_tests, **cuts)
+
+    def most(limit: int, **cuts: Any) -> int:
+        """The largest n in [0, limit] for which the summary with ``n`` (explanations or changed
+        rows, by ``cuts``' missing key) fits; -1 when not even 0 does."""
+        name = "max_why" if "max_why" not in cuts else "max_changed"
+        low, high = -1, limit
+        while low < high:
+            middle = (low + high + 1) // 2
+            if len(attempt(**cuts, **{name: middle})) <= max_chars:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    text = attempt()
+    if len(text) <= max_chars:
+        return text
+    for cuts in ({"keep_rest": False}, {"keep_rest": False, "keep_profiles": False}):
+        text = attempt(**cuts)
+        if len(text) <= max_chars:
+            return text
+    lean: dict[str, Any] = {"keep_rest": False, "keep_profiles": False}
+    whys = most(len(results) + len(verdicts), **lean)
+    if whys >= 0:
+        return attempt(**lean, max_why=whys)
+    rows = most(len(results) + len(verdicts), **lean, max_why=0)
+    return attempt(**lean, max_why=0, max_changed=max(rows, 0))
+
+
+def _render(
+    results: Sequence[BenchmarkResult],
+    verdicts: Sequence[Verdict],
+    baseline_name: str | None,
+    baseline_source: str | None,
+    title: str,
+    failed_tests: Collection[str],
+    keep_rest: bool = True,
+    keep_profiles: bool = True,
+    max_why: int | None = None,
+    max_changed: int | None = None,
 ) -> str:
     """The whole summary as one Markdown string (ends with a newline).
 
@@ -158,15 +216,16 @@ def render(
     "unchanged", regressions first; each regression's explanation folded under ``<details>``; then
     all the other rows folded in a second table of the same columns. A ``group`` column appears
     when any benchmark has a group (pytest-benchmark's ``benchmark.group``)."""
-    counts = count_tests(results, verdicts)
+    counts = count_tests(results, verdicts, failed_tests)
     failed = counts.get("failed", 0)
     lines = [f"## {_escape(title)}", ""]
     if baseline_name is None:
-        lines.append(f"{counts['tests']} test(s) ({len(results)} benchmark(s)) measured; no baseline to compare with.")
+        lines.append(f"{counts['tests']} test(s) ({len(results)} benchmark(s)) measured; no baseline to compare with"
+                     + (f"; :x: **{failed} test(s) failed**" if failed else "") + ".")
     else:
         state = ":x: **failed**" if failed else ":white_check_mark: passed"
-        parts = [f"{counts[s]} {_WORDS[s]}" for s in (REGRESSION, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING,
-                                                      UNCHANGED) if counts.get(s)]
+        parts = [f"{counts[s]} {_WORDS[s]}" for s in (FAILED_BEFORE_MEASURING, REGRESSION, NOISY, IMPROVEMENT,
+                                                      NOT_COMPARABLE, NEW, MISSING, UNCHANGED) if counts.get(s)]
         lines.append(
             f"{state}: {counts['tests']} test(s) ({len(results)} benchmark(s) measured) against baseline "
             f"{_escape(baseline_name)}"
@@ -176,10 +235,20 @@ def render(
             + "."
         )
     lines.append("")
+    unmeasured = unmeasured_failures(results, verdicts, failed_tests)
+    if unmeasured:
+        lines += [f"### Failed before measuring ({len(unmeasured)}): see the test log", "",
+                  *(f"- :x: {_escape(nodeid)}" for nodeid in unmeasured[:LISTED_FAILURES]),
+                  *([f"- ... and {len(unmeasured) - LISTED_FAILURES} more"] if len(unmeasured) > LISTED_FAILURES
+                    else []), ""]
     rows = _rows(results, verdicts)
     grouped = any(group for group, _, _ in rows)
     changed = [r for r in rows if r[2].status not in (UNCHANGED, "measured")]
     rest = [r for r in rows if r[2].status in (UNCHANGED, "measured")]
+    cut: list[str] = []
+    if max_changed is not None and len(changed) > max_changed:
+        cut.append(f"{len(changed) - max_changed} more changed row(s)")
+        changed = changed[:max_changed]
     if changed:
         lines += ["### Regressions and other changes", "", *_table(changed, grouped), ""]
     by_key = verdicts_by_key(verdicts)
@@ -187,19 +256,34 @@ def render(
     for _, key, verdict in changed:
         if verdict.status == REGRESSION:
             regressed.setdefault(key, []).append(verdict)
+    if max_why is not None and len(regressed) > max_why:
+        cut.append(f"the explanations of {len(regressed) - max_why} regression(s)")
+        regressed = dict(list(regressed.items())[:max_why])
     if regressed:
         lines += [f"### Why ({len(regressed)} regressed benchmark(s))", ""]
         for key, chosen in regressed.items():
             lines += _explanation(key, chosen, by_key)
-    lines += _noisy([verdict for _, _, verdict in changed if verdict.status == NOISY])
-    if rest:
+    noisy = [verdict for _, _, verdict in changed if verdict.status == NOISY]
+    if max_why is None:
+        lines += _noisy(noisy)
+    elif noisy:
+        cut.append(f"the details of {len(noisy)} noisy verdict(s)")
+    if rest and not keep_rest:
+        cut.append(f"{len(rest)} unchanged row(s)")
+    elif rest:
         if changed or baseline_name is not None:
             lines += [f"<details><summary>All other results ({len(rest)} row(s): "
                       + ("unchanged" if baseline_name is not None else "measured") + ")</summary>", "",
                       *_table(rest, grouped), "", "</details>", ""]
         else:
             lines += [*_table(rest, grouped), ""]
-    lines += _profiles(results)
+    if keep_profiles:
+        lines += _profiles(results)
+    elif _profiles(results):
+        cut.append("the profiles")
+    if cut:
+        lines += [f"*Left out to stay under GitHub's 65,536-character limit: {', '.join(cut)}; the "
+                  "`--bench-html` and `--bench-json` reports hold everything.*", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

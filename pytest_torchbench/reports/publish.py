@@ -7,7 +7,7 @@ passing run with a typo in ``--bench-html`` must still pass, and a failing one m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 from ..judgement import Verdict
 from ..results import BenchmarkResult
@@ -24,13 +24,15 @@ def write_reports(
     html_path: Path | None,
     step_summary: Path | None,
     option_prefix: str = "--bench-",
+    failed_tests: Collection[str] = (),
 ) -> list[str]:
-    """Write what was asked; return notes for the terminal (written files, one line per error)."""
+    """Write what was asked; return notes for the terminal (written files, one line per error).
+    ``failed_tests``: benchmark tests pytest failed, which every report counts as failed."""
     notes: list[str] = []
-    if not results and not verdicts:
+    if not results and not verdicts and not failed_tests:
         return notes
     if markdown_path is not None or step_summary is not None:
-        text = markdown.render(results, verdicts, baseline_name, baseline_source)
+        text = markdown.render(results, verdicts, baseline_name, baseline_source, failed_tests=failed_tests)
         if markdown_path is not None:
             try:
                 markdown.write(markdown_path, text)
@@ -45,7 +47,7 @@ def write_reports(
     if html_path is not None:
         try:
             html.write(html_path, html.render(results, verdicts, baseline_entries, baseline_name, baseline_source,
-                                             base=Path(html_path).absolute().parent))
+                                             base=Path(html_path).absolute().parent, failed_tests=failed_tests))
             notes.append(f"HTML report written to {html_path}")
         except OSError as exc:
             notes.append(f"ERROR: {option_prefix}html={html_path}: cannot write ({_reason(exc)})")

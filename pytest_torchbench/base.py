@@ -1,0 +1,399 @@
+"""A base measured in the same job: ``--bench-compare=REV`` measures the revision REV here and now
+where its committed baselines are missing or not comparable (``--bench-base=auto``), or always
+(``--bench-base=measure``).
+
+How: a temporary ``git worktree add --detach`` of REV's commit, an optional user build step in it
+(``--bench-base-prepare``), then one child pytest with this interpreter and environment, the
+user's own command line (paths, ``-k``, ``-m``, modes and every other option, less those that
+write reports or baselines: :data:`LEFT_OUT`), started in the same folder of the worktree and
+saving to a set in a temporary folder. The project's code is imported from the worktree:
+its top folder (and ``src/``) are put first on ``PYTHONPATH``.
+
+Why verify the imports afterwards: an editable install (``pip install -e .``) or an installed copy
+of the project can still win over ``PYTHONPATH`` (a meta-path finder inserted first, a
+``sitecustomize``, a conftest that puts the checkout on ``sys.path``); the base would then be HEAD
+measured twice and every change would look like no change. The child writes which modules it
+imported (:func:`write_imported_modules`); a module of the project (a package found at the top of
+the worktree or in its ``src/``, or any module loaded from the checkout outside the interpreter's
+own folders) that did not come from the worktree refuses the base, with one line naming it.
+
+Why the child measures the whole selection, once, at the first benchmark that needs it: which
+baselines are not comparable is known only when a result arrives (a worker under valgrind has
+other facts than the process that judges), and measuring once costs one pytest start instead of
+one per benchmark. Measured bases are cached under the output folder, keyed by REV's commit, the
+environment fingerprint, the modes, the selection and the build step: a cache step in CI makes
+the next push of a pull request cost about one run instead of two; a key never matches another
+commit or environment.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from .explain import RERUN_ENV, passed_through
+from .refs import Revision
+from .storage import BaselineError, BaselineSet, load_set_from_folder
+from .text import safe_text
+from .workers import worker_args
+
+#: Set in the base run's environment: the folder where each of its processes writes the modules
+#: it imported (:func:`write_imported_modules`). Its presence also stops a base run from measuring
+#: a base of its own.
+MODULES_ENV = "TORCHBENCH_BASE_MODULES"
+#: The child saves its results as this set, in a folder of its own.
+SET_NAME = "base"
+#: Options of the user's command line the base run leaves out (True: takes a value), beyond the
+#: controller's own (``workers.CONTROLLER_ONLY_OPTIONS``: baselines, judging, reports) and those
+#: :func:`explain.passed_through` leaves out (cache, debugger, basetemp): other report files and
+#: the output folder (the base run writes its own, temporary).
+LEFT_OUT = {
+    "--bench-output": True, "--bench-profile": False, "--junitxml": True, "--junit-xml": True,
+    "--result-log": True, "--html": True, "--json-report-file": True,
+}
+#: Exit statuses of the base run that still give results: tests passed, some failed at REV (what
+#: measured still counts), none collected (the selection does not exist at REV).
+USABLE_EXITS = (0, 1, 5)
+
+
+class BaseError(BaselineError):
+    """The base could not be measured, or was measured from the wrong code: one line, exit 4."""
+
+
+@dataclasses.dataclass
+class MeasuredBase:
+    """A base measured from REV (or found in the cache): its entries and where they are."""
+
+    revision: Revision
+    entries: BaselineSet
+    folder: Path  # the set folder (``--bench-compare=<folder>`` reads it again)
+    cached: bool
+    seconds: float  # what measuring took (0 for a cache hit)
+
+    def origin(self) -> str:
+        where = f"{self.revision.revision} ({self.revision.commit[:12]})"
+        return f"cached measurement of {where}" if self.cached else f"measured from {where} in this job"
+
+
+def _remove_options(args: Sequence[str], options: Mapping[str, bool]) -> list[str]:
+    kept: list[str] = []
+    skipping = False
+    for arg in map(str, args):
+        if skipping:
+            skipping = False
+            continue
+        name, has_value, _ = arg.partition("=")
+        if name in options:
+            skipping = options[name] and not has_value
+            continue
+        kept.append(arg)
+    return kept
+
+
+def selection_args(args: Sequence[str], positional: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(the options the base run gets, the paths and node ids it gets), from the user's command
+    line: everything that selects and measures, nothing that writes reports or baselines."""
+    options = _remove_options(passed_through(worker_args(args), positional), LEFT_OUT)
+    return options, [str(p) for p in positional]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.relative_to(folder)
+    except ValueError:
+        return False
+    return True
+
+
+def _map_path(value: str, toplevel: Path, worktree: Path) -> str:
+    """An absolute path into the checkout, as the same path in the worktree; anything else as is."""
+    if not os.path.isabs(value):
+        return value
+    try:
+        relative = Path(value).resolve().relative_to(toplevel.resolve())
+    except (ValueError, OSError):
+        return value
+    return str(worktree / relative)
+
+
+def _interpreter_folders() -> list[Path]:
+    """Where the interpreter's own and installed modules live (a virtualenv inside the checkout
+    included): modules from there are not the project's checkout, even inside its folder."""
+    folders = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix)}
+    for name in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            folders.add(Path(sysconfig.get_paths()[name]))
+        except KeyError:
+            continue
+    return [f.resolve() for f in folders]
+
+
+def project_packages(worktree: Path) -> set[str]:
+    """Top-level names of the project: packages (folders with ``__init__.py``) at the top of the
+    worktree and in its ``src/``, and modules in ``src/``."""
+    names: set[str] = set()
+    for folder in (worktree, worktree / "src"):
+        if not folder.is_dir():
+            continue
+        for child in folder.iterdir():
+            if child.is_dir() and (child / "__init__.py").is_file() and child.name.isidentifier():
+                names.add(child.name)
+            elif folder.name == "src" and child.suffix == ".py" and child.stem.isidentifier():
+                names.add(child.stem)
+    return names
+
+
+def wrong_import(modules: Mapping[str, str], worktree: Path, checkout: Path) -> tuple[str, str] | None:
+    """The first module of the project that the base run imported from elsewhere than the
+    worktree, as (name, file); None when every one came from the worktree."""
+    worktree = worktree.resolve()
+    checkout = checkout.resolve()
+    own = project_packages(worktree)
+    interpreter = _interpreter_folders()
+    for name, file in sorted(modules.items()):
+        path = Path(file)
+        if not path.is_absolute():
+            continue  # not a file the module was loaded from (torch.classes says "_classes.py")
+        try:
+            path = path.resolve()
+        except OSError:
+            continue
+        if _inside(path, worktree):
+            continue
+        if name.partition(".")[0] in own:
+            return name, file
+        if _inside(path, checkout) and not any(_inside(path, f) for f in interpreter):
+            return name, file
+    return None
+
+
+def write_imported_modules() -> None:
+    """In a base run (``MODULES_ENV`` set): write this process's imported modules and their files,
+    for the parent to check (:func:`wrong_import`). Best effort: a write error leaves the file out,
+    and the parent then has less to check, never a wrong answer."""
+    folder = os.environ.get(MODULES_ENV)
+    if not folder:
+        return
+    found = {}
+    for name, module in list(sys.modules.items()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and file:
+            found[name] = file
+    try:
+        target = Path(folder) / f"modules-{os.getpid()}.json"
+        target.write_text(json.dumps(found), encoding="utf-8")
+    except OSError:
+        pass
+
+
+def _read_imported_modules(folder: Path) -> dict[str, str]:
+    modules: dict[str, str] = {}
+    for path in sorted(folder.glob("modules-*.json")):
+        try:
+            data: Any = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            modules.update({str(k): str(v) for k, v in data.items()})
+    return modules
+
+
+def cache_key(revision: Revision, environment: Mapping[str, Any], modes: Sequence[str], options: Sequence[str],
+              paths: Sequence[str], where: str, prepare: str | None) -> str:
+    """What a measured base depends on: REV's commit, the environment fingerprint (facts of every
+    mode, the interpreter), the modes, the selection (options, paths, the folder it starts in)
+    and the build step. Any difference is another key: a cache entry never serves another
+    commit or environment."""
+    from . import __version__
+
+    blob = json.dumps({
+        "commit": revision.commit, "environment": dict(environment), "interpreter": sys.executable,
+        "modes": list(modes), "options": list(options), "paths": list(paths), "where": where,
+        "prepare": prepare, "plugin": __version__, "set": revision.set_name,
+    }, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _worktree_path(parent: Path, checkout: Path) -> Path:
+    """A folder for the worktree whose path is as long as the checkout's where possible: the
+    length of the paths a run sees moves instruction counts by a few tenths of a percent."""
+    name = "w"
+    want = len(str(checkout)) - len(str(parent)) - 1
+    if want > len(name):
+        name = "w" * want
+    return parent / name[:200]
+
+
+def _tail(path: Path) -> str:
+    """What a failed command printed that says why, as one line: pytest's last error line
+    (``E   ImportError: ...``) when there is one, and its last line."""
+    try:
+        text = path.read_bytes()[-20000:].decode("utf-8", "replace")
+    except OSError:
+        return ""
+    lines = [line.strip() for line in text.splitlines() if line.strip().strip("=_-!")]
+    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+    shown = [*errors[-1:], *lines[-1:]]
+    return safe_text(" | ".join(line.strip("=!_ ") for line in shown))
+
+
+def _keep_log(path: Path, cache_root: Path) -> str:
+    """Keep a failed step's whole output beside the cache (the worktree is removed): where it is."""
+    try:
+        target = cache_root / "last-failure.txt"
+        shutil.copyfile(path, target)
+    except OSError:
+        return ""
+    return f"; whole output in {target}"
+
+
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, errors="replace",
+                          stdin=subprocess.DEVNULL, check=False)
+
+
+def _child_environment(worktree: Path, modules_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", RERUN_ENV)}
+    front = [str(worktree / "src")] if (worktree / "src").is_dir() else []
+    front.append(str(worktree))
+    existing = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = os.pathsep.join([*front, *([existing] if existing else [])])
+    env[MODULES_ENV] = str(modules_dir)
+    return env
+
+
+def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], invocation_dir: Path,
+            modes: Sequence[str], environment: Mapping[str, Any], cache_root: Path,
+            prepare: str | None = None, option: str = "--bench-compare") -> MeasuredBase:
+    """Measure ``revision`` with the user's selection (or take it from the cache); BaseError with
+    one line when it cannot be done or was measured from the wrong code."""
+    toplevel = revision.toplevel.resolve()
+    shown = f"{option}={revision.ref}"
+    try:
+        where = invocation_dir.resolve().relative_to(toplevel)
+    except ValueError:
+        raise BaseError(f"{shown}: pytest was started in {invocation_dir}, outside the repository {toplevel}; "
+                        "start it inside the repository to measure the base revision") from None
+    options, paths = selection_args(args, positional)
+    key = cache_key(revision, environment, modes, options, paths, where.as_posix(), prepare)
+    entry = cache_root / key[:24]
+    set_folder = entry / "baselines" / SET_NAME
+    if (entry / "base.json").is_file():
+        try:
+            meta = json.loads((entry / "base.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            meta = {}
+        if isinstance(meta, dict) and meta.get("key") == key and meta.get("commit") == revision.commit:
+            loaded = _load(set_folder, revision)
+            return MeasuredBase(revision, loaded, set_folder, True, 0.0)
+    started = time.monotonic()
+    cache_root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="torchbench-base-"))
+    worktree = _worktree_path(scratch, toplevel)
+    try:
+        added = _git(["worktree", "add", "--detach", "--quiet", str(worktree), revision.commit], toplevel)
+        if added.returncode != 0:
+            message = (added.stderr.strip().splitlines() or ["unknown git error"])[-1]
+            raise BaseError(f"{shown}: cannot check out {revision.commit[:12]} in a temporary worktree: "
+                            f"{safe_text(message)}")
+        modules_dir = scratch / "modules"
+        modules_dir.mkdir()
+        env = _child_environment(worktree, modules_dir)
+        cwd = worktree / where
+        if prepare:
+            _prepare(prepare, worktree, env, scratch / "prepare.txt", shown, revision, cache_root)
+        child_paths = []
+        for value in paths:
+            mapped = _map_path(value, toplevel, worktree)
+            if (cwd / mapped.partition("::")[0]).exists():
+                child_paths.append(mapped)
+        results_dir = scratch / "baselines"
+        if (paths and not child_paths) or not cwd.is_dir():  # the selection does not exist at REV
+            measured = BaselineSet(name=SET_NAME, source=revision.commit)
+        else:
+            measured = _run(revision, [_map_path(o, toplevel, worktree) for o in options], child_paths, cwd, env,
+                            results_dir, scratch, shown, cache_root)
+        culprit = wrong_import(_read_imported_modules(modules_dir), worktree, toplevel)
+        if culprit is not None:
+            name, file = culprit
+            raise BaseError(
+                f"{shown}: the base run imported {name} from {safe_text(file)}, not from the worktree of "
+                f"{revision.commit[:12]} ({worktree}): an installed or editable copy of the project shadows it "
+                "and would measure this checkout twice; install the project non-editable outside the "
+                "checkout's import path, or use --bench-base=stored")
+        # Into the cache: the whole entry appears at once (a rename), or not at all.
+        staging = cache_root / f".{key[:24]}.{os.getpid()}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        (staging / "baselines").mkdir(parents=True)
+        if (results_dir / SET_NAME).is_dir():
+            shutil.copytree(results_dir / SET_NAME, staging / "baselines" / SET_NAME)
+        else:
+            (staging / "baselines" / SET_NAME).mkdir()
+        (staging / "base.json").write_text(json.dumps({
+            "key": key, "commit": revision.commit, "revision": revision.revision,
+            "environment": dict(environment), "modes": list(modes), "seconds": round(time.monotonic() - started, 1),
+        }, indent=1, sort_keys=True, default=str), encoding="utf-8")
+        shutil.rmtree(entry, ignore_errors=True)
+        os.replace(staging, entry)
+        measured.source = str(set_folder)
+        return MeasuredBase(revision, measured, set_folder, False, time.monotonic() - started)
+    finally:
+        _git(["worktree", "remove", "--force", str(worktree)], toplevel)
+        shutil.rmtree(scratch, ignore_errors=True)
+        _git(["worktree", "prune"], toplevel)
+
+
+def _prepare(command: str, worktree: Path, env: dict[str, str], output_path: Path, shown: str,
+             revision: Revision, cache_root: Path) -> None:
+    with open(output_path, "wb") as output:
+        done = subprocess.run(command, shell=True, cwd=worktree, env=env, stdin=subprocess.DEVNULL,
+                              stdout=output, stderr=subprocess.STDOUT, check=False)
+    if done.returncode != 0:
+        why = _tail(output_path)
+        raise BaseError(f"{shown}: --bench-base-prepare={safe_text(command)!r} failed in the worktree of "
+                        f"{revision.commit[:12]} (exit {done.returncode})" + (f": {why}" if why else "")
+                        + _keep_log(output_path, cache_root))
+
+
+def _run(revision: Revision, options: Sequence[str], paths: Sequence[str], cwd: Path, env: dict[str, str],
+         results_dir: Path, scratch: Path, shown: str, cache_root: Path) -> BaselineSet:
+    command = [
+        sys.executable, "-m", "pytest", *options, "-p", "no:cacheprovider",
+        f"--bench-save={SET_NAME}", f"--bench-baselines-dir={results_dir}", f"--bench-output={scratch / 'output'}",
+        f"--basetemp={scratch / 'basetemp'}", *paths,
+    ]
+    output_path = scratch / "output.txt"
+    with open(output_path, "wb") as output:  # a file, not a pipe: see explain.rerun
+        done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                              stderr=subprocess.STDOUT, check=False)
+    if done.returncode not in USABLE_EXITS:
+        raise BaseError(f"{shown}: the base run of {revision.commit[:12]} failed (exit {done.returncode}): "
+                        f"{_tail(output_path)}{_keep_log(output_path, cache_root)}")
+    return _load(results_dir / SET_NAME, revision)
+
+
+def _load(folder: Path, revision: Revision) -> BaselineSet:
+    if not folder.is_dir():
+        return BaselineSet(name=SET_NAME, source=str(folder))
+    try:
+        return load_set_from_folder(folder, SET_NAME)
+    except BaselineError as exc:
+        raise BaseError(f"the measured base of {revision.commit[:12]} in {folder} is unreadable: {exc}; "
+                        "delete that folder") from None
+
+
+def describe(origins: Iterable[str]) -> str:
+    """``3 committed, 2 measured in this job``: the baselines of a run by where they came from."""
+    counts: dict[str, int] = {}
+    for origin in origins:
+        counts[origin] = counts.get(origin, 0) + 1
+    return ", ".join(f"{n} {origin}" for origin, n in sorted(counts.items()))

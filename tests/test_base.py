@@ -1,0 +1,66 @@
+"""The pieces of a measured base (base.py) that the end-to-end tests (tests/e2e/test_gate_ci.py)
+cannot vary cheaply: which imports are refused, what the child run is given, what the cache key
+depends on."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_torchbench.base import cache_key, project_packages, selection_args, wrong_import
+from pytest_torchbench.refs import Revision
+
+
+def _tree(root: Path, *files: str) -> None:
+    for name in files:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+
+
+def test_project_packages_flat_and_src_layouts(tmp_path: Path) -> None:
+    _tree(tmp_path, "flat/__init__.py", "src/srcpkg/__init__.py", "src/single.py", "setup.py", "notes/readme.txt",
+          "tests/__init__.py")
+    assert project_packages(tmp_path) == {"flat", "srcpkg", "single", "tests"}
+
+
+def test_imports_from_the_checkout_or_an_installed_copy_are_refused(tmp_path: Path) -> None:
+    worktree, checkout, site = tmp_path / "wt", tmp_path / "checkout", tmp_path / "site-packages"
+    _tree(worktree, "src/mylib/__init__.py", "src/mylib/core.py", "conftest.py")
+    _tree(checkout, "src/mylib/__init__.py", "helpers.py")
+    _tree(site, "mylib/__init__.py", "numpy/__init__.py")
+    good = {"mylib": str(worktree / "src/mylib/__init__.py"), "mylib.core": str(worktree / "src/mylib/core.py"),
+            "conftest": str(worktree / "conftest.py"), "numpy": str(site / "numpy/__init__.py"),
+            "torch.classes": "_classes.py"}
+    assert wrong_import(good, worktree, checkout) is None
+    editable = {**good, "mylib.core": str(checkout / "src/mylib/core.py")}
+    assert wrong_import(editable, worktree, checkout) == ("mylib.core", str(checkout / "src/mylib/core.py"))
+    installed = {**good, "mylib": str(site / "mylib/__init__.py")}
+    assert wrong_import(installed, worktree, checkout) == ("mylib", str(site / "mylib/__init__.py"))
+    helper = {**good, "helpers": str(checkout / "helpers.py")}  # not a package, but the checkout's code
+    assert wrong_import(helper, worktree, checkout) == ("helpers", str(checkout / "helpers.py"))
+
+
+def test_the_base_run_keeps_the_selection_and_drops_what_writes() -> None:
+    args = ["tests/test_a.py", "-k", "add and not slow", "-m", "benchmark", "--bench-mode=ops", "--bench-compare",
+            "HEAD~1", "--bench-json=out.json", "--bench-markdown", "s.md", "--bench-html=r.html",
+            "--junitxml=j.xml", "--bench-save=main", "--bench-output=out", "--bench-base=measure",
+            "--bench-base-prepare", "make", "--bench-allow-incomparable", "--lf", "-n", "2"]
+    options, paths = selection_args(args, ["tests/test_a.py"])
+    assert options == ["-k", "add and not slow", "-m", "benchmark", "--bench-mode=ops", "-n", "2"]
+    assert paths == ["tests/test_a.py"]
+
+
+def test_the_cache_key_changes_with_everything_a_base_depends_on(tmp_path: Path) -> None:
+    revision = Revision("main", "main", None, "a" * 40, tmp_path)
+    key = cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "x"], [], ".", None)
+    assert key == cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "x"], [], ".", None)
+    others = [
+        cache_key(Revision("main", "main", None, "b" * 40, tmp_path), {"ops.torch": "2.13"}, ["ops"], ["-k", "x"],
+                  [], ".", None),
+        cache_key(revision, {"ops.torch": "2.14"}, ["ops"], ["-k", "x"], [], ".", None),
+        cache_key(revision, {"ops.torch": "2.13"}, ["ops", "time"], ["-k", "x"], [], ".", None),
+        cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "y"], [], ".", None),
+        cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "x"], ["t.py"], ".", None),
+        cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "x"], [], "sub", None),
+        cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "x"], [], ".", "make"),
+    ]
+    assert len({key, *others}) == len(others) + 1
