@@ -74,6 +74,42 @@ def profiler_enabled() -> bool:
     return bool(getattr(torch.autograd.profiler, "_is_profiler_enabled", False))
 
 
+def stop_profiler() -> None:
+    """Stop the recording torch profiler without its ``profile`` object (one a test left running).
+
+    ``torch._C._autograd._disable_profiler`` (private) stops Kineto; ``torch.autograd.profiler.
+    _run_on_profiler_stop`` (private, clears the legacy flag read by :func:`profiler_enabled`) runs
+    where it exists. Each is skipped where missing. Checked with torch 2.5.1, 2.9.1 and 2.13."""
+    import torch
+
+    disable = getattr(getattr(torch._C, "_autograd", None), "_disable_profiler", None)
+    if disable is not None:
+        try:
+            disable()
+        except Exception:  # noqa: BLE001 # pragma: no cover - kineto already stopped it on its side
+            pass
+    on_stop = getattr(torch.autograd.profiler, "_run_on_profiler_stop", None)
+    if on_stop is not None:
+        on_stop()
+
+
+def dynamo_cache_entries(code: Any) -> bool | None:
+    """Whether dynamo has compiled ``code`` (its cache is keyed on the code object), from
+    ``torch._C._dynamo.eval_frame._debug_get_cache_entry_list`` (private; present in torch 2.5.1,
+    2.9.1 and 2.13). None where this torch lacks it or it fails: the caller decides."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    entries = getattr(getattr(getattr(getattr(torch, "_C", None), "_dynamo", None), "eval_frame", None),
+                      "_debug_get_cache_entry_list", None)
+    if entries is None:
+        return None
+    try:
+        return bool(entries(code))
+    except Exception:  # noqa: BLE001 - a private API: any change reads as "unknown"
+        return None
+
+
 # -- torch._dynamo (compile mode) ----------------------------------------------------------------
 #
 # What torch.compile did during some calls, read from dynamo's own bookkeeping. Checked against
