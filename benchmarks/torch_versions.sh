@@ -22,7 +22,7 @@
 #
 # Environment: PYTHON (the interpreter the venvs are made from; default python3.11),
 # TORCH_VERSIONS_ROOT, TORCH_VERSIONS_WHEELS, TORCH_VERSIONS_TESTS, TORCH_VERSIONS_TIMEOUT (seconds
-# per step, default 1800). docs/torch-versions.md holds the figures of the last run.
+# per step, default 1800), TORCH_VERSIONS_REUSE=1 (keep a venv an earlier run made: rerun after a fix). docs/torch-versions.md holds the figures of the last run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -54,9 +54,14 @@ for version in "${versions[@]}"; do
     dir="$root/$version"
     venv="$dir/venv"
     logs="$dir/logs"
+    started=$(date +%s)
+    if [ -n "${TORCH_VERSIONS_REUSE:-}" ] && [ -x "$venv/bin/python" ]; then
+        # Reuse the venv of an earlier run (after a fix in the checkout: it is installed editable).
+        echo "== torch $version: reusing $venv" >&2
+        mkdir -p "$logs"
+    else
     rm -rf "$dir"
     mkdir -p "$logs"
-    started=$(date +%s)
     echo "== torch $version: fresh venv in $venv" >&2
     # Pins for this run: the chosen torch, and the repository's other pins.
     { echo "torch==$version"; grep -v '^torch==' constraints.txt | grep -vE '^\s*(#|$)' || true; } >"$dir/constraints.txt"
@@ -69,6 +74,7 @@ for version in "${versions[@]}"; do
         summary+=("torch $version: install failed")
         status=1
         continue
+    fi
     fi
     installed=$(( $(date +%s) - started ))
     got=$("$venv/bin/python" -c "import torch, sys; print(torch.__version__, 'python', sys.version.split()[0])" 2>>"$logs/install.log")
