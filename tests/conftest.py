@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -22,6 +23,17 @@ ROOT = Path(__file__).resolve().parents[1]
 # Test projects that end-to-end tests copy and run with pytester; not tests of this suite.
 collect_ignore = ["e2e/projects"]
 FAST = "--bench-min-run-time=0.02"
+
+# What torch itself writes to stderr when importing torch.utils.cpp_extension (torch.utils.benchmark
+# imports it) on a CUDA build with no GPU where it finds a CUDA toolkit (nvcc on PATH): torch 2.5.1
+# prints it, 2.9.1 and 2.13 log it as a warning. PyPI has only CUDA builds of older torch releases
+# (benchmarks/torch_versions.sh), and the FACTS saw it on Python 3.12 too. Not the plugin's output.
+TORCH_IMPORT_NOISE = re.compile(r"^(\[[^]]*\] )?No CUDA runtime is found, using CUDA_HOME=")
+
+
+def stderr_lines(text: str) -> list[str]:
+    """The non-blank lines of a run's stderr, less torch's own import-time line above."""
+    return [line for line in text.splitlines() if line.strip() and not TORCH_IMPORT_NOISE.match(line)]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST
+from conftest import FAST, stderr_lines
 
 OPS = "--bench-mode=ops"  # deterministic: no timing noise on a loaded machine
 
@@ -42,7 +42,7 @@ def saved(bench):
 def _one_clear_line(result, *needles):
     assert result.ret == 4
     err = result.stderr.str()
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = stderr_lines(err)
     assert len(lines) == 1, err
     assert "Traceback" not in err + result.stdout.str()
     for needle in needles:
@@ -252,7 +252,7 @@ def _cli(cwd, *args):
 
 def _cli_one_clear_line(done, *needles):
     assert done.returncode == 4, (done.stdout, done.stderr)
-    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    lines = stderr_lines(done.stderr)
     assert len(lines) == 1 and lines[0].startswith("torchbench: error: "), done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     for needle in needles:
