@@ -113,9 +113,10 @@ def dynamo_cache_entries(code: Any) -> bool | None:
 # -- torch._dynamo (compile mode) ----------------------------------------------------------------
 #
 # What torch.compile did during some calls, read from dynamo's own bookkeeping. Checked against
-# torch 2.13 (``counters`` and ``graph_break_reasons`` exist since torch 2.0; the
-# ``CompilationMetrics`` records of ``get_compilation_metrics`` since 2.2, their ``recompile_reason``
-# and ``fail_user_frame_*`` fields since 2.5). ``torch._dynamo.explain`` is NOT used: it compiles
+# torch 2.13, 2.9.1 and 2.5.1 (``counters`` and ``graph_break_reasons`` exist since torch 2.0; the
+# ``CompilationMetrics`` records of ``get_compilation_metrics`` since 2.2, their ``fail_user_frame_*``
+# fields in 2.5.1; their ``recompile_reason`` in 2.9.1 and 2.13 but not in 2.5.1, where
+# :func:`_record_recompile_reasons` recovers it). ``torch._dynamo.explain`` is NOT used: it compiles
 # the callable it is given with its own backend, so a benchmark that calls an already compiled
 # function (with inductor, say) would be measured as something else, and a callable that never
 # compiles anything would be compiled.
@@ -150,6 +151,50 @@ def dynamo_reset() -> None:
     _dynamo_utils()
     torch._dynamo.reset()
     _dynamo_utils().clear_compilation_metrics()
+    _recompile_reasons.clear()
+    _record_recompile_reasons()
+
+
+#: Recompile reasons recorded by :func:`_record_recompile_reasons`, by (file, first line, name) of
+#: the recompiled code, oldest first.
+_recompile_reasons: dict[tuple[str, int, str], list[str]] = {}
+
+
+def _record_recompile_reasons() -> None:
+    """Where ``CompilationMetrics`` has no ``recompile_reason`` (torch 2.5.1; 2.9.1 and 2.13 have it),
+    record the reasons dynamo computes anyway: ``torch._dynamo.convert_frame`` calls
+    ``get_and_maybe_log_recompilation_reason(cache_entry, frame)`` (private, checked with 2.5.1) before
+    each recompilation and only logs its answer. That module's name for it is wrapped, once; the
+    first guard failure is kept, as later torch does, and locals named as later torch names them
+    (``x``, not ``L['x']``). Where either name is missing, nothing is done and recompiles read
+    "unknown reason"."""
+    import dataclasses
+
+    utils = _dynamo_utils()
+    metrics = getattr(utils, "CompilationMetrics", None)
+    if metrics is None or not dataclasses.is_dataclass(metrics) or any(
+            f.name == "recompile_reason" for f in dataclasses.fields(metrics)):
+        return
+    try:
+        from torch._dynamo import convert_frame
+    except Exception:  # noqa: BLE001 # pragma: no cover - no dynamo: nothing to record
+        return
+    original = getattr(convert_frame, "get_and_maybe_log_recompilation_reason", None)
+    if original is None or getattr(original, "_torchbench_records", False):
+        return
+
+    def recording(cache_entry: Any, frame: Any, *args: Any, **kwargs: Any) -> Any:
+        reasons = original(cache_entry, frame, *args, **kwargs)
+        code = getattr(frame, "f_code", None)
+        if code is not None:
+            key = (code.co_filename, code.co_firstlineno, code.co_name)
+            first = str(reasons[0]) if reasons else "Unable to find recompilation reasons"
+            # 2.5.1 names a local L['x'] where later torch says x: told as later torch tells it.
+            _recompile_reasons.setdefault(key, []).append(re.sub(r"\bL\['([^'\]]+)'\]", r"\1", first))
+        return reasons
+
+    setattr(recording, "_torchbench_records", True)
+    convert_frame.get_and_maybe_log_recompilation_reason = recording
 
 
 def dynamo_graph_count() -> int:
@@ -181,10 +226,15 @@ def dynamo_take_frame_compiles() -> list[dict[str, Any]]:
     for record in records:
         if getattr(record, "is_runtime", False) or getattr(record, "co_name", None) is None:
             continue
-        taken.append({name: getattr(record, name, None) for name in (
+        frame = {name: getattr(record, name, None) for name in (
             "compile_id", "co_name", "co_filename", "co_firstlineno", "cache_size", "recompile_reason",
             "fail_type", "fail_reason", "fail_user_frame_filename", "fail_user_frame_lineno",
-        )})
+        )}
+        if frame["recompile_reason"] is None and (frame["cache_size"] or 0) > 0:
+            recorded = _recompile_reasons.get((frame["co_filename"], frame["co_firstlineno"], frame["co_name"]))
+            if recorded:
+                frame["recompile_reason"] = recorded.pop(0)
+        taken.append(frame)
     return taken
 
 
