@@ -3,8 +3,9 @@
 Why: private APIs change without notice. Kept here, a new torch or pytest that moves one breaks
 one function with a clear fallback or message, not a traceback deep inside an engine or a report,
 and ``grep _compat`` lists everything to re-check on an upgrade. Tested against torch 2.13 and
-pytest 9 (``TESTED_TORCH``/``TESTED_PYTEST``); each function says what it does when the private
-API is gone. Imports torch and pytest lazily: importing this module costs nothing.
+pytest 9 (``TESTED_TORCH``/``TESTED_PYTEST``), and against torch 2.5.1 and 2.9.1 with
+``benchmarks/torch_versions.sh`` (docs/torch-versions.md); each function says what it does when
+the private API is gone. Imports torch and pytest lazily: importing this module costs nothing.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def torch_version() -> tuple[int, int]:
 def function_counts_from_dict(counts: Mapping[str, int], inclusive: bool = False) -> Any:
     """torch's ``FunctionCounts`` from ``{function: count}``.
 
-    ``FunctionCounts._from_dict`` is private (torch 1.8-2.13 at least); without it the public
+    ``FunctionCounts._from_dict`` is private (torch 1.8-2.13 at least; seen in 2.5.1 and 2.9.1); without it the public
     constructor is called with the same tuple of ``FunctionCount`` it builds."""
     from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import FunctionCount, FunctionCounts
 
@@ -50,7 +51,7 @@ def kineto_events(prof: Any) -> list[Any] | None:
     private), or None where this torch does not have them (callers fall back). The engine reads
     their ``name()``, ``start_ns()``, ``end_ns()``, ``device_type()``, ``nbytes()`` (peak memory)
     and ``correlation_id()`` / ``linked_correlation_id()`` (kernels to the op that launched them),
-    as torch's own ``_parse_kineto_results`` does (checked with torch 2.13)."""
+    as torch's own ``_parse_kineto_results`` does (checked with torch 2.13, 2.9.1 and 2.5.1)."""
     try:
         return list(prof.profiler.kineto_results.events())
     except Exception:  # noqa: BLE001 - any shape change of a private API means "not available"
