@@ -195,7 +195,7 @@ def _record_recompile_reasons() -> None:
         return reasons
 
     setattr(recording, "_torchbench_records", True)
-    convert_frame.get_and_maybe_log_recompilation_reason = recording
+    setattr(convert_frame, "get_and_maybe_log_recompilation_reason", recording)
 
 
 def dynamo_graph_count() -> int:
@@ -227,7 +227,7 @@ def dynamo_take_frame_compiles() -> list[dict[str, Any]]:
     for record in records:
         if getattr(record, "is_runtime", False) or getattr(record, "co_name", None) is None:
             continue
-        frame = {name: getattr(record, name, None) for name in (
+        frame: dict[str, Any] = {name: getattr(record, name, None) for name in (
             "compile_id", "co_name", "co_filename", "co_firstlineno", "cache_size", "recompile_reason",
             "fail_type", "fail_reason", "fail_user_frame_filename", "fail_user_frame_lineno",
         )}
