@@ -26,9 +26,10 @@ FAST = "--bench-min-run-time=0.02"
 
 # What torch itself writes to stderr when importing torch.utils.cpp_extension (torch.utils.benchmark
 # imports it) on a CUDA build with no GPU where it finds a CUDA toolkit (nvcc on PATH): torch 2.5.1
-# prints it, 2.9.1 and 2.13 log it as a warning. PyPI has only CUDA builds of older torch releases
+# prints it, 2.9.1 and 2.13 log it as a warning, prefixed "W1126 09:34:44.293000 18763
+# torch/utils/cpp_extension.py:117] ". PyPI has only CUDA builds of older torch releases
 # (benchmarks/torch_versions.sh), and the FACTS saw it on Python 3.12 too. Not the plugin's output.
-TORCH_IMPORT_NOISE = re.compile(r"^(\[[^]]*\] )?No CUDA runtime is found, using CUDA_HOME=")
+TORCH_IMPORT_NOISE = re.compile(r"^(.*cpp_extension\.py:\d+\] )?No CUDA runtime is found, using CUDA_HOME=")
 
 
 def stderr_lines(text: str) -> list[str]:
