@@ -3,8 +3,9 @@
 Why: private APIs change without notice. Kept here, a new torch or pytest that moves one breaks
 one function with a clear fallback or message, not a traceback deep inside an engine or a report,
 and ``grep _compat`` lists everything to re-check on an upgrade. Tested against torch 2.13 and
-pytest 9 (``TESTED_TORCH``/``TESTED_PYTEST``); each function says what it does when the private
-API is gone. Imports torch and pytest lazily: importing this module costs nothing.
+pytest 9 (``TESTED_TORCH``/``TESTED_PYTEST``), and against torch 2.5.1 and 2.9.1 with
+``benchmarks/torch_versions.sh`` (docs/torch-versions.md); each function says what it does when
+the private API is gone. Imports torch and pytest lazily: importing this module costs nothing.
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def torch_version() -> tuple[int, int]:
 def function_counts_from_dict(counts: Mapping[str, int], inclusive: bool = False) -> Any:
     """torch's ``FunctionCounts`` from ``{function: count}``.
 
-    ``FunctionCounts._from_dict`` is private (torch 1.8-2.13 at least); without it the public
+    ``FunctionCounts._from_dict`` is private (torch 1.8-2.13 at least; seen in 2.5.1 and 2.9.1); without it the public
     constructor is called with the same tuple of ``FunctionCount`` it builds."""
     from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import FunctionCount, FunctionCounts
 
@@ -50,7 +51,7 @@ def kineto_events(prof: Any) -> list[Any] | None:
     private), or None where this torch does not have them (callers fall back). The engine reads
     their ``name()``, ``start_ns()``, ``end_ns()``, ``device_type()``, ``nbytes()`` (peak memory)
     and ``correlation_id()`` / ``linked_correlation_id()`` (kernels to the op that launched them),
-    as torch's own ``_parse_kineto_results`` does (checked with torch 2.13)."""
+    as torch's own ``_parse_kineto_results`` does (checked with torch 2.13, 2.9.1 and 2.5.1)."""
     try:
         return list(prof.profiler.kineto_results.events())
     except Exception:  # noqa: BLE001 - any shape change of a private API means "not available"
@@ -74,12 +75,49 @@ def profiler_enabled() -> bool:
     return bool(getattr(torch.autograd.profiler, "_is_profiler_enabled", False))
 
 
+def stop_profiler() -> None:
+    """Stop the recording torch profiler without its ``profile`` object (one a test left running).
+
+    ``torch._C._autograd._disable_profiler`` (private) stops Kineto; ``torch.autograd.profiler.
+    _run_on_profiler_stop`` (private, clears the legacy flag read by :func:`profiler_enabled`) runs
+    where it exists. Each is skipped where missing. Checked with torch 2.5.1, 2.9.1 and 2.13."""
+    import torch
+
+    disable = getattr(getattr(torch._C, "_autograd", None), "_disable_profiler", None)
+    if disable is not None:
+        try:
+            disable()
+        except Exception:  # noqa: BLE001 # pragma: no cover - kineto already stopped it on its side
+            pass
+    on_stop = getattr(torch.autograd.profiler, "_run_on_profiler_stop", None)
+    if on_stop is not None:
+        on_stop()
+
+
+def dynamo_cache_entries(code: Any) -> bool | None:
+    """Whether dynamo has compiled ``code`` (its cache is keyed on the code object), from
+    ``torch._C._dynamo.eval_frame._debug_get_cache_entry_list`` (private; present in torch 2.5.1,
+    2.9.1 and 2.13). None where this torch lacks it or it fails: the caller decides."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    entries = getattr(getattr(getattr(getattr(torch, "_C", None), "_dynamo", None), "eval_frame", None),
+                      "_debug_get_cache_entry_list", None)
+    if entries is None:
+        return None
+    try:
+        return bool(entries(code))
+    except Exception:  # noqa: BLE001 - a private API: any change reads as "unknown"
+        return None
+
+
 # -- torch._dynamo (compile mode) ----------------------------------------------------------------
 #
 # What torch.compile did during some calls, read from dynamo's own bookkeeping. Checked against
-# torch 2.13 (``counters`` and ``graph_break_reasons`` exist since torch 2.0; the
-# ``CompilationMetrics`` records of ``get_compilation_metrics`` since 2.2, their ``recompile_reason``
-# and ``fail_user_frame_*`` fields since 2.5). ``torch._dynamo.explain`` is NOT used: it compiles
+# torch 2.13, 2.9.1 and 2.5.1 (``counters`` and ``graph_break_reasons`` exist since torch 2.0; the
+# ``CompilationMetrics`` records of ``get_compilation_metrics`` since 2.2, their ``fail_user_frame_*``
+# fields in 2.5.1; their ``recompile_reason`` in 2.9.1 and 2.13 but not in 2.5.1, where
+# :func:`_record_recompile_reasons` recovers it). ``torch._dynamo.explain`` is NOT used: it compiles
 # the callable it is given with its own backend, so a benchmark that calls an already compiled
 # function (with inductor, say) would be measured as something else, and a callable that never
 # compiles anything would be compiled.
@@ -114,6 +152,50 @@ def dynamo_reset() -> None:
     _dynamo_utils()
     torch._dynamo.reset()
     _dynamo_utils().clear_compilation_metrics()
+    _recompile_reasons.clear()
+    _record_recompile_reasons()
+
+
+#: Recompile reasons recorded by :func:`_record_recompile_reasons`, by (file, first line, name) of
+#: the recompiled code, oldest first.
+_recompile_reasons: dict[tuple[str, int, str], list[str]] = {}
+
+
+def _record_recompile_reasons() -> None:
+    """Where ``CompilationMetrics`` has no ``recompile_reason`` (torch 2.5.1; 2.9.1 and 2.13 have it),
+    record the reasons dynamo computes anyway: ``torch._dynamo.convert_frame`` calls
+    ``get_and_maybe_log_recompilation_reason(cache_entry, frame)`` (private, checked with 2.5.1) before
+    each recompilation and only logs its answer. That module's name for it is wrapped, once; the
+    first guard failure is kept, as later torch does, and locals named as later torch names them
+    (``x``, not ``L['x']``). Where either name is missing, nothing is done and recompiles read
+    "unknown reason"."""
+    import dataclasses
+
+    utils = _dynamo_utils()
+    metrics = getattr(utils, "CompilationMetrics", None)
+    if metrics is None or not dataclasses.is_dataclass(metrics) or any(
+            f.name == "recompile_reason" for f in dataclasses.fields(metrics)):
+        return
+    try:
+        from torch._dynamo import convert_frame
+    except Exception:  # noqa: BLE001 # pragma: no cover - no dynamo: nothing to record
+        return
+    original = getattr(convert_frame, "get_and_maybe_log_recompilation_reason", None)
+    if original is None or getattr(original, "_torchbench_records", False):
+        return
+
+    def recording(cache_entry: Any, frame: Any, *args: Any, **kwargs: Any) -> Any:
+        reasons = original(cache_entry, frame, *args, **kwargs)
+        code = getattr(frame, "f_code", None)
+        if code is not None:
+            key = (code.co_filename, code.co_firstlineno, code.co_name)
+            first = str(reasons[0]) if reasons else "Unable to find recompilation reasons"
+            # 2.5.1 names a local L['x'] where later torch says x: told as later torch tells it.
+            _recompile_reasons.setdefault(key, []).append(re.sub(r"\bL\['([^'\]]+)'\]", r"\1", first))
+        return reasons
+
+    setattr(recording, "_torchbench_records", True)
+    setattr(convert_frame, "get_and_maybe_log_recompilation_reason", recording)
 
 
 def dynamo_graph_count() -> int:
@@ -145,10 +227,15 @@ def dynamo_take_frame_compiles() -> list[dict[str, Any]]:
     for record in records:
         if getattr(record, "is_runtime", False) or getattr(record, "co_name", None) is None:
             continue
-        taken.append({name: getattr(record, name, None) for name in (
+        frame: dict[str, Any] = {name: getattr(record, name, None) for name in (
             "compile_id", "co_name", "co_filename", "co_firstlineno", "cache_size", "recompile_reason",
             "fail_type", "fail_reason", "fail_user_frame_filename", "fail_user_frame_lineno",
-        )})
+        )}
+        if frame["recompile_reason"] is None and (frame["cache_size"] or 0) > 0:
+            recorded = _recompile_reasons.get((frame["co_filename"], frame["co_firstlineno"], frame["co_name"]))
+            if recorded:
+                frame["recompile_reason"] = recorded.pop(0)
+        taken.append(frame)
     return taken
 
 

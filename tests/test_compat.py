@@ -40,3 +40,39 @@ def test_public_api_names(public: str) -> None:
     import pytest_torchbench
 
     assert public in pytest_torchbench.__all__ and getattr(pytest_torchbench, public) is not None
+
+
+def test_recompile_reasons_recovered_where_compilation_metrics_lack_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch 2.5.1's CompilationMetrics has no recompile_reason: dynamo's reason function is wrapped
+    and its first answer kept for the record of the same code (checked for real with 2.5.1 by
+    benchmarks/torch_versions.sh; here with stand-ins, on any torch)."""
+    import dataclasses
+
+    from torch._dynamo import convert_frame, utils
+
+    @dataclasses.dataclass
+    class OldMetrics:  # the fields of 2.5.1's record that matter here
+        co_name: str
+        co_filename: str
+        co_firstlineno: int
+        cache_size: int
+
+    def reasons(cache_entry, frame):  # type: ignore[no-untyped-def]
+        return ["tensor 'L['x']' size mismatch at index 0. expected 4, actual 5", "a later guard"]
+
+    monkeypatch.setattr(utils, "CompilationMetrics", OldMetrics)
+    monkeypatch.setattr(convert_frame, "get_and_maybe_log_recompilation_reason", reasons, raising=False)
+    monkeypatch.setattr(_compat, "_recompile_reasons", {})
+    _compat._record_recompile_reasons()
+    wrapped = convert_frame.get_and_maybe_log_recompilation_reason
+    assert wrapped is not reasons
+    code = types.SimpleNamespace(co_filename="/m.py", co_firstlineno=3, co_name="f")
+    assert wrapped(None, types.SimpleNamespace(f_code=code)) == reasons(None, None)  # answers as before
+    _compat._record_recompile_reasons()
+    assert convert_frame.get_and_maybe_log_recompilation_reason is wrapped  # wrapped once
+    records = [OldMetrics("f", "/m.py", 3, 0), OldMetrics("f", "/m.py", 3, 1)]
+    monkeypatch.setattr(utils, "get_compilation_metrics", lambda: records)
+    monkeypatch.setattr(utils, "clear_compilation_metrics", lambda: None)
+    first, again = _compat.dynamo_take_frame_compiles()
+    assert first["recompile_reason"] is None
+    assert again["recompile_reason"] == "tensor 'x' size mismatch at index 0. expected 4, actual 5"

@@ -40,6 +40,8 @@ import sys
 import types
 from typing import Any, Callable
 
+from .. import _compat
+
 __all__ = ["fresh_callable"]
 
 
@@ -148,15 +150,7 @@ def _has_graphs(code: types.CodeType) -> bool:
     """Whether ``torch.compile`` has compiled this code object (dynamo's cache is keyed on it)."""
     if "torch._dynamo" not in sys.modules:  # nothing was compiled: no need to ask
         return False
-    torch = sys.modules.get("torch")
-    entries = getattr(getattr(getattr(getattr(torch, "_C", None), "_dynamo", None), "eval_frame", None),
-                      "_debug_get_cache_entry_list", None)
-    if entries is None:
-        return False
-    try:
-        return bool(entries(code))
-    except Exception:  # a private API: if it changes, copy as before
-        return False
+    return bool(_compat.dynamo_cache_entries(code))  # unknown (a private API changed): copy as before
 
 
 def _torch_directory() -> str | None:

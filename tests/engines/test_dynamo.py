@@ -10,6 +10,7 @@ from types import ModuleType
 import pytest
 import torch
 
+from pytest_torchbench import _compat
 from pytest_torchbench.engines import dynamo
 
 HELPERS = '''
@@ -87,6 +88,12 @@ def test_a_frame_skipped_for_a_break_in_a_loop_counts_as_a_break(helpers: Module
     compiled = torch.compile(helpers.in_loop, backend="eager")
     counts = dynamo.count_compiles(lambda: compiled(torch.ones(2)), rootdir=tmp_path)
     assert counts.graphs == 0
+    if _compat.torch_version() < (2, 10):
+        # torch 2.5.1 and 2.9.1 record this break with no fail_type and no line (only a count in
+        # counters["unimplemented"]): compile mode cannot see it there (docs/torch-versions.md).
+        # 2.13 records it; the releases between were not run.
+        assert counts.breaks == []
+        return
     assert [event.where for event in counts.breaks] == ["helpers_mod.py:19"]
     assert "frame skipped" in counts.breaks[0].reason
 

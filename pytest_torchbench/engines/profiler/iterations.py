@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import torch
 from torch.profiler import profile, record_function
 
-from ..._compat import kineto_events, profiler_enabled
+from ..._compat import kineto_events, profiler_enabled, stop_profiler
 from ...statistics import representative
 
 __all__ = [
@@ -52,15 +52,7 @@ def stop_leftover_profiler() -> bool:
     """
     if not profiler_enabled():
         return False
-    disable = getattr(torch._C._autograd, "_disable_profiler", None)
-    if disable is not None:
-        try:
-            disable()
-        except Exception:  # pragma: no cover - kineto already stopped it on its side
-            pass
-    on_stop = getattr(torch.autograd.profiler, "_run_on_profiler_stop", None)
-    if on_stop is not None:
-        on_stop()
+    stop_profiler()
     return True
 
 
