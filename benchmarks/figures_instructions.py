@@ -350,7 +350,7 @@ def _entry_sizes(baseline_dir: Path) -> list[int]:
 
 def figure_baseline_size(work: Path) -> None:
     print("== baseline size: bytes per benchmark, median (target <= 8 KB) ==")
-    from pytest_torchbench.results import InstructionsMetric
+    from pytest_torchbench.core.results import InstructionsMetric
 
     folder = _project(work, "size", small_module(20) + HEAVY_MODULE.replace("import pytest, torch", ""))
     s = Session(folder, "--bench-save=main", "-k", "not grayscale")

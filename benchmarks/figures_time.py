@@ -149,8 +149,8 @@ def _iterations_for(target: float, size: int) -> int:
 
 def _judged(fn, baseline) -> tuple[str, object]:
     from pytest_torchbench.engines import walltime
-    from pytest_torchbench.judgement import Policy, judge_metric
-    from pytest_torchbench.results import TimeMetric
+    from pytest_torchbench.core.judgement import Policy, judge_metric
+    from pytest_torchbench.core.results import TimeMetric
 
     metric = TimeMetric.from_measurement(walltime.measure(fn))
     return judge_metric("k", "time", metric, baseline, Policy()).status, metric
@@ -158,7 +158,7 @@ def _judged(fn, baseline) -> tuple[str, object]:
 
 def _baseline(fn):
     from pytest_torchbench.engines import walltime
-    from pytest_torchbench.results import TimeMetric
+    from pytest_torchbench.core.results import TimeMetric
 
     fn()
     return TimeMetric.from_measurement(walltime.measure(fn))
@@ -172,7 +172,7 @@ def figure_power(count: int, hogs: int = 0) -> dict:
     """A ~1 ms workload, the same 20% and 100% slower, measured in turn ``count`` times."""
     import torch
 
-    from pytest_torchbench.judgement import NOISY, REGRESSION
+    from pytest_torchbench.core.judgement import NOISY, REGRESSION
 
     torch.set_num_threads(1)
     base_n = _iterations_for(1e-3, 64)
@@ -262,7 +262,7 @@ def figure_classes(rounds: int) -> dict:
     """Per size class: A/A regressions and each slowdown's catches over ``rounds`` rounds."""
     import torch
 
-    from pytest_torchbench.judgement import REGRESSION
+    from pytest_torchbench.core.judgement import REGRESSION
 
     torch.set_num_threads(1)
     found = {}

@@ -20,7 +20,7 @@ if ! "$python" -m pip install -q --no-deps --no-index --no-build-isolation --tar
     info="$site/pytest_torchbench-0.1.0.dist-info"
     mkdir -p "$info"
     printf 'Metadata-Version: 2.1\nName: pytest-torchbench\nVersion: 0.1.0\n' >"$info/METADATA"
-    printf '[pytest11]\ntorchbench = pytest_torchbench.plugin\n' >"$info/entry_points.txt"
+    printf '[pytest11]\ntorchbench = pytest_torchbench.pytest.plugin\n' >"$info/entry_points.txt"
     export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 fi
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"

@@ -106,7 +106,7 @@ def main() -> None:
 
 def analyse(folder: Path) -> None:
     sys.path.insert(0, str(ROOT))
-    from pytest_torchbench.judgement import mann_whitney_greater, time_allowance
+    from pytest_torchbench.core.judgement import mann_whitney_greater, time_allowance
 
     sessions = [json.loads(p.read_text()) for p in sorted(folder.glob("s*.json"))]
 

@@ -1,6 +1,6 @@
 """pytest-torchbench: performance regression testing for PyTorch code, as a pytest plugin.
 
-The public API: what a hook implementation (``hookspecs.py``) or a metric author needs. Everything
+The public API: what a hook implementation (``pytest/hookspecs.py``) or a metric author needs. Everything
 else (modules not named here, and any name starting with ``_``) is internal and may change; this
 list only grows, as pluggy keeps its private modules behind a curated ``__init__``. Importing it
 imports neither torch nor numpy.
@@ -15,8 +15,8 @@ from .metrics.instructions import InstructionsMetric  # noqa: E402
 from .metrics.memory import MemoryMetric  # noqa: E402
 from .metrics.ops import OpsMetric  # noqa: E402
 from .metrics.time import TimeMetric  # noqa: E402
-from .results import BenchmarkResult  # noqa: E402
-from .vocabulary import (  # noqa: E402
+from .core.results import BenchmarkResult  # noqa: E402
+from .core.vocabulary import (  # noqa: E402
     IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Bars, Distribution, Environment,
     Heading, Policy, Verdict,
 )

@@ -22,15 +22,15 @@ import sys
 from pathlib import Path
 from typing import NoReturn, Sequence
 
-from . import gate
-from .judgement import LimitSpecError, Policy, Verdict, parse_limits
+from .core import gate
+from .core.judgement import LimitSpecError, Policy, Verdict, parse_limits
 from .metrics import registry
-from .refs import resolve_compare
+from .store.refs import resolve_compare
 from .reports import jsonreport, publish, terminal
 from .reports.paths import ReportPathError, check_report_paths
-from .results import BenchmarkResult
-from .storage import BaselineError, BaselineSet
-from .text import safe_text
+from .core.results import BenchmarkResult
+from .store.storage import BaselineError, BaselineSet
+from .core.text import safe_text
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 4
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_torchbench.results import BenchmarkResult
+    from pytest_torchbench.core.results import BenchmarkResult
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -132,7 +132,7 @@ def make_result(key: str, times: list[float] | None = None, instructions: float 
                 functions: dict[str, float] | None = None, ops: dict[str, float] | None = None,
                 extras: dict | None = None) -> BenchmarkResult:
     """A synthetic result (no measuring): reports and the CLI are tested on exact numbers."""
-    from pytest_torchbench.results import BenchmarkResult, InstructionsMetric, OpsMetric, TimeMetric
+    from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric, OpsMetric, TimeMetric
 
     metrics: dict = {}
     if times is not None:
@@ -155,7 +155,7 @@ def sample_comparison() -> tuple[list, list, dict]:
 def sample_data() -> tuple[list, list, dict]:
     """(current results, verdicts, baseline entries): one regression with function- and op-level
     explanations, one improvement, one new and one missing benchmark."""
-    from pytest_torchbench.judgement import Policy, judge_result, missing_verdicts
+    from pytest_torchbench.core.judgement import Policy, judge_result, missing_verdicts
 
     base = {
         "bench/test_m.py::test_slow": make_result(

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_torchbench.base import cache_key, project_packages, selection_args, wrong_import
-from pytest_torchbench.refs import Revision
+from pytest_torchbench.pytest.base import cache_key, project_packages, selection_args, wrong_import
+from pytest_torchbench.store.refs import Revision
 
 
 def _tree(root: Path, *files: str) -> None:

@@ -10,7 +10,7 @@ from typing import Callable
 import pytest
 
 from pytest_torchbench.cli import main
-from pytest_torchbench.storage import save_set
+from pytest_torchbench.store.storage import save_set
 
 
 def _sets(root: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pytest_torchbench.explain import judging_options, passed_through, rerun_command
+from pytest_torchbench.core.explain import judging_options, passed_through, rerun_command
 
 
 def test_every_option_is_kept_but_the_paths_the_cache_the_debugger_and_basetemp() -> None:

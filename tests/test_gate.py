@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench import gate
+from pytest_torchbench.core import gate
 from pytest_torchbench.cli import compare_sets, main
-from pytest_torchbench.results import BenchmarkResult, OpsMetric
-from pytest_torchbench.storage import BaselineSet, load_set_from_folder, save_set
-from pytest_torchbench.vocabulary import MISSING, NEW, REGRESSION, UNCHANGED, Policy, Verdict
+from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
+from pytest_torchbench.store.storage import BaselineSet, load_set_from_folder, save_set
+from pytest_torchbench.core.vocabulary import MISSING, NEW, REGRESSION, UNCHANGED, Policy, Verdict
 
 
 def _result(key: str, adds: float, limits: dict[str, float] | None = None) -> BenchmarkResult:
@@ -113,7 +113,7 @@ def test_missing_scope_leaves_out_tests_of_modules_narrowed_to_some_nodes() -> N
 
 
 def test_narrowed_modules_are_those_named_only_by_node_ids(tmp_path: Path) -> None:
-    from pytest_torchbench.controller import narrowed_modules
+    from pytest_torchbench.pytest.controller import narrowed_modules
 
     root = tmp_path
     assert narrowed_modules(["tests/test_a.py::test_x", "tests/test_b.py", "test_c.py::T::t"], root / "tests" / "..",

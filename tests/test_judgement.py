@@ -5,12 +5,12 @@ import random
 
 import pytest
 
-from pytest_torchbench.judgement import (
+from pytest_torchbench.core.judgement import (
     IMPROVEMENT, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, LimitSpecError, Policy,
     failure_message, judge_metric, parse_limits, time_allowance,
     time_disturbance, time_reference,
 )
-from pytest_torchbench.results import Environment, TimeMetric
+from pytest_torchbench.core.results import Environment, TimeMetric
 
 
 @pytest.mark.parametrize("spec, expected", [
@@ -209,7 +209,7 @@ _LONG_KERNEL = (
 
 
 def _instructions(total: float, functions: dict[str, float], number: int = 100):
-    from pytest_torchbench.results import InstructionsMetric
+    from pytest_torchbench.core.results import InstructionsMetric
 
     return InstructionsMetric(total, number, functions)
 
@@ -226,7 +226,7 @@ def test_a_different_number_of_calls_is_not_comparable_never_a_regression():
 
 
 def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():
-    from pytest_torchbench.judgement import failure_message, short_function_name
+    from pytest_torchbench.core.judgement import failure_message, short_function_name
 
     assert len(_LONG_KERNEL) > 400
     short = short_function_name(_LONG_KERNEL)
@@ -276,7 +276,7 @@ _CALLBACKS = [  # torch's kernels as Callgrind names them (from this project's c
 def test_torchs_kernel_callbacks_read_apart() -> None:
     """Folding every bracket made each kernel ``void c10::function_ref<…>::callback_fn<…>(…)``;
     what tells them apart (the kernel inside the template) is kept, the noise around it goes."""
-    from pytest_torchbench.judgement import short_function_name
+    from pytest_torchbench.core.judgement import short_function_name
 
     assert [short_function_name(name) for name in _CALLBACKS] == [
         "function_ref::callback_fn<VectorizedLoop2d<add_kernel::{lambda}>>",
@@ -341,7 +341,7 @@ def test_cpu_time_is_not_judged_on_a_quiet_machine_or_for_short_calls():
 
 
 def test_cpu_fastest_is_kept_in_json_and_checked():
-    from pytest_torchbench.results import TimeMetric as Model
+    from pytest_torchbench.core.results import TimeMetric as Model
 
     metric = Model(1, [1e-3, 2e-3], cpu_fastest=0.9e-3)
     data = metric.to_json()

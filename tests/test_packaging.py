@@ -78,7 +78,7 @@ def test_wheel_declares_the_plugin_the_command_and_ships_every_file(dists: dict[
         (dist_info,) = {name.split("/", 1)[0] for name in names if ".dist-info/" in name}
         entry_points = wheel.read(f"{dist_info}/entry_points.txt").decode()
         metadata = wheel.read(f"{dist_info}/METADATA").decode()
-    assert "[pytest11]\ntorchbench = pytest_torchbench.plugin" in entry_points
+    assert "[pytest11]\ntorchbench = pytest_torchbench.pytest.plugin" in entry_points
     assert "[console_scripts]\ntorchbench = pytest_torchbench.cli:main" in entry_points
     assert "License-Expression: BSD-3-Clause" in metadata
     assert f"{dist_info}/licenses/LICENSE" in names
@@ -106,7 +106,7 @@ def test_installed_wheel_is_the_plugin_pytest_loads(dists: dict[str, Path]) -> N
         "print(ep.value); print(pytest_torchbench.__file__); print(ep.dist.locate_file(''))"
     )
     lines = _run([sys.executable, "-c", check], cwd=work, env=env).stdout.splitlines()
-    assert lines[0] == "pytest_torchbench.plugin"
+    assert lines[0] == "pytest_torchbench.pytest.plugin"
     assert Path(lines[1]).is_relative_to(target), lines[1]
     assert Path(lines[2]).resolve() == target.resolve(), lines[2]  # the wheel's metadata, not the checkout's
     helped = _run([sys.executable, "-m", "pytest", "--help"], cwd=work, env=env).stdout

@@ -5,9 +5,9 @@ import subprocess
 
 import pytest
 
-from pytest_torchbench.refs import resolve_compare
-from pytest_torchbench.results import BenchmarkResult, Environment, TimeMetric
-from pytest_torchbench.storage import BaselineError, save_set
+from pytest_torchbench.store.refs import resolve_compare
+from pytest_torchbench.core.results import BenchmarkResult, Environment, TimeMetric
+from pytest_torchbench.store.storage import BaselineError, save_set
 
 
 def _save(folder, key):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.refs import resolve_compare
-from pytest_torchbench.results import BenchmarkResult, OpsMetric
-from pytest_torchbench.storage import BaselineError, render_baseline_document
+from pytest_torchbench.store.refs import resolve_compare
+from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
+from pytest_torchbench.store.storage import BaselineError, render_baseline_document
 
 from typing import Callable
 

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from pytest_torchbench.statistics import RoundStats
+from pytest_torchbench.core.statistics import RoundStats
 
 
 def test_round_stats_by_hand() -> None:

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from pytest_torchbench import storage
-from pytest_torchbench.results import BenchmarkResult, Environment, OpsMetric, TimeMetric
-from pytest_torchbench.storage import (
+from pytest_torchbench.store import storage
+from pytest_torchbench.core.results import BenchmarkResult, Environment, OpsMetric, TimeMetric
+from pytest_torchbench.store.storage import (
     BaselineError, atomic_write_many, load_set_from_folder, merge_entries, module_file_name,
     parse_baseline_document, render_baseline_document, save_set,
 )

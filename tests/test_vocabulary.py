@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from pytest_torchbench.vocabulary import format_seconds, time_unit
+from pytest_torchbench.core.vocabulary import format_seconds, time_unit
 
 
 @pytest.mark.parametrize("seconds, unit", [

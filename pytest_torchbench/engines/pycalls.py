@@ -46,7 +46,7 @@ import types
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..statistics import representative
+from ..core.statistics import representative
 from .sites import PLUGIN_DIR, site_name, skipped_dirs, user_frame
 
 __all__ = ["HOOK", "CallSites", "call_sites", "count_calls", "function_name"]

@@ -19,8 +19,8 @@ import math
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
-from ..text import safe_number
-from ..vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Environment, Plot, Policy, Verdict, as_float, round_sig
+from ..core.text import safe_number
+from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Environment, Plot, Policy, Verdict, as_float, round_sig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,7 +167,7 @@ class Metric:
 
     def worker_launch(self) -> WorkerLaunch | None:
         """How to launch the processes this metric measures in, when it cannot measure in an
-        ordinary one (instructions: under valgrind). The pytest glue (``workers.py``) then runs
+        ordinary one (instructions: under valgrind). The pytest glue (``pytest/workers.py``) then runs
         the tests in xdist workers started that way, serially in one. None: any process will do."""
         return None
 
@@ -315,7 +315,7 @@ class LaunchUnavailable(RuntimeError):
 class WorkerLaunch:
     """How the processes of a metric that needs its own are launched (``Metric.worker_launch``).
 
-    The pytest glue (``workers.py``) knows xdist and nothing of the metric: it asks this object for
+    The pytest glue (``pytest/workers.py``) knows xdist and nothing of the metric: it asks this object for
     the command that starts a worker's interpreter and for the environment, gives every run a
     folder of its own (named ``folder_prefix`` + ``<uid>-<slot>``, the same on every run), and
     hands each value a worker measured to :meth:`finish` before the controller judges it. No

@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping
 
-from ..text import safe_text
-from ..vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict
+from ..core.text import safe_text
+from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict
 from .base import MeasureContext, Metric
 
 #: Events kept per kind in a baseline (distinct ones; their counts are always complete).

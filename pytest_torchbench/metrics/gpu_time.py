@@ -21,8 +21,8 @@ import dataclasses
 import math
 from typing import Any, Callable, Mapping, Sequence
 
-from ..text import finite
-from ..vocabulary import (
+from ..core.text import finite
+from ..core.vocabulary import (
     IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Policy, Verdict, format_percent, format_seconds, round_sig, time_unit,
 )
 from .base import MeasureContext, Metric

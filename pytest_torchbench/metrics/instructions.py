@@ -11,7 +11,7 @@ the deterministic allocator), counting one region inside such a worker
 (:func:`count_region_for_controller`), reading its dump natively in the controller
 (:meth:`CallgrindLaunch.finish`), the fingerprint (:meth:`Instructions.environment_facts`) and
 function names (standardized for baselines, shortened for people). The pytest glue that runs
-tests in launched xdist workers (``workers.py``) is generic: it only asks
+tests in launched xdist workers (``pytest/workers.py``) is generic: it only asks
 :meth:`Instructions.worker_launch`.
 """
 from __future__ import annotations
@@ -22,8 +22,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..text import finite, safe_number
-from ..vocabulary import (
+from ..core.text import finite, safe_number
+from ..core.vocabulary import (
     IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict, format_percent, round_sig,
 )
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch

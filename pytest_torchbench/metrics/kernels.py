@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping
 
-from ..text import finite, safe_text
-from ..vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
+from ..core.text import finite, safe_text
+from ..core.vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
 from .base import MeasureContext, Metric, changed_counts, counts_from_json, counts_to_json, judge_counts
 
 

@@ -6,8 +6,8 @@ import dataclasses
 import math
 from typing import Any, Callable, Mapping
 
-from ..text import safe_number
-from ..vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy, Verdict, format_percent
+from ..core.text import safe_number
+from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy, Verdict, format_percent
 from .base import MeasureContext, Metric
 
 

@@ -3,7 +3,7 @@
 Options (mode names), the results model (JSON), storage (validation), the gate (limits,
 comparability, judges), the session (measuring), the terminal, JUnit, Markdown and HTML all ask
 this module and never name a metric. Built-in metrics are registered here; a plugin adds its own
-through the ``pytest_torchbench_register_metrics`` hook (``hookspecs.py``), called at configure
+through the ``pytest_torchbench_register_metrics`` hook (``pytest/hookspecs.py``), called at configure
 time, and they are removed again at unconfigure (an in-process pytest run leaves no trace).
 """
 from __future__ import annotations

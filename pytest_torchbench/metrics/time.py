@@ -17,8 +17,8 @@ import dataclasses
 import math
 from typing import Any, Callable, Mapping, Sequence
 
-from ..text import finite, safe_number, safe_text
-from ..vocabulary import (
+from ..core.text import finite, safe_number, safe_text
+from ..core.vocabulary import (
     IMPROVEMENT, NOISY, REGRESSION, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
     format_seconds, round_sig, time_unit,
 )

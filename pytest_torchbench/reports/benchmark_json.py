@@ -15,9 +15,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..results import BenchmarkResult, TimeMetric
-from ..statistics import RoundStats
-from ..storage import atomic_write_many
+from ..core.results import BenchmarkResult, TimeMetric
+from ..core.statistics import RoundStats
+from ..store.storage import atomic_write_many
 from .paths import check_report_path
 
 #: The one metric this format has a place for (it holds seconds).

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..core.judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..metrics import registry
-from ..results import BenchmarkResult, nodeid_of
-from ..vocabulary import as_float
-from ..text import finite, safe_number
+from ..core.results import BenchmarkResult, nodeid_of
+from ..core.vocabulary import as_float
+from ..core.text import finite, safe_number
 
 #: Reading order: bad news first.
 STATUS_ORDER = (REGRESSION, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)

@@ -28,15 +28,15 @@ from pathlib import Path
 from typing import Collection, Iterable, Mapping, Sequence
 
 from .. import __version__
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..core.judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..metrics import registry
-from ..results import BenchmarkResult, nodeid_of
-from ..vocabulary import Bars, Distribution, Heading, time_unit
+from ..core.results import BenchmarkResult, nodeid_of
+from ..core.vocabulary import Bars, Distribution, Heading, time_unit
 from .common import (
     count_tests, unmeasured_failures, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
     status_rank, top_ops_of, unjudged, verdicts_by_key, worst_status,
 )
-from ..text import finite, safe_number, safe_text
+from ..core.text import finite, safe_number, safe_text
 
 _COLORS = {
     REGRESSION: "#c62828", IMPROVEMENT: "#2e7d32", UNCHANGED: "#607d8b",
@@ -475,7 +475,7 @@ def render(
 
 def write(path: Path, text: str) -> None:
     """Atomically; a path that is not a regular file raises ReportPathError (an OSError)."""
-    from ..storage import atomic_write_many
+    from ..store.storage import atomic_write_many
     from .paths import check_report_path
 
     target = check_report_path(path)

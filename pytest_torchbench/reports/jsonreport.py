@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from .. import __version__
-from ..judgement import Verdict
-from ..results import SCHEMA_VERSION, BenchmarkResult
-from ..storage import atomic_write_many
+from ..core.judgement import Verdict
+from ..core.results import SCHEMA_VERSION, BenchmarkResult
+from ..store.storage import atomic_write_many
 from .paths import check_report_path
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..judgement import Verdict
+from ..core.judgement import Verdict
 from ..metrics import registry
-from ..results import BenchmarkResult, round_sig
-from ..text import safe_text
+from ..core.results import BenchmarkResult, round_sig
+from ..core.text import safe_text
 
 
 def properties(result: BenchmarkResult, verdicts: Sequence[Verdict], qualify: bool = False) -> list[tuple[str, object]]:

@@ -15,14 +15,14 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..core.judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..metrics import registry
-from ..results import BenchmarkResult
+from ..core.results import BenchmarkResult
 from .common import (
     FAILED_BEFORE_MEASURING, count_tests, unmeasured_failures, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
     status_rank, top_ops_of, unjudged, verdicts_by_key,
 )
-from ..text import markdown_code_block, markdown_text
+from ..core.text import markdown_code_block, markdown_text
 
 _ICONS = {
     REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:", NOT_COMPARABLE: ":grey_question:",
@@ -297,7 +297,7 @@ def write(path: Path, text: str, append: bool = False) -> None:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(text + "\n")
         return
-    from ..storage import atomic_write_many
+    from ..store.storage import atomic_write_many
 
     atomic_write_many({path: text})
 

@@ -13,8 +13,8 @@ import os
 import stat
 from pathlib import Path
 
-from ..storage import file_type_words
-from ..text import safe_text
+from ..store.storage import file_type_words
+from ..core.text import safe_text
 
 
 class ReportPathError(OSError):

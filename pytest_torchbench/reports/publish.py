@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Collection, Mapping, Sequence
 
-from ..judgement import Verdict
-from ..results import BenchmarkResult
+from ..core.judgement import Verdict
+from ..core.results import BenchmarkResult
 from . import html, markdown
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, Verdict
-from ..results import BenchmarkResult
+from ..core.judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, Verdict
+from ..core.results import BenchmarkResult
 from ..metrics import registry
 from .common import group_of, metric_rank, metric_value, profiles_of, safe_delta
-from ..text import finite, safe_number, safe_text
+from ..core.text import finite, safe_number, safe_text
 
 _MARKS = {REGRESSION: "!", NOISY: "~", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
 _LEGEND = "! regression   ~ noisy (not failed)   * improvement   ? not comparable   + new (no baseline)"

@@ -270,7 +270,7 @@ def _pytest_popen(path, *args, env=None):
 SAVE_BARRIER = '''
 import os, time
 from pathlib import Path
-import pytest_torchbench.storage as storage
+import pytest_torchbench.store.storage as storage
 
 _merge = storage.merge_entries
 

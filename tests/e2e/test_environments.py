@@ -303,7 +303,7 @@ def test_valgrind_that_fails_stops_the_run(tmp_path: Path) -> None:
 
 
 def test_stale_folders_of_killed_runs_are_removed(tmp_path: Path) -> None:
-    from pytest_torchbench.workers import fixed_dump_dir, remove_stale_dump_dirs
+    from pytest_torchbench.pytest.workers import fixed_dump_dir, remove_stale_dump_dirs
 
     prefix = "torchbench-callgrind-"
 

@@ -52,7 +52,7 @@ def test_any_bench_option_makes_the_fixture_ours_and_benchmark_options_still_par
     if option == "--bench-skip":
         result.assert_outcomes(passed=1, skipped=1)
     else:
-        result.stdout.fnmatch_lines(["*OWNER pytest_torchbench.fixtures", "PLUGIN False"])
+        result.stdout.fnmatch_lines(["*OWNER pytest_torchbench.pytest.fixtures", "PLUGIN False"])
     assert "pytest-benchmark" not in out.split("passed")[-1]  # no pytest-benchmark table or warning
 
 

@@ -104,7 +104,7 @@ def test_save_writes_deterministic_json_with_schema_environment_and_raw_times(be
     assert text.endswith("}\n")
     assert any(line.strip().startswith('"raw_times": [0.') and line.rstrip().rstrip(",").endswith("]")
                for line in text.splitlines())
-    from pytest_torchbench.storage import parse_baseline_document, render_baseline_document
+    from pytest_torchbench.store.storage import parse_baseline_document, render_baseline_document
     entries = parse_baseline_document(text, str(path))
     assert render_baseline_document("test_bench.py", entries.values()) == text
 
@@ -448,7 +448,7 @@ def _save_then_double_two(bench):
 def test_confirmations_are_bounded_per_session(bench):
     # Each confirmation is a pytest start; past the bound (lowered here by the inner conftest) a
     # regression fails on this run alone and says why.
-    bench.pytester.makeconftest("import pytest_torchbench.controller as c\nc.MAX_CONFIRMATIONS = 1\n")
+    bench.pytester.makeconftest("import pytest_torchbench.pytest.controller as c\nc.MAX_CONFIRMATIONS = 1\n")
     _write(bench)
     verdicts = _save_then_double_two(bench)
     slows, steady = verdicts["test_bench.py::test_slows"], verdicts["test_bench.py::test_steady"]
@@ -539,7 +539,7 @@ def test_a_confirmation_that_hangs_stops_the_later_ones(bench):
     # out the whole timeout (300 s; lowered here), 25 times over. After one, no more are started.
     bench.pytester.makeconftest("""
         import fcntl, pytest
-        import pytest_torchbench.explain as e
+        import pytest_torchbench.core.explain as e
         e.TIMEOUT = 4.0
         @pytest.fixture(scope="session")
         def lock():

@@ -77,7 +77,7 @@ def runs() -> dict[str, dict[str, Any]]:
     if how.allocator is None:
         pytest.skip("no C compiler for the deterministic allocator")
     # The plugin's own fixed folder names: what reaches the counted process is what the plugin ships.
-    from pytest_torchbench.workers import fixed_dump_dir
+    from pytest_torchbench.pytest.workers import fixed_dump_dir
 
     folders = {name: fixed_dump_dir(how.folder_prefix) for name in RUNS}
     try:

@@ -23,7 +23,7 @@ from pytest_torchbench.engines.profiler import (
     profile_run,
 )
 from pytest_torchbench.engines.profiler import iterations, traces
-from pytest_torchbench.text import safe_file_stem
+from pytest_torchbench.core.text import safe_file_stem
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 MiB = 1024 * 1024

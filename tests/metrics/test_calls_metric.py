@@ -2,12 +2,12 @@
 (issue 26 points 2 and 3), on values as the engine makes them."""
 from __future__ import annotations
 
-from pytest_torchbench.judgement import judge_result
+from pytest_torchbench.core.judgement import judge_result
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.calls import CallsMetric
 from pytest_torchbench.metrics.instructions import InstructionsMetric
-from pytest_torchbench.results import BenchmarkResult
-from pytest_torchbench.vocabulary import IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Environment, Policy
+from pytest_torchbench.core.results import BenchmarkResult
+from pytest_torchbench.core.vocabulary import IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Environment, Policy
 
 BASE = {"lib/store.py:Box.get": 48.0, "lib/store.py:lookup_all": 1.0}
 
@@ -92,9 +92,9 @@ def test_metrics_that_disturb_the_others_are_measured_last() -> None:
     """calls' profile hook over its warm-up moved the instructions counted after it in the same
     test (a 48-key lookup: 414,947 -> 415,067 per call): the session measures it after the others,
     whatever order ``--bench-mode`` gives."""
-    from pytest_torchbench.marker import BenchOptions
+    from pytest_torchbench.pytest.marker import BenchOptions
     from pytest_torchbench.metrics.base import Metric
-    from pytest_torchbench.session import BenchSession, Naming
+    from pytest_torchbench.pytest.session import BenchSession, Naming
 
     order: list[str] = []
 

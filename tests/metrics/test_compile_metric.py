@@ -5,7 +5,7 @@ import pytest
 
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.compile import CompileMetric
-from pytest_torchbench.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
+from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 
 PRINT = "Failed to trace builtin operator: Dynamo does not know how to trace builtin operator `print`"
 

@@ -7,7 +7,7 @@ import torch
 
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.gpu_time import GpuTimeMetric, describe_launch_bound
-from pytest_torchbench.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
+from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 
 MATMUL = GpuTimeMetric(device_seconds=172e-6, device_median=190e-6, device_iqr=11e-6, host_seconds=34e-6,
                        launches=2, calls=200)
@@ -74,7 +74,7 @@ def test_json_round_trip_and_validation() -> None:
 
 
 def test_cold_and_warm_caches_are_not_compared() -> None:
-    from pytest_torchbench.vocabulary import NOT_COMPARABLE
+    from pytest_torchbench.core.vocabulary import NOT_COMPARABLE
 
     cold = GpuTimeMetric(180e-6, 195e-6, 5e-6, 34e-6, 2, 200, flush_l2=True)
     verdict = registry.get("gpu_time").judge("t.py::t", cold, MATMUL, 0.05, Policy())

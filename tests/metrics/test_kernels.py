@@ -7,7 +7,7 @@ import torch
 
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.kernels import Kernels, KernelsMetric
-from pytest_torchbench.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
+from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

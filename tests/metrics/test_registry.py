@@ -11,7 +11,7 @@ import pytest
 
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.base import Metric
-from pytest_torchbench.storage import parse_baseline_document, render_baseline_document
+from pytest_torchbench.store.storage import parse_baseline_document, render_baseline_document
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "pytest_torchbench"
@@ -86,7 +86,7 @@ def _imports(path: Path) -> set[str]:
 # What a metric may import: the shared vocabulary, text, the compat shims, engines and
 # other metric modules (the registry imports them). Never the results model, the gate, storage,
 # a report or the pytest glue.
-_ALLOWED = ("pytest_torchbench.vocabulary", "pytest_torchbench.text",
+_ALLOWED = ("pytest_torchbench.core.vocabulary", "pytest_torchbench.core.text",
             "pytest_torchbench._compat", "pytest_torchbench.engines", "pytest_torchbench.metrics")
 
 
@@ -96,17 +96,17 @@ def test_metrics_import_only_lower_layers(path: Path) -> None:
     assert upward == [], f"{path.name} imports {upward}"
 
 
-@pytest.mark.parametrize("name", ["vocabulary.py", "text.py", "_compat.py"])
+@pytest.mark.parametrize("name", ["core/vocabulary.py", "core/text.py", "_compat.py"])
 def test_vocabulary_imports_nothing_above_it(name: str) -> None:
-    allowed = ("pytest_torchbench.text", "pytest_torchbench.vocabulary")
+    allowed = ("pytest_torchbench.core.text", "pytest_torchbench.core.vocabulary")
     assert sorted(n for n in _imports(PACKAGE / name) if not n.startswith(allowed)) == []
 
 
 _NAMES = ("time", "instructions", "ops", "calls", "memory", "kernels", "gpu_time", "compile")
 #: Modules that iterate over the registry and must never name a metric (as a string literal).
-_GENERIC = ("options.py", "storage.py", "judgement.py", "gate.py", "session.py", "results.py",
+_GENERIC = ("pytest/options.py", "store/storage.py", "core/judgement.py", "core/gate.py", "pytest/session.py", "core/results.py",
             "reports/terminal.py", "reports/junit.py", "reports/markdown.py", "reports/html.py",
-            "reports/common.py", "cli.py", "controller.py", "explain.py")
+            "reports/common.py", "cli.py", "pytest/controller.py", "core/explain.py")
 
 
 @pytest.mark.parametrize("name", _GENERIC)
@@ -127,7 +127,7 @@ def test_type_cache_misses_are_kept_apart_from_the_count_and_named_when_they_mov
     addresses, i.e. what ran before: a conftest consuming one tag moved a count by 10.6%
     (docs/design/counting.md). Their inclusive cost is not counted, and shown when it moves."""
     from pytest_torchbench.metrics.instructions import InstructionsMetric
-    from pytest_torchbench.vocabulary import Policy
+    from pytest_torchbench.core.vocabulary import Policy
 
     exclusive = {"Objects/typeobject.c:find_name_in_mro": 2_000, "Python/ceval.c:_PyEval_EvalFrameDefault": 8_000}
     collided = InstructionsMetric.from_counts(exclusive, 10_000 + 9_000, 10, type_cache_misses=9_000)

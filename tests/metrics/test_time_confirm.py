@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_torchbench.metrics.time import confirm_time
-from pytest_torchbench.vocabulary import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from pytest_torchbench.core.vocabulary import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 
 KEY = "t.py::test_x"
 

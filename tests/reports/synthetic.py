@@ -15,8 +15,8 @@ import random
 import sys
 from pathlib import Path
 
-from pytest_torchbench.judgement import Policy, judge_result, missing_verdicts
-from pytest_torchbench.results import BenchmarkResult, InstructionsMetric, OpsMetric, TimeMetric
+from pytest_torchbench.core.judgement import Policy, judge_result, missing_verdicts
+from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric, OpsMetric, TimeMetric
 
 #: Replicates per benchmark, cycled: trivial (10 us) benchmarks get thousands of 1 ms blocks.
 SAMPLE_COUNTS = (4000, 2500, 1200, 400, 120, 30)

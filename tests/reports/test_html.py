@@ -41,7 +41,7 @@ def test_self_contained_with_plots(sample_comparison) -> None:  # type: ignore[n
 
 
 def test_escaping_and_url_traces() -> None:
-    from pytest_torchbench.results import BenchmarkResult, OpsMetric
+    from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
 
     result = BenchmarkResult("t.py::test[<b>]", "t.py", "test", "<b>", "\x1b[2J\n::error title=x::boom",
                              {"ops": OpsMetric({"aten::add": 1, "<script>alert(1)</script>": 2})},
@@ -56,7 +56,7 @@ def test_escaping_and_url_traces() -> None:
 
 
 def test_trace_links_from_bench_profile_and_relative_to_the_report(tmp_path: Path) -> None:
-    from pytest_torchbench.results import BenchmarkResult, OpsMetric
+    from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
 
     trace = tmp_path / "traces" / "t.py__test-1a2b3c4d.json"
     result = BenchmarkResult("t.py::test", "t.py", "test", "", "", {"ops": OpsMetric({"aten::add": 1})},
@@ -89,8 +89,8 @@ def test_distribution_plot_size_does_not_grow_with_samples() -> None:
 
 
 def test_non_finite_values_never_break_the_page() -> None:
-    from pytest_torchbench.judgement import REGRESSION, Verdict
-    from pytest_torchbench.results import BenchmarkResult, InstructionsMetric, TimeMetric
+    from pytest_torchbench.core.judgement import REGRESSION, Verdict
+    from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric, TimeMetric
 
     nan, inf = float("nan"), float("inf")
     bad = BenchmarkResult("t.py::t", "t.py", "t", "", "", {
@@ -169,7 +169,7 @@ def test_end_to_end_html_and_bad_target(pytester, run_bench, bench_module) -> No
 def test_a_test_that_only_profiled_keeps_its_card_visible(sample_comparison, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A ``bench_profiler`` test has a card (its trace link) but no row in the overview; the
     script that hides the cards of filtered-out rows hid it on every load."""
-    from pytest_torchbench.results import BenchmarkResult
+    from pytest_torchbench.core.results import BenchmarkResult
 
     current, verdicts, base = sample_comparison
     profiled = BenchmarkResult("bench/test_m.py::test_prof", "bench/test_m.py", "test_prof", "", "", {},

@@ -45,8 +45,8 @@ def test_regressions_first_in_a_real_table_with_folded_explanations(sample_compa
 
 def test_hostile_text_cannot_escape_cells_or_fences() -> None:
     """Issue 8: a description with ``` closed the code fence; raw ::error lines reached CI logs."""
-    from pytest_torchbench.judgement import REGRESSION, Verdict
-    from pytest_torchbench.results import BenchmarkResult, OpsMetric
+    from pytest_torchbench.core.judgement import REGRESSION, Verdict
+    from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
 
     evil = "x```\n::error title=pwned::forged | <img src=x onerror=alert(1)>"
     result = BenchmarkResult("t.py::t", "t.py", "t", "", evil, {"ops": OpsMetric({"aten::add": 2})})
@@ -64,7 +64,7 @@ def test_hostile_text_cannot_escape_cells_or_fences() -> None:
 
 
 def test_group_column_when_groups_exist() -> None:
-    from pytest_torchbench.results import BenchmarkResult, OpsMetric
+    from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
 
     results = [BenchmarkResult("t.py::a", "t.py", "a", "", "", {"ops": OpsMetric({"x": 1})}, extras={"group": "resize"}),
                BenchmarkResult("t.py::b", "t.py", "b", "", "", {"ops": OpsMetric({"x": 1})})]
@@ -118,7 +118,7 @@ def _noisy_comparison() -> tuple[list, list]:
     """One benchmark judged noisy by the real gate (slower at a CPU share of 0.4), one unchanged."""
     from conftest import make_result
 
-    from pytest_torchbench.judgement import NOISY, Policy, judge_result
+    from pytest_torchbench.core.judgement import NOISY, Policy, judge_result
 
     times = [1.0e-3 * (1 + 0.01 * i) for i in range(10)]
     base = {key: make_result(key, times=times) for key in ("t.py::test_busy", "t.py::test_calm")}

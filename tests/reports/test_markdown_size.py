@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.judgement import REGRESSION, Policy, judge_result
+from pytest_torchbench.core.judgement import REGRESSION, Policy, judge_result
 from pytest_torchbench.reports import markdown
-from pytest_torchbench.results import BenchmarkResult, InstructionsMetric
+from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric
 
 sys.path.insert(0, str(Path(__file__).parent))
 from synthetic import suite  # noqa: E402

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import math
 
-from pytest_torchbench.judgement import REGRESSION, UNCHANGED, Verdict
+from pytest_torchbench.core.judgement import REGRESSION, UNCHANGED, Verdict
 from pytest_torchbench.reports import terminal
-from pytest_torchbench.results import BenchmarkResult, InstructionsMetric, MemoryMetric, OpsMetric, TimeMetric
+from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric, MemoryMetric, OpsMetric, TimeMetric
 
 
 def _ops(key: str, module: str, label: str, calls: float, sub_label: str = "", **extras: object) -> BenchmarkResult:

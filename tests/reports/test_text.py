@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_torchbench.reports.paths import ReportPathError, check_report_path
-from pytest_torchbench.text import markdown_code_block, markdown_text, safe_number, safe_text
+from pytest_torchbench.core.text import markdown_code_block, markdown_text, safe_number, safe_text
 
 
 @pytest.mark.parametrize("raw, expected", [

@@ -23,7 +23,7 @@ import torch
 from torch.profiler import profile, record_function
 
 from ..._compat import kineto_events, profiler_enabled, stop_profiler
-from ...statistics import representative
+from ...core.statistics import representative
 
 __all__ = [
     "ITERATION_MARKER", "ProfilerActiveError", "Windows", "check_counts", "ensure_no_active_profiler",

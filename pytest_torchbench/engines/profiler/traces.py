@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from torch.profiler import ProfilerActivity, profile
 
-from ...text import safe_file_stem
+from ...core.text import safe_file_stem
 from .iterations import ITERATION_MARKER, check_counts, ensure_no_active_profiler, record, sync_cuda
 from .options import ProfilerOptions
 

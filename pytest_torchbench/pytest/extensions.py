@@ -9,9 +9,9 @@ from typing import Mapping, Sequence
 
 import pytest
 
-from .metrics import registry
-from .results import BenchmarkResult
-from .vocabulary import USER_FACT_PREFIX, Verdict
+from ..metrics import registry
+from ..core.results import BenchmarkResult
+from ..core.vocabulary import USER_FACT_PREFIX, Verdict
 
 
 def register_metrics(config: pytest.Config) -> list[str]:

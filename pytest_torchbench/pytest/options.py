@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from . import explain
-from .judgement import LimitSpecError, Policy, parse_limits
-from .metrics import registry
-from .reports import benchmark_json
-from .reports.paths import ReportPathError, check_report_path, option_targets_error
-from .storage import BaselineError, validate_set_name
-from .text import safe_text
+from ..core import explain
+from ..core.judgement import LimitSpecError, Policy, parse_limits
+from ..metrics import registry
+from ..reports import benchmark_json
+from ..reports.paths import ReportPathError, check_report_path, option_targets_error
+from ..store.storage import BaselineError, validate_set_name
+from ..core.text import safe_text
 
 
 

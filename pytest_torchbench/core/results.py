@@ -15,12 +15,12 @@ import os
 import platform
 from typing import AbstractSet, Any, Mapping
 
-from .metrics import registry
+from ..metrics import registry
 # Re-exported: the names hook authors and older code import from here.
-from .metrics.instructions import InstructionsMetric  # noqa: F401
-from .metrics.memory import MemoryMetric  # noqa: F401
-from .metrics.ops import OpsMetric  # noqa: F401
-from .metrics.time import TimeMetric  # noqa: F401
+from ..metrics.instructions import InstructionsMetric  # noqa: F401
+from ..metrics.memory import MemoryMetric  # noqa: F401
+from ..metrics.ops import OpsMetric  # noqa: F401
+from ..metrics.time import TimeMetric  # noqa: F401
 from .vocabulary import Environment, round_sig  # noqa: F401
 
 SCHEMA_VERSION = 1

@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from .results import (
+from ..core.results import (
     SCHEMA_VERSION, BenchmarkResult, Environment, UnknownMetricError, invalid_number, limits_from_json,
     metric_from_json, metric_to_json,
 )
-from .text import safe_text
+from ..core.text import safe_text
 
 SET_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: A set name is a folder name, and appears in messages and commands: keep it well under NAME_MAX.

@@ -38,8 +38,8 @@ from typing import Any, Generator, Sequence
 
 import pytest
 
-from .metrics import registry
-from .metrics.base import LaunchUnavailable, WorkerLaunch
+from ..metrics import registry
+from ..metrics.base import LaunchUnavailable, WorkerLaunch
 
 #: The name this module's controller-side plugin is registered under.
 PLUGIN_NAME = "torchbench-launched-workers"

@@ -14,9 +14,9 @@ import pytest
 from pluggy import HookspecMarker
 
 if TYPE_CHECKING:
-    from .metrics.base import Metric
-    from .results import BenchmarkResult
-    from .vocabulary import Verdict
+    from ..metrics.base import Metric
+    from ..core.results import BenchmarkResult
+    from ..core.vocabulary import Verdict
 
 _spec = HookspecMarker("pytest")
 

@@ -21,19 +21,20 @@ from typing import Any, Generator
 
 import pytest
 
-from . import explain, extensions
-from ._compat import fixture_argnames
+from ..core import explain
+from . import extensions
+from .._compat import fixture_argnames
 from . import options as options_module
 from .controller import REPORT_ATTRIBUTE, Controller
 from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
-from .metrics import registry
+from ..metrics import registry
 from .marker import DEFAULT_SEED, MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
 from .options import BenchSettings
 from .base import MODULES_ENV, write_imported_modules
-from .refs import DEFAULT_SET, NoCommittedBaselines, Revision, compare_revision, resolve_compare
+from ..store.refs import DEFAULT_SET, NoCommittedBaselines, Revision, compare_revision, resolve_compare
 from .session import BenchSession, Naming, IsolationGuard
-from .storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
-from .text import safe_text
+from ..store.storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
+from ..core.text import safe_text
 
 settings_key = pytest.StashKey[BenchSettings]()
 owns_key = pytest.StashKey[bool]()

@@ -12,9 +12,9 @@ import textwrap
 from typing import Any, Callable, Mapping
 
 from .marker import BenchOptions
-from .results import BenchmarkResult, TimeMetric
+from ..core.results import BenchmarkResult, TimeMetric
 from .session import BenchSession, Naming
-from .statistics import RoundStats
+from ..core.statistics import RoundStats
 
 
 class ItemRecorder:
@@ -84,7 +84,7 @@ class StatsUnavailable(AttributeError):
 
 class BenchmarkStats:
     """What ``benchmark.stats`` is in time mode: pytest-benchmark's ``Metadata`` shape, with its
-    ``Stats`` (:class:`~pytest_torchbench.statistics.RoundStats`) at ``.stats``, so suites that
+    ``Stats`` (:class:`~pytest_torchbench.core.statistics.RoundStats`) at ``.stats``, so suites that
     read ``benchmark.stats.stats.mean`` or ``benchmark.stats["median"]`` run unchanged."""
 
     def __init__(self, fixture: BenchmarkFixture, times: list[float], iterations: int) -> None:
@@ -249,7 +249,7 @@ class BenchmarkFixture:
         session, options, naming = self._session, self._recorder.options, self._recorder.naming
         measured = None
         if "time" in session.modes:
-            from .engines import walltime
+            from ..engines import walltime
 
             measurement = walltime.measure_rounds(
                 target, make_arguments, rounds=rounds, iterations=iterations, warmup_rounds=warmup_rounds,
@@ -464,7 +464,7 @@ class ProfilerFixture:
         self._current: Any = None
 
     def __call__(self, **options: Any) -> Any:
-        from .engines.profiler import ProfilerOptions, ProfilerSession, trace_file
+        from ..engines.profiler import ProfilerOptions, ProfilerSession, trace_file
 
         suffix = "" if not self._sessions else f"-{len(self._sessions) + 1}"
         session = ProfilerSession(

@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .engines.fresh_code import fresh_callable
+from ..engines.fresh_code import fresh_callable
 from .marker import BenchOptions
-from .metrics import registry
-from .metrics.base import MeasureContext
-from .metrics.time import time_spec
-from .results import BenchmarkResult, Environment, collect_environment
-from .vocabulary import Verdict
+from ..metrics import registry
+from ..metrics.base import MeasureContext
+from ..metrics.time import time_spec
+from ..core.results import BenchmarkResult, Environment, collect_environment
+from ..core.vocabulary import Verdict
 
 
 @contextlib.contextmanager
@@ -60,7 +60,7 @@ class IsolationGuard:
         messages = []
         if self.num_threads is not None and torch.get_num_threads() != self.num_threads:
             torch.set_num_threads(self.num_threads)
-        from .engines.profiler import stop_leftover_profiler
+        from ..engines.profiler import stop_leftover_profiler
 
         if stop_leftover_profiler():
             messages.append(
@@ -168,7 +168,7 @@ class BenchSession:
 
     def _profile(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> dict[str, Any]:
         """--bench-profile: a few more runs under torch.profiler, after (never during) measuring."""
-        from .engines import profiler
+        from ..engines import profiler
 
         profiler_options = profiler.ProfilerOptions.from_kwargs(**dict(options.profile or {}))
         trace_path = profiler.trace_file(self.output_dir, naming.nodeid) if self.output_dir is not None else None
@@ -216,7 +216,7 @@ class BenchSession:
         """Add the details only a re-run can give to the failed verdicts of ``result`` (op call
         sites), in place, when this process still holds the callable that was measured. Returns
         the failed verdicts it could not explain because the test ran in another process (the
-        controller re-runs those at the end of the session: ``explain.py``)."""
+        controller re-runs those at the end of the session: ``core/explain.py``)."""
         elsewhere = []
         for verdict in verdicts:
             metric = registry.find(verdict.metric)

@@ -40,10 +40,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from .explain import RERUN_ENV, passed_through
-from .refs import Revision
-from .storage import BaselineError, BaselineSet, load_set_from_folder
-from .text import safe_text
+from ..core.explain import RERUN_ENV, passed_through
+from ..store.refs import Revision
+from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
+from ..core.text import safe_text
 from .workers import worker_args
 
 #: Set in the base run's environment: the folder where each of its processes writes the modules
@@ -213,7 +213,7 @@ def cache_key(revision: Revision, environment: Mapping[str, Any], modes: Sequenc
     mode, the interpreter), the modes, the selection (options, paths, the folder it starts in)
     and the build step. Any difference is another key: a cache entry never serves another
     commit or environment."""
-    from . import __version__
+    from .. import __version__
 
     blob = json.dumps({
         "commit": revision.commit, "environment": dict(environment), "interpreter": sys.executable,

@@ -33,7 +33,7 @@ import math
 import re
 from typing import Any, Mapping, Sequence
 
-from .metrics import registry
+from ..metrics import registry
 from .results import BenchmarkResult
 from .text import safe_text
 # The shared vocabulary, re-exported: callers and hook authors have imported it from here.
@@ -41,8 +41,8 @@ from .vocabulary import (  # noqa: F401
     DEFAULT_ALPHA, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, USER_FACT_PREFIX,
     Environment, Policy, Verdict, format_percent, format_seconds,
 )
-from .metrics.instructions import _NOISE_FRAME, short_function_name, top_function_changes  # noqa: F401
-from .metrics.time import (  # noqa: F401
+from ..metrics.instructions import _NOISE_FRAME, short_function_name, top_function_changes  # noqa: F401
+from ..metrics.time import (  # noqa: F401
     QUIET_CPU_SHARE, SHORT_CALL, time_allowance, time_disturbance, time_reference,
 )
 

@@ -16,18 +16,19 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pytest
 
-from . import base, explain, extensions, gate
+from . import base, extensions
+from ..core import explain, gate
 from .base import BaseError, MeasuredBase
-from ._compat import terminal_width
-from .judgement import NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, failure_message
+from .._compat import terminal_width
+from ..core.judgement import NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, failure_message
 from .marker import MARKER_NAME as MARKER
 from .options import EXIT_INCOMPARABLE, BenchSettings
-from .reports import jsonreport, junit, markdown, publish, terminal
-from .results import BenchmarkResult
+from ..reports import jsonreport, junit, markdown, publish, terminal
+from ..core.results import BenchmarkResult
 from .session import BenchSession
-from .refs import Revision, exists_at, save_stamp
-from .storage import BaselineError, BaselineSet, save_set
-from .text import safe_text
+from ..store.refs import Revision, exists_at, save_stamp
+from ..store.storage import BaselineError, BaselineSet, save_set
+from ..core.text import safe_text
 
 REPORT_ATTRIBUTE = "torchbench"
 
@@ -231,7 +232,7 @@ class Controller:
     def _confirm(self, nodeid: str, verdicts: list[Verdict]) -> None:
         """Regressions of metrics that confirm their failures (time) are measured again in a fresh
         process before this test's report is final (``Metric.confirm``); settled in place."""
-        from .metrics import registry
+        from ..metrics import registry
 
         suspects = [v for v in verdicts if v.failed and v.status == REGRESSION
                     and getattr(registry.find(v.metric), "confirms_failures", False)]
@@ -279,7 +280,7 @@ class Controller:
         """Whether the committed entry of ``result`` is missing (and its test file exists at REV:
         a benchmark new in this change has no base to measure) or lacks a metric, or was measured
         where the environment facts that decide comparability differ."""
-        from .judgement import environment_differences
+        from ..core.judgement import environment_differences
 
         entry = self.committed.entries.get(result.key) if self.committed is not None else None
         if entry is None:
@@ -419,7 +420,7 @@ class Controller:
                 self.notes.append(f"ERROR: --bench-json={self.settings.json_path}: cannot write ({exc})")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
         if self.settings.benchmark_json_path is not None:  # pytest-benchmark's format, for its users' CI
-            from .reports import benchmark_json
+            from ..reports import benchmark_json
 
             try:
                 benchmark_json.write(self.settings.benchmark_json_path, self.results,
@@ -482,12 +483,12 @@ class Controller:
 
     def _explain_elsewhere(self) -> None:
         """Failed verdicts of tests that ran in other processes (xdist, instructions mode's
-        workers) get their explanation from one serial re-run of those tests (``explain.py``);
+        workers) get their explanation from one serial re-run of those tests (``core/explain.py``);
         their FAILED reports, shown after this, are rewritten with it."""
         pending = [v for *_, elsewhere, _ in self._to_explain for v in elsewhere]
         if not pending or self.settings.compare is None:
             return
-        from .metrics import registry
+        from ..metrics import registry
 
         nodeids = {key: nodeid for *_, by_key in self._to_explain for key, nodeid in by_key.items()}
         details, problem = explain.rerun_details(

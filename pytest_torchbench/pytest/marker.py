@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 
 import pytest
 
-from .judgement import LimitSpecError, parse_limits
+from ..core.judgement import LimitSpecError, parse_limits
 
 MARKER_NAME = "benchmark"
 MARKER_DOC = (
@@ -168,7 +168,7 @@ def _check_profile(where: str, profile: Any) -> None:
     instead of a TypeError from inside the profiler while measuring."""
     if not isinstance(profile, Mapping):
         raise MarkerError(f"{where}: profile={profile!r} must be a dict of profiler options")
-    from .engines.profiler import ProfilerOptions
+    from ..engines.profiler import ProfilerOptions
 
     try:
         ProfilerOptions.from_kwargs(**{str(k): v for k, v in profile.items()})

@@ -6,7 +6,7 @@ a newline forges a line of our own output, and a line starting with ``::error ti
 older ``##[error]``) is executed by GitHub Actions as a workflow command when it reaches the log.
 :func:`safe_text` is the single rule; the terminal, Markdown and HTML reports all go through it
 (Markdown and HTML add their own syntax escaping on top), and so can failure messages
-(``judgement``) and metrics: import it from ``pytest_torchbench.text``; it imports nothing of ours,
+(``judgement``) and metrics: import it from ``pytest_torchbench.core.text``; it imports nothing of ours,
 so every layer may use it.
 
 Also here: number formatting that never raises (NaN, infinities, 1e308 in a baseline must print as

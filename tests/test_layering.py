@@ -1,0 +1,111 @@
+"""The package's layers, folder by folder: every import runs downward (or within its layer).
+
+Bottom up: the shared vocabulary (``core/vocabulary.py``, ``core/text.py``, ``_compat.py``); the
+engines; the metrics and their registry; the results model, judgement, gate (``core/``) and storage
+(``store/``); the reports; the pytest glue (``pytest/``) and the command line on top. The package's
+``__init__`` (the public API) sits with the results model. Written by the re-layout (issue 23).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "pytest_torchbench"
+
+#: bottom up: (layer, module prefixes); a module is in the layer of its longest matching prefix
+LAYERS = (
+    ("the shared vocabulary", (
+        "pytest_torchbench._compat",
+        "pytest_torchbench.core.vocabulary",
+        "pytest_torchbench.core.text",
+        "pytest_torchbench.core.statistics",
+    )),
+    ("engines", (
+        "pytest_torchbench.engines",
+    )),
+    ("metrics and their registry", (
+        "pytest_torchbench.metrics",
+    )),
+    ("results, judgement, gate, storage", (
+        "pytest_torchbench.core",
+        "pytest_torchbench.store",
+    )),
+    ("reports", (
+        "pytest_torchbench.reports",
+    )),
+    ("pytest glue and the command line", (
+        "pytest_torchbench.pytest",
+        "pytest_torchbench.cli",
+        "pytest_torchbench.__main__",
+    )),
+)
+#: the package itself (``__init__.py``: the public API) is in this layer
+ROOT_LAYER = 3
+#: top-level modules left outside the folders, with the layer their imports put them in
+UNPLACED: dict[str, int] = {}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """The package's modules that ``path`` imports (relative imports resolved, ``from . import x``
+    counted as module ``x`` where it is one)."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                name = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                name = node.module or ""
+            for alias in node.names:
+                found.add(f"{name}.{alias.name}" if f"{name}.{alias.name}" in MODULES else name)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {name for name in found if name.split(".")[0] == "pytest_torchbench" and name != module}
+
+
+def _layer(module: str) -> int | None:
+    if module in UNPLACED:
+        return UNPLACED[module]
+    if module == "pytest_torchbench":
+        return ROOT_LAYER
+    best, best_len = None, -1
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = index, len(prefix)
+    return best
+
+
+def test_every_module_is_in_a_layer() -> None:
+    assert [m for m in MODULES if _layer(m) is None] == [], "put the module in a layer's folder"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_run_downward(module: str) -> None:
+    own = _layer(module)
+    assert own is not None
+    upward = sorted(f"{name} ({LAYERS[layer][0]})" for name in _imports(module, MODULES[module])
+                    if (layer := _layer(name)) is not None and layer > own)
+    assert upward == [], f"{module} ({LAYERS[own][0]}) imports from above: {upward}"
+
+
+def test_the_folders_exist() -> None:
+    for folder in ("core", "store", "engines", "metrics", "reports", "pytest"):
+        assert (PACKAGE / folder / "__init__.py").is_file(), folder
