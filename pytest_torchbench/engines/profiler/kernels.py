@@ -33,7 +33,7 @@ import torch
 from torch.profiler import ProfilerActivity
 
 from ..._compat import kineto_events
-from .iterations import ITERATION_MARKER, Windows, check_counts, ensure_no_active_profiler, representative, sync_cuda
+from .iterations import ITERATION_MARKER, Windows, record, representative, sync_cuda
 
 __all__ = [
     "Activity", "DeviceProfile", "NoCudaError", "busy_ns", "count_kernels", "kernel_launchers",
@@ -188,31 +188,15 @@ def measure_device(
     """Warm ``fn`` up, then profile ``iterations`` calls with CPU and CUDA activities, each call in
     its marker (with ``flush_l2``, the L2 cache is overwritten before each call, outside the marker,
     so the flush's kernel belongs to no call; ``before_each``, pedantic's setup, runs before every
-    call, warm-up and profiled, outside the markers too). Raises :class:`NoCudaError` without a CUDA device.
-
-    Not ``iterations.record``: the flush has to run between the marked calls, inside the profile."""
+    call, warm-up and profiled, outside the markers too). Raises :class:`NoCudaError` without a CUDA device."""
     _require_cuda()
-    check_counts(iterations, warmup)
-    ensure_no_active_profiler("measuring device activity")
     flush = _L2Flush() if flush_l2 else None
-    if before_region is not None:
-        before_region()
-    for _ in range(warmup):
-        if before_each is not None:
-            before_each()
-        fn()
-    if before_region is not None:
-        before_region()
-    sync_cuda()
-    with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-        for _ in range(iterations):
-            if before_each is not None:
-                before_each()
-            if flush is not None:
-                flush()
-            with torch.profiler.record_function(ITERATION_MARKER):
-                fn()
-        sync_cuda()
+    each: Callable[[], object] | None = before_each
+    if flush is not None:
+        each = flush if before_each is None else (lambda: (before_each(), flush()))
+    prof = record(fn, iterations=iterations, warmup=warmup, what="measuring device activity",
+                  before_region=before_region, before_each=each,
+                  activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     raw = kineto_events(prof)
     if raw is None:  # pragma: no cover - depends on torch internals
         raise RuntimeError("this torch version does not expose the profiler's raw events")
