@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 from .text import safe_text
 from .vocabulary import Verdict
@@ -66,13 +66,9 @@ def rerun_environment() -> dict[str, str]:
     return env
 
 
-def passed_through(args: Sequence[str], positional: Sequence[str] = ()) -> list[str]:
-    """The user's command line ``args`` for the re-run: every option as given, in order (a
-    conftest's own, such as ``--device cpu`` or ``--runslow``, included: without them a test may
-    not run, or run otherwise, and a conftest may refuse to start), less ``positional`` (the paths
-    and node ids pytest parsed from it, ``config.option.file_or_dir``: the re-run names the failed
-    tests instead; each removed once, from the end, where a value equal to one is least likely)
-    and the options of ``_LEFT_OUT``. The re-run's own options come after these, and win."""
+def remove_options(args: Sequence[str], options: Mapping[str, bool]) -> list[str]:
+    """``args`` without the options named in ``options`` (name -> whether it takes a value, given
+    as ``--name value`` or ``--name=value``)."""
     kept: list[str] = []
     skipping = False
     for arg in map(str, args):
@@ -80,10 +76,21 @@ def passed_through(args: Sequence[str], positional: Sequence[str] = ()) -> list[
             skipping = False
             continue
         name, has_value, _ = arg.partition("=")
-        if name in _LEFT_OUT:
-            skipping = _LEFT_OUT[name] and not has_value
+        if name in options:
+            skipping = options[name] and not has_value
             continue
         kept.append(arg)
+    return kept
+
+
+def passed_through(args: Sequence[str], positional: Sequence[str] = ()) -> list[str]:
+    """The user's command line ``args`` for the re-run: every option as given, in order (a
+    conftest's own, such as ``--device cpu`` or ``--runslow``, included: without them a test may
+    not run, or run otherwise, and a conftest may refuse to start), less ``positional`` (the paths
+    and node ids pytest parsed from it, ``config.option.file_or_dir``: the re-run names the failed
+    tests instead; each removed once, from the end, where a value equal to one is least likely)
+    and the options of ``_LEFT_OUT``. The re-run's own options come after these, and win."""
+    kept = remove_options(args, _LEFT_OUT)
     for value in reversed([str(p) for p in positional]):
         where = next((i for i in range(len(kept) - 1, -1, -1) if kept[i] == value), None)
         if where is not None:

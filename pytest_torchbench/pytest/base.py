@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..core.explain import RERUN_ENV, passed_through
+from ..core.explain import RERUN_ENV, passed_through, remove_options
 from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
 from ..core.text import safe_text
@@ -84,25 +84,10 @@ class MeasuredBase:
         return f"cached measurement of {where}" if self.cached else f"measured from {where} in this job"
 
 
-def _remove_options(args: Sequence[str], options: Mapping[str, bool]) -> list[str]:
-    kept: list[str] = []
-    skipping = False
-    for arg in map(str, args):
-        if skipping:
-            skipping = False
-            continue
-        name, has_value, _ = arg.partition("=")
-        if name in options:
-            skipping = options[name] and not has_value
-            continue
-        kept.append(arg)
-    return kept
-
-
 def selection_args(args: Sequence[str], positional: Sequence[str]) -> tuple[list[str], list[str]]:
     """(the options the base run gets, the paths and node ids it gets), from the user's command
     line: everything that selects and measures, nothing that writes reports or baselines."""
-    options = _remove_options(passed_through(worker_args(args), positional), LEFT_OUT)
+    options = remove_options(passed_through(worker_args(args), positional), LEFT_OUT)
     return options, [str(p) for p in positional]
 
 
