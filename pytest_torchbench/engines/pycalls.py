@@ -186,6 +186,17 @@ def _ours(code: types.CodeType) -> bool:
     return code.co_filename.startswith(PLUGIN_DIR)
 
 
+def _warm_up(fn: Callable[[], object], warmup: int, before_region: Callable[[], object] | None) -> None:
+    """``before_region`` (the seeding), ``warmup`` uncounted calls, ``before_region`` again: what
+    precedes every counted region, here as in the profiler's loop."""
+    if before_region is not None:
+        before_region()
+    for _ in range(warmup):
+        fn()
+    if before_region is not None:
+        before_region()
+
+
 def count_calls(
     fn: Callable[[], object],
     *,
@@ -202,12 +213,7 @@ def count_calls(
     floats holding integers (stored beside other metrics). ``root``: files under it are named
     relative to it."""
     _check_counts(iterations, warmup)
-    if before_region is not None:
-        before_region()
-    for _ in range(warmup):
-        fn()
-    if before_region is not None:
-        before_region()
+    _warm_up(fn, warmup, before_region)
     per_call: list[dict[types.CodeType, int]] = [{} for _ in range(iterations)]
     counts = per_call[0]
 
@@ -255,12 +261,7 @@ def call_sites(
     the user's code (:class:`CallSites`). Walking the stack at each start costs: meant for
     benchmarks that already failed. The names are :func:`count_calls`'s."""
     _check_counts(1, warmup)
-    if before_region is not None:
-        before_region()
-    for _ in range(warmup):
-        fn()
-    if before_region is not None:
-        before_region()
+    _warm_up(fn, warmup, before_region)
     skipped = skipped_dirs()
     found: dict[types.CodeType, collections.Counter[tuple[str, int, str] | None]] = {}
 
