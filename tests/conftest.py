@@ -6,16 +6,23 @@ checkout on PYTHONPATH so they import the code under test, not another installed
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import json
 import os
 import re
+import select
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import pytest
+from _pytest.pathlib import make_numbered_dir
+from pytest import ExitCode
 
 if TYPE_CHECKING:
     from pytest_torchbench.core.results import BenchmarkResult
@@ -34,6 +41,121 @@ FAST = "--bench-min-run-time=0.02"
 TORCH_IMPORT_NOISE = re.compile(r"^(.*cpp_extension\.py:\d+\] )?No CUDA runtime is found, using CUDA_HOME=")
 
 
+class _ForkServer:
+    """The test process's side of ``tests/zygote.py``: ``python -m pytest`` runs forked from a
+    process that has imported torch already (see that file for why and what a fork cannot give).
+
+    One per test process, started at its first run, ended when the test process exits.
+    ``TORCHBENCH_TESTS_FORK=0`` turns it off: every run is then a fresh interpreter.
+    """
+
+    def __init__(self) -> None:
+        self.process: subprocess.Popen[bytes] | None = None
+        self.pending = b""
+        self.log = ROOT / ".pytest_cache" / f"zygote-{os.getpid()}.log"
+        atexit.register(self.close)
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        if self.process is None or self.process.poll() is not None:
+            self.log.parent.mkdir(parents=True, exist_ok=True)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "PYTHONPATH"}
+            with self.log.open("ab") as log:
+                self.process = subprocess.Popen(
+                    [sys.executable, str(Path(__file__).with_name("zygote.py"))],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, cwd=ROOT)
+            self.pending = b""
+        return self.process
+
+    def close(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def _reply(self, process: subprocess.Popen[bytes], deadline: float | None) -> dict:
+        assert process.stdout is not None
+        fd = process.stdout.fileno()
+        while b"\n" not in self.pending:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                raise TimeoutError
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                log = self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
+                raise RuntimeError(f"tests/zygote.py ended unexpectedly; its log ({self.log}):\n{log}")
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return json.loads(line)
+
+    def run(self, request: dict, timeout: float | None) -> int:
+        """Run one ``python -m pytest``; its exit status (negative: the signal that ended it)."""
+        process = self._start()
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(request).encode() + b"\n")
+        process.stdin.flush()
+        pid = self._reply(process, time.monotonic() + 120)["pid"]
+        try:
+            return int(self._reply(process, None if timeout is None else time.monotonic() + timeout)["returncode"])
+        except TimeoutError:
+            os.kill(pid, signal.SIGKILL)
+            self._reply(process, time.monotonic() + 60)
+            raise
+
+
+_FORK_SERVER = _ForkServer()
+
+
+def run_forked(pytester: pytest.Pytester, *args: str | os.PathLike[str], timeout: float | None = None) -> pytest.RunResult:
+    """:meth:`pytest.Pytester.runpytest_subprocess`, but the process is forked from
+    ``tests/zygote.py`` instead of started afresh: the same arguments (``--basetemp``, ``-p``
+    for pytester's plugins), working directory, environment (PYTHONPATH led by the working
+    directory), output files and result, without paying for the interpreter and torch."""
+    __tracebackhide__ = True
+    basetemp = make_numbered_dir(root=pytester.path, prefix="runpytest-", mode=0o700)
+    full: tuple[str | os.PathLike[str], ...] = (f"--basetemp={basetemp}", *args)
+    for plugin in pytester.plugins:
+        if not isinstance(plugin, str):
+            raise ValueError(f"plugins must be given by name in subprocess mode: {plugin}")
+        full = ("-p", plugin, *full)
+    argv = [os.fspath(arg) for arg in full]
+    env = os.environ.copy()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH", "")]))
+    out_path, err_path = pytester.path / "stdout", pytester.path / "stderr"
+    print("running (forked):", sys.executable, "-mpytest", *argv)
+    print("     in:", Path.cwd())
+    started = time.perf_counter()
+    request = {"argv": argv, "cwd": os.getcwd(), "env": env, "stdout": str(out_path), "stderr": str(err_path)}
+    try:
+        code = _FORK_SERVER.run(request, timeout)
+    except TimeoutError:
+        raise pytester.TimeoutExpired(f"{timeout} second timeout expired running: {argv}") from None
+    out = out_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    err = err_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    for lines, stream in ((out, sys.stdout), (err, sys.stderr)):
+        for line in lines:
+            print(line, file=stream)
+    ret: int | ExitCode = code
+    with contextlib.suppress(ValueError):
+        ret = ExitCode(code)
+    return pytest.RunResult(ret, out, err, time.perf_counter() - started)
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
+    """pytester, with ``runpytest_subprocess`` forked from a warm process (:func:`run_forked`).
+
+    Tests that need what only a fresh interpreter gives (see ``tests/zygote.py``) start one
+    with ``pytester.run(sys.executable, "-m", "pytest", ...)``.
+    """
+    if os.environ.get("TORCHBENCH_TESTS_FORK", "1") != "0" and hasattr(os, "fork"):
+        pytester.runpytest_subprocess = functools.partial(run_forked, pytester)  # type: ignore[method-assign]
+    return pytester
+
+
 @pytest.fixture
 def bench_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """PYTHONPATH for subprocesses (pytester subprocess runs, the CLI, git hooks)."""
@@ -44,6 +166,10 @@ def bench_env(monkeypatch: pytest.MonkeyPatch) -> None:
     # BUILD_NUMBER: the inner runs must print the same on a laptop and in CI.
     monkeypatch.delenv("CI", raising=False)
     monkeypatch.delenv("BUILD_NUMBER", raising=False)
+    # When this suite itself runs under xdist (the README's test command does), its workers'
+    # variables must not reach the runs it starts: those are their own sessions.
+    for name in [name for name in os.environ if name.startswith("PYTEST_XDIST_")]:
+        monkeypatch.delenv(name)
 
 
 @pytest.fixture
