@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS would start a thread at import
@@ -60,8 +61,10 @@ def _child(request: dict) -> None:
     sys.stdin = open(0, closefd=False)  # noqa: SIM115
     sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
     sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
-    sys.argv = [os.path.join(os.path.dirname(pytest.__file__), "__main__.py"), *request["argv"]]
-    raise SystemExit(pytest.console_main())
+    # As `python -m pytest` runs it (runpy sets argv[0] and __main__); it ends in SystemExit.
+    sys.argv = ["-m", *request["argv"]]
+    runpy.run_module("pytest", run_name="__main__", alter_sys=True)
+    raise SystemExit(0)
 
 
 def serve() -> None:
