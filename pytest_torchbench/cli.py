@@ -26,7 +26,7 @@ from .core import gate
 from .core.judgement import LimitSpecError, Policy, Verdict, parse_limits
 from .metrics import registry
 from .store.refs import resolve_compare, save_stamp
-from .reports import jsonreport, publish, shards, terminal
+from .reports import jsonreport, markdown, publish, shards, terminal
 from .reports.paths import ReportPathError, check_report_paths
 from .core.results import BenchmarkResult
 from .store.storage import BaselineError, BaselineSet, check_save_folder, save_set, validate_set_name
@@ -162,7 +162,8 @@ def _check_report_targets(args: argparse.Namespace) -> None:
     usage error (the report is what this command was run for; finding out afterwards is late)."""
     try:
         check_report_paths({"--markdown": args.markdown, "--html": args.html, "--json": getattr(args, "json", None),
-                            **({"OUT.json": args.out} if args.command == "merge" else {})})
+                            **({"OUT.json": args.out, "GITHUB_STEP_SUMMARY": markdown.step_summary_path()}
+                               if args.command == "merge" else {})})
     except ReportPathError as exc:
         raise UsageError(str(exc)) from None
 
@@ -237,7 +238,9 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
 
 def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
     """``torchbench merge``: the shards' results as one run (every conflict one line, exit 4),
-    its reports, optionally one baseline set (all files or none), and the verdict the unsharded
+    its reports (the Markdown also appended to GitHub's job summary, as the gate's is: the merge
+    job is where a sharded suite's result is read), optionally one baseline set (all files or
+    none), and the verdict the unsharded
     run would have had: 1 on a failing verdict or a failed benchmark test; in CI, 6 when a
     benchmark was compared with nothing, as the gate does."""
     from .pytest.controller import in_ci, uncompared
@@ -262,7 +265,8 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
         merged.baseline_name, merged.baseline_source or "", merged.baseline_entries or {})
     _print_table(merged.results, merged.verdicts, baseline)
     notes = publish.write_reports(merged.results, merged.verdicts, merged.baseline_entries, merged.baseline_name,
-                                  merged.baseline_source, args.markdown, args.html, None, option_prefix="--",
+                                  merged.baseline_source, args.markdown, args.html, markdown.step_summary_path(),
+                                  option_prefix="--",
                                   failed_tests=merged.failed_tests)
     measured = [r for r in merged.results if r.metrics]
     if folder is not None and measured:
