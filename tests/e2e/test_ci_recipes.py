@@ -213,10 +213,14 @@ class Job:
     summary: str = ""
 
 
-def _clone(origin: Path, workspace: Path, ref: str, depth: int) -> None:
-    """A fresh clone at the same path every job, as a runner's workspace; ``depth`` 0 is the full history."""
+def _fresh(workspace: Path) -> None:
+    """An empty workspace at the same path every job, as a runner's."""
     shutil.rmtree(workspace.parent, ignore_errors=True)
-    workspace.parent.mkdir(parents=True)
+    workspace.mkdir(parents=True)
+
+
+def _clone(origin: Path, workspace: Path, ref: str, depth: int) -> None:
+    """Clone into the (empty) workspace; ``depth`` 0 is the full history."""
     shallow = ["--depth", str(depth), "--branch", ref] if depth else []
     subprocess.run(["git", "clone", "-q", *shallow, f"file://{origin}", str(workspace)], check=True)
     if not depth:
@@ -248,21 +252,28 @@ def _base_env(workspace: Path) -> dict[str, str]:
 
 
 def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, workspace: Path,
-               cache: dict[str, Path], variables: dict[str, str]) -> Job:
-    """One job of ``workflow`` on ``event``, checking out ``ref`` of ``origin`` as actions/checkout would."""
+               cache: dict[str, Path], variables: dict[str, str], name: str | None = None,
+               matrix: dict[str, Any] | None = None, index: int = 0) -> Job:
+    """Job ``name`` (the only one by default) of ``workflow`` on ``event``, checking out ``ref`` of
+    ``origin`` as actions/checkout would; ``matrix``/``index``: one combination of its matrix.
+    Artifacts go to (and come from) a folder beside the workspace, shared by the jobs of a run."""
     job = Job()
     triggers = workflow.get("on") or workflow.get(True)  # a YAML 1.1 reader would make 'on' True
     assert event in triggers, f"the workflow does not run on {event}"
-    (name, spec), = workflow["jobs"].items()
-    summary = workspace.parent.parent / f"summary-{ref.replace('/', '-')}.md"
+    if name is None:
+        (name, spec), = workflow["jobs"].items()
+    else:
+        spec = workflow["jobs"][name]
+    store = workspace.parent.parent / f"artifacts-{ref.replace('/', '-')}"  # one workflow run per ref here
+    summary = workspace.parent.parent / f"summary-{ref.replace('/', '-')}-{name}-{index}.md"
     summary.unlink(missing_ok=True)
+    _fresh(workspace)
     env = {**_base_env(workspace), "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event,
            "GITHUB_WORKSPACE": str(workspace), "RUNNER_OS": "Linux", "GITHUB_STEP_SUMMARY": str(summary),
            **variables}
     contexts: dict[str, Any] = {"github.event_name": event, "runner.os": "Linux",
-                                "github.base_ref": variables.get("GITHUB_BASE_REF", "")}
-    for key, value in {**(workflow.get("env") or {}), **(spec.get("env") or {})}.items():
-        env[key] = str(value)
+                                "github.base_ref": variables.get("GITHUB_BASE_REF", ""), "strategy.job-index": index,
+                                **{f"matrix.{k}": v for k, v in (matrix or {}).items()}}
     outputs: dict[str, dict[str, str]] = {}
     post_saves: list[tuple[str, str]] = []
 
@@ -279,6 +290,10 @@ def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, wor
         assert token in contexts, f"the runner does not know {token!r}"
         return contexts[token]
 
+    for key, value in {**(workflow.get("env") or {}), **(spec.get("env") or {})}.items():
+        env[key] = substitute(str(value), lookup)
+    if "if" in spec:
+        assert evaluate(str(spec["if"]), lookup), f"job {name} would not run"
     for step in spec["steps"]:
         title = step.get("name") or step.get("uses") or step["run"]
         condition = str(step.get("if", "success()"))
@@ -322,8 +337,20 @@ def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, wor
         elif uses.startswith("actions/cache/save@"):
             _save_cache(cache, given["key"], workspace / given["path"], workspace.parent.parent)
         elif uses.startswith("actions/upload-artifact@"):
-            job.artifacts[given["name"]] = sorted(
-                p.relative_to(workspace).as_posix() for p in workspace.glob(given["path"]) if p.exists())
+            found = sorted(p for p in workspace.glob(given["path"]) if p.exists())
+            job.artifacts[given["name"]] = [p.relative_to(workspace).as_posix() for p in found]
+            target = store / given["name"]
+            assert not target.exists(), f"artifact {given['name']} uploaded twice in one run"
+            target.mkdir(parents=True)
+            for path in found:  # a folder's contents, or the files, at the artifact's top
+                if path.is_dir():
+                    shutil.copytree(path, target, dirs_exist_ok=True)
+                else:
+                    shutil.copy(path, target / path.name)
+        elif uses.startswith("actions/download-artifact@"):
+            assert "merge-multiple" not in given and "name" not in given, "the runner emulates pattern + path"
+            for artifact in sorted(store.glob(given["pattern"])):  # each into path/<artifact name>/
+                shutil.copytree(artifact, workspace / given["path"] / artifact.name)
         else:
             raise AssertionError(f"the runner does not know the action {uses!r}")
     if job.failed_step is None:
@@ -360,6 +387,7 @@ def run_gitlab(config: dict[str, Any], name: str, origin: Path, ref: str, worksp
     if rules is not None and not any(evaluate(rule["if"], lookup) for rule in rules):
         return None
     job = Job()
+    _fresh(workspace)
     _clone(origin, workspace, ref, int(env.get("GIT_DEPTH", 20)))
     expand = lambda text: re.sub(r"\$\{?(\w+)\}?", lambda m: env.get(m.group(1), ""), str(text))  # noqa: E731
     cached = spec.get("cache")
@@ -517,3 +545,49 @@ def test_the_yaml_reader_reads_what_the_recipes_use_and_refuses_the_rest() -> No
             MiniYaml.parse(bad)
     assert evaluate("always() && x != 'y'", {"always()": True, "x": "z"}.__getitem__) is True
     assert evaluate("$A == \"b\" && $C == $D", {"$A": "b", "$C": None, "$D": "d"}.__getitem__) is False
+
+
+SHARD_LEFT = "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_add():\n    torch.ones(4) + 1\n"
+SHARD_RIGHT = "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():\n    torch.ones(4) * 2\n"
+SHARD_RIGHT_SLOW = "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():\n    (torch.ones(4) * 2).clone()\n"
+
+
+def test_github_actions_shards_recipe(pytester: pytest.Pytester, git: Callable[..., str], bench_env: None) -> None:
+    """The matrix recipe: each shard gates its part against the measured merge base (the one with
+    the regression fails, the other passes), each caches its own base, and the merge job fails
+    with the benchmark named in its log and job summary, and uploads the merged reports."""
+    root = pytester.path / "origin"
+    for folder, text in (("tests/bench_left/test_left.py", SHARD_LEFT), ("tests/bench_right/test_right.py", SHARD_RIGHT)):
+        (root / folder).parent.mkdir(parents=True, exist_ok=True)
+        (root / folder).write_text(text)
+    (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n.pytest_cache/\nbench.*\nshard.json\nshards/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "suite")
+    git(root, "checkout", "-q", "-b", "slow")
+    (root / "tests/bench_right/test_right.py").write_text(SHARD_RIGHT_SLOW)
+    git(root, "commit", "-q", "-am", "one more op per call")
+    git(root, "checkout", "-q", "--detach", "main")
+    git(root, "merge", "-q", "--no-ff", "slow", "-m", "Merge slow into main")
+    git(root, "branch", "pull/1/merge")
+    workflow = MiniYaml.parse(recipe(CI_DOC, "github-actions-shards"))
+    workspace = pytester.path / "runner" / "repo"
+    cache: dict[str, Path] = {}
+    pull = {"GITHUB_BASE_REF": "main", "GITHUB_REF": "refs/pull/1/merge", "GITHUB_HEAD_REF": "slow"}
+    main = _sha(root, "main")
+
+    matrix = workflow["jobs"]["shard"]["strategy"]["matrix"]["shard"]
+    shards = [run_github(workflow, "pull_request", root, "pull/1/merge", workspace, cache, pull, "shard",
+                         {"shard": value}, index) for index, value in enumerate(matrix)]
+    assert [job.status for job in shards] == [0, 1], "\n".join(job.log for job in shards)
+    assert "FAILED tests/bench_right/test_right.py::test_mul" in shards[1].log, shards[1].log
+    assert sorted(cache) == [f"torchbench-base-Linux-{i}-{main}" for i in (0, 1)], cache
+    assert [job.artifacts for job in shards] == [{"shard-0": ["shard.json"]}, {"shard-1": ["shard.json"]}]
+
+    merged = run_github(workflow, "pull_request", root, "pull/1/merge", workspace, cache, pull, "merge")
+    assert merged.status == 1 and merged.failed_step == "merge", merged.log
+    assert "merged 2 shard(s): 2 benchmark result(s)" in merged.log, merged.log
+    assert "tests/bench_right/test_right.py::test_mul: ops" in merged.log, merged.log
+    assert "test\\_right.py::test\\_mul" in merged.summary and "test\\_left.py::test\\_add" in merged.summary
+    assert merged.artifacts == {"benchmarks": ["bench.html", "bench.json", "bench.md"]}, merged.log
