@@ -1,16 +1,20 @@
-"""``torchbench``: compare or show baseline sets without running tests.
+"""``torchbench``: compare or show baseline sets without running tests, and merge CI shards.
 
 Why: in CI the measuring job and the gating job are often separate (results uploaded as an
 artifact, compared later), and on a laptop one wants to see what a pull request changed between two
 commits without re-running anything. References resolve exactly as ``--bench-compare`` does (saved
 set name, then git revision ``REV``/``REV:SET``, then path), judgement and the terminal table are
-the plugin's own, so the CLI and the plugin can never disagree.
+the plugin's own, so the CLI and the plugin can never disagree. ``merge`` combines the
+``--bench-json`` files of the jobs of a CI matrix into the result of one run
+(:mod:`pytest_torchbench.reports.shards`): a sharded suite still gets one verdict and one report.
 
 Exit status: 0 no failing verdict, 1 a failing verdict (regression), 4 usage error (bad
 arguments, unknown reference, corrupt baseline, a report path that is not a regular file or is
 a symlink) with one ``torchbench: error:`` line, as pytest's usage errors, before anything is
-compared. A report that still cannot be written (a missing folder, no permission) is an ERROR line
-after the table and exit status 4 as well: the report is what a CI step runs this command for.
+compared; ``merge`` also exits 4 on shards that are not parts of one run, one line per
+conflict, and, as the gate does, 6 in CI when a benchmark was compared with nothing. A report
+that still cannot be written (a missing folder, no permission) is an ERROR line after the table
+and exit status 4 as well: the report is what a CI step runs this command for.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.judgement import MISSING, Verdict
 from ..core.results import SCHEMA_VERSION, BenchmarkResult, UnknownMetricError
@@ -85,6 +85,15 @@ def read_shard(path: Path) -> Shard:
                           f"{safe_text(str(exc))})"]) from None
     meta = {k: v for k, v in document.items() if k not in ("benchmarks", "verdicts", "baseline_entries")}
     return Shard(path, meta, results, verdicts, entries)
+
+
+def describe_origins(origins: Iterable[str]) -> str:
+    """``3 committed at REV (...), 2 measured from REV (...) in this job``: a run's baselines by
+    where they came from (the terminal, every report, and a merge of shards, which recounts)."""
+    counts: dict[str, int] = {}
+    for origin in origins:
+        counts[origin] = counts.get(origin, 0) + 1
+    return ", ".join(f"{n} {origin}" for origin, n in sorted(counts.items()))
 
 
 def _machine_facts(shard: Shard) -> dict[str, set[str]]:
@@ -170,10 +179,7 @@ def merge(shards: Sequence[Shard]) -> Merged:
     first = shards[0].meta
     source = first.get("compared_with")
     if origins and isinstance(source, str) and source.startswith("git "):
-        counts: dict[str, int] = {}
-        for origin in origins.values():
-            counts[origin] = counts.get(origin, 0) + 1
-        source = f"{_source_prefix(source)}: " + ", ".join(f"{n} {o}" for o, n in sorted(counts.items()))
+        source = f"{_source_prefix(source)}: {describe_origins(origins.values())}"
     failed = sorted({t for shard in shards for t in shard.meta.get("failed_tests") or []})
     meta = {
         "modes": first.get("modes"), "compared_with": source, "baseline": first.get("baseline"),
