@@ -1,16 +1,20 @@
-"""``torchbench``: compare or show baseline sets without running tests.
+"""``torchbench``: compare or show baseline sets without running tests, and merge CI shards.
 
 Why: in CI the measuring job and the gating job are often separate (results uploaded as an
 artifact, compared later), and on a laptop one wants to see what a pull request changed between two
 commits without re-running anything. References resolve exactly as ``--bench-compare`` does (saved
 set name, then git revision ``REV``/``REV:SET``, then path), judgement and the terminal table are
-the plugin's own, so the CLI and the plugin can never disagree.
+the plugin's own, so the CLI and the plugin can never disagree. ``merge`` combines the
+``--bench-json`` files of the jobs of a CI matrix into the result of one run
+(:mod:`pytest_torchbench.reports.shards`): a sharded suite still gets one verdict and one report.
 
 Exit status: 0 no failing verdict, 1 a failing verdict (regression), 4 usage error (bad
 arguments, unknown reference, corrupt baseline, a report path that is not a regular file or is
 a symlink) with one ``torchbench: error:`` line, as pytest's usage errors, before anything is
-compared. A report that still cannot be written (a missing folder, no permission) is an ERROR line
-after the table and exit status 4 as well: the report is what a CI step runs this command for.
+compared; ``merge`` also exits 4 on shards that are not parts of one run, one line per
+conflict, and, as the gate does, 6 in CI when a benchmark was compared with nothing. A report
+that still cannot be written (a missing folder, no permission) is an ERROR line after the table
+and exit status 4 as well: the report is what a CI step runs this command for.
 """
 from __future__ import annotations
 
@@ -25,14 +29,16 @@ from typing import NoReturn, Sequence
 from .core import gate
 from .core.judgement import LimitSpecError, Policy, Verdict, parse_limits
 from .metrics import registry
-from .store.refs import resolve_compare
-from .reports import jsonreport, publish, terminal
+from .store.refs import resolve_compare, save_stamp
+from .reports import jsonreport, markdown, publish, shards, terminal
 from .reports.paths import ReportPathError, check_report_paths
 from .core.results import BenchmarkResult
-from .store.storage import BaselineError, BaselineSet
+from .store.storage import BaselineError, BaselineSet, check_save_folder, save_set, validate_set_name
 from .core.text import safe_text
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 4
+#: The gate's exit in CI when a benchmark was compared with nothing (``--bench-allow-incomparable``).
+EXIT_INCOMPARABLE = 6
 
 
 class UsageError(Exception):
@@ -67,13 +73,24 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--fail-stale", action="store_true", help="fail counts that improved beyond the limit")
     show = commands.add_parser("show", help="print the table of one baseline set")
     show.add_argument("baseline", metavar="A", help="set name, git revision or path")
-    for sub in (compare, show):
+    merge = commands.add_parser(
+        "merge", help="combine the --bench-json files of CI shards into one result; exit 1 on regressions")
+    merge.add_argument("out", metavar="OUT.json", type=Path, help="the merged --bench-json file to write")
+    merge.add_argument("shards", metavar="SHARD.json", type=Path, nargs="+", help="the shards' --bench-json files")
+    saving = merge.add_mutually_exclusive_group()
+    saving.add_argument("--save", metavar="NAME", help="also write the merged results as baseline set NAME "
+                        "in the baselines folder")
+    saving.add_argument("--save-dir", metavar="DIR", type=Path, help="also write them as a baseline set in DIR")
+    merge.add_argument("--allow-incomparable", action="store_true",
+                       help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing")
+    for sub in (compare, show, merge):
         sub.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         sub.add_argument("-p", dest="sub_plugins", metavar="PLUGIN", action="append", default=[],
                          help=argparse.SUPPRESS)
         sub.add_argument("--markdown", metavar="PATH", type=Path, help="also write a Markdown summary")
         sub.add_argument("--html", metavar="PATH", type=Path, help="also write a self-contained HTML report")
-        sub.add_argument("--json", metavar="PATH", type=Path, help="also write results and verdicts as JSON")
+        if sub is not merge:
+            sub.add_argument("--json", metavar="PATH", type=Path, help="also write results and verdicts as JSON")
     return parser
 
 
@@ -148,7 +165,9 @@ def _check_report_targets(args: argparse.Namespace) -> None:
     """Before reading anything: a report path that is a device, a FIFO, a folder or a symlink is a
     usage error (the report is what this command was run for; finding out afterwards is late)."""
     try:
-        check_report_paths({"--markdown": args.markdown, "--html": args.html, "--json": args.json})
+        check_report_paths({"--markdown": args.markdown, "--html": args.html, "--json": getattr(args, "json", None),
+                            **({"OUT.json": args.out, "GITHUB_STEP_SUMMARY": markdown.step_summary_path()}
+                               if args.command == "merge" else {})})
     except ReportPathError as exc:
         raise UsageError(str(exc)) from None
 
@@ -160,7 +179,7 @@ def _write_reports(args: argparse.Namespace, results: list[BenchmarkResult], ver
         results, verdicts, baseline.entries if baseline else None, baseline.name if baseline else None,
         baseline.source if baseline else None, args.markdown, args.html, None, option_prefix="--",
     )
-    if args.json is not None:
+    if getattr(args, "json", None) is not None:
         try:
             jsonreport.write(args.json, results, verdicts, meta)
             notes.append(f"JSON written to {args.json}")
@@ -176,7 +195,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        raise UsageError("name a command: torchbench compare A B, or torchbench show A (see torchbench --help)")
+        raise UsageError("name a command: torchbench compare A B, torchbench show A or torchbench merge OUT.json SHARD.json... (see torchbench --help)")
     baselines_dir = Path(args.baselines_dir).absolute()
     added: list[str] = []
     try:
@@ -190,6 +209,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
     _check_report_targets(args)
+    if args.command == "merge":
+        return _merge(args, baselines_dir)
     if args.command == "show":
         shown = _resolve(args.baseline, "show", baselines_dir)
         results = [shown.entries[k] for k in sorted(shown.entries)]
@@ -219,10 +240,88 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
     return EXIT_REGRESSION if failed else EXIT_OK
 
 
+def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
+    """``torchbench merge``: the shards' results as one run (every conflict one line, exit 4),
+    its reports (the Markdown also appended to GitHub's job summary, as the gate's is: the merge
+    job is where a sharded suite's result is read), optionally one baseline set (all files or
+    none), and the verdict the unsharded
+    run would have had: 1 on a failing verdict or a failed benchmark test; in CI, 6 when a
+    benchmark was compared with nothing, as the gate does."""
+    from .pytest.controller import in_ci, uncompared
+
+    folder = None
+    if args.save is not None or args.save_dir is not None:
+        try:
+            if args.save is not None:
+                validate_set_name(args.save, "--save")
+            folder = args.save_dir.absolute() if args.save_dir is not None else baselines_dir / args.save
+            check_save_folder(folder, "--save-dir" if args.save_dir is not None else "--save")
+        except BaselineError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        merged = shards.merge([shards.read_shard(path) for path in args.shards])
+    except shards.ShardError as exc:
+        raise MergeConflict([f"merge: {line}" for line in exc.lines]) from None
+    print(f"merged {len(args.shards)} shard(s): {len(merged.results)} benchmark result(s)"
+          + (f", compared with baseline '{safe_text(merged.baseline_name)}' ({safe_text(merged.baseline_source or '')})"
+             if merged.baseline_name is not None else ""))
+    baseline = None if merged.baseline_name is None else BaselineSet(
+        merged.baseline_name, merged.baseline_source or "", merged.baseline_entries or {})
+    _print_table(merged.results, merged.verdicts, baseline)
+    notes = publish.write_reports(merged.results, merged.verdicts, merged.baseline_entries, merged.baseline_name,
+                                  merged.baseline_source, args.markdown, args.html, markdown.step_summary_path(),
+                                  option_prefix="--",
+                                  failed_tests=merged.failed_tests)
+    measured = [r for r in merged.results if r.metrics]
+    if folder is not None and measured:
+        try:
+            save_set(folder, measured, stamp=save_stamp(folder))
+            notes.append(f"saved {len(measured)} benchmark result(s) to {folder}")
+        except (BaselineError, OSError) as exc:
+            notes.append(f"ERROR: baselines not written: {exc}")
+    try:
+        jsonreport.write(args.out, merged.results, merged.verdicts, {
+            **merged.meta, "saved_as": args.save, "baseline_entries": {
+                k: e.to_json() for k, e in sorted((merged.baseline_entries or {}).items())} or None})
+        notes.append(f"merged JSON written to {args.out}")
+    except OSError as exc:
+        notes.append(f"ERROR: OUT.json={args.out}: cannot write ({exc.strerror or exc})")
+    for note in notes:
+        print(f"torchbench: {safe_text(note)}", file=sys.stderr if note.startswith("ERROR") else sys.stdout)
+    failed = [v for v in merged.verdicts if v.failed]
+    if failed or merged.failed_tests:
+        print(f"torchbench: {len(failed)} failing verdict(s), {len(merged.failed_tests)} failed benchmark test(s)")
+    if any(note.startswith("ERROR") for note in notes):
+        return EXIT_USAGE
+    if failed or merged.failed_tests:
+        return EXIT_REGRESSION
+    nothing = uncompared(merged.verdicts)
+    if nothing:
+        print(f"torchbench: {len(nothing)} verdict(s) compared with nothing (a baseline from another environment): "
+              + ", ".join(sorted({safe_text(v.key) for v in nothing})))
+        if in_ci() and not args.allow_incomparable:
+            print(f"torchbench: ERROR: in CI this fails the merge (exit {EXIT_INCOMPARABLE}), as it fails the gate; "
+                  "accept it with --allow-incomparable", file=sys.stderr)
+            return EXIT_INCOMPARABLE
+    return EXIT_OK
+
+
+class MergeConflict(UsageError):
+    """Shards that are not parts of one run: one line per conflict, exit 4."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``torchbench`` script and ``python -m pytest_torchbench``."""
     try:
         return run(argv)
+    except MergeConflict as exc:
+        for line in exc.lines:
+            print(f"torchbench: error: {line}", file=sys.stderr)  # escaped where made
+        return EXIT_USAGE
     except UsageError as exc:
         print(f"torchbench: error: {safe_text(exc)}", file=sys.stderr)  # may quote a user's module
         return EXIT_USAGE

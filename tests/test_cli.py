@@ -151,3 +151,90 @@ def test_plugin_errors_are_escaped(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert main(["-p", "evil.py", "show", "main"]) == 4
     err = capsys.readouterr().err
     assert "\x1b" not in err and err.count("\n") == 1 and "import failed: ValueError" in err, err
+
+
+# -- torchbench merge (the e2e test with real shards: tests/e2e/test_merge.py) ---------------------
+
+
+def _shard(path: Path, keys: list[str], verdict_status: str = "unchanged", **meta: object) -> None:
+    """A --bench-json document as a shard writes it (jsonreport.write), with one ops verdict per key."""
+    from conftest import make_result
+
+    from pytest_torchbench.core.judgement import Verdict
+    from pytest_torchbench.core.vocabulary import Environment
+    from pytest_torchbench.reports import jsonreport
+
+    results = [make_result(key, ops={"aten::add": 1}) for key in keys]
+    for result in results:
+        result.environments["ops"] = Environment({"torch": "2.13.0+cpu", "num_threads": "1"})
+    verdicts = [Verdict(key, "ops", verdict_status, 1.0, 1.0) for key in keys]
+    jsonreport.write(path, results, verdicts, {"modes": ["ops"], "compared_with": "baselines/main", "baseline": "main",
+                                               "policy": {"limits": {}, "strict": False, "fail_stale": False},
+                                               "failed_tests": [], **meta})
+
+
+def test_merge_conflicts_are_one_escaped_line_each(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    _shard(tmp_path / "a.json", ["t.py::test_a", "t.py::test_\x1b[2Jevil"])
+    _shard(tmp_path / "b.json", ["t.py::test_b", "t.py::test_\x1b[2Jevil"], baseline="nightly",
+           policy={"limits": {"ops": 0.1}, "strict": False, "fail_stale": False})
+    assert main(["merge", "out.json", "a.json", "b.json", "--save-dir", "merged"]) == 4
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and err.count("\n") == 3, err
+    lines = err.splitlines()
+    assert lines[0] == ("torchbench: error: merge: t.py::test_\\x1b[2Jevil is in both a.json and b.json: each benchmark "
+                        "must run in one shard only (check how the jobs split the suite)")
+    assert lines[1].startswith('torchbench: error: merge: a.json compared with baseline ["main", "baselines/main"], '
+                               'b.json ["nightly", "baselines/main"]: run every shard with the same --bench-compare')
+    assert "a.json judged with limits" in lines[2] and '"ops": 0.1' in lines[2], lines[2]
+    assert not (tmp_path / "out.json").exists() and not (tmp_path / "merged").exists()
+    document = json.loads((tmp_path / "a.json").read_text())
+    for broken, needle in [({**document, "schema": 99}, "a2.json: schema 99, this torchbench reads schema 1"),
+                           ({**document, "benchmarks": [{"key": 1}]}, "a2.json is not a --bench-json output of "
+                            "pytest-torchbench (a benchmark or verdict cannot be read: KeyError: 'module')"),
+                           ({"benchmarks": []}, "a2.json is not a --bench-json output of pytest-torchbench (no 'tool'")]:
+        (tmp_path / "a2.json").write_text(json.dumps(broken))
+        assert main(["merge", "out.json", "a2.json"]) == 4
+        err = capsys.readouterr().err
+        assert err.startswith(f"torchbench: error: merge: {needle}") and err.count("\n") == 1, err
+    assert main(["merge", "out.json", "nosuch.json"]) == 4
+    assert "merge: cannot read nosuch.json: No such file or directory" in capsys.readouterr().err
+
+
+def test_merge_saves_one_set_checked_before_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    _shard(tmp_path / "a.json", ["t.py::test_a"])
+    _shard(tmp_path / "b.json", ["u.py::test_b"])
+    (tmp_path / "blocker").write_text("")
+    assert main(["merge", "out.json", "a.json", "b.json", "--save-dir", "blocker/set"]) == 4
+    assert "--save-dir: cannot write baseline set folder" in capsys.readouterr().err
+    assert not (tmp_path / "out.json").exists()
+    assert main(["merge", "out.json", "a.json", "b.json", "--save", "bad name"]) == 4
+    capsys.readouterr()
+    assert main(["merge", "out.json", "a.json", "b.json", "--save", "main"]) == 0
+    assert sorted(p.name for p in (tmp_path / "baselines/main").iterdir()) == ["t.json", "u.json"]
+    assert main(["show", "main"]) == 0
+    assert "baseline set 'main'" in capsys.readouterr().out
+    merged = json.loads((tmp_path / "out.json").read_text())
+    assert [b["key"] for b in merged["benchmarks"]] == ["t.py::test_a", "u.py::test_b"]
+    assert merged["merged_from"] == ["a.json", "b.json"] and merged["saved_as"] == "main"
+
+
+def test_merge_in_ci_fails_when_a_benchmark_was_compared_with_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """As the gate: exit 6 in CI, 0 outside it or with --allow-incomparable; 1 wins over it."""
+    monkeypatch.chdir(tmp_path)
+    _shard(tmp_path / "a.json", ["t.py::test_a"], verdict_status="not comparable")
+    _shard(tmp_path / "b.json", ["u.py::test_b"])
+    monkeypatch.delenv("CI", raising=False)
+    assert main(["merge", "out.json", "a.json", "b.json"]) == 0
+    assert "1 verdict(s) compared with nothing" in capsys.readouterr().out
+    monkeypatch.setenv("CI", "true")
+    assert main(["merge", "out.json", "a.json", "b.json"]) == 6
+    assert "in CI this fails the merge (exit 6)" in capsys.readouterr().err
+    assert main(["merge", "out.json", "a.json", "b.json", "--allow-incomparable"]) == 0
+    _shard(tmp_path / "b.json", ["u.py::test_b"], failed_tests=["u.py::test_c"])
+    assert main(["merge", "out.json", "a.json", "b.json"]) == 1
+    capsys.readouterr()

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.explain import RERUN_ENV, passed_through, remove_options
+from ..reports.shards import describe_origins
 from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
 from ..core.text import safe_text
@@ -377,8 +378,6 @@ def _load(folder: Path, revision: Revision) -> BaselineSet:
 
 
 def describe(origins: Iterable[str]) -> str:
-    """``3 committed, 2 measured in this job``: the baselines of a run by where they came from."""
-    counts: dict[str, int] = {}
-    for origin in origins:
-        counts[origin] = counts.get(origin, 0) + 1
-    return ", ".join(f"{n} {origin}" for origin, n in sorted(counts.items()))
+    """``3 committed, 2 measured in this job``: the baselines of a run by where they came from
+    (one wording with ``torchbench merge``, which recounts the shards' origins)."""
+    return describe_origins(origins)

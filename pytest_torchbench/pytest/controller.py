@@ -23,7 +23,7 @@ from .._compat import terminal_width
 from ..core.judgement import NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, failure_message
 from .marker import MARKER_NAME as MARKER
 from .options import EXIT_INCOMPARABLE, BenchSettings
-from ..reports import jsonreport, junit, markdown, publish, terminal
+from ..reports import jsonreport, junit, markdown, publish, shards, terminal
 from ..core.results import BenchmarkResult
 from .session import BenchSession
 from ..store.refs import Revision, exists_at, save_stamp
@@ -413,6 +413,13 @@ class Controller:
                 "baseline_origins": dict(sorted(self.origins.items())) if self.revision is not None else None,
                 "saved_as": self.settings.save,
                 "failed_tests": sorted(self.failed_tests),
+                # What `torchbench merge` checks across shards and draws their HTML report from.
+                "baseline": self.baseline.name if self.baseline is not None else None,
+                "policy": {"limits": dict(sorted(self.settings.policy.limits.items())),
+                           "strict": self.settings.policy.strict_environment,
+                           "fail_stale": self.settings.policy.fail_stale},
+                "baseline_entries": shards.baseline_entries_json(
+                    self.baseline.entries, [r.key for r in self.results]) if self.baseline is not None else None,
             }
             try:
                 jsonreport.write(self.settings.json_path, self.results, self.verdicts, meta)
