@@ -48,6 +48,13 @@ class MeasureContext:
     #: Why: calls that share one setup's state measure the state the earlier calls left (a lock
     #: benchmark counted about a third of its one-call count when its calls shared one setup).
     before_each: Callable[[], None] | None = None
+    #: The project's own top-level packages (``--bench-sites``, ini ``bench_sites``, else read from
+    #: the rootdir's ``pyproject.toml`` and ``src/``): their lines are call sites even when they
+    #: are installed into site-packages, as CI installs the library it tests.
+    own_packages: tuple[str, ...] = ()
+    #: (path, line, function) of the test's line that called ``benchmark``: a call site names it
+    #: when the stack of a re-run no longer reaches the test (``sites.locate``).
+    caller: tuple[str, int, str] | None = None
 
 
 class Metric:

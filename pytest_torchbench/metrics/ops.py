@@ -59,9 +59,11 @@ class Ops(Metric):
         ``fn`` with its torch calls tagged (``profiler.op_call_sites``), for a failed benchmark only.
         An op no longer called has no call site to show."""
         from ..engines import profiler
+        from ..engines.sites import own_dirs
 
         sites = profiler.op_call_sites(fn, root=root, by_shape=context.options.ops_by_shape,
-                                       before_region=context.before_region, before_each=context.before_each)
+                                       before_region=context.before_region, before_each=context.before_each,
+                                       own=own_dirs(context.own_packages), caller=context.caller)
         lines = []
         for op, then, now in changed_counts(current.ops, baseline.ops, limit):
             line = f"{op} {then:g} -> {now:g} per call"
