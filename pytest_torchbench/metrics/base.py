@@ -253,6 +253,12 @@ class Metric:
         """The terminal table cell of a value (without its delta and mark)."""
         return self.format_value(as_float(self.headline(value)))
 
+    def judged_cell(self, value: Any, scale: float) -> str | None:
+        """The figure the verdict judges, shown before the delta in a compared cell, when it is
+        not the one :meth:`cell` shows (time shows the median and judges the fastest call: a
+        delta beside the median alone reads as the median's); None when the cell shows it."""
+        return None
+
     def cell_delta(self, delta: float) -> str:
         """A finite delta in a terminal table cell."""
         return f" ({delta * 100:+.1f}%)" if abs(delta) >= 0.001 else f" ({delta * 100:+.2f}%)"

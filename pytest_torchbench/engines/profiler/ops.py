@@ -8,6 +8,7 @@ for a benchmark whose op counts already failed the gate, because tagging every t
 from __future__ import annotations
 
 import collections
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -171,4 +172,10 @@ def op_call_sites(
             continue
         i = sites.index(ev.time_range.start)
         found[_op_key(ev, by_shape)][names[i] if i is not None else NOT_SEEN] += 1
-    return {op: sorted(counter.items(), key=lambda item: (-item[1], item[0])) for op, counter in sorted(found.items())}
+    return {op: sorted(counter.items(), key=lambda item: (-item[1], _in_line_order(item[0])))
+            for op, counter in sorted(found.items())}
+
+
+def _in_line_order(site: str) -> list[tuple[int, str]]:
+    """A sort key that puts ``a.py:9`` before ``a.py:11`` (numbers compared as numbers)."""
+    return [(int(part), "") if part.isdigit() else (0, part) for part in re.split(r"(\d+)", site)]
