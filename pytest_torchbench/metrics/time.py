@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Any, Callable, Mapping, Sequence
 
 from ..core.text import finite, safe_number, safe_text
@@ -551,8 +552,10 @@ class Time(Metric):
         return f"{_trim(median / scale, digits)} \u00b1 {_trim(iqr / scale, 2)}"
 
     def judged_cell(self, value: Any, scale: float) -> str | None:
-        fastest = value.fastest
-        return f"fastest {_trim(fastest / scale, _sig_digits(fastest, value.iqr, len(value.raw_times)))}"
+        with warnings.catch_warnings():  # a hand-edited NaN sample: shown as nan, not warned about
+            warnings.simplefilter("ignore", RuntimeWarning)
+            fastest, iqr = value.fastest, value.iqr
+        return f"fastest {_trim(fastest / scale, _sig_digits(fastest, iqr, len(value.raw_times)))}"
 
     def cell_delta(self, delta: float) -> str:
         return f" ({delta * 100:+.1f}%)"
