@@ -62,8 +62,9 @@ def test_twenty_percent_slower_is_a_regression_with_numbers():
     verdict = judge_metric("k", "time", _metric(rng, 1.2e-3, 0.02), _metric(rng, 1e-3, 0.02), Policy())
     assert verdict.status == REGRESSION and verdict.failed
     assert verdict.delta == pytest.approx(0.2, abs=0.03)
-    assert verdict.summary == ("time 927.3 us -> 1.123 ms (+21.1%, limit 10%; fastest call of 30/30 blocks, "
-                               "median 994.6 us -> 1.192 ms)")
+    # Issue 27 item 19: "fastest call of 30/30 blocks" read as a fraction; say what is judged.
+    assert verdict.summary == ("time 927.3 us -> 1.123 ms (+21.1%, limit 10%; judged on the fastest block: "
+                               "baseline 30 blocks, this run 30; median 994.6 us -> 1.192 ms)")
     message = failure_message([verdict])
     assert message == f"torchbench: k: time regressed: {verdict.summary}"
 

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..core.statistics import representative
-from .sites import PLUGIN_DIR, site_name, skipped_dirs, user_frame
+from .sites import PLUGIN_DIR, Site, chain_name, locate, skipped_dirs
 
 __all__ = ["HOOK", "CallSites", "call_sites", "count_calls", "function_name"]
 
@@ -239,7 +239,8 @@ def count_calls(
 class CallSites:
     """Where one call of the measured callable starts each function: ``sites[name]`` is
     ``[(site, calls)]``, most calls first, a site being ``path:line in function`` of the innermost
-    frame of the user's code that led to the call (``sites.user_frame``), ``"?"`` when none did;
+    frame of the user's code that led to the call (``sites.locate``: with the test's line when that
+    frame is in an installed copy of the project's package), or why there is none;
     ``defined[name]`` is ``path:line`` where the function starts."""
 
     def __init__(self, sites: dict[str, list[tuple[str, int]]], defined: dict[str, str]) -> None:
@@ -256,21 +257,24 @@ def call_sites(
     root: str | os.PathLike[str],
     warmup: int = 1,
     before_region: Callable[[], object] | None = None,
+    own: tuple[str, ...] = (),
+    caller: Site | None = None,
 ) -> CallSites:
     """One warm-up call, then one call with every function start attributed to its call site in
     the user's code (:class:`CallSites`). Walking the stack at each start costs: meant for
-    benchmarks that already failed. The names are :func:`count_calls`'s."""
+    benchmarks that already failed. The names are :func:`count_calls`'s. ``own`` and ``caller``:
+    as for the op call sites (``sites.locate``)."""
     _check_counts(1, warmup)
     _warm_up(fn, warmup, before_region)
     skipped = skipped_dirs()
-    found: dict[types.CodeType, collections.Counter[tuple[str, int, str] | None]] = {}
+    found: dict[types.CodeType, collections.Counter[tuple[Site, Site | None] | str]] = {}
 
     def on_start(code: types.CodeType, frame: types.FrameType | None) -> None:
-        caller = frame.f_back if frame is not None else None
+        back = frame.f_back if frame is not None else None
         counter = found.get(code)
         if counter is None:
             counter = found[code] = collections.Counter()
-        counter[user_frame(caller, skipped)] += 1
+        counter[locate(back, skipped, own, caller)] += 1
 
     with _Hook(on_start, frames=True):
         fn()
@@ -284,6 +288,6 @@ def call_sites(
         name = namer.name(code)
         defined.setdefault(name, f"{namer.file(code.co_filename)}:{code.co_firstlineno}")
         for site, calls in counter.items():
-            sites[name][site_name(site, root_path) if site is not None else "?"] += calls
+            sites[name][chain_name(site, root_path)] += calls
     return CallSites({name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
                       for name, counter in sorted(sites.items())}, defined)

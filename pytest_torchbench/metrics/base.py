@@ -48,6 +48,13 @@ class MeasureContext:
     #: Why: calls that share one setup's state measure the state the earlier calls left (a lock
     #: benchmark counted about a third of its one-call count when its calls shared one setup).
     before_each: Callable[[], None] | None = None
+    #: The project's own top-level packages (``--bench-sites``, ini ``bench_sites``, else read from
+    #: the rootdir's ``pyproject.toml`` and ``src/``): their lines are call sites even when they
+    #: are installed into site-packages, as CI installs the library it tests.
+    own_packages: tuple[str, ...] = ()
+    #: (path, line, function) of the test's line that called ``benchmark``: a call site names it
+    #: when the stack of a re-run no longer reaches the test (``sites.locate``).
+    caller: tuple[str, int, str] | None = None
 
 
 class Metric:
@@ -245,6 +252,12 @@ class Metric:
     def cell(self, value: Any, scale: float) -> str:
         """The terminal table cell of a value (without its delta and mark)."""
         return self.format_value(as_float(self.headline(value)))
+
+    def judged_cell(self, value: Any, scale: float) -> str | None:
+        """The figure the verdict judges, shown before the delta in a compared cell, when it is
+        not the one :meth:`cell` shows (time shows the median and judges the fastest call: a
+        delta beside the median alone reads as the median's); None when the cell shows it."""
+        return None
 
     def cell_delta(self, delta: float) -> str:
         """A finite delta in a terminal table cell."""

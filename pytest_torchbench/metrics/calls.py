@@ -73,8 +73,10 @@ class Calls(Metric):
         one more seeded call of ``fn`` with every call's site looked up (``pycalls.call_sites``), for
         a failed benchmark only. A function no longer called has no call site to show."""
         from ..engines import pycalls
+        from ..engines.sites import own_dirs
 
-        found = pycalls.call_sites(fn, root=Path(root), before_region=context.before_region)
+        found = pycalls.call_sites(fn, root=Path(root), before_region=context.before_region,
+                                   own=own_dirs(context.own_packages), caller=context.caller)
         lines = []
         for name, then, now in changed_counts(current.calls, baseline.calls, limit):
             line = f"{safe_text(name)} {then:g} -> {now:g} per call"

@@ -82,9 +82,11 @@ class Kernels(Metric):
         that op: two more runs of ``fn`` (one profiling the device, one tagging torch calls), for a
         failed benchmark only. A kernel no longer launched has no launcher to show."""
         from ..engines import profiler
+        from ..engines.sites import own_dirs
 
         launchers = profiler.kernel_launchers(fn, before_region=context.before_region)
-        sites = profiler.op_call_sites(fn, root=root, before_region=context.before_region)
+        sites = profiler.op_call_sites(fn, root=root, before_region=context.before_region,
+                                       own=own_dirs(context.own_packages), caller=context.caller)
         lines = []
         for kernel, then, now in changed_counts(current.kernels, baseline.kernels, limit):
             line = f"{safe_text(display_name(kernel))} {then:g} -> {now:g} per call"

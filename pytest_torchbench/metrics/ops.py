@@ -57,17 +57,24 @@ class Ops(Metric):
                 limit: float, root: Any) -> list[str]:
         """The changed ops, each with the user's lines that call it now: one more seeded run of
         ``fn`` with its torch calls tagged (``profiler.op_call_sites``), for a failed benchmark only.
-        An op no longer called has no call site to show."""
+        An op no longer called has no call site to show. Every site of an op the baseline never
+        called is new; of an op it called, each site shows its calls."""
         from ..engines import profiler
+        from ..engines.sites import own_dirs
 
         sites = profiler.op_call_sites(fn, root=root, by_shape=context.options.ops_by_shape,
-                                       before_region=context.before_region, before_each=context.before_each)
+                                       before_region=context.before_region, before_each=context.before_each,
+                                       own=own_dirs(context.own_packages), caller=context.caller)
         lines = []
         for op, then, now in changed_counts(current.ops, baseline.ops, limit):
             line = f"{op} {then:g} -> {now:g} per call"
             found = sites.get(op, [])
             if found:
-                shown = ", ".join(safe_text(site) for site, _ in found[:_SITES_SHOWN])
+                # The baseline keeps counts, not sites: where the op was called before too, each
+                # site's calls now (x3) tell the line whose calls changed from the others.
+                counted = then > 0 and len(found) > 1
+                shown = ", ".join(safe_text(site) + (f" x{calls:g}" if counted else "")
+                                  for site, calls in found[:_SITES_SHOWN])
                 more = f", +{len(found) - _SITES_SHOWN} more" if len(found) > _SITES_SHOWN else ""
                 line += f" ({shown}{more})"
             lines.append(line)

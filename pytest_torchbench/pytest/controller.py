@@ -40,6 +40,16 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "false", "0", "no")
 
 
+def changes_only(config: pytest.Config) -> bool:
+    """Whether the terminal tables show only the benchmarks whose verdict is not "unchanged" (with
+    one line of counts for the rest): with ``-q``, and in CI unless ``-v`` asks for everything.
+    Why: a CI log of a few hundred benchmarks buried its one regression under pages of unchanged
+    rows, and the Markdown and HTML reports keep every row; locally, the full table is the point
+    of running the benchmarks (docs/reports.md)."""
+    verbosity = int(getattr(config.option, "verbose", 0) or 0)
+    return verbosity < 0 or (in_ci() and verbosity <= 0)
+
+
 def uncompared(verdicts: list[Verdict]) -> list[Verdict]:
     """Verdicts that compared nothing and did not fail: a baseline from another environment, with
     nothing measured in its place (``--bench-strict`` fails them on their own tests already)."""
@@ -520,8 +530,12 @@ class Controller:
             terminalreporter.section("torchbench", sep="=")
         name = self.baseline.name if self.baseline is not None else None
         width = terminal_width(terminalreporter)
-        for line in terminal.render_tables(self.results, self.verdicts, name, width=min(width, 120)):
+        only_changed = changes_only(self.config)
+        for line in terminal.render_tables(self.results, self.verdicts, name, width=min(width, 120),
+                                           only_changed=only_changed):
             write(line)
+        if only_changed and self.results:
+            write(terminal.render_counts(self.results, self.verdicts, name))
         shown = [v for v in self.verdicts if v.status != UNCHANGED]
         if self.baseline is not None:
             for line in terminal.render_verdict_lines(shown):

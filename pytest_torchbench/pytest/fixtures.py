@@ -196,7 +196,8 @@ class BenchmarkFixture:
         # first region, where its quickening (callgrind.quickening) was counted, and under -n
         # which test that is depends on the scheduling.
         target = functools.partial(self._session.counted_callable(fn), *args, **kwargs)
-        measured = self._session.measure(target, self._recorder.options, self._recorder.naming)
+        measured = self._session.measure(target, self._recorder.options, self._recorder.naming,
+                                         caller=_callers_line())
         self._result = self._recorder.add(measured)
         return result
 
@@ -278,7 +279,8 @@ class BenchmarkFixture:
             counted = (with_fresh_arguments if setup is not None
                        else functools.partial(fresh_target, *call_args, **call_kwargs))
             counted_result = session.measure(counted, options, naming, modes=counting,
-                                             before_each=refresh if setup is not None else None)
+                                             before_each=refresh if setup is not None else None,
+                                             caller=_callers_line())
             if teardown is not None and (setup is None or state["used"]):
                 teardown(*state["args"], **state["kwargs"])
             if measured is None:
@@ -290,6 +292,17 @@ class BenchmarkFixture:
         if measured is not None:
             self._result = self._recorder.add(measured)
         return result
+
+
+def _callers_line() -> tuple[str, int, str] | None:
+    """The line of the user's code that called the ``benchmark`` method calling this: the first
+    frame outside torch, pytest and this plugin (``sites.user_frame``). A call site inside an
+    installed package names it, as the re-run for call sites happens after the test returned."""
+    import sys
+
+    from ..engines.sites import skipped_dirs, user_frame
+
+    return user_frame(sys._getframe(2), skipped_dirs())
 
 
 @functools.lru_cache(maxsize=None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,14 @@ def addoption(parser: pytest.Parser) -> None:
                     "pytest-benchmark's --benchmark-only. Does not turn measuring on by itself")
     group.addoption("--bench-skip", action="store_true", default=False,
                     help="skip the benchmarks (as pytest-benchmark's --benchmark-skip)")
+    group.addoption("--bench-sites", metavar="PKG[,PKG]", default=None,
+                    help="the project's own packages, whose lines are call sites of a changed op or "
+                    "function even when installed into site-packages (default: ini bench_sites, else "
+                    "read from the rootdir's pyproject.toml and src/ folder)")
     parser.addini("bench_baselines_dir", "folder of baseline sets, relative to rootdir",
                   default="baselines")
+    parser.addini("bench_sites", "the project's own packages (see --bench-sites), comma or space separated",
+                  default="")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,6 +133,8 @@ class BenchSettings:
     skip: bool = False  # --bench-skip: skip the benchmarks
     #: pytest-benchmark's --benchmark-json, in a run torchbench owns: its format, our wall times
     benchmark_json_path: Path | None = None
+    #: --bench-sites / ini bench_sites, else the project's packages read from its metadata
+    own_packages: tuple[str, ...] = ()
 
 
 def mode_names(raw: str | None) -> tuple[str, ...]:
@@ -229,7 +238,74 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         only=bool(opt.bench_only),
         skip=bool(opt.bench_skip),
         benchmark_json_path=benchmark_json,
+        own_packages=_own_packages(opt.bench_sites, config.getini("bench_sites"), rootdir),
     )
+
+
+_PACKAGE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _own_packages(option: str | None, ini: str, rootdir: Path) -> tuple[str, ...]:
+    """The project's own import packages: ``--bench-sites``, else ini ``bench_sites``, else read
+    from the project (:func:`project_packages`). Why the project's own: a library that CI installs
+    into site-packages (``pip install .``) is still the code whose lines a failure must name."""
+    given, source = (option, "--bench-sites") if option is not None else (ini, "bench_sites")
+    names = [name for name in re.split(r"[\s,]+", str(given or "")) if name]
+    for name in names:
+        if not _PACKAGE_NAME.fullmatch(name):
+            raise pytest.UsageError(
+                f"{source}={safe_text(str(given))}: {safe_text(name)!r} is not a Python package name; "
+                "give import names, e.g. --bench-sites=mylib,mylib_ext")
+    if option is not None and not names:
+        raise pytest.UsageError("--bench-sites is empty; give import names, e.g. --bench-sites=mylib")
+    return tuple(dict.fromkeys(names)) if names else project_packages(rootdir)
+
+
+def _table(data: Any, key: str) -> dict[str, Any]:
+    found = data.get(key) if isinstance(data, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
+def project_packages(rootdir: Path) -> tuple[str, ...]:
+    """The import names a project at ``rootdir`` declares, best effort: its ``pyproject.toml``'s
+    ``[project] name`` (``my-lib`` -> ``my_lib``), ``[tool.setuptools] packages`` and
+    ``py-modules``, ``[tool.poetry] packages``, and the packages of a ``src/`` layout. Names that
+    are not importable are harmless (``sites.own_dirs`` skips them); an unreadable file gives none."""
+    names: list[str] = []
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
+        except ImportError:
+            tomllib = None  # type: ignore[assignment]
+    pyproject = rootdir / "pyproject.toml"
+    data: dict[str, Any] = {}
+    if tomllib is not None and pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            data = {}
+    name = _table(data, "project").get("name")
+    if isinstance(name, str):
+        names.append(re.sub(r"[-.]+", "_", name).lower())
+    tool = _table(data, "tool")
+    setuptools = _table(tool, "setuptools")
+    for key in ("packages", "py-modules"):
+        listed = setuptools.get(key)
+        if isinstance(listed, list):
+            names += [item.split(".")[0] for item in listed if isinstance(item, str)]
+    poetry = _table(tool, "poetry").get("packages")
+    if isinstance(poetry, list):
+        names += [p["include"].split("/")[0] for p in poetry
+                  if isinstance(p, dict) and isinstance(p.get("include"), str)]
+    src = rootdir / "src"
+    if src.is_dir():
+        try:
+            names += sorted(p.name for p in src.iterdir() if (p / "__init__.py").is_file())
+        except OSError:
+            pass
+    return tuple(name for name in dict.fromkeys(names) if _PACKAGE_NAME.fullmatch(name))
 
 
 def _benchmark_json_path(opt: Any, owned: bool, active: bool, modes: tuple[str, ...]) -> Path | None:

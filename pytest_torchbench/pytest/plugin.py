@@ -192,6 +192,7 @@ def pytest_configure(config: pytest.Config) -> None:
         profile=settings.profile,
         extra_environment=lambda: extensions.environment_facts(config),
         rootdir=str(config.rootpath),
+        own_packages=settings.own_packages,
     )
     config.stash[session_key] = session
     from .workers import configure_controller, configure_worker

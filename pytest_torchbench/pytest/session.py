@@ -92,8 +92,10 @@ class BenchSession:
         profile: bool = False,
         extra_environment: Callable[[], Mapping[str, Any]] | None = None,
         rootdir: str | None = None,
+        own_packages: tuple[str, ...] = (),
     ) -> None:
         self.modes = modes
+        self.own_packages = own_packages  # the project's packages: call sites even when installed
         #: A counting mode seeds each benchmark test before its fixtures run (plugin's setup hook).
         self.seeds_tests = any(registry.get(mode).seeded for mode in modes)
         self.rootdir = rootdir  # source locations in results are relative to it
@@ -147,19 +149,21 @@ class BenchSession:
     def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
                 modes: tuple[str, ...] | None = None,
                 before_region: Callable[[], None] | None = None,
-                before_each: Callable[[], None] | None = None) -> BenchmarkResult:
+                before_each: Callable[[], None] | None = None,
+                caller: tuple[str, int, str] | None = None) -> BenchmarkResult:
         """Run every engine of the session's modes on ``fn`` (already called once by the caller).
 
         Counting modes call ``before_region`` before their warm-up and before the counted region,
         after seeding with the marker's ``seed``; ``before_each`` (pedantic's setup) before every
         call, warm-up and counted, outside the count (``MeasureContext.before_each``). Modes are
         measured in the order given, those that disturb the others (``Metric.measured_last``) last.
+        ``caller``: the test's line that called ``benchmark`` (``MeasureContext.caller``).
         """
         result = _new_result(naming)
         ordered = sorted(self.modes if modes is None else modes, key=lambda m: registry.get(m).measured_last)
         with torch_threads(options.num_threads):  # what the fingerprint says, whatever ran before
             for mode in ordered:
-                metric = self._measure_one(mode, fn, options, naming, before_region, before_each)
+                metric = self._measure_one(mode, fn, options, naming, before_region, before_each, caller)
                 result.metrics[mode] = metric
                 result.environments[mode] = self.environment(mode, options.num_threads)
             if self.profile:
@@ -192,7 +196,8 @@ class BenchSession:
 
     def _measure_one(self, mode: str, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
                      before_region: Callable[[], None] | None = None,
-                     before_each: Callable[[], None] | None = None) -> Any:
+                     before_each: Callable[[], None] | None = None,
+                     caller: tuple[str, int, str] | None = None) -> Any:
         metric = registry.get(mode)  # options validated the modes
         if metric.seeded:
             from .seeding import chain, seeder
@@ -200,10 +205,11 @@ class BenchSession:
             # Seed first, so that a setup drawing random inputs draws the same ones every run.
             seed = seeder(options.seed)
             context = MeasureContext(options, naming, self.min_run_time, chain(seed, before_region), seed,
-                                     before_region, rootdir=self.rootdir, before_each=before_each)
+                                     before_region, rootdir=self.rootdir, before_each=before_each,
+                                     own_packages=self.own_packages, caller=caller)
         else:
             context = MeasureContext(options, naming, self.min_run_time, before_region, rootdir=self.rootdir,
-                                     before_each=before_each)
+                                     before_each=before_each, own_packages=self.own_packages, caller=caller)
         value = metric.measure(fn, context)
         if metric.explains_failures:
             self._measured[(naming.nodeid, mode)] = (fn, context)

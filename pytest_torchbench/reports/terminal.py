@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..core.judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, Verdict
+from ..core.judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
 from ..core.results import BenchmarkResult
 from ..metrics import registry
-from .common import group_of, metric_rank, metric_value, profiles_of, safe_delta
+from .common import STATUS_ORDER, count_tests, group_of, metric_rank, metric_value, profiles_of, safe_delta
 from ..core.text import finite, safe_number, safe_text
 
 _MARKS = {REGRESSION: "!", NOISY: "~", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
@@ -24,6 +24,9 @@ def _cell(metric_name: str, metric: object, scale: float, verdict: Verdict | Non
     if verdict is not None:
         delta = safe_delta(verdict)
         if delta is not None and verdict.status not in (NEW, NOT_COMPARABLE):
+            judged = shown.judged_cell(metric, scale)
+            if judged:
+                text += f", {judged}"
             text += f" ({safe_number(delta)})" if not finite(delta) else shown.cell_delta(delta)
         text += _MARKS.get(verdict.status, " ")
     return text
@@ -61,17 +64,28 @@ def _row_names(block: Sequence[BenchmarkResult]) -> dict[str, str]:
     return {r.key: r.sub_label if seen[(r.sub_label, r.description)] == 1 else r.key for r in block}
 
 
+def changed(result: BenchmarkResult, metric_name: str, by_key: dict[tuple[str, str], Verdict]) -> bool:
+    """Whether a result's row belongs in the changes-only view: it has a verdict for the metric and
+    that verdict is not "unchanged" (a regression, noisy, an improvement, new, not comparable)."""
+    verdict = by_key.get((result.key, metric_name))
+    return verdict is not None and verdict.status != UNCHANGED
+
+
 def render_tables(
     results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline_name: str | None,
-    width: int = 100,
+    width: int = 100, only_changed: bool = False,
 ) -> list[str]:
     """One block per metric, then per (group, label[, module]); rows are sub-labels, columns
-    descriptions. Every text from a result goes through ``safe_text``; no value makes it raise."""
+    descriptions. Every text from a result goes through ``safe_text``; no value makes it raise.
+    ``only_changed``: only the rows of :func:`changed` results (a metric with none has no table)."""
     by_key = {(v.key, v.metric): v for v in verdicts}
     lines: list[str] = []
     metric_names = sorted({m for r in results for m in r.metrics}, key=lambda m: (metric_rank(m), m))
     for metric_name in metric_names:
-        measured = [r for r in results if metric_name in r.metrics]
+        measured = [r for r in results if metric_name in r.metrics
+                    and (not only_changed or changed(r, metric_name, by_key))]
+        if not measured:
+            continue
         values: list[float] = []
         for result in measured:
             try:
@@ -109,6 +123,20 @@ def render_tables(
     if baseline_name and lines:
         lines.append(_LEGEND)
     return lines
+
+
+def render_counts(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline_name: str | None) -> str:
+    """The one line that stands for the tables in the changes-only view: how many benchmarks are
+    in each state (tests, each under its worst verdict), how many the tables showed, and how to
+    see them all."""
+    by_key = {(v.key, v.metric): v for v in verdicts}
+    shown = len({r.key for r in results if any(changed(r, name, by_key) for name in r.metrics)})
+    counts = count_tests(results, verdicts)
+    tests = counts.get("tests", 0)
+    states = [f"{counts[status]} {status}" for status in (*STATUS_ORDER, "measured") if counts.get(status)]
+    against = f" against baseline '{safe_text(baseline_name)}'" if baseline_name else ""
+    return (f"torchbench: {tests} benchmark(s){against}: {', '.join(states) or 'none measured'}; "
+            f"tables show the {shown} changed (-v shows every benchmark)")
 
 
 def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:

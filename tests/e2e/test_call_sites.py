@@ -7,6 +7,7 @@ import re
 import shutil
 import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -273,3 +274,99 @@ def test_a_helper_process_left_running_does_not_hold_up_the_session(
                 os.kill(int(pid), signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+INSTALLED_PYPROJECT = '''
+[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "tiny-rgb"
+version = "0.1"
+
+[tool.setuptools]
+packages = ["tinyrgb"]
+package-dir = {"" = "src"}
+'''
+
+INSTALLED_LIBRARY = '''
+import os
+
+import torch
+
+
+def to_rgb(image):
+    out = image.expand(3, -1, -1)
+    if os.environ.get("TINYRGB_EXTRA"):
+        out = out.clone()  # the regression: line 10
+    return out
+'''
+
+INSTALLED_TEST = '''
+import torch
+
+import tinyrgb
+
+
+def test_rgb(benchmark):
+    image = torch.ones(1, 8, 8)
+    benchmark(tinyrgb.to_rgb, image)
+'''
+
+
+def test_call_sites_inside_the_project_installed_into_site_packages(
+    pytester: pytest.Pytester, bench_env: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27 item 13: CI installs the library it tests (``pip install .``, not editable); its
+    files live in site-packages, which was skipped as "not user code", so every site printed
+    ``(?)``. A real virtualenv (torch from this one, through a ``.pth``) with the project installed
+    non-editable: the failure names the line inside the installed package and the test's line."""
+    import subprocess
+    import sys
+
+    (pytester.path / "pyproject.toml").write_text(INSTALLED_PYPROJECT)
+    (pytester.path / "src" / "tinyrgb").mkdir(parents=True)
+    (pytester.path / "src" / "tinyrgb" / "__init__.py").write_text(INSTALLED_LIBRARY)
+    pytester.makepyfile(test_rgb=INSTALLED_TEST)
+    venv = pytester.path.parent / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+    import torch
+
+    # this environment's site-packages (torch, pytest) after the virtualenv's own
+    (Path(site) / "parent.pth").write_text(os.path.dirname(os.path.dirname(torch.__file__)) + "\n")
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(pytester.path)],
+                   check=True, capture_output=True, cwd=pytester.path.parent)
+    shutil.rmtree(pytester.path / "build", ignore_errors=True)
+    where = subprocess.run([str(python), "-c", "import tinyrgb; print(tinyrgb.__file__)"], check=True,
+                           capture_output=True, text=True, cwd=pytester.path.parent).stdout
+    assert f"{os.sep}site-packages{os.sep}tinyrgb{os.sep}" in where, where
+
+    def run(*args: str) -> pytest.RunResult:
+        return pytester.run(str(python), "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider",
+                            *args, timeout=300)
+
+    assert run("--bench-mode=ops,calls", "--bench-save=main").ret == 0
+    monkeypatch.setenv("TINYRGB_EXTRA", "1")
+    result = run("--bench-mode=ops,calls", "--bench-compare=main")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    site = "tinyrgb/__init__.py:10 in to_rgb, from test_rgb.py:8 in test_rgb"
+    assert f"    aten::clone 0 -> 1 per call ({site})" in out, out
+    assert "site-packages" not in out  # named from its import path, not the virtualenv's
+    # the calls metric too: os.environ.get's helper, called from the library's line 9
+    assert "called from tinyrgb/__init__.py:9 in to_rgb, from test_rgb.py:8 in test_rgb)" in out, out
+    # The unknown-site phrase of an installed package that is not the project's: tests/engines/test_sites.py
+
+
+def test_bench_sites_that_is_not_a_package_name_is_one_line_and_exit_4(
+    pytester: pytest.Pytester, run_bench, bench_module  # type: ignore[no-untyped-def]
+) -> None:
+    pytester.makepyfile(test_a=bench_module)
+    result = run_bench("--bench-mode=ops", "--bench-sites=mylib,my-lib")
+    assert result.ret == 4
+    assert ("ERROR: --bench-sites=mylib,my-lib: 'my-lib' is not a Python package name; give import names, "
+            "e.g. --bench-sites=mylib,mylib_ext") in result.stderr.lines, result.stderr.str()

@@ -158,3 +158,84 @@ def test_profiles_of_bench_profile_and_bench_profiler_reach_every_report(
     assert "**test\\_p.py::test\\_mm** (--bench-profile)" in summary
     result.stdout.fnmatch_lines(["*torchbench profiles*", "test_p.py::test_mm: *out/traces/*(--bench-profile)",
                                  "*", "test_p.py::test_prof: *out/traces/*(bench_profiler)"], consecutive=False)
+
+
+HELPER = '''
+import os
+
+import torch
+
+FLAG = os.path.join(os.path.dirname(__file__), "extra.flag")
+
+
+def work(x):
+    y = x.clone()
+    if os.path.exists(FLAG):
+        y = y.clone()  # the new site: line 11
+    return y
+'''
+
+OUTPUT_TESTS = '''
+import os
+import sys
+
+import torch
+
+from helper import work
+
+
+def test_changes(benchmark):
+    benchmark(work, torch.ones(4))
+
+
+def test_same(benchmark):
+    benchmark(lambda: torch.ones(3) + 1)
+
+
+def test_writes_stderr(benchmark):
+    os.write(2, b"user fd2 line\\n")
+    print("user sys line", file=sys.stderr)
+    benchmark(lambda: torch.ones(2) * 2)
+'''
+
+
+def test_quiet_and_ci_show_only_the_changes_and_the_profiler_keeps_out_of_captured_stderr(
+    pytester: pytest.Pytester, run_bench, monkeypatch  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 27 item 19: with ``-q`` (and in CI) every metric's table listed every benchmark; the
+    changes-only view lists the changed ones and one line of counts, ``-v`` everything. The op
+    call sites of an op the baseline called too show each site's calls. Kineto's own
+    ``profiler_start``/``profiler_stop`` lines (fd 2) landed in each test's captured stderr, as if
+    the user's code wrote them; the user's own stderr stays."""
+    pytester.makepyfile(helper=HELPER, test_out=OUTPUT_TESTS)
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+    (pytester.path / "extra.flag").write_text("")
+    quiet = run_bench("--bench-mode=ops", "--bench-compare=main", "-q", "-rP")
+    quiet.assert_outcomes(passed=2, failed=1)
+    out = quiet.stdout.str()
+    tables = out[out.index("= torchbench ="):]
+    assert "[ test_changes ]" in tables and "[ test_same ]" not in tables and "test_writes_stderr ]" not in tables
+    assert ("torchbench: 3 benchmark(s) against baseline 'main': 1 regression, 2 unchanged; tables show "
+            "the 1 changed (-v shows every benchmark)") in out, out
+    # The baseline keeps counts, not sites: each site's calls now (docs/reports.md)
+    assert "    aten::clone 1 -> 2 per call (helper.py:9 in work x1, helper.py:11 in work x1)" in out, out
+    captured = out[out.index("Captured stderr call"):]
+    assert "user fd2 line" in captured and "user sys line" in captured
+    assert "profiler_start" not in out and "USDT" not in out, out
+    # In CI the changes-only view is the default; -v shows every benchmark.
+    monkeypatch.setenv("CI", "true")
+    ci = run_bench("--bench-mode=ops", "--bench-compare=main")
+    assert "[ test_same ]" not in ci.stdout.str() and "tables show the 1 changed" in ci.stdout.str()
+
+
+@pytest.mark.parametrize(("ci", "verbose", "expected"), [
+    ("", 0, False), ("", -1, True), ("", 1, False), ("true", 0, True), ("true", 1, False), ("false", 0, False)])
+def test_changes_only_with_quiet_and_in_ci_unless_verbose(
+    monkeypatch: pytest.MonkeyPatch, ci: str, verbose: int, expected: bool
+) -> None:
+    from types import SimpleNamespace
+
+    from pytest_torchbench.pytest.controller import changes_only
+
+    monkeypatch.setenv("CI", ci)
+    assert changes_only(SimpleNamespace(option=SimpleNamespace(verbose=verbose))) is expected  # type: ignore[arg-type]

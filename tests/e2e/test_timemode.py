@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import socket
 
@@ -144,14 +145,16 @@ def test_new():
     result.stdout.re_match_lines([
         r"_+ test_slows _+",
         r"torchbench: test_bench.py::test_slows: time regressed: "
-        r"time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us \(\+\d+\.\d%, limit 10%; fastest call of \d+/\d+ blocks, "
-        r"median \d+\.?\d* us -> \d+\.?\d* us\)",
+        r"time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us \(\+\d+\.\d%, limit 10%; judged on the fastest block: "
+        r"baseline \d+ blocks, this run \d+; median \d+\.?\d* us -> \d+\.?\d* us\)",
         r"    this run: had a CPU \d+% of its wall time, load average \d+\.\d",
         r"    baseline: had a CPU \d+% of its wall time, load average \d+\.\d",
     ])
     assert "improvement (1):" in out and "test_bench.py::test_speeds: time 5" in out
     assert "new (1):" in out and "test_bench.py::test_new" in out
-    assert "delta of the fastest call vs baseline 'main'" in out
+    # The table shows the median and judges the fastest call: the compared cell shows both.
+    assert "the fastest call (judged) and its delta vs baseline 'main'" in out
+    assert re.search(r"^ +\d[\d.]* \u00b1 [\d.]+, fastest [\d.]+ \(\+\d+\.\d%\)!$", out, flags=re.M), out
     assert "test_steady" not in out.split("FAILED")[-1]
     document = json.loads(json_path.read_text())
     statuses = {v["key"]: v["status"] for v in document["verdicts"]}

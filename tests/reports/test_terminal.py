@@ -70,3 +70,27 @@ def test_nan_inf_and_huge_numbers_never_raise() -> None:
     text = "\n".join(terminal.render_tables(results, verdicts, "main"))
     assert "nan" in text and "inf" in text
     assert "e+308" in text
+
+
+def test_a_compared_time_cell_shows_the_judged_fastest_call_beside_the_median() -> None:
+    """Issue 27 item 19: the cell showed median ± IQR with the delta of the fastest call, which
+    read as the median's delta."""
+    times = [1.2e-5, 1.0e-5, 1.4e-5, 1.1e-5, 1.3e-5] * 4
+    result = BenchmarkResult("t.py::t", "t.py", "t", "", "", {"time": TimeMetric(1, times)})
+    verdict = Verdict(result.key, "time", REGRESSION, 0.9e-5, 1.0e-5)
+    lines = terminal.render_tables([result], [verdict], "main")
+    assert "the fastest call (judged) and its delta vs baseline 'main'" in lines[0]
+    assert any(line.strip() == "12 \u00b1 2.0, fastest 10 (+11.1%)!" for line in lines), lines
+
+
+def test_changes_only_lists_the_changed_and_counts_the_rest() -> None:
+    results = [_ops(f"t.py::test_{n}", "t.py", f"test_{n}", 1) for n in "abc"]
+    verdicts = [Verdict("t.py::test_a", "ops", REGRESSION, 1, 2, failed=True),
+                Verdict("t.py::test_b", "ops", UNCHANGED, 1, 1), Verdict("t.py::test_c", "ops", UNCHANGED, 1, 1)]
+    text = "\n".join(terminal.render_tables(results, verdicts, "main", only_changed=True))
+    assert "[ test_a ]" in text and "test_b" not in text and "test_c" not in text
+    assert terminal.render_counts(results, verdicts, "main") == (
+        "torchbench: 3 benchmark(s) against baseline 'main': 1 regression, 2 unchanged; "
+        "tables show the 1 changed (-v shows every benchmark)")
+    assert terminal.render_tables(results, verdicts[1:] + [verdicts[1]], "main", only_changed=True) == []
+    assert terminal.render_counts(results, [], None).startswith("torchbench: 3 benchmark(s): 3 measured; tables show the 0")

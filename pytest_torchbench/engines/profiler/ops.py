@@ -8,6 +8,7 @@ for a benchmark whose op counts already failed the gate, because tagging every t
 from __future__ import annotations
 
 import collections
+import re
 import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -15,9 +16,8 @@ from typing import Any, Callable, Sequence
 from torch.overrides import TorchFunctionMode
 from torch.profiler import ProfilerActivity, record_function
 
-from ..sites import site_name as _site_name
+from ..sites import Site, chain_name, locate, user_frame
 from ..sites import skipped_dirs as _skipped_dirs
-from ..sites import user_frame
 from .iterations import Windows, native_stderr_silenced, record, representative
 
 __all__ = ["DEFAULT_OP_PREFIXES", "SITE_MARKER", "count_ops", "op_call_sites", "user_frame"]
@@ -32,6 +32,10 @@ DEFAULT_OP_PREFIXES: tuple[str, ...] = ("aten::",)
 #: Prefix of the ``record_function`` ranges :func:`op_call_sites` wraps around each torch call made
 #: from user code; the rest of the name is the call site (``path:line in function``).
 SITE_MARKER = "torchbench::site "
+
+#: Why an op has no call site when no tagged range holds it: it was dispatched without a torch
+#: function call the torch function mode sees (from C++, a C extension, a hook torch runs itself).
+NOT_SEEN = "site unknown: not called through torch's Python API"
 
 
 def _op_key(ev: Any, by_shape: bool) -> str:
@@ -104,20 +108,20 @@ class _SiteMode(TorchFunctionMode):
     off (torch pops it), so each user-level call gets one range and its nested ops fall inside it.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, own: tuple[str, ...] = (), caller: Site | None = None) -> None:
         super().__init__()
         self.root = root
         self.skipped = _skipped_dirs()
-        self.names: dict[tuple[str, int, str], str] = {}
+        self.own = own
+        self.caller = caller
+        self.names: dict[tuple[Site, Site | None] | str, str] = {}
 
     def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        site = user_frame(sys._getframe(1), self.skipped)
-        if site is None:
-            return func(*args, **kwargs)
+        site = locate(sys._getframe(1), self.skipped, self.own, self.caller)
         name = self.names.get(site)
         if name is None:
-            name = self.names[site] = SITE_MARKER + _site_name(site, self.root)
+            name = self.names[site] = SITE_MARKER + chain_name(site, self.root)
         with record_function(name):
             return func(*args, **kwargs)
 
@@ -130,6 +134,8 @@ def op_call_sites(
     prefixes: tuple[str, ...] = DEFAULT_OP_PREFIXES,
     before_region: Callable[[], object] | None = None,
     before_each: Callable[[], object] | None = None,
+    own: tuple[str, ...] = (),
+    caller: Site | None = None,
 ) -> dict[str, list[tuple[str, int]]]:
     """Where one call of ``fn`` calls each op: op key -> [(``path:line in function``, calls)], most
     calls first. Paths are relative to ``root`` when under it.
@@ -139,8 +145,13 @@ def op_call_sites(
     contains its start, which also covers ops run on other threads during the call (autograd's
     backward). The op keys are :func:`count_ops`'s, so they line up with a verdict's changed ops.
     Costs a few times one plain profiled call: meant for benchmarks that already failed.
+
+    ``own``: folders of the project's own packages (``sites.own_dirs``), the user's code even when
+    installed; a site in one of them also names the test's line that led there (``caller`` when
+    the stack does not reach the test). An op with no site gets the reason instead
+    (``sites.locate``, :data:`NOT_SEEN`).
     """
-    mode = _SiteMode(Path(root))
+    mode = _SiteMode(Path(root), own, caller)
 
     def tagged() -> object:
         with mode:
@@ -160,5 +171,11 @@ def op_call_sites(
         if not ev.name.startswith(prefixes) or iteration.index(ev.time_range.start) is None:
             continue
         i = sites.index(ev.time_range.start)
-        found[_op_key(ev, by_shape)][names[i] if i is not None else "?"] += 1
-    return {op: sorted(counter.items(), key=lambda item: (-item[1], item[0])) for op, counter in sorted(found.items())}
+        found[_op_key(ev, by_shape)][names[i] if i is not None else NOT_SEEN] += 1
+    return {op: sorted(counter.items(), key=lambda item: (-item[1], _in_line_order(item[0])))
+            for op, counter in sorted(found.items())}
+
+
+def _in_line_order(site: str) -> list[tuple[int, str]]:
+    """A sort key that puts ``a.py:9`` before ``a.py:11`` (numbers compared as numbers)."""
+    return [(int(part), "") if part.isdigit() else (0, part) for part in re.split(r"(\d+)", site)]

@@ -1,0 +1,85 @@
+"""Which frame is the user's code (``engines/sites.py``): code of installed packages, the
+project's own installed package, and the phrase that says why a call has no site (issue 27 item 13)."""
+from __future__ import annotations
+
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from pytest_torchbench.engines import sites
+from pytest_torchbench.pytest.options import project_packages
+
+
+def _installed_function(folder: Path, source: str) -> Callable[..., object]:
+    """``f`` from ``source`` compiled as if it were ``.../site-packages/fakepkg/mod.py``."""
+    path = folder / "lib" / "site-packages" / "fakepkg" / "mod.py"
+    namespace: dict[str, object] = {}
+    exec(compile(source, str(path), "exec"), namespace)
+    return namespace["f"]  # type: ignore[return-value]
+
+
+def _frame_inside(fn: Callable[..., object]) -> types.FrameType:
+    """The frame of ``fn``'s callee: ``fn`` calls ``grab`` with its own frame's caller chain."""
+    return fn(lambda: sys._getframe(1))  # type: ignore[return-value]
+
+
+def test_a_call_from_an_installed_package_says_which_and_how_to_claim_it(tmp_path: Path) -> None:
+    f = _installed_function(tmp_path, "def f(grab):\n    return grab()\n")
+    frame = _frame_inside(f)
+    # Only the stack above this test is the user's; starting inside the package, this file is found.
+    inner, test_line = sites.locate(frame, sites.skipped_dirs())  # type: ignore[misc]
+    assert inner[0] == os.path.abspath(__file__) and test_line is None
+    # With this test's own frames counted as not the user's, only the installed package is left.
+    skipped = (*sites.skipped_dirs(), os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    assert sites.locate(frame, skipped) == \
+        "site unknown: in installed package 'fakepkg' (yours? --bench-sites=fakepkg)"
+
+
+def test_the_projects_own_installed_package_is_a_site_with_the_test_line_that_led_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tmp_path / "lib" / "site-packages"))
+    f = _installed_function(tmp_path, "def f(grab):\n    return grab()\n")
+    frame = _frame_inside(f)
+    own = (str(tmp_path / "lib" / "site-packages" / "fakepkg") + os.sep,)
+    located = sites.locate(frame, sites.skipped_dirs(), own)
+    assert not isinstance(located, str)
+    inner, test_line = located
+    assert inner[1:] == (2, "f") and test_line is not None and test_line[0] == os.path.abspath(__file__)
+    name = sites.chain_name(located, Path(__file__).parent.parent)
+    # named from its sys.path entry, then this test's line (the outermost frame of the user's code)
+    assert name.startswith("fakepkg/mod.py:2 in f, from engines/test_sites.py:")
+    assert name.endswith(" in test_the_projects_own_installed_package_is_a_site_with_the_test_line_that_led_there")
+
+
+def test_only_torch_frames_and_the_benchmark_callers_line() -> None:
+    skipped = (*sites.skipped_dirs(), os.path.dirname(os.path.abspath(__file__)) + os.sep)
+    frame = sys._getframe()
+    caller = ("/project/test_a.py", 7, "test_mm")
+    assert sites.locate(frame, skipped) == sites.ONLY_TORCH == "site unknown: only torch, pytest or generated frames"
+    assert sites.locate(frame, skipped, caller=caller) == (caller, None)  # benchmark(torch.mm, x, y)
+
+
+def test_project_packages_come_from_pyproject_and_src(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "My-Lib.ext"\n[tool.setuptools]\npackages = ["mylib", "mylib.sub"]\n'
+        'py-modules = ["single"]\n[tool.poetry]\npackages = [{include = "poetrypkg"}]\n')
+    (tmp_path / "src" / "srcpkg").mkdir(parents=True)
+    (tmp_path / "src" / "srcpkg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "not_a_package").mkdir()
+    assert project_packages(tmp_path) == ("my_lib_ext", "mylib", "single", "poetrypkg", "srcpkg")
+    (tmp_path / "pyproject.toml").write_text("not [toml")
+    assert project_packages(tmp_path) == ("srcpkg",)
+
+
+def test_own_dirs_finds_installed_packages_and_never_torch_or_the_plugin() -> None:
+    import torch
+
+    assert sites.own_dirs(["torch", "pytest_torchbench", "no_such_package_here"]) == ()
+    found = sites.own_dirs(["json"])
+    assert found == (os.path.dirname(os.path.abspath(sys.modules["json"].__file__ or "")) + os.sep,)
+    assert torch  # imported: its folder is one of the skipped ones
