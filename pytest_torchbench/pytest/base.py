@@ -24,6 +24,14 @@ one per benchmark. Measured bases are cached under the output folder, keyed by R
 environment fingerprint, the modes, the selection and the build step: a cache step in CI makes
 the next push of a pull request cost about one run instead of two; a key never matches another
 commit or environment.
+
+Time is different (``rounds`` > 1, ``--bench-rounds``): wall time moves with the machine from
+one minute to the next, so a base measured before the head lets that drift decide. Base and head
+are then measured alternately, each round one fresh child pytest of each (the head in the
+checkout, with the same interpreter, environment and options, its top folder first on
+``PYTHONPATH`` as the worktree's is for the base), the order swapped every round (ABBA), and the
+controller judges each time benchmark on its paired ratios (``MeasuredBase.pairs``). Rounds are
+not cached: a stored base paired with a head measured later is no pair.
 """
 from __future__ import annotations
 
