@@ -104,7 +104,8 @@ def _write(repo: Path, reps: int, all_cases: list[tuple[str, int]], comment: str
     (repo / "suite" / "lib.py").write_text(comment + LIB.format(reps=reps, cases=all_cases))
 
 
-def _compare(repo: Path, rounds: int, limit: str, extra: list[str]) -> dict[str, object]:
+def _compare(repo: Path, rounds: int, limit: str, extra: list[str], label: str,
+             keep: Path | None = None) -> dict[str, object]:
     """One pytest session comparing HEAD with HEAD~1 measured alternately: its verdicts and cost."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CI", None)
@@ -120,7 +121,14 @@ def _compare(repo: Path, rounds: int, limit: str, extra: list[str]) -> dict[str,
     seconds = time.monotonic() - started
     if done.returncode not in (0, 1) or not out.is_file():
         sys.exit(f"pytest exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        (keep / f"{label}.json").write_bytes(out.read_bytes())
     verdicts = [v for v in json.loads(out.read_text())["verdicts"] if v["metric"] == "time"]
+    for verdict in verdicts:  # the false failures and too noisy ones, with their rounds
+        if verdict["status"] in ("regression", "too noisy") and label.startswith("aa"):
+            print(f"    {verdict['status']}: {verdict['key']}: {verdict['summary'][:160]}")
+            print("      " + "; ".join(verdict.get("details", [])[:6]))
     statuses: dict[str, list[str]] = {}
     for verdict in verdicts:
         statuses.setdefault(verdict["status"], []).append(verdict["key"])
@@ -148,6 +156,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4, help="--bench-rounds")
     parser.add_argument("--limit", default="10%", help="the time limit (--bench-fail=time:LIMIT)")
     parser.add_argument("--min-run-time", default=None, help="--bench-min-run-time, if any")
+    parser.add_argument("--keep", type=Path, default=None, help="a folder to keep each run's --bench-json in")
     args = parser.parse_args()
     extra = [f"--bench-min-run-time={args.min_run_time}"] if args.min_run_time else []
     all_cases = cases(args.benchmarks)
@@ -172,11 +181,11 @@ def main() -> None:
         aa_runs, ab_runs = [], []
         _git(repo, "checkout", "-q", "aa")
         for number in range(1, args.aa + 1):
-            aa_runs.append(_compare(repo, args.rounds, args.limit, extra))
+            aa_runs.append(_compare(repo, args.rounds, args.limit, extra, f"aa-{number}", args.keep))
             print(_line("A/A", number, aa_runs[-1]), flush=True)
         _git(repo, "checkout", "-q", "ab")
         for number in range(1, args.ab + 1):
-            ab_runs.append(_compare(repo, args.rounds, args.limit, extra))
+            ab_runs.append(_compare(repo, args.rounds, args.limit, extra, f"ab-{number}", args.keep))
             print(_line("A/B", number, ab_runs[-1]), flush=True)
     times: list[float] = (aa_runs or ab_runs)[0]["times"] if (aa_runs or ab_runs) else []  # type: ignore[assignment]
     if times:
