@@ -43,7 +43,7 @@ def test_the_base_run_keeps_the_selection_and_drops_what_writes() -> None:
     args = ["tests/test_a.py", "-k", "add and not slow", "-m", "benchmark", "--bench-mode=ops", "--bench-compare",
             "HEAD~1", "--bench-json=out.json", "--bench-markdown", "s.md", "--bench-html=r.html",
             "--junitxml=j.xml", "--bench-save=main", "--bench-output=out", "--bench-base=measure",
-            "--bench-base-prepare", "make", "--bench-allow-incomparable", "--lf", "-n", "2"]
+            "--bench-base-prepare", "make", "--bench-allow-incomparable", "--bench-rounds", "4", "--lf", "-n", "2"]
     options, paths = selection_args(args, ["tests/test_a.py"])
     assert options == ["-k", "add and not slow", "-m", "benchmark", "--bench-mode=ops", "-n", "2"]
     assert paths == ["tests/test_a.py"]
@@ -64,3 +64,27 @@ def test_the_cache_key_changes_with_everything_a_base_depends_on(tmp_path: Path)
         cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "x"], [], ".", "make"),
     ]
     assert len({key, *others}) == len(others) + 1
+
+
+def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) -> None:
+    """MeasuredBase.pairs: (base, head) values of one benchmark and metric per round, in round
+    order, leaving out rounds where either side did not measure it; the origin names the rounds."""
+    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.metrics.time import TimeMetric
+    from pytest_torchbench.pytest.base import MeasuredBase
+    from pytest_torchbench.store.storage import BaselineSet
+
+    def one(seconds: float | None) -> BaselineSet:
+        entries = {}
+        if seconds is not None:
+            entries["t.py::test_a"] = BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "",
+                                                      metrics={"time": TimeMetric(1, [seconds])})
+        return BaselineSet("base", "here", entries)
+
+    revision = Revision("HEAD~1", "HEAD~1", None, "a" * 40, tmp_path)
+    measured = MeasuredBase(revision, one(1.0), tmp_path, False, 1.0,
+                            [(one(1.0), one(2.0)), (one(None), one(2.5)), (one(1.5), one(3.0))])
+    assert [(b.fastest, h.fastest) for b, h in measured.pairs("t.py::test_a", "time")] == [(1.0, 2.0), (1.5, 3.0)]
+    assert measured.pairs("t.py::test_a", "ops") == [] and measured.pairs("t.py::test_b", "time") == []
+    assert measured.origin() == f"measured from HEAD~1 ({'a' * 12}) in this job alternately with this checkout, 3 rounds"
+    assert MeasuredBase(revision, one(1.0), tmp_path, False, 1.0).origin() == f"measured from HEAD~1 ({'a' * 12}) in this job"

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 #: Pages that other branches of this round write; links to them are allowed before they land.
 PENDING = {"docs/ci.md", "docs/calls.md", "docs/troubleshooting.md", "docs/pytest-benchmark.md"}
+#: Options whose README row the lead writes at the merge (branches do not edit README.md).
+README_PENDING_OPTIONS = {"--bench-rounds"}
 
 
 def _without_code(text: str) -> str:
@@ -46,7 +48,7 @@ def test_readme_options_table_lists_every_option() -> None:
     assert len(defined) >= 10
     table = [line for line in README.read_text().splitlines() if line.startswith("| `--bench-")]
     listed = set(re.findall(r"`(--bench-[a-z-]+)", "\n".join(table)))
-    assert defined == listed
+    assert defined == listed | README_PENDING_OPTIONS
 
 
 @pytest.mark.parametrize("page", _pages(), ids=lambda p: p.relative_to(ROOT).as_posix())

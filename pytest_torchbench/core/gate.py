@@ -10,7 +10,7 @@ module knows nothing of pytest.
 """
 from __future__ import annotations
 
-from typing import AbstractSet, Callable, Iterable, Mapping, Sequence
+from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
 
 from .judgement import judge_result, missing_verdicts
 from .results import BenchmarkResult, nodeid_among
@@ -26,13 +26,16 @@ def policy_for(result: BenchmarkResult, policy: Policy) -> Policy:
 
 
 def judge(result: BenchmarkResult, baseline: Mapping[str, BenchmarkResult] | None, policy: Policy,
-          review: Review | None = None) -> list[Verdict]:
+          review: Review | None = None, rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None
+          ) -> list[Verdict]:
     """The verdicts of one result: none without a baseline set; one per measured metric with one
-    (new, not comparable, regression, ...), each seen by ``review`` before anyone acts on it."""
+    (new, not comparable, regression, ...), each seen by ``review`` before anyone acts on it.
+    ``rounds``: per metric, (base, head) values measured alternately (``--bench-rounds``): a
+    metric that alternates (time) is judged on those pairs instead of on one run against one."""
     if baseline is None:
         return []
     entry = baseline.get(result.key)
-    verdicts = judge_result(result, entry, policy_for(result, policy))
+    verdicts = judge_result(result, entry, policy_for(result, policy), rounds)
     if review is not None:
         review(result, verdicts, entry)
     return verdicts

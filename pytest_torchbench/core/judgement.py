@@ -38,7 +38,7 @@ from .results import BenchmarkResult
 from .text import safe_text
 # The shared vocabulary, re-exported: callers and hook authors have imported it from here.
 from .vocabulary import (  # noqa: F401
-    DEFAULT_ALPHA, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, USER_FACT_PREFIX,
+    DEFAULT_ALPHA, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, USER_FACT_PREFIX,
     Environment, Policy, Verdict, format_percent, format_seconds,
 )
 from ..metrics.instructions import _NOISE_FRAME, short_function_name, top_function_changes  # noqa: F401
@@ -161,7 +161,11 @@ def judge_metric(
     policy: Policy,
     current_env: Environment | None = None,
     baseline_env: Environment | None = None,
+    rounds: Sequence[tuple[Any, Any]] | None = None,
 ) -> Verdict:
+    """One metric of one benchmark judged. ``rounds``: (base, head) values measured alternately
+    in fresh processes (``--bench-rounds``); a metric that ``alternates`` judges those pairs
+    instead of ``current`` against ``baseline``."""
     limit = limit_for(metric, policy)
     if baseline is None:
         return Verdict(key, metric, NEW, limit=limit, summary=f"{metric}: no baseline (new benchmark)")
@@ -175,7 +179,10 @@ def judge_metric(
         verdict.failed = policy.strict_environment
         return verdict
     judged = registry.get(metric)
-    verdict = judged.judge(key, current, baseline, limit, policy)
+    if rounds and judged.alternates:
+        verdict = judged.judge_rounds(key, rounds, limit, policy)
+    else:
+        verdict = judged.judge(key, current, baseline, limit, policy)
     if verdict.status == REGRESSION:
         verdict.failed = True
     elif verdict.status == IMPROVEMENT and policy.fail_stale and judged.stale_fails:
@@ -183,8 +190,10 @@ def judge_metric(
     return verdict
 
 
-def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, policy: Policy) -> list[Verdict]:
-    """One verdict per metric measured now; metrics only in the baseline are not judged here."""
+def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, policy: Policy,
+                 rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None) -> list[Verdict]:
+    """One verdict per metric measured now; metrics only in the baseline are not judged here.
+    ``rounds``: per metric, the (base, head) values of an alternated measurement (judge_metric)."""
     verdicts = []
     for metric, value in sorted(result.metrics.items()):
         base_value = baseline.metrics.get(metric) if baseline is not None else None
@@ -193,6 +202,7 @@ def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, poli
                 result.key, metric, value, base_value, policy,
                 result.environments.get(metric),
                 baseline.environments.get(metric) if baseline is not None else None,
+                (rounds or {}).get(metric),
             )
         )
     if baseline is not None:

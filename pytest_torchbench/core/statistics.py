@@ -138,3 +138,46 @@ def _median(sorted_values: Sequence[float]) -> float:
     if len(sorted_values) % 2:
         return float(sorted_values[middle])
     return (sorted_values[middle - 1] + sorted_values[middle]) / 2.0
+
+
+class PairedRatios:
+    """Head/base ratios of a figure measured alternately, one pair per round (duet benchmarking).
+
+    Why ratios of pairs: base and head of one round ran seconds apart on the same machine, so
+    what the machine did to both (a slower minute, a neighbour, the clock) divides out of each
+    ratio, and what remains is the change of the code plus the noise between two processes.
+    ``median`` is the paired estimate of the change (one strange round cannot move it);
+    ``spread`` is half the range of the ratios over their median: every round lay within
+    ``median x (1 +- spread)`` and a change smaller than that cannot be told from the noise.
+    """
+
+    def __init__(self, pairs: Sequence[tuple[float, float]]) -> None:
+        usable = [(float(b), float(h)) for b, h in pairs if b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)]
+        if not usable:
+            raise ValueError("PairedRatios needs at least one pair of positive figures")
+        self.pairs = usable
+        self.ratios = [h / b for b, h in usable]
+
+    @property
+    def rounds(self) -> int:
+        return len(self.ratios)
+
+    @property
+    def median(self) -> float:
+        return _median(sorted(self.ratios))
+
+    @property
+    def low(self) -> float:
+        return min(self.ratios)
+
+    @property
+    def high(self) -> float:
+        return max(self.ratios)
+
+    @property
+    def spread(self) -> float:
+        return (self.high - self.low) / 2.0 / self.median
+
+    @property
+    def base_median(self) -> float:
+        return _median(sorted(b for b, _ in self.pairs))

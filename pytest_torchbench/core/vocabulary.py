@@ -26,6 +26,10 @@ MISSING = "missing"
 NOT_COMPARABLE = "not comparable"
 #: A time slowdown beyond the limit but within what the machine's load explains: listed, not failed.
 NOISY = "noisy"
+#: A time benchmark measured alternately with its base whose paired ratios spread more than its
+#: limit: the gate cannot judge it at that limit. Not failed, not passed: in CI it counts as
+#: "could not judge", as a baseline that is not comparable does.
+TOO_NOISY = "too noisy"
 
 DEFAULT_ALPHA = 0.001
 

@@ -122,6 +122,11 @@ class Metric:
     #: other tests already ran (and CPython specialised) the same code.
     fresh_code: ClassVar[bool] = False
 
+    #: Against a base measured in the same job, measure base and head alternately in several
+    #: rounds of fresh processes and judge the pairs (:meth:`judge_rounds`): for measurements the
+    #: machine moves between one minute and the next (time). Counts need one run of each.
+    alternates: ClassVar[bool] = False
+
     # -- measuring ------------------------------------------------------------------------------
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> Any:
@@ -234,6 +239,11 @@ class Metric:
         summary = (f"{self.name} {self.format_value(then)} -> {self.format_value(now)} "
                    f"({format_fraction(delta)}, limit {limit * 100:g}%)")
         return Verdict(key, self.name, status, then, now, limit, None, summary)
+
+    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy) -> Verdict:
+        """Judge (base, head) values measured alternately, one pair per round (only called for a
+        metric that :attr:`alternates`)."""
+        raise NotImplementedError(f"metric {self.name!r} does not alternate")
 
     # -- showing --------------------------------------------------------------------------------
 

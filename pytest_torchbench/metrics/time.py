@@ -18,9 +18,10 @@ import math
 import warnings
 from typing import Any, Callable, Mapping, Sequence
 
+from ..core.statistics import PairedRatios
 from ..core.text import finite, safe_number, safe_text
 from ..core.vocabulary import (
-    IMPROVEMENT, NOISY, REGRESSION, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
+    IMPROVEMENT, NOISY, REGRESSION, TOO_NOISY, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
     format_seconds, round_sig, time_unit,
 )
 from .base import MeasureContext, Metric
@@ -427,6 +428,58 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
     return Verdict(key, "time", status, then, now, limit, None, summary, details)
 
 
+def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float) -> Verdict:
+    """Judge a time measured alternately with its base: per round, the head's fastest call over
+    the base's (PairedRatios); the median of those ratios against the limit.
+
+    Why: base and head of one round ran one after the other in fresh processes on the same
+    machine, the order swapped every round (base first, then head first: ABBA), so a machine
+    that is slower for a minute slows both sides of a pair, and the order cannot favour either.
+    A slowdown that every round measured beyond both the limit and the ratios' own spread fails
+    (a 2x slowdown measured 1.6x-2.6x); one the median puts beyond the limit fails when the
+    ratios agree to within the limit. Why beyond the spread too: at load 14 on 2 cores one A/A
+    benchmark's four rounds all came out +17%..+90% slower; beyond the limit alone, noise that
+    large fails a few percent of unchanged benchmarks. When they spread more than the limit the
+    benchmark cannot be judged at that limit: "too noisy", with its measured spread, neither
+    failed nor passed (CI counts it as "could not judge"), so that the user can raise the limit
+    to what this machine can tell, instead of a gate that fails at random or passes in silence.
+    """
+    pairs = [(b.fastest, h.fastest) for b, h in rounds]
+    paired = PairedRatios(pairs)
+    median, change = paired.median, paired.median - 1.0
+    band = max(limit, paired.spread)  # what the limit or this benchmark's own noise can explain
+    if paired.low > 1.0 + band:
+        status = REGRESSION
+    elif paired.high < 1.0 - band:
+        status = IMPROVEMENT
+    elif paired.spread > limit:
+        status = TOO_NOISY
+    elif change > limit:
+        status = REGRESSION
+    elif change < -limit:
+        status = IMPROVEMENT
+    else:
+        status = UNCHANGED
+    then = paired.base_median
+    rounds_text = (f"head/base of the fastest call over {paired.rounds} alternated rounds: median "
+                   f"{format_percent(change)}, rounds {format_percent(paired.low - 1.0)}.."
+                   f"{format_percent(paired.high - 1.0)}, spread \u00b1{paired.spread * 100:.1f}%")
+    if status == TOO_NOISY:
+        summary = (f"too noisy: \u00b1{paired.spread * 100:.1f}% at a {limit * 100:g}% limit ({rounds_text}); "
+                   "not judged: neither failed nor passed; raise its limit to more than its spread or "
+                   "measure it on a quieter machine")
+    else:
+        summary = (f"time {format_seconds(then)} -> {format_seconds(then * median)} ({format_percent(change)}, "
+                   f"limit {limit * 100:g}%; {rounds_text})")
+    details = []
+    if status != UNCHANGED:
+        for number, ((base, head), ratio) in enumerate(zip(paired.pairs, paired.ratios), start=1):
+            first = "base first" if number % 2 else "head first"
+            details.append(f"round {number} ({first}): base {format_seconds(base)}, head {format_seconds(head)} "
+                           f"({format_percent(ratio - 1.0)})")
+    return Verdict(key, "time", status, then, then * median, limit, None, safe_text(summary), details)
+
+
 def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
     """A time regression fails only when a fresh process measures it too (``suspect`` is changed).
 
@@ -506,6 +559,7 @@ class Time(Metric):
     excludes_reason = "wall time under valgrind means nothing"
     stale_fails = False  # wall time is never exact
     confirms_failures = True  # the spread that matters is between processes (confirm_time)
+    alternates = True  # against a measured base: rounds of base and head, judged in pairs
     positive_fields = ("raw_times", "median", "history", "reference")
     number_fields = ("raw_times", "median", "iqr", "history", "cpu_share", "load", "cpu_fastest")
     fraction_fields = ("cpu_share",)
@@ -522,6 +576,9 @@ class Time(Metric):
 
     def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
         confirm_time(suspect, again, problem)
+
+    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy) -> Verdict:
+        return judge_time_rounds(key, rounds, limit)
 
     def prepare_process(self) -> None:
         from ..engines import walltime

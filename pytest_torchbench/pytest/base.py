@@ -24,6 +24,14 @@ one per benchmark. Measured bases are cached under the output folder, keyed by R
 environment fingerprint, the modes, the selection and the build step: a cache step in CI makes
 the next push of a pull request cost about one run instead of two; a key never matches another
 commit or environment.
+
+Time is different (``rounds`` > 1, ``--bench-rounds``): wall time moves with the machine from
+one minute to the next, so a base measured before the head lets that drift decide. Base and head
+are then measured alternately, each round one fresh child pytest of each (the head in the
+checkout, with the same interpreter, environment and options, its top folder first on
+``PYTHONPATH`` as the worktree's is for the base), the order swapped every round (ABBA), and the
+controller judges each time benchmark on its paired ratios (``MeasuredBase.pairs``). Rounds are
+not cached: a stored base paired with a head measured later is no pair.
 """
 from __future__ import annotations
 
@@ -79,10 +87,25 @@ class MeasuredBase:
     folder: Path  # the set folder (``--bench-compare=<folder>`` reads it again)
     cached: bool
     seconds: float  # what measuring took (0 for a cache hit)
+    #: Measured alternately (``--bench-rounds``): per round, (the base's set, the head's set); the
+    #: base ran first in rounds 1, 3, ... and second in rounds 2, 4, ... (ABBA). Empty: one-shot.
+    rounds: list[tuple[BaselineSet, BaselineSet]] = dataclasses.field(default_factory=list)
 
     def origin(self) -> str:
         where = f"{self.revision.revision} ({self.revision.commit[:12]})"
+        if self.rounds:
+            return f"measured from {where} in this job alternately with this checkout, {len(self.rounds)} rounds"
         return f"cached measurement of {where}" if self.cached else f"measured from {where} in this job"
+
+    def pairs(self, key: str, metric: str) -> list[tuple[Any, Any]]:
+        """(base, head) values of ``metric`` of benchmark ``key``, one per round that measured it
+        on both sides, in round order."""
+        found = []
+        for base_set, head_set in self.rounds:
+            then, now = base_set.entries.get(key), head_set.entries.get(key)
+            if then is not None and now is not None and metric in then.metrics and metric in now.metrics:
+                found.append((then.metrics[metric], now.metrics[metric]))
+        return found
 
 
 def selection_args(args: Sequence[str], positional: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -259,9 +282,16 @@ def _child_environment(worktree: Path, modules_dir: Path) -> dict[str, str]:
 
 def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], invocation_dir: Path,
             modes: Sequence[str], environment: Mapping[str, Any], cache_root: Path,
-            prepare: str | None = None, option: str = "--bench-compare") -> MeasuredBase:
+            prepare: str | None = None, option: str = "--bench-compare", rounds: int = 1) -> MeasuredBase:
     """Measure ``revision`` with the user's selection (or take it from the cache); BaseError with
-    one line when it cannot be done or was measured from the wrong code."""
+    one line when it cannot be done or was measured from the wrong code.
+
+    ``rounds`` > 1: measure REV and this checkout alternately, each round one fresh pytest of each
+    in the swapped order of the round before (base, head; head, base; ...), for metrics whose
+    figure the machine moves from one minute to the next (time): drift then slows both sides of a
+    round, and their ratio keeps only the change of the code. Rounds are never cached (a
+    cached base paired with a head measured now pairs nothing); the first round's base is kept
+    under the output folder for re-runs that judge against it."""
     toplevel = revision.toplevel.resolve()
     shown = f"{option}={revision.ref}"
     try:
@@ -271,9 +301,9 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                         "start it inside the repository to measure the base revision") from None
     options, paths = selection_args(args, positional)
     key = cache_key(revision, environment, modes, options, paths, where.as_posix(), prepare)
-    entry = cache_root / key[:24]
+    entry = cache_root / (key[:24] if rounds <= 1 else f"alternated-{key[:24]}")
     set_folder = entry / "baselines" / SET_NAME
-    if (entry / "base.json").is_file():
+    if rounds <= 1 and (entry / "base.json").is_file():
         try:
             meta = json.loads((entry / "base.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -291,7 +321,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             message = (added.stderr.strip().splitlines() or ["unknown git error"])[-1]
             raise BaseError(f"{shown}: cannot check out {revision.commit[:12]} in a temporary worktree: "
                             f"{safe_text(message)}")
-        modules_dir = scratch / "modules"
+        modules_dir = scratch / "modules-base"
         modules_dir.mkdir()
         env = _child_environment(worktree, modules_dir)
         cwd = worktree / where
@@ -302,20 +332,30 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             mapped = _map_path(value, toplevel, worktree)
             if (cwd / mapped.partition("::")[0]).exists():
                 child_paths.append(mapped)
-        results_dir = scratch / "baselines"
+        results_dir = scratch / "r1-base"
+        base_options = [_map_path(o, toplevel, worktree) for o in options]
+        paired: list[tuple[BaselineSet, BaselineSet]] = []
         if (paths and not child_paths) or not cwd.is_dir():  # the selection does not exist at REV
             measured = BaselineSet(name=SET_NAME, source=revision.commit)
+        elif rounds <= 1:
+            measured = _run(revision, base_options, child_paths, cwd, env, results_dir, scratch, shown, cache_root)
         else:
-            measured = _run(revision, [_map_path(o, toplevel, worktree) for o in options], child_paths, cwd, env,
-                            results_dir, scratch, shown, cache_root)
-        culprit = wrong_import(_read_imported_modules(modules_dir), worktree, toplevel)
-        if culprit is not None:
-            name, file = culprit
-            raise BaseError(
-                f"{shown}: the base run imported {name} from {safe_text(file)}, not from the worktree of "
-                f"{revision.commit[:12]} ({worktree}): an installed or editable copy of the project shadows it "
-                "and would measure this checkout twice; install the project non-editable outside the "
-                "checkout's import path, or use --bench-base=stored")
+            head_modules = scratch / "modules-head"
+            head_modules.mkdir()
+            head_env = _child_environment(toplevel, head_modules)
+            for number in range(1, rounds + 1):
+                sets: dict[str, BaselineSet] = {}
+                for side in (("base", "head") if number % 2 else ("head", "base")):
+                    if side == "base":
+                        sets[side] = _run(revision, base_options, child_paths, cwd, env, scratch / f"r{number}-base",
+                                          scratch, shown, cache_root)
+                        _check_imports(modules_dir, worktree, toplevel, shown, revision)  # before more rounds
+                    else:
+                        sets[side] = _run(revision, options, paths, invocation_dir, head_env,
+                                          scratch / f"r{number}-head", scratch, shown, cache_root, side="head")
+                paired.append((sets["base"], sets["head"]))
+            measured = paired[0][0]
+        _check_imports(modules_dir, worktree, toplevel, shown, revision)
         # Into the cache: the whole entry appears at once (a rename), or not at all.
         staging = cache_root / f".{key[:24]}.{os.getpid()}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
@@ -324,6 +364,11 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             shutil.copytree(results_dir / SET_NAME, staging / "baselines" / SET_NAME)
         else:
             (staging / "baselines" / SET_NAME).mkdir()
+        if rounds > 1:  # kept for re-runs that judge against it, never served as a cache entry
+            shutil.rmtree(entry, ignore_errors=True)
+            os.replace(staging, entry)
+            measured.source = str(set_folder)
+            return MeasuredBase(revision, measured, set_folder, False, time.monotonic() - started, paired)
         (staging / "base.json").write_text(json.dumps({
             "key": key, "commit": revision.commit, "revision": revision.revision,
             "environment": dict(environment), "modes": list(modes), "seconds": round(time.monotonic() - started, 1),
@@ -336,6 +381,18 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         _git(["worktree", "remove", "--force", str(worktree)], toplevel)
         shutil.rmtree(scratch, ignore_errors=True)
         _git(["worktree", "prune"], toplevel)
+
+
+def _check_imports(modules_dir: Path, worktree: Path, toplevel: Path, shown: str, revision: Revision) -> None:
+    """Refuse a base whose processes imported a module of the project from outside the worktree."""
+    culprit = wrong_import(_read_imported_modules(modules_dir), worktree, toplevel)
+    if culprit is not None:
+        name, file = culprit
+        raise BaseError(
+            f"{shown}: the base run imported {name} from {safe_text(file)}, not from the worktree of "
+            f"{revision.commit[:12]} ({worktree}): an installed or editable copy of the project shadows it "
+            "and would measure this checkout twice; install the project non-editable outside the "
+            "checkout's import path, or use --bench-base=stored")
 
 
 def _prepare(command: str, worktree: Path, env: dict[str, str], output_path: Path, shown: str,
@@ -351,7 +408,9 @@ def _prepare(command: str, worktree: Path, env: dict[str, str], output_path: Pat
 
 
 def _run(revision: Revision, options: Sequence[str], paths: Sequence[str], cwd: Path, env: dict[str, str],
-         results_dir: Path, scratch: Path, shown: str, cache_root: Path) -> BaselineSet:
+         results_dir: Path, scratch: Path, shown: str, cache_root: Path, side: str = "base") -> BaselineSet:
+    """One child pytest (``side``: the base, in REV's worktree, or the head, in this checkout)
+    saving the selection's results as a set in ``results_dir``."""
     command = [
         sys.executable, "-m", "pytest", *options, "-p", "no:cacheprovider",
         f"--bench-save={SET_NAME}", f"--bench-baselines-dir={results_dir}", f"--bench-output={scratch / 'output'}",
@@ -362,7 +421,8 @@ def _run(revision: Revision, options: Sequence[str], paths: Sequence[str], cwd: 
         done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output,
                               stderr=subprocess.STDOUT, check=False)
     if done.returncode not in USABLE_EXITS:
-        raise BaseError(f"{shown}: the base run of {revision.commit[:12]} failed (exit {done.returncode}): "
+        what = f"the base run of {revision.commit[:12]}" if side == "base" else "a head run of this checkout"
+        raise BaseError(f"{shown}: {what} failed (exit {done.returncode}): "
                         f"{_tail(output_path)}{_keep_log(output_path, cache_root)}")
     return _load(results_dir / SET_NAME, revision)
 

@@ -20,7 +20,7 @@ from . import base, extensions
 from ..core import explain, gate
 from .base import BaseError, MeasuredBase
 from .._compat import terminal_width
-from ..core.judgement import NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict, failure_message
+from ..core.judgement import NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict, failure_message
 from .marker import MARKER_NAME as MARKER
 from .options import EXIT_INCOMPARABLE, BenchSettings
 from ..reports import jsonreport, junit, markdown, publish, shards, terminal
@@ -54,6 +54,12 @@ def uncompared(verdicts: list[Verdict]) -> list[Verdict]:
     """Verdicts that compared nothing and did not fail: a baseline from another environment, with
     nothing measured in its place (``--bench-strict`` fails them on their own tests already)."""
     return [v for v in verdicts if v.status == NOT_COMPARABLE and not v.failed]
+
+
+def unjudged(verdicts: list[Verdict]) -> list[Verdict]:
+    """Verdicts the gate could not decide: measured alternately with the base, but the paired
+    ratios spread more than the limit (too noisy to judge at it)."""
+    return [v for v in verdicts if v.status == TOO_NOISY and not v.failed]
 
 
 #: At most this many tests' regressions are re-measured in a fresh process per session (each costs a
@@ -135,6 +141,9 @@ class Controller:
         #: Where each judged benchmark's baseline came from (key -> words), with a revision only.
         self.origins: dict[str, str] = {}
         self._exists_at_revision: dict[str, bool] = {}
+        #: Per benchmark key, per metric that alternates: the (base, head) values of the rounds
+        #: measured alternately (``--bench-rounds``), judged instead of one run against one.
+        self.rounds: dict[str, dict[str, list[tuple[Any, Any]]]] = {}
         #: This process's measuring side: in a serial run it still holds the callable of the test
         #: being judged, so a failed verdict can be explained by re-running it (op call sites).
         self.session = session
@@ -198,7 +207,8 @@ class Controller:
         verdicts: list[Verdict] = []
         elsewhere: list[Verdict] = []
         properties: list[tuple[str, object]] = []
-        judged_results = [(result, gate.judge(result, baseline, self.settings.policy, self._review))
+        judged_results = [(result, gate.judge(result, baseline, self.settings.policy, self._review,
+                                              self.rounds.get(result.key)))
                           for result in results]
         self._confirm(report.nodeid, [v for _, judged in judged_results for v in judged])
         for result, judged in judged_results:
@@ -244,8 +254,10 @@ class Controller:
         process before this test's report is final (``Metric.confirm``); settled in place."""
         from ..metrics import registry
 
+        # A verdict judged on alternated rounds was measured in fresh processes already, paired.
         suspects = [v for v in verdicts if v.failed and v.status == REGRESSION
-                    and getattr(registry.find(v.metric), "confirms_failures", False)]
+                    and getattr(registry.find(v.metric), "confirms_failures", False)
+                    and v.metric not in self.rounds.get(v.key, {})]
         if not suspects or self.settings.compare is None or explain.in_rerun():
             return
         if self._confirmations >= MAX_CONFIRMATIONS or self._confirm_stalled:
@@ -283,6 +295,13 @@ class Controller:
         if entry is not None:
             self.baseline.entries[result.key] = entry
             self.origins[result.key] = measured.origin()
+            from ..metrics import registry
+
+            for metric in result.metrics:
+                found = registry.find(metric)
+                pairs = measured.pairs(result.key, metric) if found is not None and found.alternates else []
+                if pairs:
+                    self.rounds.setdefault(result.key, {})[metric] = pairs
         elif self.settings.base == "auto" and self.committed is not None and result.key in self.committed.entries:
             self.origins[result.key] = committed_words
 
@@ -328,22 +347,32 @@ class Controller:
         if self.session is not None:
             for mode in self.settings.modes:
                 environment.update({f"{mode}.{k}": v for k, v in self.session.environment(mode, 1).facts.items()})
+        from ..metrics import registry
+
+        # Metrics the machine moves from minute to minute (time) are measured alternately with
+        # the head in rounds; counting modes alone need one run of the base.
+        alternate = any(getattr(registry.find(m), "alternates", False) for m in self.settings.modes)
+        rounds = self.settings.rounds if alternate else 1
         try:
             self.measured = base.measure(
                 self.revision, self.config.invocation_params.args,
                 getattr(self.config.option, "file_or_dir", None) or (), Path(self.config.invocation_params.dir),
                 self.settings.modes, environment, self.settings.output_dir / "bases" if self.settings.output_dir
-                else self.settings.rootdir / ".torchbench" / "bases", self.settings.base_prepare)
+                else self.settings.rootdir / ".torchbench" / "bases", self.settings.base_prepare, rounds=rounds)
         except BaseError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.settings.base == "measure":
             self.baseline.entries.clear()  # REV as measured here is the whole baseline
-        self.notes.append(
-            f"the base {self.revision.revision} ({self.revision.commit[:12]}): "
-            + (f"taken from the cache ({self.measured.folder.parent.parent})" if self.measured.cached
-               else f"measured in this job in {self.measured.seconds:.1f} s, cached in "
-                    f"{self.measured.folder.parent.parent}")
-            + f", {len(self.measured.entries.entries)} benchmark result(s)")
+        if self.measured.rounds:
+            how = (f"measured alternately with this checkout in {len(self.measured.rounds)} rounds of fresh "
+                   f"processes (base, head; head, base; ...) in {self.measured.seconds:.1f} s; time is judged "
+                   "on the paired head/base ratio of the fastest call, per round")
+        elif self.measured.cached:
+            how = f"taken from the cache ({self.measured.folder.parent.parent})"
+        else:
+            how = f"measured in this job in {self.measured.seconds:.1f} s, cached in {self.measured.folder.parent.parent}"
+        self.notes.append(f"the base {self.revision.revision} ({self.revision.commit[:12]}): {how}, "
+                          f"{len(self.measured.entries.entries)} benchmark result(s)")
         return self.measured
 
     def _judging_options(self, keys: Iterable[str]) -> list[str]:
@@ -421,6 +450,8 @@ class Controller:
                 "modes": list(self.settings.modes),
                 "compared_with": self._source(),
                 "baseline_origins": dict(sorted(self.origins.items())) if self.revision is not None else None,
+                "base_rounds": len(self.measured.rounds) if self.measured is not None and self.measured.rounds
+                else None,
                 "saved_as": self.settings.save,
                 "failed_tests": sorted(self.failed_tests),
                 # What `torchbench merge` checks across shards and draws their HTML report from.
@@ -473,20 +504,36 @@ class Controller:
         """Nothing passes silently: benchmarks whose baseline could not be compared (and had
         nothing measured in its place) are named in one block with the facts that differ; in CI
         the run exits :data:`EXIT_INCOMPARABLE` unless ``--bench-allow-incomparable`` accepts it.
+        Benchmarks too noisy to judge at their limit (paired rounds that spread more than it) are
+        named the same way and count the same: the gate could not judge them either.
 
         Why fail CI: a gate whose every comparison is "not comparable" (another runner image,
         another torch build) passes every pull request while people believe they are protected."""
         found = uncompared(self.verdicts)
-        if not found:
+        noisy = unjudged(self.verdicts)
+        if not found and not noisy:
             return
-        tests = sorted({v.key for v in found})
         name = self.baseline.name if self.baseline is not None else "?"
-        lines = [f"{len(tests)} benchmark(s) were compared with nothing: their baseline in '{name}' "
-                 "comes from another environment and nothing was measured in its place:"]
-        for verdict in sorted(found, key=lambda v: (v.key, v.metric)):
-            lines.append(f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}")
-        git_hint = ("measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
-                    "or save the baselines on this kind of machine")
+        lines = []
+        if found:
+            tests = sorted({v.key for v in found})
+            lines.append(f"{len(tests)} benchmark(s) were compared with nothing: their baseline in '{name}' "
+                         "comes from another environment and nothing was measured in its place:")
+            for verdict in sorted(found, key=lambda v: (v.key, v.metric)):
+                lines.append(f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}")
+        if noisy:
+            lines.append(f"{len({v.key for v in noisy})} benchmark(s) could not be judged: measured alternately "
+                         "with the base, their paired ratios spread more than their limit:")
+            for verdict in sorted(noisy, key=lambda v: (v.key, v.metric)):
+                lines.append(f"  {verdict.key} [{verdict.metric}]: {verdict.summary}")
+        hints = []
+        if found:
+            hints.append("measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
+                         "or save the baselines on this kind of machine")
+        if noisy:
+            hints.append("give the too noisy ones a limit above their spread (--bench-fail or the marker's "
+                         "limits=), or measure on a quieter machine")
+        git_hint = "; ".join(hints)
         if not in_ci():
             lines.append(f"WARNING: these were not gated; {git_hint}")
         elif self.settings.allow_incomparable:

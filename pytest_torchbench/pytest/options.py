@@ -37,6 +37,10 @@ BASE_CHOICES = ("auto", "stored", "measure")
 EXIT_INCOMPARABLE = 6
 
 
+#: ``--bench-rounds`` when not given: rounds of base and head measured alternately (time mode
+#: against a measured base). Even, so that each side runs first as often as second.
+DEFAULT_ROUNDS = 4
+
 #: The built-in modes (``modes()`` also lists those registered by plugins).
 MODES = registry.BUILTIN
 
@@ -64,6 +68,11 @@ def addoption(parser: pytest.Parser) -> None:
                     help="a shell command run in REV's temporary worktree before measuring it, e.g. a "
                     "build step 'python setup.py build_ext --inplace' (not 'pip install -e .', which "
                     "would point the installed project at the worktree)")
+    group.addoption("--bench-rounds", metavar="N", type=int, default=None,
+                    help="time mode against a base measured from --bench-compare=REV: measure REV and this "
+                    "checkout alternately, N rounds of fresh processes in swapped order (base, head; head, "
+                    f"base; ...), and judge each benchmark on its paired head/base ratios (default "
+                    f"{DEFAULT_ROUNDS}; 1: one base run, then this run, as for counting modes)")
     group.addoption("--bench-allow-incomparable", action="store_true", default=False,
                     help="in CI (the CI variable set), do not fail the run when a benchmark's baseline "
                     "could not be compared and nothing was measured in its place (default: exit "
@@ -129,6 +138,7 @@ class BenchSettings:
     base: str = "auto"  # --bench-base: stored / measure / auto
     base_prepare: str | None = None  # --bench-base-prepare: a build step in REV's worktree
     allow_incomparable: bool = False  # --bench-allow-incomparable
+    rounds: int = DEFAULT_ROUNDS  # --bench-rounds: base and head alternately, in time mode
     only: bool = False  # --bench-only: skip tests that are not benchmarks
     skip: bool = False  # --bench-skip: skip the benchmarks
     #: pytest-benchmark's --benchmark-json, in a run torchbench owns: its format, our wall times
@@ -206,6 +216,8 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         raise pytest.UsageError(
             f"{'--bench-base' if opt.bench_base is not None else '--bench-base-prepare'} needs "
             "--bench-compare=REV (the git revision whose baselines to use or measure)")
+    if opt.bench_rounds is not None and opt.bench_rounds < 1:
+        raise pytest.UsageError(f"--bench-rounds={opt.bench_rounds}: must be a whole number >= 1, e.g. 4")
     if opt.bench_min_run_time is not None and not (
             math.isfinite(opt.bench_min_run_time) and opt.bench_min_run_time > 0):  # nan, inf: never ends
         raise pytest.UsageError(
@@ -235,6 +247,7 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         base="stored" if rerun else (opt.bench_base or "auto"),
         base_prepare=opt.bench_base_prepare or None,
         allow_incomparable=bool(opt.bench_allow_incomparable),
+        rounds=opt.bench_rounds if opt.bench_rounds is not None else DEFAULT_ROUNDS,
         only=bool(opt.bench_only),
         skip=bool(opt.bench_skip),
         benchmark_json_path=benchmark_json,

@@ -375,6 +375,7 @@ CONTROLLER_ONLY_OPTIONS = {
     "--bench-markdown": True, "--bench-html": True, "--bench-baselines-dir": True,
     "--bench-strict": False, "--bench-fail-stale": False, "--benchmark-json": True,
     "--bench-base": True, "--bench-base-prepare": True, "--bench-allow-incomparable": False,
+    "--bench-rounds": True,
 }  # name -> takes a value
 
 

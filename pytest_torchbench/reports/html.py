@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Collection, Iterable, Mapping, Sequence
 
 from .. import __version__
-from ..core.judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..core.judgement import (
+    IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
+)
 from ..metrics import registry
 from ..core.results import BenchmarkResult, nodeid_of
 from ..core.vocabulary import Bars, Distribution, Heading, time_unit
@@ -40,7 +42,7 @@ from ..core.text import finite, safe_number, safe_text
 
 _COLORS = {
     REGRESSION: "#c62828", IMPROVEMENT: "#2e7d32", UNCHANGED: "#607d8b",
-    NOT_COMPARABLE: "#8d6e63", NEW: "#1565c0", MISSING: "#6a1b9a", NOISY: "#ef6c00",
+    NOT_COMPARABLE: "#8d6e63", NEW: "#1565c0", MISSING: "#6a1b9a", NOISY: "#ef6c00", TOO_NOISY: "#9e9d24",
 }
 _CURRENT, _BASELINE = "#1f77b4", "#9e9e9e"
 _MORE, _LESS = "#d32f2f", "#388e3c"
@@ -427,11 +429,13 @@ def render(
                 + (f" ({_e(baseline_source)})" if baseline_source else "") + "; badges count tests"
                 if baseline_name else f"{measured}; no baseline")
     words = {REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
-             MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)"}
+             MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)",
+             TOO_NOISY: "too noisy to judge"}
     pills = "".join(
         f'<span style="background:{_COLORS.get(s, "#607d8b")}" title="tests whose worst verdict is {s}">'
         f'{counts[s]} {words[s]}</span>'
-        for s in (REGRESSION, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED, "measured") if counts.get(s)
+        for s in (REGRESSION, TOO_NOISY, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED, "measured")
+        if counts.get(s)
     )
     if counts.get("failed"):
         pills = f'<span style="background:#b71c1c" title="tests that failed the gate">{counts["failed"]} failed</span>' + pills

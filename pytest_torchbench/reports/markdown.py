@@ -15,7 +15,9 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
-from ..core.judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, Verdict
+from ..core.judgement import (
+    IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
+)
 from ..metrics import registry
 from ..core.results import BenchmarkResult
 from .common import (
@@ -27,11 +29,12 @@ from ..core.text import markdown_code_block, markdown_text
 _ICONS = {
     REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:", NOT_COMPARABLE: ":grey_question:",
     NEW: ":new:", MISSING: ":ghost:", UNCHANGED: ":white_circle:", NOISY: ":warning:",
+    TOO_NOISY: ":grey_exclamation:",
 }
 _WORDS = {
     REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
     MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)",
-    FAILED_BEFORE_MEASURING: FAILED_BEFORE_MEASURING,
+    TOO_NOISY: "too noisy to judge", FAILED_BEFORE_MEASURING: FAILED_BEFORE_MEASURING,
 }
 
 #: GitHub rejects a pull-request comment (and truncates a job summary) over 65,536 characters;
@@ -77,14 +80,15 @@ def _explanation(key: str, regressed: list[Verdict], by_key: dict[str, list[Verd
     return lines
 
 
-def _noisy(noisy: list[Verdict]) -> list[str]:
+def _noisy(noisy: list[Verdict], heading: str | None = None) -> list[str]:
     """Verdicts the machine made undecidable (listed, not failed): busy, slower as a whole than
     when the baseline was saved, or a slowdown a fresh process did not measure again; each with the
-    numbers that say which, so a reader can judge whether to rerun."""
+    numbers that say which, so a reader can judge whether to rerun. ``heading``: another title
+    (too noisy to judge: alternated rounds that spread more than the limit)."""
     if not noisy:
         return []
-    lines = [f"### Noisy ({len(noisy)}): not failed, the machine cannot be told from the code "
-             "(busy, slower, or not measured again in a fresh process: each says which); rerun", ""]
+    lines = [heading or (f"### Noisy ({len(noisy)}): not failed, the machine cannot be told from the code "
+                         "(busy, slower, or not measured again in a fresh process: each says which); rerun"), ""]
     for verdict in noisy:
         lines += [f"<details><summary>{_escape(verdict.key)}: {_escape(verdict.metric)} "
                   f"{format_delta(safe_delta(verdict))}</summary>", "", _escape(verdict.summary), ""]
@@ -224,7 +228,7 @@ def _render(
                      + (f"; :x: **{failed} test(s) failed**" if failed else "") + ".")
     else:
         state = ":x: **failed**" if failed else ":white_check_mark: passed"
-        parts = [f"{counts[s]} {_WORDS[s]}" for s in (FAILED_BEFORE_MEASURING, REGRESSION, NOISY, IMPROVEMENT,
+        parts = [f"{counts[s]} {_WORDS[s]}" for s in (FAILED_BEFORE_MEASURING, REGRESSION, TOO_NOISY, NOISY, IMPROVEMENT,
                                                       NOT_COMPARABLE, NEW, MISSING, UNCHANGED) if counts.get(s)]
         lines.append(
             f"{state}: {counts['tests']} test(s) ({len(results)} benchmark(s) measured) against baseline "
@@ -264,10 +268,13 @@ def _render(
         for key, chosen in regressed.items():
             lines += _explanation(key, chosen, by_key)
     noisy = [verdict for _, _, verdict in changed if verdict.status == NOISY]
+    too_noisy = [verdict for _, _, verdict in changed if verdict.status == TOO_NOISY]
     if max_why is None:
+        lines += _noisy(too_noisy, f"### Too noisy to judge ({len(too_noisy)}): measured alternately with the "
+                        "base, the paired ratios spread more than the limit; neither failed nor passed")
         lines += _noisy(noisy)
-    elif noisy:
-        cut.append(f"the details of {len(noisy)} noisy verdict(s)")
+    elif noisy or too_noisy:
+        cut.append(f"the details of {len(noisy) + len(too_noisy)} noisy verdict(s)")
     if rest and not keep_rest:
         cut.append(f"{len(rest)} unchanged row(s)")
     elif rest:

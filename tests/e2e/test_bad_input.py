@@ -189,6 +189,7 @@ def test_bad_bench_fail_spec_exits_4(bench, spec, needle):
     (("--bench-mode=speed",), "unknown mode 'speed'"),
     (("--bench-save=../x",), "a baseline set name is"),
     (("--bench-mode=time", "--bench-min-run-time=0"), "must be > 0"),
+    (("--bench-mode=time", "--bench-rounds=0"), "--bench-rounds=0: must be a whole number >= 1"),
 ])
 def test_other_usage_errors_exit_4(bench, args, needle):
     bench.pytester.makepyfile(test_bench=BENCH)

@@ -83,10 +83,10 @@ def _imports(path: Path) -> set[str]:
     return {name for name in found if name.startswith("pytest_torchbench")}
 
 
-# What a metric may import: the shared vocabulary, text, the compat shims, engines and
+# What a metric may import: the shared vocabulary, text, statistics, the compat shims, engines and
 # other metric modules (the registry imports them). Never the results model, the gate, storage,
 # a report or the pytest glue.
-_ALLOWED = ("pytest_torchbench.core.vocabulary", "pytest_torchbench.core.text",
+_ALLOWED = ("pytest_torchbench.core.vocabulary", "pytest_torchbench.core.text", "pytest_torchbench.core.statistics",
             "pytest_torchbench._compat", "pytest_torchbench.engines", "pytest_torchbench.metrics")
 
 

@@ -1,0 +1,126 @@
+"""Time mode against a base measured in the same job (issue 25, point 2): base and head are
+measured alternately, in rounds of fresh processes with the order swapped each round, and each
+benchmark is judged on its paired head/base ratios.
+
+A real project in a real git repository: two commits, one benchmark twice as slow in the second,
+one unchanged; and, in a module of its own, one whose workload the test makes differ from process
+to process (a counter file outside the repository: 1,000 or 3,000 loop steps by turns), so that
+its paired ratios are about 3 and 1/3: too noisy to judge at any limit under +80%.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+LIB = '''
+def steady():
+    return sum(i * i for i in range(3000))
+
+
+def slow():
+    return sum(i * i for i in range({n}))
+'''
+TESTS = '''
+import pytest
+
+import mylib
+
+
+@pytest.mark.benchmark
+def test_slow():
+    mylib.slow()
+
+
+@pytest.mark.benchmark
+def test_steady():
+    mylib.steady()
+'''
+NOISY = '''
+import os
+
+import pytest
+
+_path = os.environ["TB_COUNTER"]
+_count = int(open(_path).read()) if os.path.exists(_path) else 0
+with open(_path, "w") as _file:
+    _file.write(str(_count + 1))
+STEPS = 3000 if _count % 2 == 0 else 1000  # another workload in every other process
+
+
+@pytest.mark.benchmark
+def test_noisy():
+    sum(i * i for i in range(STEPS))
+'''
+OPTIONS = ("--bench-mode=time", "--bench-compare=HEAD~1", "--bench-rounds=2", "--bench-fail=time:40%",
+           "--bench-min-run-time=0.05")
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The project at its second commit: ``slow`` does twice the work it did at HEAD~1."""
+    root = pytester.path
+    (root / "mylib").mkdir()
+    (root / "mylib/__init__.py").write_text(LIB.format(n=3000))
+    (root / "test_lib.py").write_text(TESTS)
+    (root / "test_noisy.py").write_text(NOISY)
+    (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n*.md\n*.html\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "before")
+    (root / "mylib/__init__.py").write_text(LIB.format(n=6000))
+    git(root, "commit", "-q", "-am", "after: slow() twice the work")
+    counter = root.parent / f"{root.name}-counter"
+    monkeypatch.setenv("TB_COUNTER", str(counter))
+    monkeypatch.setenv("CI", "true")
+    return root
+
+
+def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
+        pytester: pytest.Pytester, run_bench, project: Path) -> None:  # type: ignore[no-untyped-def]
+    """The 2x slowdown fails, the unchanged benchmark passes (never a regression; on a loaded
+    machine it may be called too noisy at the limit, which is not a failure either); the
+    terminal, JSON, Markdown and HTML reports say the base was measured alternately, in how many
+    rounds, and the paired figure."""
+    result = run_bench(*OPTIONS, "--bench-json=out.json", "--bench-markdown=s.md", "--bench-html=r.html",
+                       "test_lib.py")
+    out = result.stdout.str()
+    assert result.ret == 1, out
+    result.assert_outcomes(passed=1, failed=1)
+    assert "FAILED test_lib.py::test_slow" in out
+    assert "measured alternately with this checkout in 2 rounds" in out, out
+
+    document = json.loads((project / "out.json").read_text(encoding="utf-8"))
+    assert document["base_rounds"] == 2, document.get("base_rounds")
+    assert "alternately with this checkout, 2 rounds" in document["compared_with"]
+    verdicts = {v["key"]: v for v in document["verdicts"]}
+    slow, steady = verdicts["test_lib.py::test_slow"], verdicts["test_lib.py::test_steady"]
+    assert slow["status"] == "regression" and slow["failed"], slow
+    assert "2 alternated rounds" in slow["summary"], slow
+    assert 1.6 < slow["current"] / slow["baseline"] < 2.5, slow  # the paired median ratio: about 2
+    assert steady["status"] in ("unchanged", "too noisy") and not steady["failed"], steady
+    markdown = (project / "s.md").read_text(encoding="utf-8")
+    assert "alternately with this checkout, 2 rounds" in markdown and "2 alternated rounds" in markdown
+    html = (project / "r.html").read_text(encoding="utf-8")
+    assert "alternately with this checkout, 2 rounds" in html and "2 alternated rounds" in html
+    worktrees = pytester.run("git", "worktree", "list").stdout.str().strip().splitlines()
+    assert len(worktrees) == 1, worktrees  # the temporary worktree is gone
+
+
+@pytest.mark.slow
+def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(pytester: pytest.Pytester, run_bench,
+                                                              project: Path) -> None:  # type: ignore[no-untyped-def]
+    """Nothing regressed, but one benchmark could not be judged: it is named with its spread and
+    limit (not failed, not passed), its report says so, and in CI the run exits 6 (as when a
+    baseline is not comparable), unless --bench-allow-incomparable accepts it."""
+    result = run_bench(*OPTIONS, "--bench-base=measure", "--bench-markdown=s.md", "test_noisy.py")
+    out = result.stdout.str()
+    assert result.ret == 6, out
+    assert "1 benchmark(s) could not be judged" in out, out
+    assert "test_noisy.py::test_noisy [time]: too noisy: \u00b1" in out and "at a 40% limit" in out, out
+    assert "in CI this fails the run (exit 6)" in out
+    assert "Too noisy to judge (1)" in (project / "s.md").read_text(encoding="utf-8")
+    accepted = run_bench(*OPTIONS, "--bench-base=measure", "--bench-allow-incomparable", "test_noisy.py")
+    assert accepted.ret == 0, accepted.stdout.str()
