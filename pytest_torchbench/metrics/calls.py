@@ -46,7 +46,6 @@ class Calls(Metric):
     table_title = "Python function calls per call"
     explains = "Python functions (calls per run)"
     failure_words = "Python calls changed"
-    explains_failures = True
     #: An instructions or time failure of the same benchmark names the Python functions whose
     #: calls changed (or says that none did): the level a library author changes code at.
     explains_metrics = ("instructions", "time")

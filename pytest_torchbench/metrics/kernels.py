@@ -57,8 +57,6 @@ class Kernels(Metric):
     explains = "CUDA kernels (launches per run)"
     failure_words = "kernel launches changed"
 
-    explains_failures = True
-
     def unavailable(self) -> str | None:
         from ..engines import profiler
 

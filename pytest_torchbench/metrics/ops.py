@@ -42,8 +42,6 @@ class Ops(Metric):
     explains = "aten ops (calls per run)"
     failure_words = "op counts changed"
 
-    explains_failures = True
-
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> OpsMetric:
         from ..engines import profiler
 

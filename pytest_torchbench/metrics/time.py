@@ -20,9 +20,9 @@ from typing import Any, Callable, Mapping, Sequence
 from ..core.text import finite, safe_number, safe_text
 from ..core.vocabulary import (
     IMPROVEMENT, NOISY, REGRESSION, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
-    format_seconds, round_sig, time_unit,
+    format_seconds, round_sig,
 )
-from .base import MeasureContext, Metric
+from .base import MeasureContext, Metric, SecondsDisplay
 
 
 @dataclasses.dataclass
@@ -491,7 +491,7 @@ def _time_conditions(current: Any, baseline: Any, disturbed: float | None, allow
     return lines
 
 
-class Time(Metric):
+class Time(SecondsDisplay, Metric):
     name = "time"
     value_type = TimeMetric
     help = "wall time, default"
@@ -504,11 +504,9 @@ class Time(Metric):
     excludes = ("instructions",)
     excludes_reason = "wall time under valgrind means nothing"
     stale_fails = False  # wall time is never exact
-    confirms_failures = True  # the spread that matters is between processes (confirm_time)
     positive_fields = ("raw_times", "median", "history", "reference")
     number_fields = ("raw_times", "median", "iqr", "history", "cpu_share", "load", "cpu_fastest")
     fraction_fields = ("cpu_share",)
-    delta_title = "delta of the fastest call"  # what the gate judges
     table_title = "median \u00b1 IQR per call, {unit}"
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> TimeMetric:
@@ -539,19 +537,10 @@ class Time(Metric):
     def headline(self, value: Any) -> float:
         return value.median  # type: ignore[no-any-return]
 
-    def format_value(self, number: float) -> str:
-        return format_seconds(number)
-
-    def table_scale(self, headlines: Sequence[float]) -> tuple[str, float]:
-        return time_unit(min((v for v in headlines if finite(v) and v > 0), default=1.0))
-
     def cell(self, value: Any, scale: float) -> str:
         median, iqr = value.median, value.iqr
         digits = _sig_digits(median, iqr, len(value.raw_times))
         return f"{_trim(median / scale, digits)} \u00b1 {_trim(iqr / scale, 2)}"
-
-    def cell_delta(self, delta: float) -> str:
-        return f" ({delta * 100:+.1f}%)"
 
     def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
         return [

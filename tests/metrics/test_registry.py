@@ -144,3 +144,107 @@ def test_type_cache_misses_are_kept_apart_from_the_count_and_named_when_they_mov
                for line in verdict.details)
     quiet = registry.get("instructions").judge("t.py::t", clean, clean, 0.01, Policy())
     assert not any("type-cache" in line for line in quiet.details)
+
+
+class _Value:
+    def __init__(self, n: float) -> None:
+        self.n = n
+
+    def to_json(self) -> dict[str, float]:
+        return {"n": self.n}
+
+    @classmethod
+    def from_json(cls, data: dict[str, float]) -> "_Value":
+        return cls(data["n"])
+
+
+def test_a_metric_must_say_measure_and_headline() -> None:
+    """The required part of the interface is abstract: a subclass that leaves out ``measure`` or
+    ``headline`` fails when it is instantiated (naming what is missing), not at its first report."""
+    assert Metric.__abstractmethods__ == frozenset({"measure", "headline"})
+
+    class NoHeadline(Metric):
+        name = "no_headline"
+        value_type = _Value
+
+        def measure(self, fn, context):  # type: ignore[no-untyped-def]
+            return _Value(1)
+
+    with pytest.raises(TypeError, match="headline"):
+        NoHeadline()  # type: ignore[abstract]
+
+    class NoMeasure(Metric):
+        name = "no_measure"
+        value_type = _Value
+
+        def headline(self, value):  # type: ignore[no-untyped-def]
+            return value.n
+
+    with pytest.raises(TypeError, match="measure"):
+        NoMeasure()  # type: ignore[abstract]
+
+
+def test_a_metric_without_a_value_type_is_refused_at_registration() -> None:
+    class Minimal(Metric):
+        name = "minimal_probe"
+
+        def measure(self, fn, context):  # type: ignore[no-untyped-def]
+            return _Value(1)
+
+        def headline(self, value):  # type: ignore[no-untyped-def]
+            return value.n
+
+    with pytest.raises(TypeError, match="needs a value_type"):
+        registry.register(Minimal())
+    assert registry.find("minimal_probe") is None
+    Minimal.value_type = _Value
+    try:
+        registry.register(Minimal())
+        assert registry.get("minimal_probe").from_json({"n": 3.0}).n == 3.0
+    finally:
+        registry.unregister("minimal_probe")
+
+
+def test_the_defaults_derive_from_the_headline() -> None:
+    """A metric that says only the four required members is judged, shown and stored."""
+    from pytest_torchbench.core.vocabulary import Policy
+
+    class Minimal(Metric):
+        name = "minimal"
+        value_type = _Value
+
+        def measure(self, fn, context):  # type: ignore[no-untyped-def]
+            return _Value(fn())
+
+        def headline(self, value):  # type: ignore[no-untyped-def]
+            return value.n
+
+    metric = Minimal()
+    verdict = metric.judge("t.py::t", _Value(120), _Value(100), 0.1, Policy())
+    assert (verdict.status, verdict.baseline, verdict.current) == ("regression", 100, 120)
+    assert verdict.summary == "minimal 100 -> 120 (+20.0%, limit 10%)"
+    assert metric.judge("t.py::t", _Value(105), _Value(100), 0.1, Policy()).status == "unchanged"
+    assert metric.judge("t.py::t", _Value(80), _Value(100), 0.1, Policy()).status == "improvement"
+    assert metric.cell(_Value(1234.5), 1.0) == "1234.5"
+    assert metric.junit_properties(_Value(2), "torchbench.") == [("torchbench.minimal.value", 2)]
+    assert metric.from_json(metric.to_json(_Value(7))).n == 7
+    assert metric.invalid_number({"n": -1}) == "minimal.n is -1; it must be >= 0"
+    assert not metric.explains_failures and not metric.confirms_failures
+
+
+def test_explaining_and_confirming_are_derived_from_the_overrides() -> None:
+    """``explains_failures`` / ``confirms_failures`` are not said but derived: a metric that
+    overrides ``explain`` gets its callable kept for the re-run, one that overrides ``confirm``
+    gets its failed regressions measured again."""
+    flags = {m.name: (m.explains_failures, m.confirms_failures) for m in registry.all_metrics()}
+    assert {name for name, (explains, _) in flags.items() if explains} == {"ops", "calls", "kernels"}
+    assert {name for name, (_, confirms) in flags.items() if confirms} == {"time"}
+
+
+def test_seconds_metrics_share_their_display() -> None:
+    time, gpu_time = registry.get("time"), registry.get("gpu_time")
+    for metric in (time, gpu_time):
+        assert metric.table_scale([2e-6, 5e-6]) == ("us", 1e-6)
+        assert metric.cell_delta(0.0004) == " (+0.0%)" and metric.delta_title == "delta of the fastest call"
+        assert metric.format_value(0.0015) == time.format_value(0.0015)
+    assert registry.get("instructions").cell_delta(0.0004) == " (+0.04%)"
