@@ -25,8 +25,7 @@ each with a default that suits a metric whose value has one headline number wher
   ``*_fields`` tuples, which say which numbers must be positive, whole, numeric or fractions);
 * showing: ``format_value``, ``table_scale``, ``cell``, ``cell_delta``, ``delta_title``,
   ``junit_properties``, ``figures`` (all from ``headline``; :class:`SecondsDisplay` for times);
-* the measuring process, for engines with special needs: ``seeded``, ``excludes`` (and
-  ``excludes_reason``), ``measured_last``, ``fresh_code``, ``unavailable``, ``prepare_process``,
+* the measuring process, for engines with special needs: ``seeded``, ``excludes``, ``measured_last``, ``fresh_code``, ``unavailable``, ``prepare_process``,
   ``before_first_call``, ``environment_facts``, ``worker_launch``, ``timer_method`` with
   ``measure_timer_call``;
 * explaining a failed verdict: ``explains``, ``explain`` (``explains_failures`` is derived: the
@@ -211,10 +210,9 @@ class Metric(abc.ABC):
 
     #: Counting metrics are seeded before warm-up and counted region (marker ``seed=``).
     seeded: ClassVar[bool] = True
-    #: Modes this one cannot run with in the same session.
-    excludes: ClassVar[tuple[str, ...]] = ()
-    #: Why, for the usage error (the metric registered first gives it).
-    excludes_reason: ClassVar[str] = "they cannot measure in the same process"
+    #: Modes this one cannot run with in the same session, each with why (for the usage error);
+    #: one side of a pair says it. A plain tuple of names gives a generic why.
+    excludes: ClassVar[Mapping[str, str] | tuple[str, ...]] = {}
     #: Measured after the session's other metrics of the same test: measuring it changes how the
     #: interpreter runs the benchmark's code afterwards (calls: a profile hook over the warm-up and
     #: the counted calls), and the others must count as they would without it.

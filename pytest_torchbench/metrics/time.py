@@ -501,8 +501,7 @@ class Time(SecondsDisplay, Metric):
         "cpu_capability", "machine", "num_threads", "gpu", "huge_pages",
     )
     seeded = False  # time mode never seeds: it measures the code as users run it
-    excludes = ("instructions",)
-    excludes_reason = "wall time under valgrind means nothing"
+    excludes = {"instructions": "wall time under valgrind means nothing"}
     stale_fails = False  # wall time is never exact
     positive_fields = ("raw_times", "median", "history", "reference")
     number_fields = ("raw_times", "median", "iqr", "history", "cpu_share", "load", "cpu_fastest")

@@ -248,3 +248,34 @@ def test_seconds_metrics_share_their_display() -> None:
         assert metric.cell_delta(0.0004) == " (+0.0%)" and metric.delta_title == "delta of the fastest call"
         assert metric.format_value(0.0015) == time.format_value(0.0015)
     assert registry.get("instructions").cell_delta(0.0004) == " (+0.04%)"
+
+
+def test_modes_that_exclude_each_other_are_one_usage_error_with_why() -> None:
+    """``excludes`` maps a mode to why the two cannot share a session; one side of the pair says it,
+    and the error names them in registration order, whichever order the option gives."""
+    from pytest_torchbench.pytest.options import _parse_modes
+
+    for raw in ("time,instructions", "instructions,time"):
+        with pytest.raises(pytest.UsageError) as error:
+            _parse_modes(raw)
+        assert str(error.value) == ("--bench-mode: 'time' and 'instructions' cannot run together (wall time "
+                                    "under valgrind means nothing); run them as two pytest invocations")
+    assert _parse_modes("instructions,ops") == ("instructions", "ops")
+
+    class Legacy(Metric):  # a plugin written before excludes took reasons: a tuple of names
+        name = "legacy_probe"
+        value_type = _Value
+        excludes = ("ops",)
+
+        def measure(self, fn, context):  # type: ignore[no-untyped-def]
+            return _Value(1)
+
+        def headline(self, value):  # type: ignore[no-untyped-def]
+            return value.n
+
+    registry.register(Legacy())
+    try:
+        with pytest.raises(pytest.UsageError, match=r"'ops' and 'legacy_probe' cannot run together \(they cannot"):
+            _parse_modes("legacy_probe,ops")
+    finally:
+        registry.unregister("legacy_probe")
