@@ -64,8 +64,8 @@ class MeasureContext:
     before_region: Callable[[], None] | None = None
     #: The two parts of ``before_region`` for an engine that wants them apart: the seeding alone,
     #: and the caller's own setup (pedantic's) alone. Instructions mode seeds only before its
-    #: warm-up: re-seeding right before the counted region allocates there and moved the counts
-    #: of Python-heavy code by 0.25% from run to run.
+    #: warm-up: re-seeding right before the counted region allocates there, and the counts of
+    #: Python-heavy code then moved from run to run.
     seed: Callable[[], None] | None = None
     setup: Callable[[], None] | None = None
     #: pytest's root directory: source locations a metric stores are relative to it (deterministic).

@@ -1,7 +1,8 @@
 """Valgrind client requests issued from Python, without a compiler.
 
 Why: switching Callgrind's instrumentation on *after* ``import torch`` is what makes one
-valgrind process per session affordable (about 10 s instead of about 37 s per statement), and
+valgrind process per session affordable (importing torch under instrumentation would cost
+several times more: docs/design/counting.md), and
 torch only binds CALLGRIND_TOGGLE_COLLECT (``torch._C._valgrind_toggle``), not
 CALLGRIND_START_INSTRUMENTATION. A client request is just a magic instruction sequence that is a
 no-op on real hardware and that valgrind's JIT recognises, so we write those few bytes into an
