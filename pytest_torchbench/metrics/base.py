@@ -24,7 +24,8 @@ each with a default that suits a metric whose value has one headline number wher
 * JSON: ``to_json``/``from_json`` (from ``value_type``), ``invalid_number`` (from the
   ``*_fields`` tuples, which say which numbers must be positive, whole, numeric or fractions);
 * showing: ``format_value``, ``table_scale``, ``cell``, ``cell_delta``, ``delta_title``,
-  ``junit_properties``, ``figures`` (all from ``headline``; :class:`SecondsDisplay` for times);
+  ``junit_properties``, ``figures`` (all from ``headline``; :class:`SecondsDisplay` for times,
+  :class:`NamedCounts` for exact counts by name, judging included);
 * the measuring process, for engines with special needs: ``seeded``, ``excludes``, ``measured_last``, ``fresh_code``, ``unavailable``, ``prepare_process``,
   ``before_first_call``, ``environment_facts``, ``worker_launch``, ``timer_method`` with
   ``measure_timer_call``;
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 from ..core.text import finite, safe_number
-from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Environment, Plot, Policy, Verdict, as_float, format_seconds, round_sig, time_unit
+from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Environment, Heading, Plot, Policy, Verdict, as_float, format_seconds, round_sig, time_unit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -324,6 +325,48 @@ class SecondsDisplay:
         return f" ({delta * 100:+.1f}%)"
 
 
+class NamedCounts:
+    """Judging and showing for a metric whose value holds exact counts per call by name, in the
+    field named as the metric (``OpsMetric.ops``, ``CallsMetric.calls``, ``KernelsMetric.kernels``):
+    any count that changed beyond the limit fails (:func:`judge_counts`), the headline is their sum,
+    the HTML card plots the changed counts (or, without a baseline, the largest ones)."""
+
+    name: ClassVar[str]
+    #: What one count counts, plural ("calls", "launches"), and what has counts ("op(s)").
+    counted: ClassVar[str]
+    things: ClassVar[str]
+    #: The HTML card's title ("aten op calls per run").
+    plot_title: ClassVar[str]
+
+    def counts(self, value: Any) -> Mapping[str, float]:
+        return getattr(value, self.name)  # type: ignore[no-any-return]
+
+    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
+        return judge_counts(key, self.name, self.counts(current), self.counts(baseline), limit,
+                            self.counted, self.things)
+
+    def headline(self, value: Any) -> float:
+        return sum(self.counts(value).values())
+
+    def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
+        counts = self.counts(value)
+        return [(f"{prefix}{self.name}.{self.counted}_per_run", round_sig(sum(counts.values()))),
+                (f"{prefix}{self.name}.distinct", len(counts))]
+
+    def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
+        now, unit = self.counts(current), f"{self.counted} per run"
+        if baseline is not None:
+            then = self.counts(baseline)
+            changes = sorted(((name, now.get(name, 0.0) - then.get(name, 0.0)) for name in set(now) | set(then)),
+                             key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]))
+            changes = [(name, change) for name, change in changes if change != 0]
+            if not changes:
+                return []
+            return [[Heading(f"{self.plot_title}: change vs baseline"), Bars(changes[:top], unit)]]
+        ordered = sorted(now.items(), key=lambda i: (-i[1] if finite(i[1]) else 0.0, i[0]))[:top]
+        return [[Heading(f"{self.plot_title} (no baseline)"), Bars(ordered, unit, neutral=True)]]
+
+
 def counts_to_json(counts: Mapping[str, float]) -> dict[str, float]:
     """Named per-call counts as stored (ops, kernels): sorted, rounded so baselines diff cleanly."""
     return {name: round_sig(value) for name, value in sorted(counts.items())}
@@ -473,6 +516,6 @@ def _shown(value: Any) -> str:
 
 
 __all__ = [
-    "Metric", "MeasureContext", "Environment", "LaunchUnavailable", "SecondsDisplay", "WorkerLaunch",
+    "Metric", "MeasureContext", "Environment", "LaunchUnavailable", "NamedCounts", "SecondsDisplay", "WorkerLaunch",
     "changed_counts", "format_fraction", "judge_counts",
 ]

@@ -279,3 +279,34 @@ def test_modes_that_exclude_each_other_are_one_usage_error_with_why() -> None:
             _parse_modes("legacy_probe,ops")
     finally:
         registry.unregister("legacy_probe")
+
+
+@pytest.mark.parametrize("name, value_type, counted, things, title", [
+    ("ops", "OpsMetric", "calls", "op(s)", "aten op calls per run"),
+    ("calls", "CallsMetric", "calls", "function(s)", "Python function calls per run"),
+    ("kernels", "KernelsMetric", "launches", "kernel(s)", "CUDA kernel launches per run"),
+])
+def test_exact_count_metrics_share_their_judging_and_showing(name: str, value_type: str, counted: str,
+                                                             things: str, title: str) -> None:
+    """ops, calls and kernels judge, head, list in JUnit and plot their counts by name one way
+    (``NamedCounts``), each with its own words."""
+    import importlib
+
+    from pytest_torchbench.core.vocabulary import Bars, Heading, Policy
+
+    metric = registry.get(name)
+    make = getattr(importlib.import_module(f"pytest_torchbench.metrics.{name}"), value_type)
+    then, now = make({"a": 2.0, "b": 1.0}), make({"a": 3.0, "b": 1.0, "c": 1.0})
+    verdict = metric.judge("t.py::t", now, then, 0.0, Policy())
+    assert (verdict.status, verdict.failed) == ("regression", True)
+    assert verdict.summary == f"{name} 3 -> 5 {counted} per call (2 {things} changed)"
+    assert verdict.details == ["a 2 -> 3 per call", "c 0 -> 1 per call"]
+    assert metric.judge("t.py::t", then, make({"b": 1.0, "a": 2.0}), 0.0, Policy()).status == "unchanged"
+    assert metric.headline(now) == 5.0
+    assert metric.junit_properties(now, "p.") == [(f"p.{name}.{counted}_per_run", 5.0), (f"p.{name}.distinct", 3)]
+    [[heading, bars]] = metric.figures(now, then, True, 10)
+    assert isinstance(heading, Heading) and heading.text == f"{title}: change vs baseline"
+    assert isinstance(bars, Bars) and bars.items == [("a", 1.0), ("c", 1.0)] and bars.axis == f"{counted} per run"
+    assert metric.figures(then, then, False, 10) == []
+    [[heading, bars]] = metric.figures(now, None, False, 2)
+    assert heading.text == f"{title} (no baseline)" and bars.items == [("a", 3.0), ("b", 1.0)] and bars.neutral
