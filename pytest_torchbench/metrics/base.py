@@ -6,7 +6,8 @@ Now a metric is one module under ``metrics/`` holding its value type and a :clas
 subclass; the registry (``metrics/registry.py``) lists them and everything else iterates over it
 and never names a metric (as pytest-xdist keeps one scheduler per file behind a small protocol).
 
-What a metric MUST say (abstract: a subclass missing one cannot be instantiated):
+What a metric MUST say (the two methods are abstract, so a subclass without one cannot be
+instantiated; the registry refuses a metric without a usable name or value type):
 
 * ``name`` -- the word in ``--bench-mode``, ``--bench-fail``, the JSON and the reports;
 * ``value_type`` -- the class of one measured value, with ``to_json()`` and a ``from_json(data)``
@@ -26,8 +27,8 @@ each with a default that suits a metric whose value has one headline number wher
 * showing: ``format_value``, ``table_scale``, ``cell``, ``cell_delta``, ``delta_title``,
   ``junit_properties``, ``figures`` (all from ``headline``; :class:`SecondsDisplay` for times,
   :class:`NamedCounts` for exact counts by name, judging included);
-* the measuring process, for engines with special needs: ``seeded``, ``excludes``, ``measured_last``, ``fresh_code``, ``unavailable``, ``prepare_process``,
-  ``before_first_call``, ``environment_facts``, ``worker_launch``, ``timer_method`` with
+* the measuring process, for engines with special needs: ``seeded``, ``excludes``,
+  ``measured_last``, ``fresh_code``, ``unavailable``, ``prepare_process``, ``before_first_call``, ``environment_facts``, ``worker_launch``, ``timer_method`` with
   ``measure_timer_call``;
 * explaining a failed verdict: ``explains``, ``explain`` (``explains_failures`` is derived: the
   metric overrides it), ``explain_elsewhere``, ``explains_metrics`` with ``explain_other``, and
