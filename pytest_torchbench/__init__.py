@@ -9,7 +9,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .metrics.base import MeasureContext, Metric  # noqa: E402
+from .metrics.base import MeasureContext, Metric, NamedCounts, SecondsDisplay  # noqa: E402
 from .metrics.calls import CallsMetric  # noqa: E402
 from .metrics.instructions import InstructionsMetric  # noqa: E402
 from .metrics.memory import MemoryMetric  # noqa: E402
@@ -29,5 +29,5 @@ __all__ = [
     # the built-in metrics' values
     "TimeMetric", "InstructionsMetric", "OpsMetric", "CallsMetric", "MemoryMetric",
     # writing a metric (pytest_torchbench_register_metrics)
-    "Metric", "MeasureContext", "Heading", "Distribution", "Bars",
+    "Metric", "MeasureContext", "NamedCounts", "SecondsDisplay", "Heading", "Distribution", "Bars",
 ]

@@ -2,16 +2,15 @@
 
 The generic rules live here (limits, which environment facts make a baseline not comparable,
 new, missing, failing, the failure message); each metric's own comparison is its ``judge``
-(``metrics/<name>.py``), found through the registry. How the built-in metrics decide (the README
-repeats this):
+(``metrics/<name>.py``), found through the registry. How the built-in metrics decide
+(docs/modes.md and docs/design/time-gate.md say the same for users and with the figures):
 
 * time: a benchmark regressed when its fastest call (the fastest replicate block, per call,
   ignoring the fastest 2% of blocks) is
   slower than the baseline's by more than the limit (default 10%), and slower than the fastest
   call of every earlier saved run the baseline keeps by more than the limit. Why the fastest: other
-  processes only ever add time, and on a loaded 2-core machine (CPU share 0.25-0.4) the A/A
-  change of the fastest call of sub-100-us benchmarks stayed within +-3% where medians moved
-  -35%..+55% (benchmarks/time_designs.py). Why several saved runs: the noise between runs
+  processes only ever add time, so on a loaded machine the fastest call of a short benchmark
+  stays put where its median moves by tens of percent (benchmarks/time_designs.py). Why several saved runs: the noise between runs
   (memory state, frequency) is what a gate must beat, and one run's replicates cannot show it.
   When either measurement had its CPU less than 90% of the time (other processes ran) and calls
   take 100 us or more, the CPU time per call decides instead (other processes take wall time, not

@@ -2,9 +2,9 @@
 
 Why: CPython (3.11+) quickens a code object after a few calls and then specialises its
 instructions to the types it saw. A heavy benchmark is counted after one or two calls, so the
-instructions it counts depend on how often *other* tests already ran the same function: a
-parametrised ``test_blur[192]`` counted 0.17% fewer instructions after seven other sizes than
-alone (all in CPython's attribute and dict lookups), and under ``-n`` which tests ran before it
+instructions it counts depend on how often *other* tests already ran the same function (a
+parametrised test counts fewer after its other parameters than alone, all in CPython's attribute
+and dict lookups: docs/design/counting.md, "Fresh code for every benchmark"), and under ``-n`` which tests ran before it
 depends on the scheduling. Counting a fresh copy of the function's code makes its start the
 same in every run: as in a fresh process, whatever ran before. This is what ``timeit`` (and
 :mod:`.callgrind.collect`) already do for the timing loop itself.
@@ -20,9 +20,9 @@ A function under torch's context decorators (``@torch.no_grad()``, ``@torch.infe
 ``@torch.enable_grad()``, ``@torch.autocast(...)``) is torch's wrapper, and the user's code is the
 function it holds in its closure and names in ``__wrapped__``: the copy is torch's wrapper (its
 code as it is, shared by every function it decorates) whose closure holds a fresh copy of that
-function in a new cell. Without this a ``@torch.no_grad()`` benchmark counted 10,056 instructions
-per call (0.35%) more after three parametrised runs than alone; with it, 1,226 (torch's wrapper
-and ``no_grad``'s methods keep their history). Only these wrappers, whose code is known to call
+function in a new cell. Without this a ``@torch.no_grad()`` benchmark still counted the history
+of its parametrised siblings; with it, only torch's wrapper and ``no_grad``'s methods keep theirs
+(docs/design/measurements.md, "Moved from the code"). Only these wrappers, whose code is known to call
 the function and nothing else: a user's own decorator may key a cache or a registry on the
 function it wraps, or rebind it (``nonlocal``), and a wrapped copy would miss the cache, raise
 ``KeyError`` or split the state between the original and the copy; it is copied as it is (fresh
@@ -158,7 +158,7 @@ def _torch_directory() -> str | None:
 
     Why not ``importlib.util.find_spec``/``os.path.realpath``: they list and stat folders whose
     contents change while pytest runs (a baselines folder appearing), and what they allocate
-    then moved later counts of the test by up to 0.02% from run to run (measured on a conv-net).
+    then moved later counts of the test from run to run.
     """
     torch = sys.modules.get("torch")
     filename = getattr(torch, "__file__", None)

@@ -1,23 +1,21 @@
-"""The machine's own speed, measured beside each benchmark with a fixed reference workload.
+"""The machine's own speed, timed beside each benchmark with a fixed reference workload.
 
-Why: on a shared VM the same code's fastest call moves by 40-75% between minutes while the
-measuring thread has its core all the time (CPU share 0.99, load 1.0): a CI run failed two trivial
-benchmarks at +74.6% that way, and the fresh process that re-measured them, on the same slow
-machine, confirmed +58% and +77%. Nothing the guest can see (CPU share, load, steal) says so; what
-moves is outside it (another VM on the same physical core, the host's clock). Timing a fixed
-workload beside the benchmark does see it: in 38 fresh processes on this machine it took
-3.96-4.25 us per call in 33 and 6.2-7.0 us in 5, and a benchmark measured in the slow ones was slow
-too (``sum(range(100))``: 650 ns, 1015 ns beside a 6.2 us reference).
+Why: on a shared VM the same code's fastest call moves by tens of percent between minutes while
+the measuring thread has its core all the time, and the fresh process that re-measures a suspect
+runs on the same slow machine, so it confirms the false regression. Nothing the guest can see
+(CPU share, load, steal) says so; what moves is outside it (another VM on the same physical core,
+the host's clock). Timing a fixed workload beside the benchmark does see it: a benchmark timed
+while the reference was slow was slow too (figures: docs/design/time-gate.md, "A slower machine:
+the reference workload", and docs/design/measurements.md, "Moved from the code").
 
 The workload is a Python loop and a small torch op (the interpreter and the dispatcher: what a
 slower or shared core slows). It is timed in short blocks spread over the benchmark's whole
 measurement (one block at least every ``interval`` seconds, and at the start and the end), each
 right after an untimed call, and the fastest block is kept: a slowdown of the machine that lasts
 through the measurement shows in it, a moment's preemption does not. A second workload copying
-4 MiB (memory traffic) was tried and dropped: between sessions of the same code it moved by up to
-+160% on its own; judged by the slower of the two, 8.3% of 1248 A/A comparisons of the image
-suite still failed (11.0% with this one alone, 22.4% with none) but 2.5% of 2x slowdowns passed
-(0.3% with this one alone): README, "How the gate decides". Cost: about 0.1 ms per ``interval`` (10 ms), 1%.
+memory was tried and dropped: it moved on its own between sessions of the same code, and judged
+by the slower of the two more real slowdowns passed (docs/design/time-gate.md). The cost is one
+short block per ``interval``, a small share of the measurement.
 
 The workload is fixed: changing it changes ``PROBE`` (saved with the times), and times of another
 probe are never compared.
@@ -29,7 +27,8 @@ from typing import Any, Callable
 
 #: The version of the workload below; saved beside its time.
 PROBE = 1
-#: Calls of the workload per timed block (about 80 us here).
+#: Calls of the workload per timed block (a block of tens of microseconds: short enough to fit
+#: between preemptions, long enough for the clock).
 CALLS = 20
 
 _tensors: tuple[Any, Any] | None = None
@@ -63,7 +62,7 @@ class ReferenceProbe:
 
     def sample(self) -> None:
         """Time one block, right after an untimed call: the benchmark ran just before and left
-        the caches and branch predictors its own (measured: blocks without it varied by 30-50%
+        the caches and branch predictors its own (without it, blocks varied by tens of percent
         from sample to sample within one session)."""
         import torch
 

@@ -1,38 +1,36 @@
 """Wall time with torch.utils.benchmark: a Timer, adaptive stopping, a torch Measurement as result.
 
-Why not call ``Timer.adaptive_autorange`` as is: its block size is chosen so that timer overhead is
-below 0.01% of a block, which for a 50 ns statement means blocks of ~50 ms and as few as four
-replicates. The gate compares the fastest block (per call): on a shared machine other processes
-preempt the measuring thread and only ever add time, so many short blocks give many chances of an
-undisturbed one (measured: A/A changes of the fastest call within +-3% at a CPU share of 0.25,
-where medians moved by +-50%). So this engine keeps adaptive_autorange's stopping rule (stop once
-the IQR/median is under ``threshold`` after ``min_run_time``, never past ``max_run_time``, 0.25 s
-by default, nor past ``max_replicates`` blocks) but calibrates smaller blocks (``block_time``,
-100 us by default: on the loaded machine 1 ms blocks gave a median IQR/median of 240%, 100 us
-blocks 8.6%, pytest-benchmark 10.2%) and asks for at least ``min_replicates`` of them.
+Why not call ``Timer.adaptive_autorange`` as is: its block size is chosen so that the timer's
+overhead is a tiny share of a block, which for a statement of nanoseconds means long blocks and
+only a handful of replicates. The gate compares the fastest block (per call): on a shared machine
+other processes preempt the measuring thread and only ever add time, so many short blocks give
+many chances of an undisturbed one (the fastest call stays put where the median moves: figures in
+docs/design/time-gate.md and docs/design/measurements.md). So this engine keeps adaptive_autorange's
+stopping rule (stop once the IQR/median is under ``threshold`` after ``min_run_time``, never past
+``max_run_time`` nor past ``max_replicates`` blocks) but calibrates smaller blocks
+(``block_time``: on a loaded machine longer blocks spread far more) and asks for at least
+``min_replicates`` of them.
 The timer's own overhead is a few hundred ns per block, identical in baseline and current runs.
 Timer's default timer synchronises CUDA, so GPU work is timed to completion.
 
 Each block's CPU time (this thread's, ``time.thread_time``) is read beside its wall time, by the
 clock handed to the Timer (``_CpuClock``): other processes take wall time from a preempted thread
 but not CPU time, so on a busy machine the CPU time of a long call still says how much work it did
-(measured with 3 CPU hogs: fastest wall time of 10-35 ms calls +300% to +600%, their CPU time
-within 7%). The gate uses it when the machine was disturbed (metrics/time.py).
+while its wall time grows by multiples. The gate uses it when the machine was disturbed (metrics/time.py).
 
 Before the first measurement, glibc malloc's thresholds are fixed (``steady_allocator``): by
 default glibc moves its mmap threshold after each large free and gives the top of the heap back
 to the system when it passes a trim threshold, so whether a call's large tensors come from reused
 heap memory or from fresh pages (page faults, zeroing: CPU time in the kernel) depends on what the
-process allocated before: earlier benchmarks, results and baselines held in memory. Measured on
-8x3x256x256 augmentations in one process: the same ``color_jitter`` took 2.5 ms, then 28.7 ms
-after six other benchmarks (``mixup`` 1.4 ms, then 24 ms), and 21 ms when a few long-lived 200 KB
-objects had been allocated after it; with the thresholds fixed, 2.0-2.3 ms in every case. That was
-the lopsidedness of issue 12: a compare run holds the baselines too, so it met the slow state
-more often than the save run it was compared with.
+process allocated before: earlier benchmarks, results and baselines held in memory. The same
+call then takes several times longer after other benchmarks than alone, and a compare run, which
+holds the baselines too, met the slow state more often than the save run it was compared with
+(docs/design/time-gate.md, "The allocator is fixed while measuring").
 
 Huge pages (``prefer_huge_pages``, set by the plugin before any test runs): with 4 KiB pages the
-same memory-bound call's fastest time moved by up to 70% from one process to the next (page walks,
-depending on where its pages lay); with torch's ``THP_MEM_ALLOC_ENABLE`` by about 20%.
+same memory-bound call's fastest time moved from one process to the next (page walks, depending
+on where its pages lay), much less with torch's ``THP_MEM_ALLOC_ENABLE``
+(docs/design/time-gate.md, "Huge pages for large tensors").
 """
 from __future__ import annotations
 
@@ -67,7 +65,7 @@ class TimeSpec:
     timer: Callable[[], float] | None = None  # None: torch's default (syncs CUDA)
     max_replicates: int = 1000  # bounds the time and the baseline's size (raw times are stored)
     #: Blocks taken even past max_run_time (up to 10x it): the fastest of one or two blocks of a
-    #: long call on a busy machine says nothing (seen: 1 block of a 40 ms call under CPU hogs).
+    #: long call on a busy machine says nothing (under CPU hogs a long call got a single block).
     min_blocks: int = 5
 
 
@@ -75,8 +73,8 @@ class _CpuClock:
     """A Timer clock that also reads this thread's CPU time, just before each wall-clock reading.
 
     timeit reads the clock once before and once after a block, so the last two CPU readings
-    bracket the last block. The CPU reading is a system call of about 0.5 us inside the wall-timed
-    region: the same in baseline and current runs.
+    bracket the last block. The CPU reading is a system call inside the wall-timed region: the
+    same in baseline and current runs.
     """
 
     def __init__(self, wall: Callable[[], float]) -> None:
@@ -107,8 +105,8 @@ def _calibrate_number(timer: Timer, block_time: float) -> int:
     """The smallest power-of-two call count whose block lasts at least ``block_time``.
 
     A block that seems long enough is timed once more (when under 50 ms: a 2 s call is not run
-    again) and the shorter of the two counts: one preemption during calibration (60 us, say) made
-    blocks meant to last 100 us last 37 us."""
+    again) and the shorter of the two counts: one preemption during calibration makes a block
+    seem long enough that is not, and every block after it too short."""
     number = 1
     while True:
         elapsed = timer.timeit(number).raw_times[0]
@@ -122,10 +120,9 @@ def _calibrate_number(timer: Timer, block_time: float) -> int:
 
 
 #: glibc mallopt parameters (malloc.h) and the values steady_allocator sets: every allocation
-#: comes from the heap (no mmap: glibc's mmap threshold cannot exceed 32 MiB, and a 38 MB
-#: temporary of hsv_to_rgb on 8x3x256x256 was mapped afresh, about 9,000 page faults per call,
-#: or taken from a large enough free heap chunk, depending on history: 13 ms or 29 ms of CPU time
-#: per call), and the heap is never trimmed, so a call's memory is reused from call to call
+#: comes from the heap (no mmap: glibc's mmap threshold cannot exceed 32 MiB, and a larger
+#: temporary was either mapped afresh, with a page fault per page on every call, or taken from a
+#: free heap chunk, depending on history, and its CPU time per call with it), and the heap is never trimmed, so a call's memory is reused from call to call
 #: whatever ran before. glibc still maps memory when the heap cannot grow.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
 _MMAP_THRESHOLD = 32 << 20
@@ -184,12 +181,9 @@ def prefer_huge_pages() -> str:
     """Have torch back tensors of 2 MiB or more with transparent huge pages; say what was done.
 
     Why: memory-bound calls on image batches spent their time in page walks, and how much depended
-    on where the process's pages happened to lie, which changes from process to process. Measured
-    on this project's VM (2 cores, kernel policy ``madvise``, six fresh processes each, fastest
-    call): ``hflip`` 8x3x256x256 float64 670-1145 us with 4 KiB pages, 548-670 us with huge pages;
-    ``normalize`` float32 411-685 us vs 352-370 us; ``adjust_contrast`` float32 1.09-1.91 ms vs
-    0.82-0.95 ms. A gate compares sessions, so that between-process spread was its false
-    regressions (issue 12). It must run before the process's first tensor of any size (the plugin
+    on where the process's pages happened to lie, which changes from process to process
+    (docs/design/time-gate.md, "Huge pages for large tensors"). A gate compares sessions, so that
+    between-process spread became false regressions. It must run before the process's first tensor of any size (the plugin
     calls it before the first conftest is imported); it leaves a value the user set alone,
     and ``TORCHBENCH_MALLOC=default`` leaves torch as it is.
     """

@@ -2,25 +2,54 @@
 
 Why: before, a metric's knowledge lived in five parallel tables and about ten if-chains (options,
 results, judgement, session, terminal, JUnit, Markdown, HTML), so adding one touched eleven files.
-Now a metric is one module under ``metrics/`` holding its value type and a ``Metric`` subclass
-that states its name, default limit and comparability facts, how it measures (through its
-engine), its JSON form and the validation of the numbers in it, how it is judged and how it is
-shown. The registry (``metrics/registry.py``) lists them; everything else iterates over it and
-never names a metric (as pytest-xdist keeps one scheduler per file behind a small protocol).
+Now a metric is one module under ``metrics/`` holding its value type and a :class:`Metric`
+subclass; the registry (``metrics/registry.py``) lists them and everything else iterates over it
+and never names a metric (as pytest-xdist keeps one scheduler per file behind a small protocol).
+
+What a metric MUST say (the two methods are abstract, so a subclass without one cannot be
+instantiated; the registry refuses a metric without a usable name or value type):
+
+* ``name`` -- the word in ``--bench-mode``, ``--bench-fail``, the JSON and the reports;
+* ``value_type`` -- the class of one measured value, with ``to_json()`` and a ``from_json(data)``
+  classmethod (how a value travels to the baseline files and back);
+* ``measure(fn, context)`` -- measure one benchmark's callable, return a ``value_type``;
+* ``headline(value)`` -- the one number of a value that tables show and the default judge compares.
+
+What it usually says too (plain class attributes with defaults): ``help`` (for ``--help``),
+``default_limit`` (0.1, i.e. 10%), ``comparability_facts`` (environment facts that must match
+its baseline's) and ``table_title``. Everything else is derived or optional, in groups below,
+each with a default that suits a metric whose value has one headline number where more is worse:
+
+* judging: ``judge`` (the headline, more than the limit above is a regression), ``stale_fails``,
+  ``failure_words``, ``alternates`` with ``judge_rounds``;
+* JSON: ``to_json``/``from_json`` (from ``value_type``), ``invalid_number`` (from the
+  ``*_fields`` tuples, which say which numbers must be positive, whole, numeric or fractions);
+* showing: ``format_value``, ``table_scale``, ``cell``, ``judged_cell``, ``cell_delta``, ``delta_title``,
+  ``junit_properties``, ``figures`` (all from ``headline``; :class:`SecondsDisplay` for times,
+  :class:`NamedCounts` for exact counts by name, judging included);
+* the measuring process, for engines with special needs: ``seeded``, ``excludes``,
+  ``measured_last``, ``fresh_code``, ``unavailable``, ``prepare_process``, ``before_first_call``, ``environment_facts``, ``worker_launch``, ``timer_method`` with
+  ``measure_timer_call``;
+* explaining a failed verdict: ``explains``, ``explain`` (``explains_failures`` is derived: the
+  metric overrides it), ``explain_elsewhere``, ``explains_metrics`` with ``explain_other``, and
+  ``confirm`` (``confirms_failures`` is derived likewise).
+
+``docs/metrics.md`` has a complete user metric (tests/e2e/test_metric_plugin.py runs it).
 
 Layering: a metric imports only the shared vocabulary (``vocabulary``, ``text``)
 and its engine, never the results model, the gate, storage or a report.
 """
 from __future__ import annotations
 
+import abc
 import dataclasses
 import json
 import math
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
-from ..core.text import safe_number
-from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Environment, Plot, Policy, Verdict, as_float, round_sig
+from ..core.text import finite, safe_number
+from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Environment, Heading, Plot, Policy, Verdict, as_float, format_seconds, round_sig, time_unit
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,8 +66,8 @@ class MeasureContext:
     before_region: Callable[[], None] | None = None
     #: The two parts of ``before_region`` for an engine that wants them apart: the seeding alone,
     #: and the caller's own setup (pedantic's) alone. Instructions mode seeds only before its
-    #: warm-up: re-seeding right before the counted region allocates there and moved the counts
-    #: of Python-heavy code by 0.25% from run to run.
+    #: warm-up: re-seeding right before the counted region allocates there, and the counts of
+    #: Python-heavy code then moved from run to run.
     seed: Callable[[], None] | None = None
     setup: Callable[[], None] | None = None
     #: pytest's root directory: source locations a metric stores are relative to it (deterministic).
@@ -57,32 +86,77 @@ class MeasureContext:
     caller: tuple[str, int, str] | None = None
 
 
-class Metric:
+class Metric(abc.ABC):
     """One kind of measurement. Subclass it in a module of its own and register an instance.
 
-    Class attributes say what the metric is; methods say how it measures, how its values travel
-    as JSON, how a value is judged against a baseline's and how it is shown. The defaults suit a
-    metric whose value has ``to_json``/``from_json`` and one headline number where more is worse.
+    The module docstring lists what a subclass must say (four members, abstract here) and what it
+    may override; the groups below follow that order.
     """
+
+    # == Required ================================================================================
 
     #: The name in ``--bench-mode``, ``--bench-fail``, the JSON and the reports.
     name: ClassVar[str]
-    #: The dataclass of one measured value (``to_json``/``from_json``).
+    #: The class of one measured value (``to_json()`` and a ``from_json(data)`` classmethod).
     value_type: ClassVar[type]
+
+    @abc.abstractmethod
+    def measure(self, fn: Callable[[], Any], context: MeasureContext) -> Any:
+        """Measure ``fn`` (already called once by the caller) and return a ``value_type``.
+        ``context.before_region``, when set, runs right before the measured region (it seeds and
+        runs pedantic's setup)."""
+
+    @abc.abstractmethod
+    def headline(self, value: Any) -> float:
+        """The one number the tables show for a value (per call / per run); the default
+        :meth:`judge` compares it."""
+
+    # == Usually said ============================================================================
+
     #: A few words for ``--bench-mode --help``.
     help: ClassVar[str] = ""
     #: Limit when the user gives none (a fraction: 0.01 is 1%).
     default_limit: ClassVar[float] = 0.1
     #: Environment facts that must match for a value to be comparable with its baseline's.
     comparability_facts: ClassVar[tuple[str, ...]] = ()
-    #: Counting metrics are seeded before warm-up and counted region (marker ``seed=``).
-    seeded: ClassVar[bool] = True
-    #: Modes this one cannot run with in the same session.
-    excludes: ClassVar[tuple[str, ...]] = ()
-    #: Why, for the usage error (the metric registered first gives it).
-    excludes_reason: ClassVar[str] = "they cannot measure in the same process"
+    #: Title of the terminal table block (``{unit}`` is the block's unit, see ``table_scale``).
+    table_title: ClassVar[str] = ""
+
+    # == Judging (derived from headline) =========================================================
+
+    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
+        """Compare one value with its baseline's (comparable environments, limit resolved).
+        The default: the headline number, more than ``limit`` above is a regression."""
+        now, then = self.headline(current), self.headline(baseline)
+        delta = now / then - 1.0 if then > 0 else (math.inf if now > 0 else 0.0)
+        status = "regression" if delta > limit else "improvement" if delta < -limit else "unchanged"
+        summary = (f"{self.name} {self.format_value(then)} -> {self.format_value(now)} "
+                   f"({format_fraction(delta)}, limit {limit * 100:g}%)")
+        return Verdict(key, self.name, status, then, now, limit, None, summary)
+
     #: With ``--bench-fail-stale``, an improvement beyond the limit fails.
     stale_fails: ClassVar[bool] = True
+    #: The words of a failure message for any judged status (default: by status, "regressed"...).
+    failure_words: ClassVar[str | None] = None
+
+    #: Against a base measured in the same job, measure base and head alternately in several
+    #: rounds of fresh processes and judge the pairs (:meth:`judge_rounds`): for measurements the
+    #: machine moves between one minute and the next (time). Counts need one run of each.
+    alternates: ClassVar[bool] = False
+
+    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy) -> Verdict:
+        """Judge (base, head) values measured alternately, one pair per round (only called for a
+        metric that :attr:`alternates`)."""
+        raise NotImplementedError(f"metric {self.name!r} does not alternate")
+
+    # == JSON (derived from value_type) ==========================================================
+
+    def to_json(self, value: Any) -> dict[str, Any]:
+        return value.to_json()  # type: ignore[no-any-return]
+
+    def from_json(self, data: Mapping[str, Any]) -> Any:
+        return self.value_type.from_json(data)  # type: ignore[attr-defined]
+
     #: JSON fields (top level) whose numbers must be > 0: a judge divides by them, and a zero
     #: baseline would let every comparison pass. Others must be finite and >= 0.
     positive_fields: ClassVar[tuple[str, ...]] = ()
@@ -93,113 +167,6 @@ class Metric:
     number_fields: ClassVar[tuple[str, ...]] = ()
     #: JSON fields (top level) that are fractions from 0 to 1 (shares of something).
     fraction_fields: ClassVar[tuple[str, ...]] = ()
-    #: Title of the terminal table block (``{unit}`` is the block's unit, see ``table_scale``).
-    table_title: ClassVar[str] = ""
-    #: What the delta in the table compares (time: "delta of the fastest call", what it judges).
-    delta_title: ClassVar[str] = "delta"
-    #: When set, this metric's verdict details explain a regression of any metric of the same
-    #: benchmark (Markdown folds them under this title): function counts, op counts.
-    explains: ClassVar[str | None] = None
-    #: The words of a failure message for any judged status (default: by status, "regressed"...).
-    failure_words: ClassVar[str | None] = None
-    #: ``explain`` can add details to a failed verdict by re-running the measured callable.
-    explains_failures: ClassVar[bool] = False
-    #: Metrics whose failed verdicts this one explains from its own values of the same benchmark
-    #: (:meth:`explain_other`): calls names the Python functions behind an instructions failure.
-    explains_metrics: ClassVar[tuple[str, ...]] = ()
-
-    #: A failed regression verdict of this metric stands only if a fresh process measures it too
-    #: (:meth:`confirm`): for measurements whose spread between processes is larger than within one.
-    confirms_failures: ClassVar[bool] = False
-
-    #: Measured after the session's other metrics of the same test: measuring it changes how the
-    #: interpreter runs the benchmark's code afterwards (calls: a profile hook over the warm-up and
-    #: the counted calls), and the others must count as they would without it.
-    measured_last: ClassVar[bool] = False
-
-    #: Measure a fresh, never-run copy of the benchmarked Python function
-    #: (:func:`engines.fresh_code.fresh_callable`): for counts that must not depend on how often
-    #: other tests already ran (and CPython specialised) the same code.
-    fresh_code: ClassVar[bool] = False
-
-    #: Against a base measured in the same job, measure base and head alternately in several
-    #: rounds of fresh processes and judge the pairs (:meth:`judge_rounds`): for measurements the
-    #: machine moves between one minute and the next (time). Counts need one run of each.
-    alternates: ClassVar[bool] = False
-
-    # -- measuring ------------------------------------------------------------------------------
-
-    def measure(self, fn: Callable[[], Any], context: MeasureContext) -> Any:
-        """Measure ``fn`` (already called once by the caller) and return a ``value_type``."""
-        raise NotImplementedError(f"metric {self.name!r} cannot measure a callable")
-
-    def before_first_call(self, fn: Callable[..., Any]) -> None:
-        """Runs in the measuring process before the benchmark's own first, uncounted call of ``fn``
-        (instructions: a ``torch.compile``d ``fn`` compiles there, so instrumentation is paused)."""
-
-    def unavailable(self) -> str | None:
-        """Why this metric cannot measure in this process (one line for the usage error, exit 4),
-        or None when it can. Asked once, when the mode is selected."""
-        return None
-
-    def prepare_process(self) -> None:
-        """Set up this process for measuring, when this metric is among the session's modes.
-
-        Called before the first conftest is imported (built-in modes named on the command line)
-        and again at configure, in the controller and in every xdist worker, so it must be
-        idempotent: for what must be in place before the code under test allocates (time: huge
-        pages for large tensors, which torch decides at the process's first allocation)."""
-
-    def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
-                limit: float, root: Any) -> list[str]:
-        """The details of a failed verdict, given again with what only a re-run of ``fn`` can tell
-        (op call sites). Called only for failed verdicts, and only where the judging process still
-        holds ``fn`` (``explains_failures`` metrics); ``root`` is the rootdir, for relative paths."""
-        raise NotImplementedError
-
-    def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
-        """Settle ``suspect`` (a failed regression, changed in place) with ``again``, the verdict of
-        the same test measured in a fresh process, or with ``problem``, why there is none."""
-        raise NotImplementedError
-
-    def explain_other(self, current: Any, baseline: Any) -> list[str]:
-        """Detail lines for a failed verdict of one of :attr:`explains_metrics` of the same benchmark,
-        from this metric's current and baseline values (comparable ones): what changed at this
-        metric's level, or that nothing did. Pure: no re-run."""
-        return []
-
-    def explain_elsewhere(self, nodeid: str) -> str:
-        """The detail line added instead when the test ran in another process (xdist workers,
-        instructions mode's counted workers): how to get the explanation."""
-        return ""
-
-    def environment_facts(self) -> Mapping[str, str]:
-        """Facts this metric adds to the process's fingerprint (e.g. the valgrind version)."""
-        return {}
-
-    def worker_launch(self) -> WorkerLaunch | None:
-        """How to launch the processes this metric measures in, when it cannot measure in an
-        ordinary one (instructions: under valgrind). The pytest glue (``pytest/workers.py``) then runs
-        the tests in xdist workers started that way, serially in one. None: any process will do."""
-        return None
-
-    #: The ``torch.utils.benchmark.Timer`` method whose call this metric answers when it is among
-    #: the session's modes (``bench_timer(...).collect_callgrind()`` for instructions), through
-    #: :meth:`measure_timer_call`.
-    timer_method: ClassVar[str | None] = None
-
-    def measure_timer_call(self, fn: Callable[[], Any], number: int, task_spec: Any,
-                           context: MeasureContext) -> tuple[Any, Any]:
-        """Answer :attr:`timer_method` for ``fn``: (what the Timer method returns, the value recorded)."""
-        raise NotImplementedError(f"metric {self.name!r} answers no Timer method")
-
-    # -- JSON -----------------------------------------------------------------------------------
-
-    def to_json(self, value: Any) -> dict[str, Any]:
-        return value.to_json()  # type: ignore[no-any-return]
-
-    def from_json(self, data: Mapping[str, Any]) -> Any:
-        return self.value_type.from_json(data)  # type: ignore[attr-defined]
 
     def invalid_number(self, data: Any) -> str | None:
         """What is wrong with the numbers of this metric's JSON data, or None when nothing is.
@@ -228,28 +195,10 @@ class Metric:
                 return f"{path} is {_shown(number)}; {problem}"
         return None
 
-    # -- judging --------------------------------------------------------------------------------
+    # == Showing (derived from headline) =========================================================
 
-    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-        """Compare one value with its baseline's (comparable environments, limit resolved).
-        The default: the headline number, more than ``limit`` above is a regression."""
-        now, then = self.headline(current), self.headline(baseline)
-        delta = now / then - 1.0 if then > 0 else (math.inf if now > 0 else 0.0)
-        status = "regression" if delta > limit else "improvement" if delta < -limit else "unchanged"
-        summary = (f"{self.name} {self.format_value(then)} -> {self.format_value(now)} "
-                   f"({format_fraction(delta)}, limit {limit * 100:g}%)")
-        return Verdict(key, self.name, status, then, now, limit, None, summary)
-
-    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy) -> Verdict:
-        """Judge (base, head) values measured alternately, one pair per round (only called for a
-        metric that :attr:`alternates`)."""
-        raise NotImplementedError(f"metric {self.name!r} does not alternate")
-
-    # -- showing --------------------------------------------------------------------------------
-
-    def headline(self, value: Any) -> float:
-        """The one number the tables show for a value (per call / per run)."""
-        raise NotImplementedError
+    #: What the delta in the table compares (time: "delta of the fastest call", what it judges).
+    delta_title: ClassVar[str] = "delta"
 
     def format_value(self, number: float) -> str:
         """A finite headline number as text (Markdown, HTML, messages)."""
@@ -282,8 +231,164 @@ class Metric:
         improved; unchanged ones keep their cards short)."""
         return []
 
+    # == The measuring process (optional: for engines with special needs) ========================
+
+    #: Counting metrics are seeded before warm-up and counted region (marker ``seed=``).
+    seeded: ClassVar[bool] = True
+    #: Modes this one cannot run with in the same session, each with why (for the usage error);
+    #: one side of a pair says it. A plain tuple of names gives a generic why.
+    excludes: ClassVar[Mapping[str, str] | tuple[str, ...]] = {}
+    #: Measured after the session's other metrics of the same test: measuring it changes how the
+    #: interpreter runs the benchmark's code afterwards (calls: a profile hook over the warm-up and
+    #: the counted calls), and the others must count as they would without it.
+    measured_last: ClassVar[bool] = False
+    #: Measure a fresh, never-run copy of the benchmarked Python function
+    #: (:func:`engines.fresh_code.fresh_callable`): for counts that must not depend on how often
+    #: other tests already ran (and CPython specialised) the same code.
+    fresh_code: ClassVar[bool] = False
+    #: The ``torch.utils.benchmark.Timer`` method whose call this metric answers when it is among
+    #: the session's modes (``bench_timer(...).collect_callgrind()`` for instructions), through
+    #: :meth:`measure_timer_call`.
+    timer_method: ClassVar[str | None] = None
+
+    def unavailable(self) -> str | None:
+        """Why this metric cannot measure in this process (one line for the usage error, exit 4),
+        or None when it can. Asked once, when the mode is selected."""
+        return None
+
+    def prepare_process(self) -> None:
+        """Set up this process for measuring, when this metric is among the session's modes.
+
+        Called before the first conftest is imported (built-in modes named on the command line)
+        and again at configure, in the controller and in every xdist worker, so it must be
+        idempotent: for what must be in place before the code under test allocates (time: huge
+        pages for large tensors, which torch decides at the process's first allocation)."""
+
+    def before_first_call(self, fn: Callable[..., Any]) -> None:
+        """Runs in the measuring process before the benchmark's own first, uncounted call of ``fn``
+        (instructions: a ``torch.compile``d ``fn`` compiles there, so instrumentation is paused)."""
+
+    def environment_facts(self) -> Mapping[str, str]:
+        """Facts this metric adds to the process's fingerprint (e.g. the valgrind version)."""
+        return {}
+
+    def worker_launch(self) -> WorkerLaunch | None:
+        """How to launch the processes this metric measures in, when it cannot measure in an
+        ordinary one (instructions: under valgrind). The pytest glue (``pytest/workers.py``) then runs
+        the tests in xdist workers started that way, serially in one. None: any process will do."""
+        return None
+
+    def measure_timer_call(self, fn: Callable[[], Any], number: int, task_spec: Any,
+                           context: MeasureContext) -> tuple[Any, Any]:
+        """Answer :attr:`timer_method` for ``fn``: (what the Timer method returns, the value recorded)."""
+        raise NotImplementedError(f"metric {self.name!r} answers no Timer method")
+
+    # == Explaining a failed verdict (optional) ==================================================
+
+    #: When set, this metric's verdict details explain a regression of any metric of the same
+    #: benchmark (Markdown folds them under this title): function counts, op counts.
+    explains: ClassVar[str | None] = None
+    #: Metrics whose failed verdicts this one explains from its own values of the same benchmark
+    #: (:meth:`explain_other`): calls names the Python functions behind an instructions failure.
+    explains_metrics: ClassVar[tuple[str, ...]] = ()
+
+    def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
+                limit: float, root: Any) -> list[str]:
+        """The details of a failed verdict, given again with what only a re-run of ``fn`` can tell
+        (op call sites). Called only for failed verdicts, and only where the judging process still
+        holds ``fn``; ``root`` is the rootdir, for relative paths. Overriding it is what makes the
+        session keep ``fn`` (:attr:`explains_failures`)."""
+        raise NotImplementedError
+
+    def explain_elsewhere(self, nodeid: str) -> str:
+        """The detail line added instead when the test ran in another process (xdist workers,
+        instructions mode's counted workers): how to get the explanation."""
+        return ""
+
+    def explain_other(self, current: Any, baseline: Any) -> list[str]:
+        """Detail lines for a failed verdict of one of :attr:`explains_metrics` of the same benchmark,
+        from this metric's current and baseline values (comparable ones): what changed at this
+        metric's level, or that nothing did. Pure: no re-run."""
+        return []
+
+    def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
+        """Settle ``suspect`` (a failed regression, changed in place) with ``again``, the verdict of
+        the same test measured in a fresh process, or with ``problem``, why there is none.
+        Overriding it is what makes a failed regression of this metric wait for that second
+        measurement (:attr:`confirms_failures`): for measurements whose spread between processes
+        is larger than within one."""
+        raise NotImplementedError
+
+    @property
+    def explains_failures(self) -> bool:
+        """Derived: the metric overrides :meth:`explain`, so the session keeps ``fn`` to re-run it."""
+        return type(self).explain is not Metric.explain
+
+    @property
+    def confirms_failures(self) -> bool:
+        """Derived: the metric overrides :meth:`confirm`, so a failed regression is measured again."""
+        return type(self).confirm is not Metric.confirm
+
     def __repr__(self) -> str:
         return f"<metric {self.name}>"
+
+
+class SecondsDisplay:
+    """Showing for metrics whose headline is seconds (time, gpu_time): one unit per table block
+    (ns, us, ms, s), the delta of the fastest call (what they judge), with one decimal."""
+
+    delta_title: ClassVar[str] = "the fastest call (judged) and its delta"
+
+    def format_value(self, number: float) -> str:
+        return format_seconds(number)
+
+    def table_scale(self, headlines: Sequence[float]) -> tuple[str, float]:
+        return time_unit(min((v for v in headlines if finite(v) and v > 0), default=1.0))
+
+    def cell_delta(self, delta: float) -> str:
+        return f" ({delta * 100:+.1f}%)"
+
+
+class NamedCounts:
+    """Judging and showing for a metric whose value holds exact counts per call by name, in the
+    field named as the metric (``OpsMetric.ops``, ``CallsMetric.calls``, ``KernelsMetric.kernels``):
+    any count that changed beyond the limit fails (:func:`judge_counts`), the headline is their sum,
+    the HTML card plots the changed counts (or, without a baseline, the largest ones)."""
+
+    name: ClassVar[str]
+    #: What one count counts, plural ("calls", "launches"), and what has counts ("op(s)").
+    counted: ClassVar[str]
+    things: ClassVar[str]
+    #: The HTML card's title ("aten op calls per run").
+    plot_title: ClassVar[str]
+
+    def counts(self, value: Any) -> Mapping[str, float]:
+        return getattr(value, self.name)  # type: ignore[no-any-return]
+
+    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
+        return judge_counts(key, self.name, self.counts(current), self.counts(baseline), limit,
+                            self.counted, self.things)
+
+    def headline(self, value: Any) -> float:
+        return sum(self.counts(value).values())
+
+    def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
+        counts = self.counts(value)
+        return [(f"{prefix}{self.name}.{self.counted}_per_run", round_sig(sum(counts.values()))),
+                (f"{prefix}{self.name}.distinct", len(counts))]
+
+    def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
+        now, unit = self.counts(current), f"{self.counted} per run"
+        if baseline is not None:
+            then = self.counts(baseline)
+            changes = sorted(((name, now.get(name, 0.0) - then.get(name, 0.0)) for name in set(now) | set(then)),
+                             key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]))
+            changes = [(name, change) for name, change in changes if change != 0]
+            if not changes:
+                return []
+            return [[Heading(f"{self.plot_title}: change vs baseline"), Bars(changes[:top], unit)]]
+        ordered = sorted(now.items(), key=lambda i: (-i[1] if finite(i[1]) else 0.0, i[0]))[:top]
+        return [[Heading(f"{self.plot_title} (no baseline)"), Bars(ordered, unit, neutral=True)]]
 
 
 def counts_to_json(counts: Mapping[str, float]) -> dict[str, float]:
@@ -434,7 +539,7 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
-__all__ = ["Metric", "MeasureContext", "Environment", "changed_counts", "format_fraction", "judge_counts"]
-
-
-__all__ = ["Metric", "MeasureContext", "Environment", "LaunchUnavailable", "WorkerLaunch", "format_fraction"]
+__all__ = [
+    "Metric", "MeasureContext", "Environment", "LaunchUnavailable", "NamedCounts", "SecondsDisplay", "WorkerLaunch",
+    "changed_counts", "format_fraction", "judge_counts",
+]

@@ -12,9 +12,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..core.text import finite, safe_text
-from ..core.vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
-from .base import MeasureContext, Metric, changed_counts, counts_from_json, counts_to_json, judge_counts
+from ..core.text import safe_text
+from .base import MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json
 
 #: Call sites shown per changed function (the most frequent first).
 _SITES_SHOWN = 2
@@ -36,8 +35,11 @@ class CallsMetric:
         return cls(counts_from_json(data, "calls"))
 
 
-class Calls(Metric):
+class Calls(NamedCounts, Metric):
     name = "calls"
+    counted = "calls"
+    things = "function(s)"
+    plot_title = "Python function calls per run"
     value_type = CallsMetric
     help = "Python function calls"
     default_limit = 0.0
@@ -46,7 +48,6 @@ class Calls(Metric):
     table_title = "Python function calls per call"
     explains = "Python functions (calls per run)"
     failure_words = "Python calls changed"
-    explains_failures = True
     #: An instructions or time failure of the same benchmark names the Python functions whose
     #: calls changed (or says that none did): the level a library author changes code at.
     explains_metrics = ("instructions", "time")
@@ -63,9 +64,6 @@ class Calls(Metric):
         from ..engines import pycalls
 
         return {"calls_hook": pycalls.HOOK}
-
-    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-        return judge_counts(key, "calls", current.calls, baseline.calls, limit, "calls", "function(s)")
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
                 limit: float, root: Any) -> list[str]:
@@ -115,24 +113,3 @@ class Calls(Metric):
         if len(rows) > _EXPLAINED:
             lines.append(f"... and {len(rows) - _EXPLAINED} more (the calls verdict lists them all)")
         return lines
-
-    def headline(self, value: Any) -> float:
-        return sum(value.calls.values())  # type: ignore[no-any-return]
-
-    def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
-        return [(f"{prefix}calls.calls_per_run", round_sig(sum(value.calls.values()))),
-                (f"{prefix}calls.distinct", len(value.calls))]
-
-    def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
-        if baseline is not None:
-            changes = sorted(
-                ((name, current.calls.get(name, 0.0) - baseline.calls.get(name, 0.0))
-                 for name in set(current.calls) | set(baseline.calls)),
-                key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]),
-            )
-            changes = [(name, change) for name, change in changes if change != 0]
-            if not changes:
-                return []
-            return [[Heading("Python function calls per run: change vs baseline"), Bars(changes[:top], "calls per run")]]
-        ordered = sorted(current.calls.items(), key=lambda i: (-i[1] if finite(i[1]) else 0.0, i[0]))[:top]
-        return [[Heading("Python function calls per run (no baseline)"), Bars(ordered, "calls per run", neutral=True)]]

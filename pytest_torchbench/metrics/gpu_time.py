@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping
 
-from ..core.text import finite
 from ..core.vocabulary import (
-    IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Policy, Verdict, format_percent, format_seconds, round_sig, time_unit,
+    IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Policy, Verdict, format_percent, format_seconds, round_sig,
 )
-from .base import MeasureContext, Metric
+from .base import MeasureContext, Metric, SecondsDisplay
 
 #: Calls profiled per benchmark: as many as fit in about this many seconds of wall time...
 _TARGET_SECONDS = 0.3
@@ -98,7 +97,7 @@ def describe_launch_bound(value: GpuTimeMetric) -> str | None:
             "its wall time follows the host, gate it on gpu_time")
 
 
-class GpuTime(Metric):
+class GpuTime(SecondsDisplay, Metric):
     name = "gpu_time"
     value_type = GpuTimeMetric
     help = "device time per call from the kernels' durations (needs a GPU)"
@@ -107,7 +106,6 @@ class GpuTime(Metric):
     comparability_facts = ("torch", "torch_git", "torch_cuda", "gpu")
     count_fields = ("calls",)
     table_title = "device time per call, fastest (median \u00b1 IQR) ({unit})"
-    delta_title = "delta of the fastest call"
 
     def unavailable(self) -> str | None:
         from ..engines import profiler
@@ -176,19 +174,10 @@ class GpuTime(Metric):
     def headline(self, value: Any) -> float:
         return value.device_seconds  # type: ignore[no-any-return]
 
-    def format_value(self, number: float) -> str:
-        return format_seconds(number)
-
-    def table_scale(self, headlines: Sequence[float]) -> tuple[str, float]:
-        return time_unit(min((v for v in headlines if finite(v) and v > 0), default=1.0))
-
     def cell(self, value: Any, scale: float) -> str:
         text = (f"{value.device_seconds / scale:.4g} ({value.device_median / scale:.4g} "
                 f"\u00b1 {value.device_iqr / scale:.2g})")
         return text + (" (launch-bound)" if describe_launch_bound(value) else "")
-
-    def cell_delta(self, delta: float) -> str:
-        return f" ({delta * 100:+.1f}%)"
 
     def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
         return [(f"{prefix}gpu_time.device_seconds", round_sig(value.device_seconds)),

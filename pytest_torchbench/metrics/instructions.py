@@ -506,7 +506,6 @@ class Instructions(Metric):
         "cpu_capability", "machine", "libc", "pythonmalloc", "num_threads", "valgrind", "allocator",
         "pythonhashseed", "counting_method",
     )
-    excludes = ("time",)
     positive_fields = ("instructions_per_run",)
     number_fields = ("instructions_per_run", "functions")
     table_title = "instructions per call"

@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping
 
-from ..core.text import finite, safe_text
-from ..core.vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
-from .base import MeasureContext, Metric, changed_counts, counts_from_json, counts_to_json, judge_counts
+from ..core.text import safe_text
+from .base import MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json
 
 
 @dataclasses.dataclass
@@ -45,8 +44,11 @@ def display_name(kernel: str) -> str:
     return name
 
 
-class Kernels(Metric):
+class Kernels(NamedCounts, Metric):
     name = "kernels"
+    counted = "launches"
+    things = "kernel(s)"
+    plot_title = "CUDA kernel launches per run"
     value_type = KernelsMetric
     help = "CUDA kernel launches (needs a GPU)"
     default_limit = 0.0
@@ -56,8 +58,6 @@ class Kernels(Metric):
     table_title = "CUDA kernel launches per call"
     explains = "CUDA kernels (launches per run)"
     failure_words = "kernel launches changed"
-
-    explains_failures = True
 
     def unavailable(self) -> str | None:
         from ..engines import profiler
@@ -72,9 +72,6 @@ class Kernels(Metric):
 
         return KernelsMetric(profiler.count_kernels(fn, before_region=context.before_region,
                                                     before_each=context.before_each))
-
-    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-        return judge_counts(key, "kernels", current.kernels, baseline.kernels, limit, "launches", "kernel(s)")
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
                 limit: float, root: Any) -> list[str]:
@@ -103,24 +100,3 @@ class Kernels(Metric):
         return (f"launching ops and call sites: not found (the test ran in another process); "
                 f"`pytest {safe_text(nodeid)} --bench-mode=kernels` with the same --bench-compare, "
                 f"without -n, shows them")
-
-    def headline(self, value: Any) -> float:
-        return sum(value.kernels.values())  # type: ignore[no-any-return]
-
-    def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
-        return [(f"{prefix}kernels.launches_per_run", round_sig(sum(value.kernels.values()))),
-                (f"{prefix}kernels.distinct", len(value.kernels))]
-
-    def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
-        if baseline is not None:
-            changes = sorted(
-                ((name, current.kernels.get(name, 0.0) - baseline.kernels.get(name, 0.0))
-                 for name in set(current.kernels) | set(baseline.kernels)),
-                key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]),
-            )
-            changes = [(name, change) for name, change in changes if change != 0]
-            if not changes:
-                return []
-            return [[Heading("CUDA kernel launches per run: change vs baseline"), Bars(changes[:top], "launches per run")]]
-        ordered = sorted(current.kernels.items(), key=lambda i: (-i[1] if finite(i[1]) else 0.0, i[0]))[:top]
-        return [[Heading("CUDA kernel launches per run (no baseline)"), Bars(ordered, "launches per run", neutral=True)]]

@@ -9,9 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping
 
-from ..core.text import finite, safe_text
-from ..core.vocabulary import Bars, Heading, Plot, Policy, Verdict, round_sig
-from .base import MeasureContext, Metric, changed_counts, counts_from_json, counts_to_json, judge_counts
+from ..core.text import safe_text
+from .base import MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json
 
 #: Call sites shown per changed op (the most frequent first).
 _SITES_SHOWN = 2
@@ -31,8 +30,11 @@ class OpsMetric:
         return cls(counts_from_json(data, "ops"))
 
 
-class Ops(Metric):
+class Ops(NamedCounts, Metric):
     name = "ops"
+    counted = "calls"
+    things = "op(s)"
+    plot_title = "aten op calls per run"
     value_type = OpsMetric
     help = "aten op counts"
     default_limit = 0.0
@@ -42,16 +44,11 @@ class Ops(Metric):
     explains = "aten ops (calls per run)"
     failure_words = "op counts changed"
 
-    explains_failures = True
-
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> OpsMetric:
         from ..engines import profiler
 
         return OpsMetric(profiler.count_ops(fn, by_shape=context.options.ops_by_shape,
                                             before_region=context.before_region, before_each=context.before_each))
-
-    def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-        return judge_counts(key, "ops", current.ops, baseline.ops, limit, "calls", "op(s)")
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
                 limit: float, root: Any) -> list[str]:
@@ -84,25 +81,3 @@ class Ops(Metric):
         return (f"call sites: not found (the test ran in another process, and re-running it did not "
                 f"give them); `pytest {safe_text(nodeid)} --bench-mode=ops` with the same --bench-compare, "
                 f"without -n, shows them")
-
-    def headline(self, value: Any) -> float:
-        return sum(value.ops.values())  # type: ignore[no-any-return]
-
-    def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
-        return [(f"{prefix}ops.calls_per_run", round_sig(sum(value.ops.values()))),
-                (f"{prefix}ops.distinct", len(value.ops))]
-
-    def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
-        if baseline is not None:
-            op_changes = sorted(
-                ((op, current.ops.get(op, 0.0) - baseline.ops.get(op, 0.0))
-                 for op in set(current.ops) | set(baseline.ops)),
-                key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]),
-            )
-            op_changes = [(op, change) for op, change in op_changes if change != 0]
-            if not op_changes:
-                return []
-            return [[Heading("aten op calls per run: change vs baseline"), Bars(op_changes[:top], "calls per run")]]
-        ordered = sorted(current.ops.items(), key=lambda i: (-i[1] if finite(i[1]) else 0.0, i[0]))[:top]
-        return [[Heading("aten op calls per run (no baseline)"), Bars(ordered, "calls per run", neutral=True)]]
-

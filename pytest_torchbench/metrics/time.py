@@ -1,4 +1,4 @@
-"""The ``time`` metric: wall time per call, measured with torch.utils.benchmark (engines/walltime).
+"""The ``time`` metric: wall time per call, from torch.utils.benchmark (engines/walltime).
 
 A benchmark regressed when its fastest call is more than the limit (default 10%) slower than the
 fastest call of every saved run the baseline keeps (the band of up to 4 saves); when the machine
@@ -6,8 +6,8 @@ was disturbed (the measuring thread had a core less than 90% of its wall time) a
 more is judged on its CPU time per call instead (other processes take wall time from the measuring
 thread, not CPU time): a regression when that rose more than BUSY_CPU_LIMIT, else "noisy": listed,
 not failed (without CPU times, e.g. baselines from before they were kept: wall time beyond what
-the load explains fails). Why the fastest call: between processes the median moved -38%/+61%, the
-fastest call about 2.6% (README, "How the gate decides"). "Fastest" ignores the fastest 2% of
+the load explains fails). Why the fastest call: between processes the median moves many times
+more than the fastest call does (docs/design/time-gate.md, "The rule"). "Fastest" ignores the fastest 2% of
 blocks (see low_quantile), so one lucky block cannot set it. Raw replicate times, CPU share, the
 fastest CPU time per call and load are kept.
 """
@@ -24,7 +24,7 @@ from ..core.vocabulary import (
     IMPROVEMENT, NOISY, REGRESSION, TOO_NOISY, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
     format_seconds, round_sig, time_unit,
 )
-from .base import MeasureContext, Metric
+from .base import MeasureContext, Metric, SecondsDisplay
 
 
 @dataclasses.dataclass
@@ -283,17 +283,17 @@ def time_disturbance(current: Any, baseline: Any) -> float | None:
 
 
 #: Calls at least this long touch enough memory that other processes' cache and memory traffic
-#: slow even the fastest of them; shorter calls have a fastest call no neighbour can move (measured
-#: at CPU share 0.13-0.40: A/A within 1% of benchmarks, +15% caught; see benchmarks/time_designs.py).
+#: slow even the fastest of them; shorter calls have a fastest call no neighbour can move (figures:
+#: docs/design/measurements.md, "Moved from the code"; benchmarks/time_designs.py reproduces them).
 SHORT_CALL = 100e-6
 
 
 def time_allowance(limit: float, disturbed_share: float | None, fastest_call: float = SHORT_CALL) -> float:
     """The slowdown a run must exceed to fail: the limit; on a disturbed machine, for calls of
     SHORT_CALL or more, what the load alone can explain: a thread that had its core a share s of
-    the time can take 1/s as long with no change to the code, so (1 + limit) / s - 1 (s = 0.5:
-    +120%; a 2x slowdown still fails above s = 0.55; measured, a gentler allowance of
-    limit + (1 - s) still failed 4% of A/A comparisons at s = 0.13-0.40, this one 0.4%)."""
+    the time can take 1/s as long with no change to the code, so (1 + limit) / s - 1 (a 2x
+    slowdown still fails above s = 0.55). The gentler limit + (1 - s) failed many times more A/A
+    comparisons (docs/design/measurements.md, "Moved from the code")."""
     if disturbed_share is None or fastest_call < SHORT_CALL:
         return limit
     return (1.0 + limit) / max(disturbed_share, 0.01) - 1.0
@@ -301,12 +301,10 @@ def time_allowance(limit: float, disturbed_share: float | None, fastest_call: fl
 
 #: On a disturbed machine a call of SHORT_CALL or more is judged on its CPU time per call: a
 #: regression when it rose more than this at a CPU share of BUSY_CPU_SHARE or less. Other processes take wall time from the measuring
-#: thread, not CPU time (they still share its caches and memory bandwidth). Measured at load 4-5
-#: (CPU share 0.25-0.33), image-suite sessions of the same code: the fastest wall time of calls
-#: of 1-170 ms moved by -66% to +409%, their CPU time by a few percent (sobel 8x3x256x256: wall
-#: -49%, CPU -0.9%); with 3 CPU hogs, 10-36 ms calls moved their CPU time by 7% at most. A 2x
-#: slowdown doubles CPU time whatever the load, so it fails unless the baseline's own CPU time was
-#: inflated by a third.
+#: thread, not CPU time (they still share its caches and memory bandwidth): under load, wall time
+#: of the same code moves by multiples while its CPU time moves by a few percent
+#: (docs/design/time-gate.md, "A busy machine: CPU time"). A 2x slowdown doubles CPU time whatever
+#: the load, so it fails unless the baseline's own CPU time was inflated by a third.
 BUSY_CPU_LIMIT = 0.5
 #: ... reached at this CPU share; between it and QUIET_CPU_SHARE the CPU-time limit rises in a
 #: straight line from the limit itself, so a share of 0.89 is not judged twice as leniently as
@@ -332,15 +330,15 @@ def time_cpu_change(current: Any, baseline: Any) -> float | None:
 
 #: The machine counts as slower than when the baseline was saved when the reference workload
 #: (engines/reference.py) took more than this much longer per call beside the benchmark than beside
-#: the baseline's measurement. Below it nothing changes: on the image suite (3 sessions, 1248 A/A
-#: comparisons) a threshold of +10% and one of +25% cleared the same share of false regressions
-#: (about half), and +25% lets more +20% slowdowns fail (65% vs 63.5%).
+#: the baseline's measurement. Below it nothing changes. Why this threshold and not a lower one:
+#: lower ones cleared no more false regressions and let fewer real slowdowns fail
+#: (docs/design/time-gate.md, "A slower machine: the reference workload").
 MACHINE_SLOWER = 0.25
 
 
-#: The most of a slowdown a slower machine can excuse: the reference's ratio counts up to this. The
-#: slowest moments measured here were 1.75-1.8x; a hand-edited baseline (a reference of 1e-300 s)
-#: must not excuse everything.
+#: The most of a slowdown a slower machine can excuse: the reference's ratio counts up to this,
+#: above the slowest moments seen on a shared machine (docs/design/measurements.md, "Moved from
+#: the code"); a hand-edited baseline (a reference of 1e-300 s) must not excuse everything.
 MACHINE_MAX = 3.0
 
 
@@ -352,11 +350,11 @@ def machine_slowdown(current: Any, baseline: Any) -> tuple[float, float, float] 
     Why: a slower machine (another VM on the same physical core, the host's clock) slows every call
     while the measuring thread keeps its core (CPU share 0.99, load 1.0), so neither the load
     allowance nor the CPU time sees it, and the fresh process that re-measures a suspect runs on
-    the same slow machine: a CI run failed two trivial benchmarks at +74.6% that way, the fresh
-    process confirming +58% and +77%. The reference ran beside each measurement, slowed too.
+    the same slow machine, so it confirms the false regression; the reference runs beside each
+    measurement and is slowed too (docs/design/time-gate.md, "A slower machine").
     A faster machine now is not used the other way (a stricter limit): the reference is one small
     workload, and a benchmark's own slowdown rarely matches it closely (scaling every time by it
-    failed 24% of the A/A comparisons above, none 22%).
+    failed more A/A comparisons than not using it: docs/design/measurements.md, "Moved from the code").
     """
     now, then = getattr(current, "reference", None), getattr(baseline, "reference", None)
     if not now or not then or now.get("probe") != then.get("probe") or then["compute"] <= 0:
@@ -435,11 +433,12 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float)
     Why: base and head of one round ran one after the other in fresh processes on the same
     machine, the order swapped every round (base first, then head first: ABBA), so a machine
     that is slower for a minute slows both sides of a pair, and the order cannot favour either.
-    A slowdown that every round measured beyond both the limit and the ratios' own spread fails
-    (a 2x slowdown measured 1.6x-2.6x); one the median puts beyond the limit fails when the
-    ratios agree to within the limit. Why beyond the spread too: at load 14 on 2 cores one A/A
-    benchmark's four rounds all came out +17%..+90% slower; beyond the limit alone, noise that
-    large fails a few percent of unchanged benchmarks. When they spread more than the limit the
+    A slowdown that every round measured beyond both the limit and the ratios' own spread fails;
+    one the median puts beyond the limit fails when the ratios agree to within the limit. Why
+    beyond the spread too: on a heavily loaded machine the rounds of an unchanged benchmark can
+    all come out slower by more than the limit, by amounts that disagree widely
+    (docs/design/time-gate.md); beyond the limit alone, noise that large fails unchanged
+    benchmarks. When they spread more than the limit the
     benchmark cannot be judged at that limit: "too noisy", with its measured spread, neither
     failed nor passed (CI counts it as "could not judge"), so that the user can raise the limit
     to what this machine can tell, instead of a gate that fails at random or passes in silence.
@@ -483,12 +482,11 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float)
 def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
     """A time regression fails only when a fresh process measures it too (``suspect`` is changed).
 
-    Why: the spread that matters is between processes, and one process cannot see it. With huge
-    pages (engines/walltime.py) a memory-bound call's fastest time still moved by up to ~20%
-    from one process to the next (``hflip`` 8x3x256x256 float64: 548-670 us over six processes)
-    while staying put within each. Two independent processes both that far off is much rarer
-    than one, and a real slowdown is in both: measured on the image suite, README "How the gate
-    decides". The re-measure runs this one test in a fresh pytest (``explain.confirm``), judged
+    Why: the spread that matters is between processes, and one process cannot see it. Even with
+    huge pages (engines/walltime.py) a memory-bound call's fastest time moves from one process to
+    the next while staying put within each. Two independent processes both that far off is much
+    rarer than one, and a real slowdown is in both (docs/design/time-gate.md, "A regression is
+    confirmed in a fresh process"). The re-measure runs this one test in a fresh pytest (``explain.confirm``), judged
     against the same baseline with the same rule; only what it says is shown, with the numbers.
     Only a measurement within the limit clears a slowdown: a verdict of the fresh process that
     compares nothing (the test missing or new there, the environment not comparable) leaves it
@@ -545,7 +543,7 @@ def _time_conditions(current: Any, baseline: Any, disturbed: float | None, allow
     return lines
 
 
-class Time(Metric):
+class Time(SecondsDisplay, Metric):
     name = "time"
     value_type = TimeMetric
     help = "wall time, default"
@@ -555,15 +553,12 @@ class Time(Metric):
         "cpu_capability", "machine", "num_threads", "gpu", "huge_pages",
     )
     seeded = False  # time mode never seeds: it measures the code as users run it
-    excludes = ("instructions",)
-    excludes_reason = "wall time under valgrind means nothing"
+    excludes = {"instructions": "wall time under valgrind means nothing"}
     stale_fails = False  # wall time is never exact
-    confirms_failures = True  # the spread that matters is between processes (confirm_time)
     alternates = True  # against a measured base: rounds of base and head, judged in pairs
     positive_fields = ("raw_times", "median", "history", "reference")
     number_fields = ("raw_times", "median", "iqr", "history", "cpu_share", "load", "cpu_fastest")
     fraction_fields = ("cpu_share",)
-    delta_title = "the fastest call (judged) and its delta"  # what the gate judges
     table_title = "median \u00b1 IQR per call, {unit}"
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> TimeMetric:
@@ -597,12 +592,6 @@ class Time(Metric):
     def headline(self, value: Any) -> float:
         return value.median  # type: ignore[no-any-return]
 
-    def format_value(self, number: float) -> str:
-        return format_seconds(number)
-
-    def table_scale(self, headlines: Sequence[float]) -> tuple[str, float]:
-        return time_unit(min((v for v in headlines if finite(v) and v > 0), default=1.0))
-
     def cell(self, value: Any, scale: float) -> str:
         median, iqr = value.median, value.iqr
         digits = _sig_digits(median, iqr, len(value.raw_times))
@@ -613,9 +602,6 @@ class Time(Metric):
             warnings.simplefilter("ignore", RuntimeWarning)
             fastest, iqr = value.fastest, value.iqr
         return f"fastest {_trim(fastest / scale, _sig_digits(fastest, iqr, len(value.raw_times)))}"
-
-    def cell_delta(self, delta: float) -> str:
-        return f" ({delta * 100:+.1f}%)"
 
     def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
         return [

@@ -63,8 +63,8 @@ def unjudged(verdicts: list[Verdict]) -> list[Verdict]:
 
 
 #: At most this many tests' regressions are re-measured in a fresh process per session (each costs a
-#: pytest start, about 2.5 s with torch): noise makes a few suspects (measured: 0-5 of 208 at
-#: normal load), a real slowdown of shared code makes many, and those fail unconfirmed.
+#: pytest start with torch): noise makes a few suspects, a real slowdown of shared code makes many
+#: (docs/design/time-gate.md), and those fail unconfirmed.
 MAX_CONFIRMATIONS = 25
 
 

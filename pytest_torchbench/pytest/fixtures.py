@@ -307,7 +307,7 @@ def _callers_line() -> tuple[str, int, str] | None:
 
 @functools.lru_cache(maxsize=None)
 def _recording_timer_class() -> type:
-    """Built on first use: importing torch (~0.7 s) must not be paid by a plain ``pytest`` run
+    """Built on first use: importing torch (most of a second) must not be paid by a plain ``pytest`` run
     whose tests never touch the bench fixtures (the plugin is loaded by every pytest run)."""
     from torch.utils.benchmark import Measurement, Timer
 
@@ -415,7 +415,8 @@ def _recording_timer_class() -> type:
 
         def collect_callgrind(self, number: int = 100, *, repeats: int | None = None,
                               collect_baseline: bool = True, retain_out_file: bool = False) -> Any:
-            """In instructions mode: counted in this session's valgrind process (seconds, not ~40 s),
+            """In instructions mode: counted in this session's valgrind process (seconds, where
+            torch's own starts a valgrind and imports torch under it per call),
             by the metric whose ``timer_method`` this is.
 
             Otherwise torch's own collect_callgrind runs (a fresh valgrind per call) unless no bench

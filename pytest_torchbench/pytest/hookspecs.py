@@ -24,12 +24,12 @@ _spec = HookspecMarker("pytest")
 @_spec
 def pytest_torchbench_register_metrics(config: pytest.Config | None) -> Sequence[Metric] | None:
     """Return metrics (instances of ``pytest_torchbench.Metric`` subclasses) to add to the built-in
-    ones (time, instructions, ops, memory).
+    ones (time, instructions, ops, calls, memory, kernels, gpu_time, compile).
 
     Called once per process (each xdist worker too) in ``pytest_configure``, before the options
     are validated, so ``--bench-mode=NAME`` and ``--bench-fail=NAME:5%`` accept the new names.
-    A registered metric is measured, saved, compared and shown like a built-in one (see the
-    README's "Adding a metric"); it is removed again when pytest unconfigures. A name that is
+    A registered metric is measured, saved, compared and shown like a built-in one (see
+    docs/metrics.md); it is removed again when pytest unconfigures. A name that is
     already registered is a usage error. The ``torchbench`` command calls it with ``config=None``
     when given ``-p MODULE`` (or ``-p path/to/conftest.py``), so that it can read and judge sets that
     hold the metric. Example::

@@ -9,7 +9,7 @@ import dataclasses
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pytest
 
@@ -169,12 +169,14 @@ def _parse_modes(raw: str | None) -> tuple[str, ...]:
         if reason is not None:
             raise pytest.UsageError(reason)
     for mode in modes:
-        clash = next((other for other in registry.get(mode).excludes if other in modes), None)
+        excludes = registry.get(mode).excludes
+        clash = next((other for other in excludes if other in modes), None)
         if clash is not None:
             first, second = sorted((mode, clash), key=registry.rank)
+            why = excludes[clash] if isinstance(excludes, Mapping) else "they cannot measure in the same process"
             raise pytest.UsageError(
-                f"--bench-mode: '{first}' and '{second}' cannot run together "
-                f"({registry.get(first).excludes_reason}); run them as two pytest invocations"
+                f"--bench-mode: '{first}' and '{second}' cannot run together ({why}); "
+                f"run them as two pytest invocations"
             )
     return modes
 

@@ -280,10 +280,9 @@ def _make_baselines_folder(config: pytest.Config, folder: Path) -> None:
     again when the run ends without saving into them: a failed save leaves nothing behind).
 
     Why: the processes that measure collect with the folder there in every later run, and its
-    presence alone moved their heap. Measured on a real library's suite: the first
-    ``--bench-save`` in a fresh project counted 14 of 16 benchmarks differently from every later
-    run (up to 0.085%; a compiled function), so the first compare after the first save was never
-    bit-identical. With the folder made here and skipped in collection
+    presence alone moved their heap: on a real library's suite the first ``--bench-save`` in a
+    fresh project counted most benchmarks differently from every later run, so the first compare
+    after the first save was never bit-identical. With the folder made here and skipped in collection
     (:func:`pytest_ignore_collect`) both runs collect alike.
     """
     missing = []  # deepest first
@@ -427,9 +426,9 @@ def _seed_test(item: pytest.Item) -> None:
     Why seed a test, not only the warm-up: the inputs its fixtures and body draw, and the
     benchmark's first (real) call, would otherwise draw from wherever the tests before it left
     the generators (another -n, -k or file order counts differently) or, for a process's first
-    test, from torch's per-process random seed. Measured: a random crop whose first call
-    sometimes returned a view of its input kept that input's C++ reference count at 2 for the
-    whole region or not, 0.7% of its instructions, 1 run in 4. Fixtures above function scope
+    test, from torch's per-process random seed: a random crop whose first call sometimes returned
+    a view of its input kept that input's C++ reference count at 2 for the whole region or not,
+    and its count changed from run to run. Fixtures above function scope
     draw from their own seeding (:func:`pytest_fixture_setup`).
     """
     if not _seeds_tests(item.config):
@@ -446,9 +445,9 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.Fix
     """In a counting session a fixture above function scope draws from generators seeded for it
     (the default seed), and the test whose setup made it goes on from where it was, as if the
     fixture had been cached already: what the fixture and each test draw must not depend on which
-    test, benchmark or not, needed the fixture first (measured: a module fixture first set up by a
-    plain test gave a benchmark 36, 21 and 6 op calls in three runs of one command; first set up
-    by the benchmark itself, its body drew other numbers than after another benchmark)."""
+    test, benchmark or not, needed the fixture first (a module fixture first set up by a plain
+    test gave a benchmark a different op count in each run of one command; first set up by the
+    benchmark itself, its body drew other numbers than after another benchmark)."""
     if fixturedef.scope == "function" or not _seeds_tests(request.config):
         return (yield)
     from .seeding import seed_everything, kept_generators

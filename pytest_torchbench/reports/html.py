@@ -7,7 +7,8 @@ report reads fine without it). The only links that leave the file are to profile
 (``extras["profiles"]``: ``--bench-profile`` and ``bench_profiler``), relative to the report when they lie beside it.
 
 Why it stays small at suite size: a suite of 300 benchmarks in time mode has hundreds of thousands
-of replicate times (thousands for a 10 us benchmark); drawn one dot each, the report was 8-19 MB.
+of replicate times (thousands for a microsecond benchmark); drawn one dot each, the report ran to
+megabytes.
 Distributions are drawn from binned densities and quantiles instead (a fixed size per benchmark),
 and unchanged benchmarks get no function bars. Bad news first: the overview table and the cards
 are ordered regressions first; the header badges count tests (each under its worst verdict).

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 #: A real metric: Python line events of one call of the benchmark (sys.settrace), deterministic.
 #: It uses the defaults of pytest_torchbench.Metric for judging and showing (one headline number).
@@ -140,3 +141,29 @@ def pytest_torchbench_register_metrics(config):
     result = bench.run("--bench-mode=ops")
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*pytest_torchbench_register_metrics: metric 'ops' is registered twice*"])
+
+
+def _documented_metric() -> str:
+    """The one ```python block of docs/metrics.md: the minimal metric the page shows, run as is."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "metrics.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    assert len(blocks) == 1, "docs/metrics.md should show exactly one complete conftest"
+    return blocks[0]
+
+
+def test_the_documented_minimal_metric_works_as_shown(bench) -> None:  # type: ignore[no-untyped-def]
+    """docs/metrics.md's conftest, read from the page (so the page cannot drift): its four members
+    are enough for a save, an unchanged comparison and a failing one with the documented limit."""
+    code = _documented_metric()
+    assert len(code.splitlines()) <= 50
+    bench.pytester.makeconftest(code)
+    bench.pytester.makepyfile(test_bench=MODULE.format(n=10))
+    saved = bench.run("--bench-mode=lines", "--bench-save=main")
+    assert saved.ret == 0, saved.stdout.str() + saved.stderr.str()
+    saved.stdout.fnmatch_lines(["*torchbench lines (Python lines per call)*"])
+    assert bench.load("main")["benchmarks"]["test_bench.py::test_loop"]["metrics"]["lines"]["lines"] > 20
+    assert bench.run("--bench-mode=lines", "--bench-compare=main").ret == 0
+    bench.pytester.makepyfile(test_bench=MODULE.format(n=20))
+    slower = bench.run("--bench-mode=lines", "--bench-compare=main")
+    assert slower.ret == 1
+    slower.stdout.fnmatch_lines(["*test_bench.py::test_loop: lines regressed: lines * -> * (+*%, limit 5%)"])

@@ -107,6 +107,9 @@ def test_metrics_that_disturb_the_others_are_measured_last() -> None:
             order.append(self.name)
             return CallsMetric({})
 
+        def headline(self, value):  # type: ignore[no-untyped-def]
+            return 0.0
+
     class Early(Probe):
         name = "probe_early"
 

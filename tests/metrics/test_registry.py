@@ -144,3 +144,169 @@ def test_type_cache_misses_are_kept_apart_from_the_count_and_named_when_they_mov
                for line in verdict.details)
     quiet = registry.get("instructions").judge("t.py::t", clean, clean, 0.01, Policy())
     assert not any("type-cache" in line for line in quiet.details)
+
+
+class _Value:
+    def __init__(self, n: float) -> None:
+        self.n = n
+
+    def to_json(self) -> dict[str, float]:
+        return {"n": self.n}
+
+    @classmethod
+    def from_json(cls, data: dict[str, float]) -> "_Value":
+        return cls(data["n"])
+
+
+def test_a_metric_must_say_measure_and_headline() -> None:
+    """The required part of the interface is abstract: a subclass that leaves out ``measure`` or
+    ``headline`` fails when it is instantiated (naming what is missing), not at its first report."""
+    assert Metric.__abstractmethods__ == frozenset({"measure", "headline"})
+
+    class NoHeadline(Metric):
+        name = "no_headline"
+        value_type = _Value
+
+        def measure(self, fn, context):  # type: ignore[no-untyped-def]
+            return _Value(1)
+
+    with pytest.raises(TypeError, match="headline"):
+        NoHeadline()  # type: ignore[abstract]
+
+    class NoMeasure(Metric):
+        name = "no_measure"
+        value_type = _Value
+
+        def headline(self, value):  # type: ignore[no-untyped-def]
+            return value.n
+
+    with pytest.raises(TypeError, match="measure"):
+        NoMeasure()  # type: ignore[abstract]
+
+
+def test_a_metric_without_a_value_type_is_refused_at_registration() -> None:
+    class Minimal(Metric):
+        name = "minimal_probe"
+
+        def measure(self, fn, context):  # type: ignore[no-untyped-def]
+            return _Value(1)
+
+        def headline(self, value):  # type: ignore[no-untyped-def]
+            return value.n
+
+    with pytest.raises(TypeError, match="needs a value_type"):
+        registry.register(Minimal())
+    assert registry.find("minimal_probe") is None
+    Minimal.value_type = _Value
+    try:
+        registry.register(Minimal())
+        assert registry.get("minimal_probe").from_json({"n": 3.0}).n == 3.0
+    finally:
+        registry.unregister("minimal_probe")
+
+
+def test_the_defaults_derive_from_the_headline() -> None:
+    """A metric that says only the four required members is judged, shown and stored."""
+    from pytest_torchbench.core.vocabulary import Policy
+
+    class Minimal(Metric):
+        name = "minimal"
+        value_type = _Value
+
+        def measure(self, fn, context):  # type: ignore[no-untyped-def]
+            return _Value(fn())
+
+        def headline(self, value):  # type: ignore[no-untyped-def]
+            return value.n
+
+    metric = Minimal()
+    verdict = metric.judge("t.py::t", _Value(120), _Value(100), 0.1, Policy())
+    assert (verdict.status, verdict.baseline, verdict.current) == ("regression", 100, 120)
+    assert verdict.summary == "minimal 100 -> 120 (+20.0%, limit 10%)"
+    assert metric.judge("t.py::t", _Value(105), _Value(100), 0.1, Policy()).status == "unchanged"
+    assert metric.judge("t.py::t", _Value(80), _Value(100), 0.1, Policy()).status == "improvement"
+    assert metric.cell(_Value(1234.5), 1.0) == "1234.5"
+    assert metric.junit_properties(_Value(2), "torchbench.") == [("torchbench.minimal.value", 2)]
+    assert metric.from_json(metric.to_json(_Value(7))).n == 7
+    assert metric.invalid_number({"n": -1}) == "minimal.n is -1; it must be >= 0"
+    assert not metric.explains_failures and not metric.confirms_failures
+
+
+def test_explaining_and_confirming_are_derived_from_the_overrides() -> None:
+    """``explains_failures`` / ``confirms_failures`` are not said but derived: a metric that
+    overrides ``explain`` gets its callable kept for the re-run, one that overrides ``confirm``
+    gets its failed regressions measured again."""
+    flags = {m.name: (m.explains_failures, m.confirms_failures) for m in registry.all_metrics()}
+    assert {name for name, (explains, _) in flags.items() if explains} == {"ops", "calls", "kernels"}
+    assert {name for name, (_, confirms) in flags.items() if confirms} == {"time"}
+
+
+def test_seconds_metrics_share_their_display() -> None:
+    time, gpu_time = registry.get("time"), registry.get("gpu_time")
+    for metric in (time, gpu_time):
+        assert metric.table_scale([2e-6, 5e-6]) == ("us", 1e-6)
+        assert metric.cell_delta(0.0004) == " (+0.0%)" and metric.delta_title == "the fastest call (judged) and its delta"
+        assert metric.format_value(0.0015) == time.format_value(0.0015)
+    assert registry.get("instructions").cell_delta(0.0004) == " (+0.04%)"
+
+
+def test_modes_that_exclude_each_other_are_one_usage_error_with_why() -> None:
+    """``excludes`` maps a mode to why the two cannot share a session; one side of the pair says it,
+    and the error names them in registration order, whichever order the option gives."""
+    from pytest_torchbench.pytest.options import _parse_modes
+
+    for raw in ("time,instructions", "instructions,time"):
+        with pytest.raises(pytest.UsageError) as error:
+            _parse_modes(raw)
+        assert str(error.value) == ("--bench-mode: 'time' and 'instructions' cannot run together (wall time "
+                                    "under valgrind means nothing); run them as two pytest invocations")
+    assert _parse_modes("instructions,ops") == ("instructions", "ops")
+
+    class Legacy(Metric):  # a plugin written before excludes took reasons: a tuple of names
+        name = "legacy_probe"
+        value_type = _Value
+        excludes = ("ops",)
+
+        def measure(self, fn, context):  # type: ignore[no-untyped-def]
+            return _Value(1)
+
+        def headline(self, value):  # type: ignore[no-untyped-def]
+            return value.n
+
+    registry.register(Legacy())
+    try:
+        with pytest.raises(pytest.UsageError, match=r"'ops' and 'legacy_probe' cannot run together \(they cannot"):
+            _parse_modes("legacy_probe,ops")
+    finally:
+        registry.unregister("legacy_probe")
+
+
+@pytest.mark.parametrize("name, value_type, counted, things, title", [
+    ("ops", "OpsMetric", "calls", "op(s)", "aten op calls per run"),
+    ("calls", "CallsMetric", "calls", "function(s)", "Python function calls per run"),
+    ("kernels", "KernelsMetric", "launches", "kernel(s)", "CUDA kernel launches per run"),
+])
+def test_exact_count_metrics_share_their_judging_and_showing(name: str, value_type: str, counted: str,
+                                                             things: str, title: str) -> None:
+    """ops, calls and kernels judge, head, list in JUnit and plot their counts by name one way
+    (``NamedCounts``), each with its own words."""
+    import importlib
+
+    from pytest_torchbench.core.vocabulary import Bars, Heading, Policy
+
+    metric = registry.get(name)
+    make = getattr(importlib.import_module(f"pytest_torchbench.metrics.{name}"), value_type)
+    then, now = make({"a": 2.0, "b": 1.0}), make({"a": 3.0, "b": 1.0, "c": 1.0})
+    verdict = metric.judge("t.py::t", now, then, 0.0, Policy())
+    assert (verdict.status, verdict.failed) == ("regression", True)
+    assert verdict.summary == f"{name} 3 -> 5 {counted} per call (2 {things} changed)"
+    assert verdict.details == ["a 2 -> 3 per call", "c 0 -> 1 per call"]
+    assert metric.judge("t.py::t", then, make({"b": 1.0, "a": 2.0}), 0.0, Policy()).status == "unchanged"
+    assert metric.headline(now) == 5.0
+    assert metric.junit_properties(now, "p.") == [(f"p.{name}.{counted}_per_run", 5.0), (f"p.{name}.distinct", 3)]
+    [[heading, bars]] = metric.figures(now, then, True, 10)
+    assert isinstance(heading, Heading) and heading.text == f"{title}: change vs baseline"
+    assert isinstance(bars, Bars) and bars.items == [("a", 1.0), ("c", 1.0)] and bars.axis == f"{counted} per run"
+    assert metric.figures(then, then, False, 10) == []
+    [[heading, bars]] = metric.figures(now, None, False, 2)
+    assert heading.text == f"{title} (no baseline)" and bars.items == [("a", 3.0), ("b", 1.0)] and bars.neutral

@@ -1,12 +1,17 @@
 """Valgrind client requests issued from Python, without a compiler.
 
 Why: switching Callgrind's instrumentation on *after* ``import torch`` is what makes one
-valgrind process per session affordable (about 10 s instead of about 37 s per statement), and
+valgrind process per session affordable (importing torch under instrumentation would cost
+several times more: docs/design/counting.md), and
 torch only binds CALLGRIND_TOGGLE_COLLECT (``torch._C._valgrind_toggle``), not
 CALLGRIND_START_INSTRUMENTATION. A client request is just a magic instruction sequence that is a
 no-op on real hardware and that valgrind's JIT recognises, so we write those few bytes into an
-executable anonymous mapping and call them through :mod:`ctypes`. Outside valgrind the sequence
-returns the default value, which is how :func:`running_on_valgrind` works.
+anonymous mapping, make it read-only and executable (never writable and executable at once: W^X),
+and call them through :mod:`ctypes`. Outside valgrind the sequence returns the default value,
+which is how :func:`running_on_valgrind` works. Why not a function in a compiled helper (the
+allocator's shared object is compiled at run time already): that object is optional (no C
+compiler: counting goes on with glibc malloc), and client requests are not; the costs of each
+are in docs/design/counting.md, "Switching instrumentation on and off".
 
 The request codes come from ``valgrind.h``/``callgrind.h`` (shipped with torch in
 ``torch/utils/benchmark/utils/valgrind_wrapper/``):
@@ -17,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import mmap
+import os
 import platform
 import sys
 import threading
@@ -81,7 +87,11 @@ def _check_platform() -> None:
 
 
 def _request_function() -> ctypes._CFuncPtr:  # type: ignore[name-defined]
-    """Map the request trampoline once; later calls reuse it (valgrind translates it once)."""
+    """Map the request trampoline once; later calls reuse it (valgrind translates it once).
+
+    The page is written while it is read-write and then switched to read-execute with
+    ``mprotect``, so it is never writable and executable at once: kernels and policies that
+    refuse such mappings (W^X) accept it."""
     global _function
     if _function is not None:
         return _function
@@ -92,10 +102,15 @@ def _request_function() -> ctypes._CFuncPtr:  # type: ignore[name-defined]
                 -1,
                 mmap.PAGESIZE,
                 flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
-                prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC,
+                prot=mmap.PROT_READ | mmap.PROT_WRITE,
             )
             page.write(_CODE)
             address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+            if libc.mprotect(address, mmap.PAGESIZE, mmap.PROT_READ | mmap.PROT_EXEC) != 0:
+                errno = ctypes.get_errno()
+                raise UnsupportedPlatform(f"cannot make the client-request page executable: {os.strerror(errno)}")
             prototype = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64)
             _keepalive.append(page)  # the mapping must outlive the function pointer
             _function = prototype(address)

@@ -1,7 +1,8 @@
 """A pure-Python reader of Callgrind output files, giving per-function instruction counts.
 
-Why not ``callgrind_annotate`` (what torch runs): it is a Perl process per dump, about 40 ms for
-a small dump and close to a second for a few MB, twice per statement (exclusive and inclusive).
+Why not ``callgrind_annotate`` (what torch runs): it is a Perl process per dump, twice per
+statement (exclusive and inclusive), and it slows down a lot with the dump's size
+(docs/design/counting.md, "Reading the dumps").
 This reader walks the file once and yields both views, with function names spelled exactly as
 ``callgrind_annotate --threshold=100 --show-percs=no`` prints them (``file:function [object]``),
 so torch's ``FunctionCounts``/``CallgrindStats`` tools (``as_standardized``, ``delta``,

@@ -240,8 +240,8 @@ def keep_busy(fn: Callable[[], object], seconds: float) -> None:
     calls (the launch queue stays short).
 
     Why: a compute-bound kernel runs at whatever clock the GPU holds, and the clock follows recent
-    load: boosted after idling, lower under sustained work at the power limit. Profiling right after
-    an idle spell measured a 4096³ bf16 matmul at 168 us in one process and 193 us in another.
+    load: boosted after idling, lower under sustained work at the power limit, so profiling right
+    after an idle spell gives each process another time for the same kernel (docs/design/gpu.md).
     Sustained work first brings every run to the clock that sustained work gets."""
     sync_cuda()
     start = time.perf_counter()
