@@ -469,7 +469,7 @@ class CallgrindLaunch(WorkerLaunch):
 
     def collected(self) -> None:
         """The worker settles (``callgrind.spec.settle_worker``): modules that change the
-        interpreter when first imported are preloaded (filelock's audit hook on 3.12+), every
+        interpreter when first imported are preloaded (filelock on 3.12+, for its audit hook), every
         function imported so far is marked to be quickened at its next call, then
         ``gc.freeze()``: everything import and collection made moves to the collector's
         permanent generation, untouched by the collections before each region.

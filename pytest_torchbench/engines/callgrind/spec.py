@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -51,14 +52,15 @@ from .launch import counted_environment, out_file_pattern, valgrind_argv
 __all__ = ["CountedProcessSpec", "PRELOADED", "settle_worker"]
 
 #: Modules a counted worker imports before its first test, because importing them changes the
-#: interpreter for everything that runs after, and some test may import them first.
+#: interpreter for everything that runs after, and some test may import them first; each with the
+#: first Python version where it does (elsewhere the import would only move the heap: not done).
 #: - ``filelock`` (a dependency of torch, imported by ``torch.utils._filelock`` in the first
 #:   ``torch.compile``): on Python 3.12+ it installs a Python audit hook (``sys.addaudithook``),
 #:   which cannot be removed, and which then runs at every audited event (each ``exec`` of a
 #:   ``bench_timer`` statement, ``compile``, ``open``, ``sys._getframe``...). Without the preload,
 #:   every such benchmark after a compiled test counted more than when it ran alone or first
 #:   (docs/design/measurements.md, "Python versions"). Preloaded, every test sees the hook.
-PRELOADED: tuple[str, ...] = ("filelock",)
+PRELOADED: tuple[tuple[str, tuple[int, int]], ...] = (("filelock", (3, 12)),)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,10 +101,13 @@ class CountedProcessSpec:
         return self.argv(), self.environment(os.environ if source_env is None else source_env)
 
 
-def preload_modules(names: tuple[str, ...] = PRELOADED) -> list[str]:
-    """Import :data:`PRELOADED` (those installed); returns the names imported."""
+def preload_modules(modules: tuple[tuple[str, tuple[int, int]], ...] = PRELOADED) -> list[str]:
+    """Import the modules of :data:`PRELOADED` that this Python needs and that are installed;
+    returns the names imported."""
     done = []
-    for name in names:
+    for name, since in modules:
+        if sys.version_info < since:
+            continue
         try:
             importlib.import_module(name)
         except ImportError:
