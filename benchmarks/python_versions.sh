@@ -84,7 +84,7 @@ for version in "${versions[@]}"; do
     modes=instructions,ops,compile,calls
     run examples-a examples -q -p no:benchmark --bench-mode=$modes --bench-json="$logs/a.json"; a_rc=$?
     run examples-b examples -q -p no:benchmark --bench-mode=$modes --bench-json="$logs/b.json"; b_rc=$?
-    run mm-alone examples -q -p no:benchmark --bench-mode=instructions -k test_mm --bench-json="$logs/alone.json"; alone_rc=$?
+    run mm-alone examples -q -p no:benchmark --bench-mode=$modes -k test_mm --bench-json="$logs/alone.json"; alone_rc=$?
     tail -1 "$logs/determinism-tests.log" 2>/dev/null | sed "s/^/determinism tests: /" >"$logs/tests-line.txt"
     "$venv/bin/python" - "$logs" "$version" "$tests_rc" "$a_rc" "$b_rc" "$alone_rc" <<'PY' || status=1
 import json, sys
