@@ -19,7 +19,7 @@
 #
 # Environment: PYTHON_VERSIONS_ROOT, PYTHON_VERSIONS_TESTS, PYTHON_VERSIONS_TIMEOUT (seconds per
 # step, default 1800), PYTHON_VERSIONS_SKIP_TESTS=1 (only the example runs).
-# docs/python-versions.md holds the figures of the last run.
+# docs/design/measurements.md ("Python versions") holds the figures of the last run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
