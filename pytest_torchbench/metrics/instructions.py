@@ -433,13 +433,12 @@ class CallgrindLaunch(WorkerLaunch):
         self.allocator = callgrind.build_allocator(_cache_dir())
 
     def command(self, python: str, folder: Path, environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
-        from ..engines import callgrind
+        from ..engines.callgrind.spec import CountedProcessSpec
 
-        environment = callgrind.counted_environment(
-            environ, self.allocator, extra={DUMP_DIR_VARIABLE: str(folder)},
-            valgrind_version=self.valgrind_version,
-        )
-        return [*callgrind.valgrind_argv(python, callgrind.out_file_pattern(folder)), python], environment
+        spec = CountedProcessSpec.build(python, folder, allocator=self.allocator,
+                                        valgrind_version=self.valgrind_version,
+                                        extra_environment={DUMP_DIR_VARIABLE: str(folder)})
+        return spec.command(environ)
 
     def finish(self, data: dict[str, Any], folder: Path) -> dict[str, Any]:
         """Read a worker's region dump here, natively (~20 ms; ~0.4 s under valgrind), and delete it.
@@ -469,7 +468,9 @@ class CallgrindLaunch(WorkerLaunch):
         callgrind.start_heap_epoch()
 
     def collected(self) -> None:
-        """Every function imported so far is marked to be quickened at its next call, then
+        """The worker settles (``callgrind.spec.settle_worker``): modules that change the
+        interpreter when first imported are preloaded (filelock on 3.12+, for its audit hook), every
+        function imported so far is marked to be quickened at its next call, then
         ``gc.freeze()``: everything import and collection made moves to the collector's
         permanent generation, untouched by the collections before each region.
 
@@ -480,13 +481,10 @@ class CallgrindLaunch(WorkerLaunch):
         first benchmark's 2.4 s (a 128x128 blur, the worker's first test), 5 ms for every later
         one. What import left as cyclic garbage is then never freed: a few objects, once per
         worker."""
-        import gc
-
         from ..engines import dynamo  # noqa: F401 - so a worker's first test imports no new module
-        from ..engines.callgrind import collect, quickening
+        from ..engines.callgrind import collect, spec
 
-        quickening.quicken_at_next_call()  # before the freeze: frozen objects are not listed
-        gc.freeze()
+        spec.settle_worker()  # preloads, quickening marks, gc.freeze (callgrind.spec)
         collect.pause_on_imports()  # imports between regions run uninstrumented
 
     def describe(self, python: str) -> str:

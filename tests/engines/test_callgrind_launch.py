@@ -237,3 +237,32 @@ def test_start_heap_epoch_without_the_allocator_is_a_no_op() -> None:
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "0"]
+
+
+def test_every_counted_worker_is_launched_from_the_one_spec(tmp_path: Path) -> None:
+    """The instructions metric's launch is the spec's: same argv, same environment."""
+    from pytest_torchbench.engines.callgrind.spec import CountedProcessSpec
+    from pytest_torchbench.metrics.instructions import DUMP_DIR_VARIABLE, CallgrindLaunch
+
+    launch = CallgrindLaunch()
+    launch.allocator, launch.valgrind_version = tmp_path / "liballoc.so", "valgrind-3.19.0"
+    source = {"PATH": "/usr/bin", "PYTHONHASHSEED": "random"}
+    argv, env = launch.command(sys.executable, tmp_path, source)
+    spec = CountedProcessSpec.build(sys.executable, tmp_path, allocator=tmp_path / "liballoc.so",
+                                    valgrind_version="valgrind-3.19.0",
+                                    extra_environment={DUMP_DIR_VARIABLE: str(tmp_path)})
+    assert (argv, env) == spec.command(source)
+    assert argv[-1] == sys.executable and "--tool=callgrind" in argv
+    assert env["PYTHONHASHSEED"] == "0" and env[DUMP_DIR_VARIABLE] == str(tmp_path)
+
+
+def test_a_settled_worker_has_imported_the_modules_that_change_the_interpreter() -> None:
+    """filelock (imported by torch's first compile) installs an audit hook on Python 3.12+ that
+    every later ``exec`` runs: a settled worker has it before its first test there (and does not
+    import it where it installs nothing: 3.10, 3.11)."""
+    pytest.importorskip("filelock", reason="filelock is a dependency of torch; not installed here")
+    script = ("import sys\nfrom pytest_torchbench.engines.callgrind import spec\n"
+              "assert 'filelock' not in sys.modules\nspec.settle_worker()\nprint('filelock' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == str(sys.version_info >= (3, 12))
