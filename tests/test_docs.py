@@ -23,7 +23,7 @@ README = ROOT / "README.md"
 #: Pages that other branches of this round write; links to them are allowed before they land.
 PENDING = {"docs/ci.md", "docs/calls.md", "docs/troubleshooting.md", "docs/pytest-benchmark.md"}
 #: Options whose README row the lead writes at the merge (branches do not edit README.md).
-README_PENDING_OPTIONS = {"--bench-rounds"}
+README_PENDING_OPTIONS: set[str] = set()
 
 
 def _without_code(text: str) -> str:
