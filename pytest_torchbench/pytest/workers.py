@@ -376,6 +376,9 @@ CONTROLLER_ONLY_OPTIONS = {
     "--bench-strict": False, "--bench-fail-stale": False, "--benchmark-json": True,
     "--bench-base": True, "--bench-base-prepare": True, "--bench-allow-incomparable": False,
     "--bench-rounds": True,
+    # xdist's own: the controller spreads the tests; a worker started by `-n 2` and one started
+    # for a serial run then get the same arguments, and count alike
+    "-n": True, "--numprocesses": True, "--maxprocesses": True, "--dist": True,
 }  # name -> takes a value
 
 
@@ -388,6 +391,8 @@ def worker_args(args: Sequence[str]) -> tuple[str, ...]:
             skip_next = False
             continue
         name, has_value, _ = str(arg).partition("=")
+        if name.startswith("-n") and not name.startswith("--") and len(name) > 2:
+            name, has_value = "-n", "="  # -n2, -nauto
         if name in CONTROLLER_ONLY_OPTIONS:
             skip_next = CONTROLLER_ONLY_OPTIONS[name] and not has_value
             continue
