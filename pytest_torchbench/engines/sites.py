@@ -2,7 +2,7 @@
 sites (``profiler.ops``) and the Python call sites (``pycalls``). No torch here: the Python-calls
 engine runs without it.
 
-The user's code is what is neither torch, pytest, pluggy nor this plugin, nor an installed package
+The user's code is what is neither torch, pytest (with pluggy, xdist, execnet) nor this plugin, nor an installed package
 (``site-packages``): except the project's own packages (``own_dirs``), which are the user's code
 wherever they are installed. Why: a library tested as CI installs it (``pip install .``, not
 editable) lives in site-packages, and its lines are the ones a failure must name.
@@ -37,8 +37,9 @@ def _package_dir(module: types.ModuleType | None) -> str | None:
 
 
 def skipped_dirs() -> tuple[str, ...]:
-    """Folders whose frames are never the user's: torch, pytest, pluggy and this plugin."""
-    dirs = [_package_dir(sys.modules.get(name)) for name in ("torch", "_pytest", "pytest", "pluggy")]
+    """Folders whose frames are never the user's: torch, pytest and what runs it (pluggy, xdist,
+    execnet) and this plugin."""
+    dirs = [_package_dir(sys.modules.get(name)) for name in ("torch", "_pytest", "pytest", "pluggy", "xdist", "execnet")]
     dirs.append(PLUGIN_DIR)
     return tuple(d for d in dirs if d)
 

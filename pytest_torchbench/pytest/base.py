@@ -111,7 +111,7 @@ class MeasuredBase:
 def selection_args(args: Sequence[str], positional: Sequence[str]) -> tuple[list[str], list[str]]:
     """(the options the base run gets, the paths and node ids it gets), from the user's command
     line: everything that selects and measures, nothing that writes reports or baselines."""
-    options = remove_options(passed_through(worker_args(args), positional), LEFT_OUT)
+    options = remove_options(passed_through(worker_args(args, keep_xdist=True), positional), LEFT_OUT)
     return options, [str(p) for p in positional]
 
 

@@ -376,14 +376,18 @@ CONTROLLER_ONLY_OPTIONS = {
     "--bench-strict": False, "--bench-fail-stale": False, "--benchmark-json": True,
     "--bench-base": True, "--bench-base-prepare": True, "--bench-allow-incomparable": False,
     "--bench-rounds": True,
-    # xdist's own: the controller spreads the tests; a worker started by `-n 2` and one started
-    # for a serial run then get the same arguments, and count alike
-    "-n": True, "--numprocesses": True, "--maxprocesses": True, "--dist": True,
 }  # name -> takes a value
 
+#: xdist's own options: the controller spreads the tests, so workers never need them; left out, a
+#: worker started by ``-n 2`` and one started for a serial run get the same arguments, and count
+#: alike. A base run (``pytest/base.py``) keeps them: it spreads its tests as this run does.
+XDIST_OPTIONS = {"-n": True, "--numprocesses": True, "--maxprocesses": True, "--dist": True}
 
-def worker_args(args: Sequence[str]) -> tuple[str, ...]:
-    """``args`` without the controller-only options (``--opt=value`` and ``--opt value`` forms)."""
+
+def worker_args(args: Sequence[str], *, keep_xdist: bool = False) -> tuple[str, ...]:
+    """``args`` without the controller-only options (``--opt=value`` and ``--opt value`` forms),
+    and without xdist's (:data:`XDIST_OPTIONS`) unless ``keep_xdist``."""
+    left_out = CONTROLLER_ONLY_OPTIONS if keep_xdist else {**CONTROLLER_ONLY_OPTIONS, **XDIST_OPTIONS}
     kept: list[str] = []
     skip_next = False
     for arg in args:
@@ -391,10 +395,10 @@ def worker_args(args: Sequence[str]) -> tuple[str, ...]:
             skip_next = False
             continue
         name, has_value, _ = str(arg).partition("=")
-        if name.startswith("-n") and not name.startswith("--") and len(name) > 2:
+        if not keep_xdist and name.startswith("-n") and not name.startswith("--") and len(name) > 2:
             name, has_value = "-n", "="  # -n2, -nauto
-        if name in CONTROLLER_ONLY_OPTIONS:
-            skip_next = CONTROLLER_ONLY_OPTIONS[name] and not has_value
+        if name in left_out:
+            skip_next = left_out[name] and not has_value
             continue
         kept.append(arg)
     return tuple(kept)
