@@ -18,11 +18,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pytest
-from _pytest.pathlib import make_numbered_dir
-from pytest import ExitCode
 
 if TYPE_CHECKING:
     from pytest_torchbench.core.results import BenchmarkResult
@@ -75,7 +73,9 @@ class _ForkServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
 
-    def _reply(self, process: subprocess.Popen[bytes], deadline: float | None) -> dict:
+    def reply(self, deadline: float | None) -> dict:
+        """The server's next answer; TimeoutError when none came by ``deadline`` (monotonic)."""
+        process = self._start()
         assert process.stdout is not None
         fd = process.stdout.fileno()
         while b"\n" not in self.pending:
@@ -91,68 +91,68 @@ class _ForkServer:
         line, _, self.pending = self.pending.partition(b"\n")
         return json.loads(line)
 
-    def run(self, request: dict, timeout: float | None) -> int:
-        """Run one ``python -m pytest``; its exit status (negative: the signal that ended it)."""
+    def start(self, request: dict) -> _ForkedRun:
+        """Start one ``python -m pytest`` (``request``: see ``tests/zygote.py``)."""
         process = self._start()
         assert process.stdin is not None
         process.stdin.write(json.dumps(request).encode() + b"\n")
         process.stdin.flush()
-        pid = self._reply(process, time.monotonic() + 120)["pid"]
-        try:
-            return int(self._reply(process, None if timeout is None else time.monotonic() + timeout)["returncode"])
-        except TimeoutError:
-            os.kill(pid, signal.SIGKILL)
-            self._reply(process, time.monotonic() + 60)
-            raise
+        return _ForkedRun(self, int(self.reply(time.monotonic() + 120)["pid"]))
+
+
+class _ForkedRun:
+    """What :meth:`pytest.Pytester.run` uses of the process it starts (``stdin``, ``wait``,
+    ``kill``), for a run forked by the server: pytester does the rest (arguments, output files,
+    timeout, result) as for any process."""
+
+    stdin = None
+
+    def __init__(self, server: _ForkServer, pid: int) -> None:
+        self.server, self.pid = server, pid
+        self.returncode: int | None = None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            try:
+                reply = self.server.reply(None if timeout is None else time.monotonic() + timeout)
+            except TimeoutError:
+                raise subprocess.TimeoutExpired(f"forked pytest {self.pid}", timeout or 0) from None
+            self.returncode = int(reply["returncode"])
+        return self.returncode
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
 
 
 _FORK_SERVER = _ForkServer()
 
 
-def run_forked(pytester: pytest.Pytester, *args: str | os.PathLike[str], timeout: float | None = None) -> pytest.RunResult:
-    """:meth:`pytest.Pytester.runpytest_subprocess`, but the process is forked from
-    ``tests/zygote.py`` instead of started afresh: the same arguments (``--basetemp``, ``-p``
-    for pytester's plugins), working directory, environment (PYTHONPATH led by the working
-    directory), output files and result, without paying for the interpreter and torch."""
-    __tracebackhide__ = True
-    basetemp = make_numbered_dir(root=pytester.path, prefix="runpytest-", mode=0o700)
-    full: tuple[str | os.PathLike[str], ...] = (f"--basetemp={basetemp}", *args)
-    for plugin in pytester.plugins:
-        if not isinstance(plugin, str):
-            raise ValueError(f"plugins must be given by name in subprocess mode: {plugin}")
-        full = ("-p", plugin, *full)
-    argv = [os.fspath(arg) for arg in full]
-    env = os.environ.copy()
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH", "")]))
-    out_path, err_path = pytester.path / "stdout", pytester.path / "stderr"
-    print("running (forked):", sys.executable, "-mpytest", *argv)
-    print("     in:", Path.cwd())
-    started = time.perf_counter()
-    request = {"argv": argv, "cwd": os.getcwd(), "env": env, "stdout": str(out_path), "stderr": str(err_path)}
-    try:
-        code = _FORK_SERVER.run(request, timeout)
-    except TimeoutError:
-        raise pytester.TimeoutExpired(f"{timeout} second timeout expired running: {argv}") from None
-    out = out_path.read_text(encoding="utf-8", errors="replace").splitlines()
-    err = err_path.read_text(encoding="utf-8", errors="replace").splitlines()
-    for lines, stream in ((out, sys.stdout), (err, sys.stderr)):
-        for line in lines:
-            print(line, file=stream)
-    ret: int | ExitCode = code
-    with contextlib.suppress(ValueError):
-        ret = ExitCode(code)
-    return pytest.RunResult(ret, out, err, time.perf_counter() - started)
-
-
 @pytest.fixture
 def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
-    """pytester, with ``runpytest_subprocess`` forked from a warm process (:func:`run_forked`).
+    """pytester, whose ``runpytest_subprocess`` runs are forked from a warm process
+    (``tests/zygote.py``) instead of started afresh: pytester's own :meth:`~pytest.Pytester.run`
+    builds the command and reads the result; only the process behind its ``popen`` differs.
 
-    Tests that need what only a fresh interpreter gives (see ``tests/zygote.py``) start one
-    with ``pytester.run(sys.executable, "-m", "pytest", ...)``.
+    Only the command ``runpytest_subprocess`` builds (``python -mpytest ...``) is forked. Tests
+    that need what only a fresh interpreter gives start one with
+    ``pytester.run(sys.executable, "-m", "pytest", ...)``.
     """
-    if os.environ.get("TORCHBENCH_TESTS_FORK", "1") != "0" and hasattr(os, "fork"):
-        pytester.runpytest_subprocess = functools.partial(run_forked, pytester)  # type: ignore[method-assign]
+    if os.environ.get("TORCHBENCH_TESTS_FORK", "1") == "0" or not hasattr(os, "fork"):
+        return pytester
+    fresh_popen = pytester.popen
+
+    def popen(cmdargs: Sequence[str | os.PathLike[str]], stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
+              stdin: Any = pytester.CLOSE_STDIN, **kw: Any) -> Any:
+        argv = [os.fspath(arg) for arg in cmdargs]
+        if argv[:2] != [sys.executable, "-mpytest"] or kw or not hasattr(stdout, "name") or not hasattr(stderr, "name"):
+            return fresh_popen(cmdargs, stdout, stderr, stdin, **kw)
+        env = os.environ.copy()  # as pytester.popen: the working directory leads PYTHONPATH
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH", "")]))
+        return _FORK_SERVER.start({"argv": argv[2:], "cwd": os.getcwd(), "env": env,
+                                   "stdout": stdout.name, "stderr": stderr.name})
+
+    pytester.popen = popen  # type: ignore[method-assign]
     return pytester
 
 
