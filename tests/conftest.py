@@ -47,16 +47,19 @@ class _ForkServer:
     ``TORCHBENCH_TESTS_FORK=0`` turns it off: every run is then a fresh interpreter.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, import_env: tuple[str | None, ...]) -> None:
         self.process: subprocess.Popen[bytes] | None = None
         self.pending = b""
-        self.log = ROOT / ".pytest_cache" / f"zygote-{os.getpid()}.log"
+        self.import_env = import_env
+        self.log = ROOT / ".pytest_cache" / f"zygote-{os.getpid()}-{abs(hash(import_env)):x}.log"
         atexit.register(self.close)
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self.process is None or self.process.poll() is not None:
             self.log.parent.mkdir(parents=True, exist_ok=True)
-            env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "PYTHONPATH"}
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith("PYTEST_") and k != "PYTHONPATH" and k not in IMPORT_TIME_VARIABLES}
+            env.update({k: v for k, v in zip(IMPORT_TIME_VARIABLES, self.import_env) if v is not None})
             with self.log.open("ab") as log:
                 self.process = subprocess.Popen(
                     [sys.executable, str(Path(__file__).with_name("zygote.py"))],
@@ -125,7 +128,22 @@ class _ForkedRun:
             os.kill(self.pid, signal.SIGKILL)
 
 
-_FORK_SERVER = _ForkServer()
+#: What the interpreter and torch read once, at start or import: a forked run gets the values its
+#: server started with, so each combination of them has a server of its own (started with them).
+#: Before, the server took the environment of the first test that needed it: a test that set
+#: ``OMP_NUM_THREADS=1`` (``bench``) got torch's default thread count of a server started
+#: without it, as the test order decided (seen with ``--dist worksteal``).
+IMPORT_TIME_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TORCH_LOGS",
+                         "PYTHONHASHSEED", "PYTHONMALLOC")
+_FORK_SERVERS: dict[tuple[str | None, ...], _ForkServer] = {}
+
+
+def _fork_server(env: dict[str, str]) -> _ForkServer:
+    """The server whose start-time environment is ``env``'s."""
+    key = tuple(env.get(name) for name in IMPORT_TIME_VARIABLES)
+    if key not in _FORK_SERVERS:
+        _FORK_SERVERS[key] = _ForkServer(key)
+    return _FORK_SERVERS[key]
 
 
 @pytest.fixture
@@ -149,7 +167,7 @@ def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
             return fresh_popen(cmdargs, stdout, stderr, stdin, **kw)
         env = os.environ.copy()  # as pytester.popen: the working directory leads PYTHONPATH
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH", "")]))
-        return _FORK_SERVER.start({"argv": argv[2:], "cwd": os.getcwd(), "env": env,
+        return _fork_server(env).start({"argv": argv[2:], "cwd": os.getcwd(), "env": env,
                                    "stdout": stdout.name, "stderr": stderr.name})
 
     pytester.popen = popen  # type: ignore[method-assign]

@@ -10,11 +10,13 @@ through the interpreter's normal shutdown, so atexit handlers and non-daemon thr
 as in a fresh process. The plugin itself is not imported here: its modules are imported by
 each child, with the child's environment and working directory, as in a real run.
 
-What a child cannot get from a fork, and the tests that need it start real processes: what
-the interpreter reads once at start (``PYTHONHASHSEED``, ``PYTHONMALLOC``, ``-X`` options) and
-what torch and its libraries read at import (``OMP_NUM_THREADS`` for the thread pools' defaults,
-``TORCH_LOGS``). Counted workers, xdist workers and git-worktree base runs are real processes in
-any case: the plugin starts them.
+What the interpreter reads once at start (``PYTHONHASHSEED``, ``PYTHONMALLOC``) and what torch
+and its libraries read at import (``OMP_NUM_THREADS`` for the thread pools' defaults,
+``TORCH_LOGS``) a child gets from its server: the test process keeps one server per combination
+of those variables (``IMPORT_TIME_VARIABLES`` in ``tests/conftest.py``), started with them.
+What no server gives (``-X`` options, an interpreter other than this one) needs a real process,
+and the tests that need it start one. Counted workers, xdist workers and git-worktree base runs
+are real processes in any case: the plugin starts them.
 
 Protocol (one JSON object per line): the test process writes ``{"argv", "cwd", "env",
 "stdout", "stderr"}``; this process answers ``{"pid": N}`` when the child runs and then

@@ -39,6 +39,7 @@ def test_f(shape):
 """
 
 
+@pytest.mark.slow
 def test_a_parametrize_id_that_looks_like_numbers_is_saved_as_written_and_compared(bench):
     """Item 3: the id "8 8" was saved as [8, 8]: never compared again, so a regression passed."""
     bench.pytester.makepyfile(test_bench=SPACED_IDS.replace("EXTRA", "1"))

@@ -90,6 +90,7 @@ def test_missing_baselines_folder(bench):
     compared.stdout.fnmatch_lines(["no changes beyond the limits against baseline 'main' (*perf/base/main)"])
 
 
+@pytest.mark.slow
 def test_baselines_folder_is_made_before_collection_and_never_searched(bench, monkeypatch):
     """A save run's workers collect with the folder there, as every later run's do (its presence
     moved their heap: the first save counted differently), and no run walks it for tests."""
@@ -146,6 +147,7 @@ def test_a_baselines_folder_that_holds_the_tests_is_still_collected(bench):
     bench.run("--bench-compare=main", OPS, "--bench-baselines-dir=tests").assert_outcomes(passed=1)
 
 
+@pytest.mark.slow
 def test_counting_workers_skip_the_folder_the_main_process_skips(bench):
     """Counting workers are not given ``--bench-baselines-dir`` (only the main process acts on
     it): they take the skipped folder from the main process, so a user's own package named
@@ -398,6 +400,7 @@ def test_p(x):
 """
 
 
+@pytest.mark.slow
 def test_parametrize_ids_with_bracket_or_hash_are_not_missing_when_deselected(bench):
     """The node id is stored, not parsed back out of the key: 'test_p[a [b]' is not 'test_p[a'."""
     bench.pytester.makepyfile(test_bench=PARAM_IDS)
@@ -494,6 +497,7 @@ def test_sigterm_during_save_leaves_no_temporary_files(saved, tmp_path):
     assert saved.baseline("main").read_bytes() == before  # nothing half-written
 
 
+@pytest.mark.slow
 def test_save_records_commit_and_time_and_resaving_unchanged_writes_the_same_bytes(bench, git):
     bench.pytester.makepyfile(test_bench=BENCH)
     bench.run("--bench-save=main", "--bench-mode=ops").assert_outcomes(passed=2)

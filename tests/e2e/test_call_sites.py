@@ -77,6 +77,7 @@ def test_a_changed_op_names_the_users_line_that_calls_it(
     assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failed[0]["details"]
 
 
+@pytest.mark.slow
 def test_under_xdist_the_controller_reruns_the_failed_test_for_its_call_sites(
     pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
 ) -> None:
@@ -110,6 +111,7 @@ def grayscale_to_rgb(image):
 '''
 
 
+@pytest.mark.slow
 def test_a_rerun_that_does_not_reproduce_the_failure_says_so(
     pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
 ) -> None:
@@ -150,6 +152,7 @@ def pytest_torchbench_report(config, results, verdicts):
 '''
 
 
+@pytest.mark.slow
 def test_the_rerun_writes_none_of_the_users_outputs(
     pytester: pytest.Pytester, run_bench, color_project, monkeypatch  # type: ignore[no-untyped-def]
 ) -> None:
@@ -190,6 +193,7 @@ def pytest_configure(config):
 '''
 
 
+@pytest.mark.slow
 def test_the_rerun_gets_the_users_own_options(
     pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
 ) -> None:
@@ -215,6 +219,7 @@ def pytest_configure(config):
 '''
 
 
+@pytest.mark.slow
 def test_a_rerun_that_cannot_start_says_why_with_its_text_escaped(
     pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
 ) -> None:
@@ -251,6 +256,7 @@ def test_gray(benchmark):
 '''
 
 
+@pytest.mark.slow
 def test_a_helper_process_left_running_does_not_hold_up_the_session(
     pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
 ) -> None:

@@ -136,6 +136,7 @@ def test_calls_combine_with_ops_and_each_names_its_own_change(
     assert "test_store.py::test_module: calls" not in out
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_an_instructions_failure_names_the_python_functions_whose_calls_changed(
     pytester: pytest.Pytester, run_bench, store_project: Path  # type: ignore[no-untyped-def]

@@ -500,6 +500,7 @@ def test_github_actions_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     assert KEY in json.dumps(saved), saved
 
 
+@pytest.mark.slow
 def test_gitlab_ci_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     """A merge request with a regression fails the job naming the benchmark, keeps its reports
     and its measured base (cache ``when: always``); an unchanged one passes from the cache; a
@@ -552,6 +553,7 @@ SHARD_RIGHT = "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():
 SHARD_RIGHT_SLOW = "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():\n    (torch.ones(4) * 2).clone()\n"
 
 
+@pytest.mark.slow
 def test_github_actions_shards_recipe(pytester: pytest.Pytester, git: Callable[..., str], bench_env: None) -> None:
     """The matrix recipe: each shard gates its part against the measured merge base (the one with
     the regression fails, the other passes), each caches its own base, and the merge job fails

@@ -239,6 +239,7 @@ def test_measure_needs_a_revision(pytester: pytest.Pytester, run_bench) -> None:
     assert run_bench("--bench-mode=ops", "--bench-base=auto").ret == 4
 
 
+@pytest.mark.slow
 def test_under_xdist_the_measured_base_also_explains_the_regression(
         pytester: pytest.Pytester, run_bench, project) -> None:  # type: ignore[no-untyped-def]
     """Under xdist the controller judges, and explains a failure by re-running the test at the end:

@@ -253,6 +253,7 @@ def _ops(bench, seed, *args):
     return result, entry["metrics"]["ops"]["ops"]
 
 
+@pytest.mark.slow
 def test_counting_modes_seed_random_code_so_counts_repeat(bench):
     result, first = _ops(bench, "0", "--bench-save=main")
     result.assert_outcomes(passed=1)

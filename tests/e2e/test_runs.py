@@ -97,6 +97,7 @@ class TestGroup:
 """
 
 
+@pytest.mark.slow
 def test_tests_left_out_by_node_ids_are_not_missing(bench, monkeypatch):
     bench.pytester.makepyfile(test_bench=SUBSET)
     bench.run(OPS, "--bench-save=main").assert_outcomes(passed=4)

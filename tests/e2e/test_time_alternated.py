@@ -83,28 +83,42 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     """The 2x slowdown fails, the unchanged benchmark passes (never a regression; on a loaded
     machine it may be called too noisy at the limit, which is not a failure either); the
     terminal, JSON, Markdown and HTML reports say the base was measured alternately, in how many
-    rounds, and the paired figure."""
-    result = run_bench(*OPTIONS, "--bench-json=out.json", "--bench-markdown=s.md", "--bench-html=r.html",
-                       "test_lib.py")
-    out = result.stdout.str()
-    assert result.ret == 1, out
+    rounds, and the paired figure.
+
+    Four rounds, the default (the other tests here use two, for time): in two rounds the order is
+    base, head, head, base, so a burst of load from the neighbouring test that lasts through the
+    middle slows both heads alike, and the unchanged benchmark failed once (+61% and +69%, spread
+    +-2.5%, at a 40% limit) when the fast tier ran with --dist worksteal (docs/design/time-gate.md).
+    On this VM a fresh process's fastest call of the same loop is either about 160 us or about
+    290 us, as the process draws it, so one round in four can make either benchmark too noisy
+    (exit 6): the session is run again, up to three times, until the slowdown is judged; the
+    unchanged benchmark must never fail in any of them."""
+    for attempt in range(3):
+        result = run_bench(*OPTIONS, "--bench-rounds=4", "--bench-json=out.json", "--bench-markdown=s.md",
+                           "--bench-html=r.html", "test_lib.py")
+        out = result.stdout.str()
+        assert "FAILED test_lib.py::test_steady" not in out, out
+        assert result.ret in (1, 6), out
+        if result.ret == 1:
+            break
+    assert result.ret == 1, out  # three sessions in a row too noisy to judge the 2x slowdown
     result.assert_outcomes(passed=1, failed=1)
     assert "FAILED test_lib.py::test_slow" in out
-    assert "measured alternately with this checkout in 2 rounds" in out, out
+    assert "measured alternately with this checkout in 4 rounds" in out, out
 
     document = json.loads((project / "out.json").read_text(encoding="utf-8"))
-    assert document["base_rounds"] == 2, document.get("base_rounds")
-    assert "alternately with this checkout, 2 rounds" in document["compared_with"]
+    assert document["base_rounds"] == 4, document.get("base_rounds")
+    assert "alternately with this checkout, 4 rounds" in document["compared_with"]
     verdicts = {v["key"]: v for v in document["verdicts"]}
     slow, steady = verdicts["test_lib.py::test_slow"], verdicts["test_lib.py::test_steady"]
     assert slow["status"] == "regression" and slow["failed"], slow
-    assert "2 alternated rounds" in slow["summary"], slow
+    assert "4 alternated rounds" in slow["summary"], slow
     assert 1.6 < slow["current"] / slow["baseline"] < 2.5, slow  # the paired median ratio: about 2
     assert steady["status"] in ("unchanged", "too noisy") and not steady["failed"], steady
     markdown = (project / "s.md").read_text(encoding="utf-8")
-    assert "alternately with this checkout, 2 rounds" in markdown and "2 alternated rounds" in markdown
+    assert "alternately with this checkout, 4 rounds" in markdown and "4 alternated rounds" in markdown
     html = (project / "r.html").read_text(encoding="utf-8")
-    assert "alternately with this checkout, 2 rounds" in html and "2 alternated rounds" in html
+    assert "alternately with this checkout, 4 rounds" in html and "4 alternated rounds" in html
     worktrees = pytester.run("git", "worktree", "list").stdout.str().strip().splitlines()
     assert len(worktrees) == 1, worktrees  # the temporary worktree is gone
 

@@ -326,6 +326,7 @@ def test_busy_machine_gives_a_noisy_verdict_not_a_failure(bench):
     ])
 
 
+@pytest.mark.slow
 def test_busy_machine_still_fails_a_tripled_call(bench):
     """Three times the work fails however busy the machine: its CPU time per call triples (3x, not
     2x: see SLOWER)."""
