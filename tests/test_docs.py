@@ -89,16 +89,9 @@ FIGURE = re.compile(rf"""(?xi)
 """)
 #: Real constants that look like figures: (file, the matched text).
 ALLOWED: set[tuple[str, str]] = set()
-#: Files that other branches of this round are rewriting, with the figures they still hold: a
-#: file may lose figures, never gain one. Remove a file's line once it is clean.
-PENDING_FIGURES = {
-    "pytest_torchbench/engines/callgrind/collect.py": 11,
-    "pytest_torchbench/metrics/instructions.py": 9,
-    "pytest_torchbench/pytest/workers.py": 7,
-    "pytest_torchbench/engines/callgrind/quickening.py": 4,
-    "pytest_torchbench/engines/callgrind/allocator.py": 2,
-    "pytest_torchbench/engines/callgrind/launch.py": 1,
-}
+#: Files still holding figures while a branch rewrites them, with how many: a file may lose figures,
+#: never gain one. Remove a file's line once it is clean. None is pending now.
+PENDING_FIGURES: dict[str, int] = {}
 
 
 def _prose(path: Path) -> list[tuple[int, str]]:

@@ -60,8 +60,9 @@ def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, wa
                                 before_each: Callable[[], None] | None = None) -> InstructionsMetric:
     """Count ``fn`` and hand the unread dump to the controller (``InstructionsMetric.dump``).
 
-    Why: reading a dump (a pure-Python parse of ~60 KB) cost ~0.4 s per benchmark under valgrind,
-    most of the marginal cost of a small benchmark; the controller reads it natively in ~20 ms.
+    Why: reading a dump (a pure-Python parse) under valgrind was most of the marginal cost of a
+    small benchmark; the controller reads it natively, many times faster (docs/design/measurements.md,
+    "Counting in the worker").
     ``number``/``warmup`` None: chosen from a probe call (``callgrind.plan_calls``).
     """
     from ..engines.callgrind import collect
@@ -107,9 +108,9 @@ class InstructionsMetric:
 
     #: Functions kept in baselines: the largest, until they cover this share of the total, and
     #: at most MAX_FUNCTIONS of them; the rest is summed under OTHER. Why: a baseline entry with
-    #: every function of a torch call is ~55 KB (hundreds of long C++ names); the functions that
+    #: every function of a torch call is large (hundreds of long C++ names); the functions that
     #: change when code changes are nearly always among the largest, and a change elsewhere still
-    #: shows as a change of OTHER. Measured trade-off: README "Baselines on disk".
+    #: shows as a change of OTHER (docs/design/measurements.md, "Counting in the worker").
     COVERAGE = 0.95
     MAX_FUNCTIONS = 64
     OTHER = "[other functions]"
@@ -395,7 +396,7 @@ def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, fl
 
 
 def type_cache_line(current: InstructionsMetric, baseline: InstructionsMetric, counted: float) -> list[str]:
-    """A line naming the type-cache misses when they moved by more than 0.1% of the count: they
+    """A line naming the type-cache misses when they moved by more than a thousandth of the count: they
     are not counted (their cost follows memory layout), but a reader of the function table above
     must know why dict lookups moved without the count moving."""
     moved = current.type_cache_misses - baseline.type_cache_misses
@@ -441,7 +442,7 @@ class CallgrindLaunch(WorkerLaunch):
         return spec.command(environ)
 
     def finish(self, data: dict[str, Any], folder: Path) -> dict[str, Any]:
-        """Read a worker's region dump here, natively (~20 ms; ~0.4 s under valgrind), and delete it.
+        """Read a worker's region dump here, natively (far faster than under valgrind), and delete it.
 
         Only files in this run's folder are read."""
         if not data.get("dump"):
@@ -477,10 +478,10 @@ class CallgrindLaunch(WorkerLaunch):
         Why the marking: a heavy benchmark is called 2-3 times, too few for CPython 3.11 to
         specialise the helpers it calls, so whether they ran specialised depended on the tests
         before it (``callgrind.quickening``). Why the freeze: the first region's ``gc.collect()``
-        otherwise traverses all of torch's and pytest's objects under valgrind: 0.32 s of the
-        first benchmark's 2.4 s (a 128x128 blur, the worker's first test), 5 ms for every later
-        one. What import left as cyclic garbage is then never freed: a few objects, once per
-        worker."""
+        otherwise traverses all of torch's and pytest's objects under valgrind, a large share of
+        the worker's first benchmark, against little for every later one (docs/design/measurements.md,
+        "Counting in the worker"). What import left as cyclic garbage is then never freed: a few
+        objects, once per worker."""
         from ..engines import dynamo  # noqa: F401 - so a worker's first test imports no new module
         from ..engines.callgrind import collect, spec
 
@@ -537,9 +538,9 @@ class Instructions(Metric):
 
     def measure_timer_call(self, fn: Callable[[], Any], number: int, task_spec: Any,
                            context: MeasureContext) -> tuple[Any, InstructionsMetric]:
-        """``bench_timer(...).collect_callgrind()``: counted in this worker (seconds, not torch's
-        ~40 s), and the dump read here, under valgrind, since the caller wants torch's
-        ``CallgrindStats`` itself."""
+        """``bench_timer(...).collect_callgrind()``: counted in this worker (seconds, not the tens
+        of seconds of torch's own), and the dump read here, under valgrind, since the caller wants
+        torch's ``CallgrindStats`` itself."""
         from ..engines.callgrind import collect
 
         stats = collect.measure(fn, number=number, warmup=context.options.warmup, task_spec=task_spec,

@@ -3,8 +3,8 @@
 A metric says so through ``Metric.worker_launch()`` (``metrics/base.py``'s ``WorkerLaunch``): this
 module then runs the tests in pytest-xdist workers started with the metric's command and
 environment, serially in one worker, with ``-n 2`` in two. It knows xdist and nothing of the
-metric. Why workers and not a re-exec of pytest itself (instructions mode, measured): counts move
-by tenths of a percent with the process's argv and environment (stack and heap layout, FACTS.md),
+metric. Why workers and not a re-exec of pytest itself (instructions mode): counts move with the
+process's argv and environment (stack and heap layout, docs/design/counting.md, "What moves counts"),
 so a re-exec'd ``pytest ...`` and an xdist worker (``python -u -c <bootstrap>``) would count
 differently; launching every measuring process the same way (same environment, same interpreter
 arguments, same working directory) gives serial and parallel runs the same counts by
@@ -179,8 +179,9 @@ class LaunchedWorkers:
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
         # xdist hands the workers the controller's command line; options that only the controller
         # uses (where to save, what to compare with, report paths) are left out, so that a save
-        # run and a compare run count alike: a 3-character longer argument moved the counts of an
-        # nn.Module forward by 0.8% (heap layout).
+        # run and a compare run count alike: an argument a few characters longer moved the counts
+        # of an nn.Module forward (heap layout; docs/design/counting.md, "How a counted process is
+        # launched").
         config.invocation_params = dataclasses.replace(
             config.invocation_params, args=worker_args(config.invocation_params.args)
         )
@@ -198,9 +199,10 @@ class LaunchedWorkers:
 
         Why: the worker unpacks it before importing anything, and strings of other lengths there
         move every later allocation, and with them the addresses CPython's type attribute cache
-        and dicts hash (measured: ``--bench-html=...`` on the controller's command line moved the
-        examples' nn.Module forwards by 0.2-0.4%, all in dict and type lookups). ``mainargv`` (the
-        controller's ``sys.argv``) loses the controller-only options, as the arguments do.
+        and dicts hash (``--bench-html=...`` on the controller's command line moved the examples'
+        nn.Module forwards, all in dict and type lookups: docs/design/measurements.md, "Counting in
+        the worker"). ``mainargv`` (the controller's ``sys.argv``) loses the controller-only
+        options, as the arguments do.
         """
         workerinput = getattr(node, "workerinput", None)
         if isinstance(workerinput, dict) and isinstance(workerinput.get("mainargv"), list):
@@ -449,9 +451,9 @@ def configure_controller(config: pytest.Config, modes: Sequence[str]) -> Launche
         config.option.basetemp = str(workers.dump_dir / "basetemp")
     if getattr(config.option, "testrunuid", None) is None:
         # xdist's id of the run (PYTEST_XDIST_TESTRUNUID in every worker) is a random uuid by
-        # default, and with it the counts of Python-heavy code moved by up to 0.7% between runs of
-        # one command (measured on examples/: pinned, three runs gave identical counts for the
-        # nn.Module forwards). Derived from the run's folder instead: the same on every run, and
+        # default, and with it the counts of Python-heavy code moved between runs of one command
+        # (pinned, repeated runs gave identical counts: docs/design/measurements.md, "Counting in
+        # the worker"). Derived from the run's folder instead: the same on every run, and
         # still different for runs at the same time (each has a folder of its own).
         config.option.testrunuid = hashlib.sha256(str(workers.dump_dir).encode()).hexdigest()[:32]
     if getattr(config.option, "maxworkerrestart", None) is None:

@@ -1,7 +1,7 @@
 """Build (once, cached) the deterministic allocator preloaded into the counted process.
 
 Why a cache keyed by source and compiler: the shared object must be identical for every launch
-that is compared (it is part of the counts' fingerprint), building it costs about 0.3 s, and
+that is compared (it is part of the counts' fingerprint), building it runs a C compiler, and
 several processes (xdist workers) may ask at the same moment, so it is written under a temporary
 name and renamed into place atomically.
 """
@@ -64,7 +64,7 @@ def build_allocator(cache_dir: str | os.PathLike[str]) -> Path | None:
     """Compile the allocator into ``cache_dir`` unless already there; None when no C compiler.
 
     The caller decides what to do without it (warn and count with glibc malloc: counts are then
-    less stable across statement order and environment, by up to about 1%).
+    less stable across statement order and environment: docs/design/counting.md, "What moves counts").
     Raises :class:`RuntimeError` with the compiler's message if compilation fails.
     """
     compiler = _compiler()

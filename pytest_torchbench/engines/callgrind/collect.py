@@ -1,6 +1,6 @@
 """Counting instructions of a callable inside an already-running Callgrind process.
 
-Why this shape: starting valgrind and importing torch under it costs about 10 s, so one counted
+Why this shape: starting valgrind and importing torch under it is slow, so one counted
 process measures many benchmarks, and each benchmark's region is made independent of what ran
 before it:
 
@@ -10,13 +10,14 @@ before it:
 * ``gc.collect()``, ``gc.freeze()`` and ``gc.disable()`` before the region (a collection inside it
   adds ~300k instructions), done before instrumentation starts, where a collection is cheap.
 
-What it costs (measured, FACTS.md and benchmarks/figures_instructions.py): switching
-instrumentation on or off makes valgrind drop its translations, and retranslating torch's call
-path and pytest's own code afterwards was most of a small benchmark's marginal cost (~0.2 s
-each way). So instrumentation is switched on at the first region and left on while benchmarks
-are small (pytest's work between them then runs instrumented but not collected, ~0.1 s); after
-a heavy region it is switched off, so that the next test's setup (large inputs) runs several
-times faster. Counts do not depend on that history: collection is toggled inside the loop.
+What it costs (docs/design/counting.md, "Switching instrumentation on and off";
+benchmarks/figures_instructions.py): switching instrumentation on or off makes valgrind drop its
+translations, and retranslating torch's call path and pytest's own code afterwards was most of a
+small benchmark's marginal cost. So instrumentation is switched on at the first region and left
+on while benchmarks are small (pytest's work between them then runs instrumented but not
+collected, which costs less than switching); after a heavy region it is switched off, so that
+the next test's setup (large inputs) runs several times faster. Counts do not depend on that
+history: collection is toggled inside the loop.
 
 How many calls: the same on every run of the same code (counts per call depend a little on it),
 chosen by :func:`plan_calls` from one counted probe call unless the caller fixes them.
@@ -126,10 +127,9 @@ def _default_task_spec(fn: Callable[[], object]) -> TaskSpec:
 
 #: Adaptive rule (see :func:`plan_calls`): a heavy benchmark's region aims at about this many
 #: instructions. Why this small: under valgrind a call costs about the same whether instrumented
-#: or not (a 128x128 5x5 blur, 1.9M instructions: 0.16 s CPU per call either way, measured), so a
-#: heavy benchmark costs its number of calls; counts are deterministic, so more calls add no
-#: precision, only time. With 2**23 the blur took 4 counted calls and 2 warm-up calls (1.9 s per
-#: benchmark); with 2**21 one counted call after one warm-up call (1.0 s).
+#: or not, so a heavy benchmark costs its number of calls; counts are deterministic, so more calls
+#: add no precision, only time. The larger budget tried before made a heavy benchmark take several
+#: times as many calls (docs/design/counting.md, "How many calls are counted").
 REGION_BUDGET = 1 << 21  # ~2.1M: 1-4 calls of a heavy benchmark
 #: Benchmarks of at most this many instructions per call are small: they keep 100 counted calls
 #: and 100 warm-up calls, as before the rule existed, so they keep their sensitivity and their
@@ -248,8 +248,8 @@ def count_region(
     ``before_region`` (pedantic's setup: fresh arguments) before the probe and again before the
     counted region. Neither is counted. Why seeding only once: the draws after it are the same on
     every run anyway (the number of warm-up calls is), while re-seeding between the warm-up and the
-    region allocates there and moved Python-heavy counts by 0.25% from run to run (measured on
-    examples/test_nn.py).
+    region allocates there and moved Python-heavy counts from run to run (docs/design/counting.md,
+    "Seeding").
 
     ``before_each`` (pedantic's setup, when every call needs its own arguments) runs before every
     call, probe, warm-up and counted, with collection off: each counted call is counted alone.
@@ -330,9 +330,9 @@ def pause_instrumentation() -> None:
     region switches it on again.
 
     Why: instrumentation stays on after small regions, so whatever runs between them runs
-    instrumented. For most tests that is their setup and first call, ~0.1 s; for the first call
-    of a ``torch.compile``d function it is the compilation: a real suite's compiled benchmark took
-    8.4 s after a heavy benchmark (instrumentation off) and 50.8 s after a small one."""
+    instrumented. For most tests that is their setup and first call, which is cheap; for the first
+    call of a ``torch.compile``d function it is the compilation, several times slower instrumented
+    (docs/design/counting.md, "Switching instrumentation on and off")."""
     global _instrumenting
     if _instrumenting and not _in_region:
         client_requests.stop_instrumentation()
@@ -345,8 +345,9 @@ class PauseOnImport:
 
     Why: executing a module is uncounted work that can be heavy, and with instrumentation left
     on after small regions it ran instrumented: a real suite's test body calling
-    ``torch.compile`` (which imports torch._dynamo) took 50.8 s after a small benchmark, 10.6 s
-    with this finder. The import system asks finders only for modules missing from
+    ``torch.compile`` (which imports torch._dynamo) took several times as long after a small
+    benchmark as with this finder (docs/design/counting.md, "Switching instrumentation on and
+    off"). The import system asks finders only for modules missing from
     ``sys.modules``, so this costs nothing on the imports that are already done."""
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:

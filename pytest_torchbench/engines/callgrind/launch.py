@@ -71,9 +71,9 @@ _FIXED = {
 #: new value then does not move the process's stack (and so the counts); see
 #: :func:`counted_environment`.
 ENV_PAD_VARIABLE = "TORCHBENCH_ENV_PAD"
-#: The block's size: CI environments are typically 3-12 KiB; a larger one is rounded up to the
-#: next multiple (its counts can then move by a few hundredths of a percent against a baseline
-#: recorded with a smaller block).
+#: The block's size: larger than the CI environments seen (docs/design/measurements.md, "Counting
+#: in the worker"); a larger one is rounded up to the next multiple (its counts can then move by a
+#: few hundredths of a percent against a baseline recorded with a smaller block).
 _ENV_BLOCK = 32768
 
 #: Where the valgrind version is handed to the counted process for its fingerprint.

@@ -5,13 +5,12 @@ Why: CPython 3.11 runs a function's plain bytecode for its first 8 calls, then "
 global lookup becomes a cached read, a call of a Python function a direct frame push). A heavy
 benchmark is called only 2-3 times (its own first call, then one or two counted calls), so the
 Python helpers it shares with earlier tests (``F.pad``, ``Module.__call__``) ran specialised or
-not depending on how many earlier tests had called them. Measured on a 192x192 blur
-(``F.pad`` + ``conv2d``): 3,700,633 instructions per call as a worker's only test, 3,697,493
-after six other blurs (-0.085%), all of it in dict and attribute lookups and frame set-up; with
-the helpers called 12 times before either run, 3,697,728 and 3,697,634 (a ``malloc`` and
-oneDNN's primitive cache left). So the counted process marks every function it has to be
-quickened at its next call: a helper is then specialised by the benchmark's own (uncounted)
-first call, in every run, whatever ran before it.
+not depending on how many earlier tests had called them: a blur counted differently as a
+worker's only test and after other blurs, all of it in dict and attribute lookups and frame
+set-up, and nearly alike once the helpers had been called often enough before either run
+(docs/design/counting.md, "Quickening the helpers it calls"). So the counted process marks
+every function it has to be quickened at its next call: a helper is then specialised by the
+benchmark's own (uncounted) first call, in every run, whatever ran before it.
 
 How: the only handle is the code object's warm-up counter (``co_warmup``, a ``short`` that
 counts up from -8 to 0), not exposed to Python; it is written through :mod:`ctypes` at the
@@ -102,8 +101,9 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
     :func:`supported`.
 
     ``gc.get_objects()`` does not list what ``gc.freeze()`` moved to the permanent generation:
-    call this before freezing, or pass the objects. About 0.3 s under valgrind for the ~30,000
-    functions of torch, numpy and pytest (0.09 s natively), once per counted worker."""
+    call this before freezing, or pass the objects. It walks every function of torch, numpy and
+    pytest, once per counted worker (its cost: docs/design/measurements.md, "Counting in the
+    worker")."""
     global _modules_length
     if not supported():
         return 0
