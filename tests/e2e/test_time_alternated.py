@@ -93,7 +93,7 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     290 us, as the process draws it, so one round in four can make either benchmark too noisy
     (exit 6): the session is run again, up to three times, until the slowdown is judged; the
     unchanged benchmark must never fail in any of them."""
-    for attempt in range(3):
+    for _ in range(3):
         result = run_bench(*OPTIONS, "--bench-rounds=4", "--bench-json=out.json", "--bench-markdown=s.md",
                            "--bench-html=r.html", "test_lib.py")
         out = result.stdout.str()
