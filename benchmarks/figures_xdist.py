@@ -65,6 +65,10 @@ class Run:
         if done.returncode != 0 or not self.counts:
             print(done.stdout[-3000:], done.stderr[-2000:])
 
+    def usable(self) -> bool:
+        """A run judged nothing unless it exited 0 (all passed) or 1 (a test failed) with results."""
+        return self.rc in (0, 1) and bool(self.counts)
+
     def line(self, name: str) -> str:
         return (f"  {name:<7} wall {self.wall:7.1f} s, CPU {self.cpu:7.1f} s, exit {self.rc}, "
                 f"{len(self.counts)} results (load {self.load_before} -> {self.load_after})")
@@ -110,6 +114,8 @@ def main() -> None:
             print(serial.line("serial"), flush=True)
             parallel = Run(folder, f"n2-{round_}", ["-n", "2", *extra])
             print(parallel.line("-n 2"), flush=True)
+            if not (serial.usable() and parallel.usable()):
+                raise SystemExit("a run failed or recorded no result: no figures (its output is above)")
             wall = serial.wall / parallel.wall
             cpu = serial.cpu / (parallel.cpu / 2) if parallel.cpu else 0.0
             differing, worst, key = compare(serial.counts, parallel.counts)

@@ -186,12 +186,15 @@ def _ours(code: types.CodeType) -> bool:
     return code.co_filename.startswith(PLUGIN_DIR)
 
 
-def _warm_up(fn: Callable[[], object], warmup: int, before_region: Callable[[], object] | None) -> None:
-    """``before_region`` (the seeding), ``warmup`` uncounted calls, ``before_region`` again: what
-    precedes every counted region, here as in the profiler's loop."""
+def _warm_up(fn: Callable[[], object], warmup: int, before_region: Callable[[], object] | None,
+             before_each: Callable[[], object] | None = None) -> None:
+    """``before_region`` (the seeding), ``warmup`` uncounted calls (each after ``before_each``),
+    ``before_region`` again: what precedes every counted region, here as in the profiler's loop."""
     if before_region is not None:
         before_region()
     for _ in range(warmup):
+        if before_each is not None:
+            before_each()
         fn()
     if before_region is not None:
         before_region()
@@ -203,18 +206,22 @@ def count_calls(
     iterations: int = 3,
     warmup: int = 1,
     before_region: Callable[[], object] | None = None,
+    before_each: Callable[[], object] | None = None,
     root: str | os.PathLike[str] | None = None,
 ) -> dict[str, float]:
     """Python function starts per call of ``fn``, by function name, sorted by name.
 
     ``fn`` is called ``warmup`` times uncounted, then ``iterations`` times each with its own count;
     the counts returned are one call's (the one most iterations agree on). ``before_region`` (the
-    seeding) runs before the warm-up and again before the counted calls, uncounted. Values are
+    seeding) runs before the warm-up and again before the counted calls, uncounted;
+    ``before_each`` (pedantic's setup: every call gets its own arguments) before every call, its
+    own calls uncounted. Values are
     floats holding integers (stored beside other metrics). ``root``: files under it are named
     relative to it."""
     _check_counts(iterations, warmup)
-    _warm_up(fn, warmup, before_region)
+    _warm_up(fn, warmup, before_region, before_each)
     per_call: list[dict[types.CodeType, int]] = [{} for _ in range(iterations)]
+    setup_calls: dict[types.CodeType, int] = {}  # what before_each starts: counted, then dropped
     counts = per_call[0]
 
     def on_start(code: types.CodeType, frame: types.FrameType | None) -> None:
@@ -222,6 +229,9 @@ def count_calls(
 
     with _Hook(on_start):
         for index in range(iterations):
+            if before_each is not None:
+                counts = setup_calls
+                before_each()
             counts = per_call[index]
             fn()
     namer = _Namer(root)
@@ -257,15 +267,19 @@ def call_sites(
     root: str | os.PathLike[str],
     warmup: int = 1,
     before_region: Callable[[], object] | None = None,
+    before_each: Callable[[], object] | None = None,
     own: tuple[str, ...] = (),
     caller: Site | None = None,
 ) -> CallSites:
     """One warm-up call, then one call with every function start attributed to its call site in
     the user's code (:class:`CallSites`). Walking the stack at each start costs: meant for
     benchmarks that already failed. The names are :func:`count_calls`'s. ``own`` and ``caller``:
-    as for the op call sites (``sites.locate``)."""
+    as for the op call sites (``sites.locate``); ``before_each``: as for :func:`count_calls`, run
+    before the hook is on."""
     _check_counts(1, warmup)
-    _warm_up(fn, warmup, before_region)
+    _warm_up(fn, warmup, before_region, before_each)
+    if before_each is not None:
+        before_each()
     skipped = skipped_dirs()
     found: dict[types.CodeType, collections.Counter[tuple[Site, Site | None] | str]] = {}
 

@@ -58,7 +58,8 @@ class Calls(NamedCounts, Metric):
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> CallsMetric:
         from ..engines import pycalls
 
-        return CallsMetric(pycalls.count_calls(fn, before_region=context.before_region, root=context.rootdir))
+        return CallsMetric(pycalls.count_calls(fn, before_region=context.before_region,
+                                                  before_each=context.before_each, root=context.rootdir))
 
     def environment_facts(self) -> Mapping[str, str]:
         from ..engines import pycalls
@@ -74,6 +75,7 @@ class Calls(NamedCounts, Metric):
         from ..engines.sites import own_dirs
 
         found = pycalls.call_sites(fn, root=Path(root), before_region=context.before_region,
+                                   before_each=context.before_each,
                                    own=own_dirs(context.own_packages), caller=context.caller)
         lines = []
         for name, then, now in changed_counts(current.calls, baseline.calls, limit):

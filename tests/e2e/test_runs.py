@@ -327,6 +327,19 @@ def test_sort(benchmark):
 @pytest.mark.benchmark(number=1, warmup=0)
 def test_sort_once(benchmark):
     benchmark.pedantic(list.sort, setup=shuffled)
+
+def helper(item):
+    return item
+
+def fresh_list():
+    return ([1, 2, 3],), {}
+
+def drain(items):
+    while items:  # only a fresh list is drained: shared state would call helper 0 times
+        helper(items.pop())
+
+def test_drain(benchmark):
+    benchmark.pedantic(drain, setup=fresh_list)
 """
 
 
@@ -337,6 +350,15 @@ def test_pedantic_setup_runs_before_every_counted_call(bench):
     bench.run("--bench-mode=ops,memory", "-k", "state", "--bench-json=run.json").assert_outcomes(passed=1)
     (entry,) = json.loads((bench.path / "run.json").read_text())["benchmarks"]
     assert entry["metrics"]["ops"]["ops"]["aten::zero_"] == 1.0, entry["metrics"]["ops"]
+
+
+def test_pedantic_setup_runs_before_every_call_of_python_calls(bench):
+    """The calls engine too: every counted call drains its own list, and the setup's own Python
+    calls are not counted."""
+    bench.pytester.makepyfile(test_bench=PEDANTIC_SETUP)
+    bench.run("--bench-mode=calls", "-k", "drain", "--bench-json=run.json").assert_outcomes(passed=1)
+    (entry,) = json.loads((bench.path / "run.json").read_text())["benchmarks"]
+    assert entry["metrics"]["calls"]["calls"] == {"test_bench.py:drain": 1.0, "test_bench.py:helper": 3.0}
 
 
 @pytest.mark.slow

@@ -125,3 +125,26 @@ def test_bad_counts_are_refused() -> None:
         pycalls.count_calls(lambda: None, iterations=0)
     with pytest.raises(ValueError, match="warmup must be an int >= 0"):
         pycalls.count_calls(lambda: None, warmup=-1)
+
+
+def test_each_call_gets_its_own_setup_outside_the_count(tmp_path: Path) -> None:
+    """pedantic's ``setup`` runs before every call, warm-up and counted, and its own calls are not
+    counted: a drained list would give later calls nothing to do."""
+    state: dict[str, list[int]] = {}
+
+    def setup() -> None:
+        state["items"] = [1, 2, 3]
+
+    def helper(item: int) -> int:
+        return item
+
+    def drain() -> None:
+        items = state["items"]
+        while items:
+            helper(items.pop())
+
+    counts = pycalls.count_calls(drain, before_each=setup, iterations=3, root=tmp_path)
+    assert {name.rsplit(".", 1)[-1]: calls for name, calls in counts.items()} == {"drain": 1.0, "helper": 3.0}
+    found = pycalls.call_sites(drain, root=tmp_path, before_each=setup)
+    (helper_name,) = [name for name in found.sites if name.endswith("helper")]
+    assert sum(calls for _, calls in found.sites[helper_name]) == 3
