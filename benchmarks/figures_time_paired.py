@@ -124,16 +124,19 @@ def _compare(repo: Path, rounds: int, limit: str, extra: list[str], label: str,
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
         (keep / f"{label}.json").write_bytes(out.read_bytes())
-    verdicts = [v for v in json.loads(out.read_text())["verdicts"] if v["metric"] == "time"]
+    document = json.loads(out.read_text())
+    verdicts = [v for v in document["verdicts"] if v["metric"] == "time"]
+    again = sum(1 for v in verdicts if f"over {2 * rounds} alternated rounds" in v.get("summary", ""))
     for verdict in verdicts:  # the false failures and too noisy ones, with their rounds
         if verdict["status"] in ("regression", "too noisy") and label.startswith("aa"):
             print(f"    {verdict['status']}: {verdict['key']}: {verdict['summary'][:160]}")
-            print("      " + "; ".join(verdict.get("details", [])[:6]))
+            print("      " + "; ".join(verdict.get("details", [])[:2 * rounds]))
     statuses: dict[str, list[str]] = {}
     for verdict in verdicts:
         statuses.setdefault(verdict["status"], []).append(verdict["key"])
     ratios = sorted(v["current"] / v["baseline"] for v in verdicts if v.get("current") and v.get("baseline"))
     return {"exit": done.returncode, "statuses": statuses, "count": len(verdicts), "seconds": seconds,
+            "again": again, "rounds_again": document.get("base_rounds_again") or 0,
             "load": (load_before + os.getloadavg()[0]) / 2, "ratios": ratios,
             "times": sorted(v["baseline"] for v in verdicts if v.get("baseline"))}
 
@@ -144,7 +147,8 @@ def _line(kind: str, number: int, run: dict[str, object]) -> str:
     median = ratios[len(ratios) // 2] if ratios else float("nan")
     return (f"{kind} run {number}: exit {run['exit']}, {run['count']} verdicts: "
             + ", ".join(f"{len(keys)} {status}" for status, keys in sorted(statuses.items()))
-            + f"; paired change median {(median - 1) * 100:+.1f}%; session {run['seconds']:.0f} s, "
+            + f"; paired change median {(median - 1) * 100:+.1f}%; {run['again']} measured in "
+            f"{run['rounds_again']} more rounds; session {run['seconds']:.0f} s, "
             f"load {run['load']:.1f}")
 
 

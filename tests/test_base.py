@@ -83,8 +83,10 @@ def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) ->
 
     revision = Revision("HEAD~1", "HEAD~1", None, "a" * 40, tmp_path)
     measured = MeasuredBase(revision, one(1.0), tmp_path, False, 1.0,
-                            [(one(1.0), one(2.0)), (one(None), one(2.5)), (one(1.5), one(3.0))])
+                            [(one(1.0), one(2.0)), (one(None), one(2.5)), (one(1.5), one(3.0))], 3)
     assert [(b.fastest, h.fastest) for b, h in measured.pairs("t.py::test_a", "time")] == [(1.0, 2.0), (1.5, 3.0)]
     assert measured.pairs("t.py::test_a", "ops") == [] and measured.pairs("t.py::test_b", "time") == []
     assert measured.origin() == f"measured from HEAD~1 ({'a' * 12}) in this job alternately with this checkout, 3 rounds"
+    measured.rounds_of_all = 2  # the third round measured only what two could not decide
+    assert measured.origin().endswith("2 rounds (+1 for the benchmarks they could not decide)")
     assert MeasuredBase(revision, one(1.0), tmp_path, False, 1.0).origin() == f"measured from HEAD~1 ({'a' * 12}) in this job"

@@ -140,44 +140,97 @@ def _median(sorted_values: Sequence[float]) -> float:
     return (sorted_values[middle - 1] + sorted_values[middle]) / 2.0
 
 
-class PairedRatios:
-    """Head/base ratios of a figure measured alternately, one pair per round (duet benchmarking).
+#: What :meth:`AlternatedRounds.decide` answers.
+SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 
-    Why ratios of pairs: base and head of one round ran seconds apart on the same machine, so
-    what the machine did to both (a slower minute, a neighbour, the clock) divides out of each
-    ratio, and what remains is the change of the code plus the noise between two processes.
-    ``median`` is the paired estimate of the change (one strange round cannot move it);
-    ``spread`` is half the range of the ratios over their median: every round lay within
-    ``median x (1 +- spread)`` and a change smaller than that cannot be told from the noise.
+
+class AlternatedRounds:
+    """A figure of base and head measured alternately in rounds, judged so that a few rounds the
+    machine slowed cannot decide.
+
+    Why: on a shared machine noise only ever adds time, and it comes in windows. On this
+    project's VM a tight loop's fastest call came in one of two speeds, as the window of time it
+    was measured in drew it (another VM on the same physical core, presumably), and some calls (a
+    large ``torch.add``) kept a slower fast state for a whole process (docs/design/time-gate.md,
+    "Against a base measured alternately"). So any one round of either side can be far off, in
+    the ratio's either direction; what a real change does, every undisturbed round shows.
+
+    Two views, each setting aside ``depth - 1`` rounds (a quarter of them, rounded down):
+
+    * **paired**: per round, head / base (rounds seconds apart: drift of the machine over
+      minutes divides out); the central ratios, from the ``depth``-th lowest to the
+      ``depth``-th highest, all beyond the limit, or all within it;
+    * **sides**: each side's ``depth`` fastest rounds (noise adds time, so the fastest rounds are
+      the least disturbed): the head's fastest beyond the base's band by more than the limit, or
+      both bands within the limit of each other.
+
+    ``decide`` says slower / faster only when both views do, same when one says same and the other
+    cannot tell, undecided otherwise: then more rounds (``depth`` grows with them) or "too noisy".
     """
 
     def __init__(self, pairs: Sequence[tuple[float, float]]) -> None:
         usable = [(float(b), float(h)) for b, h in pairs if b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)]
         if not usable:
-            raise ValueError("PairedRatios needs at least one pair of positive figures")
+            raise ValueError("AlternatedRounds needs at least one pair of positive figures")
         self.pairs = usable
-        self.ratios = [h / b for b, h in usable]
+        self.ratios = sorted(h / b for b, h in usable)
+        self.base = sorted(b for b, _ in usable)
+        self.head = sorted(h for _, h in usable)
 
     @property
     def rounds(self) -> int:
-        return len(self.ratios)
+        return len(self.pairs)
 
     @property
-    def median(self) -> float:
-        return _median(sorted(self.ratios))
+    def depth(self) -> int:
+        """The rank each view judges by: 1 (every round counts) below 4 rounds, 2 for 4-7, 3 for 8-11."""
+        return 1 + self.rounds // 4
 
     @property
-    def low(self) -> float:
-        return min(self.ratios)
+    def change(self) -> float:
+        """The paired estimate of the change: the median head/base ratio, minus 1."""
+        return _median(self.ratios) - 1.0
 
     @property
-    def high(self) -> float:
-        return max(self.ratios)
+    def central(self) -> tuple[float, float]:
+        """The lowest and highest head/base ratio once ``depth - 1`` rounds are set aside at each end."""
+        return self.ratios[self.depth - 1], self.ratios[self.rounds - self.depth]
 
     @property
     def spread(self) -> float:
-        return (self.high - self.low) / 2.0 / self.median
+        """Half the range of the central ratios over the median ratio."""
+        low, high = self.central
+        return (high - low) / 2.0 / (self.change + 1.0)
 
-    @property
-    def base_median(self) -> float:
-        return _median(sorted(b for b, _ in self.pairs))
+    def band(self, side: str) -> tuple[float, float]:
+        """The fastest and the ``depth``-th fastest figure of ``side`` ("base" or "head")."""
+        values = self.base if side == "base" else self.head
+        return values[0], values[self.depth - 1]
+
+    def _paired(self, limit: float) -> str:
+        low, high = self.central
+        if low > 1.0 + limit:
+            return SLOWER
+        if high < 1.0 - limit:
+            return FASTER
+        if low >= 1.0 - limit and high <= 1.0 + limit:
+            return SAME
+        return UNDECIDED
+
+    def _sides(self, limit: float) -> str:
+        (base_fast, base_band), (head_fast, head_band) = self.band("base"), self.band("head")
+        if head_fast > base_band * (1.0 + limit):
+            return SLOWER
+        if head_band < base_fast * (1.0 - limit):
+            return FASTER
+        if head_band <= base_fast * (1.0 + limit) and head_fast >= base_band * (1.0 - limit):
+            return SAME
+        return UNDECIDED
+
+    def decide(self, limit: float) -> str:
+        paired, sides = self._paired(limit), self._sides(limit)
+        if paired == sides:
+            return paired
+        if {paired, sides} == {SAME, UNDECIDED}:
+            return SAME
+        return UNDECIDED

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import warnings
 from typing import Any, Callable, Mapping, Sequence
 
-from ..core.statistics import PairedRatios
+from ..core.statistics import FASTER, SAME, SLOWER, AlternatedRounds
 from ..core.text import finite, safe_number, safe_text
 from ..core.vocabulary import (
     IMPROVEMENT, NOISY, REGRESSION, TOO_NOISY, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
@@ -427,56 +428,50 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
 
 
 def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float) -> Verdict:
-    """Judge a time measured alternately with its base: per round, the head's fastest call over
-    the base's (PairedRatios); the median of those ratios against the limit.
+    """Judge a time measured alternately with its base, on the fastest call of each side in each
+    round (``core.statistics.AlternatedRounds``: the paired ratios and each side's fastest rounds,
+    a quarter of the rounds set aside in each view).
 
     Why: base and head of one round ran one after the other in fresh processes on the same
-    machine, the order swapped every round (base first, then head first: ABBA), so a machine
-    that is slower for a minute slows both sides of a pair, and the order cannot favour either.
-    A slowdown that every round measured beyond both the limit and the ratios' own spread fails;
-    one the median puts beyond the limit fails when the ratios agree to within the limit. Why
-    beyond the spread too: on a heavily loaded machine the rounds of an unchanged benchmark can
-    all come out slower by more than the limit, by amounts that disagree widely
-    (docs/design/time-gate.md); beyond the limit alone, noise that large fails unchanged
-    benchmarks. When they spread more than the limit the
-    benchmark cannot be judged at that limit: "too noisy", with its measured spread, neither
-    failed nor passed (CI counts it as "could not judge"), so that the user can raise the limit
-    to what this machine can tell, instead of a gate that fails at random or passes in silence.
+    machine, the order swapped every round (ABBA), so a machine that is slower for a minute slows
+    both sides of a pair; and noise only adds time, in windows that can cover a whole
+    measurement, so a round or two of either side can be far off without the code changing. A
+    change both views see fails (or is an improvement); one they see within the limit passes.
+    Anything else cannot be told at this limit from these rounds: "undecided" to the controller,
+    which measures more rounds of it (``undecided_time``), and at the end "too noisy", with the
+    rounds' own spread, neither failed nor passed (CI counts it as "could not judge"), so that
+    the user can raise the limit to what this machine can tell, instead of a gate that fails at
+    random or passes in silence.
     """
     pairs = [(b.fastest, h.fastest) for b, h in rounds]
-    paired = PairedRatios(pairs)
-    median, change = paired.median, paired.median - 1.0
-    band = max(limit, paired.spread)  # what the limit or this benchmark's own noise can explain
-    if paired.low > 1.0 + band:
-        status = REGRESSION
-    elif paired.high < 1.0 - band:
-        status = IMPROVEMENT
-    elif paired.spread > limit:
-        status = TOO_NOISY
-    elif change > limit:
-        status = REGRESSION
-    elif change < -limit:
-        status = IMPROVEMENT
-    else:
-        status = UNCHANGED
-    then = paired.base_median
-    rounds_text = (f"head/base of the fastest call over {paired.rounds} alternated rounds: median "
-                   f"{format_percent(change)}, rounds {format_percent(paired.low - 1.0)}.."
-                   f"{format_percent(paired.high - 1.0)}, spread \u00b1{paired.spread * 100:.1f}%")
+    judged = AlternatedRounds(pairs)
+    decision = judged.decide(limit)
+    status = {SLOWER: REGRESSION, FASTER: IMPROVEMENT, SAME: UNCHANGED}.get(decision, TOO_NOISY)
+    change = judged.change
+    then = statistics.median(judged.base)
+    low, high = judged.central
+    (base_fast, base_band), (head_fast, head_band) = judged.band("base"), judged.band("head")
+    aside = judged.depth - 1
+    set_aside = f", {aside} at each end set aside" if aside else ""
+    rounds_text = (f"head/base of the fastest call over {judged.rounds} alternated rounds: median "
+                   f"{format_percent(change)}, rounds {format_percent(low - 1.0)}..{format_percent(high - 1.0)}"
+                   f"{set_aside}; fastest base {format_seconds(base_fast)}, head {format_seconds(head_fast)}")
     if status == TOO_NOISY:
-        summary = (f"too noisy: \u00b1{paired.spread * 100:.1f}% at a {limit * 100:g}% limit ({rounds_text}); "
-                   "not judged: neither failed nor passed; raise its limit to more than its spread or "
-                   "measure it on a quieter machine")
+        width = max(judged.spread, base_band / base_fast - 1.0, head_band / head_fast - 1.0)
+        summary = (f"too noisy: \u00b1{width * 100:.1f}% at a {limit * 100:g}% limit ({rounds_text}); "
+                   "its rounds neither agree on a change beyond the limit nor within it: not judged, neither "
+                   "failed nor passed; raise its limit above its spread, add --bench-rounds, or measure it on a "
+                   "quieter machine")
     else:
-        summary = (f"time {format_seconds(then)} -> {format_seconds(then * median)} ({format_percent(change)}, "
-                   f"limit {limit * 100:g}%; {rounds_text})")
+        summary = (f"time {format_seconds(then)} -> {format_seconds(then * (1.0 + change))} "
+                   f"({format_percent(change)}, limit {limit * 100:g}%; {rounds_text})")
     details = []
     if status != UNCHANGED:
-        for number, ((base, head), ratio) in enumerate(zip(paired.pairs, paired.ratios), start=1):
+        for number, (base, head) in enumerate(judged.pairs, start=1):
             first = "base first" if number % 2 else "head first"
             details.append(f"round {number} ({first}): base {format_seconds(base)}, head {format_seconds(head)} "
-                           f"({format_percent(ratio - 1.0)})")
-    return Verdict(key, "time", status, then, then * median, limit, None, safe_text(summary), details)
+                           f"({format_percent(head / base - 1.0)})")
+    return Verdict(key, "time", status, then, then * (1.0 + change), limit, None, safe_text(summary), details)
 
 
 def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -> None:

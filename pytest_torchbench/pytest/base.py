@@ -46,7 +46,7 @@ import sysconfig
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..core.explain import RERUN_ENV, passed_through, remove_options
 from ..reports.shards import describe_origins
@@ -90,22 +90,34 @@ class MeasuredBase:
     #: Measured alternately (``--bench-rounds``): per round, (the base's set, the head's set); the
     #: base ran first in rounds 1, 3, ... and second in rounds 2, 4, ... (ABBA). Empty: one-shot.
     rounds: list[tuple[BaselineSet, BaselineSet]] = dataclasses.field(default_factory=list)
+    #: The rounds of the whole selection (``--bench-rounds``); those after them measured only
+    #: the tests the first ones could not decide.
+    rounds_of_all: int = 0
 
     def origin(self) -> str:
         where = f"{self.revision.revision} ({self.revision.commit[:12]})"
         if self.rounds:
-            return f"measured from {where} in this job alternately with this checkout, {len(self.rounds)} rounds"
+            more = len(self.rounds) - self.rounds_of_all
+            again = f" (+{more} for the benchmarks they could not decide)" if more > 0 else ""
+            return (f"measured from {where} in this job alternately with this checkout, "
+                    f"{self.rounds_of_all} rounds{again}")
         return f"cached measurement of {where}" if self.cached else f"measured from {where} in this job"
 
     def pairs(self, key: str, metric: str) -> list[tuple[Any, Any]]:
         """(base, head) values of ``metric`` of benchmark ``key``, one per round that measured it
         on both sides, in round order."""
-        found = []
-        for base_set, head_set in self.rounds:
-            then, now = base_set.entries.get(key), head_set.entries.get(key)
-            if then is not None and now is not None and metric in then.metrics and metric in now.metrics:
-                found.append((then.metrics[metric], now.metrics[metric]))
-        return found
+        return round_pairs(self.rounds, key, metric)
+
+
+def round_pairs(rounds: Sequence[tuple[BaselineSet, BaselineSet]], key: str, metric: str) -> list[tuple[Any, Any]]:
+    """(base, head) values of ``metric`` of benchmark ``key`` in ``rounds``, one per round that
+    measured it on both sides, in round order."""
+    found = []
+    for base_set, head_set in rounds:
+        then, now = base_set.entries.get(key), head_set.entries.get(key)
+        if then is not None and now is not None and metric in then.metrics and metric in now.metrics:
+            found.append((then.metrics[metric], now.metrics[metric]))
+    return found
 
 
 def selection_args(args: Sequence[str], positional: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -282,7 +294,9 @@ def _child_environment(worktree: Path, modules_dir: Path) -> dict[str, str]:
 
 def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], invocation_dir: Path,
             modes: Sequence[str], environment: Mapping[str, Any], cache_root: Path,
-            prepare: str | None = None, option: str = "--bench-compare", rounds: int = 1) -> MeasuredBase:
+            prepare: str | None = None, option: str = "--bench-compare", rounds: int = 1,
+            undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None = None,
+            ) -> MeasuredBase:
     """Measure ``revision`` with the user's selection (or take it from the cache); BaseError with
     one line when it cannot be done or was measured from the wrong code.
 
@@ -291,7 +305,10 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
     figure the machine moves from one minute to the next (time): drift then slows both sides of a
     round, and their ratio keeps only the change of the code. Rounds are never cached (a
     cached base paired with a head measured now pairs nothing); the first round's base is kept
-    under the output folder for re-runs that judge against it."""
+    under the output folder for re-runs that judge against it. ``undecided``: given the rounds,
+    the tests (absolute paths and node ids under the checkout) that they could not decide; those
+    alone are measured in as many rounds again, continuing the order, so that a benchmark the
+    machine disturbed in a round or two is judged on more rounds, not called too noisy at once."""
     toplevel = revision.toplevel.resolve()
     shown = f"{option}={revision.ref}"
     try:
@@ -343,17 +360,26 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             head_modules = scratch / "modules-head"
             head_modules.mkdir()
             head_env = _child_environment(toplevel, head_modules)
-            for number in range(1, rounds + 1):
+
+            def one_round(number: int, head_paths: Sequence[str], base_paths: Sequence[str]) -> None:
                 sets: dict[str, BaselineSet] = {}
                 for side in (("base", "head") if number % 2 else ("head", "base")):
                     if side == "base":
-                        sets[side] = _run(revision, base_options, child_paths, cwd, env, scratch / f"r{number}-base",
+                        sets[side] = _run(revision, base_options, base_paths, cwd, env, scratch / f"r{number}-base",
                                           scratch, shown, cache_root)
                         _check_imports(modules_dir, worktree, toplevel, shown, revision)  # before more rounds
                     else:
-                        sets[side] = _run(revision, options, paths, invocation_dir, head_env,
+                        sets[side] = _run(revision, options, head_paths, invocation_dir, head_env,
                                           scratch / f"r{number}-head", scratch, shown, cache_root, side="head")
                 paired.append((sets["base"], sets["head"]))
+
+            for number in range(1, rounds + 1):
+                one_round(number, paths, child_paths)
+            again = list(undecided(list(paired))) if undecided is not None else []
+            if again:
+                mapped_again = [_map_path(test, toplevel, worktree) for test in again]
+                for number in range(rounds + 1, 2 * rounds + 1):
+                    one_round(number, again, mapped_again)
             measured = paired[0][0]
         _check_imports(modules_dir, worktree, toplevel, shown, revision)
         # Into the cache: the whole entry appears at once (a rename), or not at all.
@@ -368,7 +394,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             shutil.rmtree(entry, ignore_errors=True)
             os.replace(staging, entry)
             measured.source = str(set_folder)
-            return MeasuredBase(revision, measured, set_folder, False, time.monotonic() - started, paired)
+            return MeasuredBase(revision, measured, set_folder, False, time.monotonic() - started, paired, rounds)
         (staging / "base.json").write_text(json.dumps({
             "key": key, "commit": revision.commit, "revision": revision.revision,
             "environment": dict(environment), "modes": list(modes), "seconds": round(time.monotonic() - started, 1),

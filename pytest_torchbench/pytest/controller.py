@@ -24,7 +24,7 @@ from ..core.judgement import NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, V
 from .marker import MARKER_NAME as MARKER
 from .options import EXIT_INCOMPARABLE, BenchSettings
 from ..reports import jsonreport, junit, markdown, publish, shards, terminal
-from ..core.results import BenchmarkResult
+from ..core.results import BenchmarkResult, nodeid_of
 from .session import BenchSession
 from ..store.refs import Revision, exists_at, save_stamp
 from ..store.storage import BaselineError, BaselineSet, save_set
@@ -358,15 +358,18 @@ class Controller:
                 self.revision, self.config.invocation_params.args,
                 getattr(self.config.option, "file_or_dir", None) or (), Path(self.config.invocation_params.dir),
                 self.settings.modes, environment, self.settings.output_dir / "bases" if self.settings.output_dir
-                else self.settings.rootdir / ".torchbench" / "bases", self.settings.base_prepare, rounds=rounds)
+                else self.settings.rootdir / ".torchbench" / "bases", self.settings.base_prepare, rounds=rounds,
+                undecided=self._undecided_tests)
         except BaseError as exc:
             raise pytest.UsageError(str(exc)) from None
         if self.settings.base == "measure":
             self.baseline.entries.clear()  # REV as measured here is the whole baseline
         if self.measured.rounds:
-            how = (f"measured alternately with this checkout in {len(self.measured.rounds)} rounds of fresh "
-                   f"processes (base, head; head, base; ...) in {self.measured.seconds:.1f} s; time is judged "
-                   "on the paired head/base ratio of the fastest call, per round")
+            more = len(self.measured.rounds) - self.measured.rounds_of_all
+            again = (f", then {more} more rounds of the benchmarks those could not decide" if more > 0 else "")
+            how = (f"measured alternately with this checkout in {self.measured.rounds_of_all} rounds of fresh "
+                   f"processes (base, head; head, base; ...){again}, in {self.measured.seconds:.1f} s; time is "
+                   "judged on the fastest call of each side in each round")
         elif self.measured.cached:
             how = f"taken from the cache ({self.measured.folder.parent.parent})"
         else:
@@ -374,6 +377,30 @@ class Controller:
         self.notes.append(f"the base {self.revision.revision} ({self.revision.commit[:12]}): {how}, "
                           f"{len(self.measured.entries.entries)} benchmark result(s)")
         return self.measured
+
+    def _undecided_tests(self, rounds: list[tuple[BaselineSet, BaselineSet]]) -> list[str]:
+        """The tests (absolute paths with node ids) of the benchmarks whose alternated rounds did
+        not decide a metric that alternates: any verdict but unchanged, at the benchmark's limit
+        as recorded with its result (else the run's). A change is measured again too, as a
+        regression against a stored baseline is confirmed in a fresh process: four rounds can
+        all be disturbed (docs/design/time-gate.md)."""
+        from ..core.judgement import limit_for
+        from ..metrics import registry
+
+        tests: dict[str, None] = {}
+        keys = dict.fromkeys(key for _, head in rounds for key in head.entries)
+        for key in keys:
+            head_entries = [head.entries[key] for _, head in rounds if key in head.entries]
+            policy = gate.policy_for(head_entries[-1], self.settings.policy)
+            for metric in head_entries[-1].metrics:
+                found = registry.find(metric)
+                if found is None or not found.alternates:
+                    continue
+                pairs = base.round_pairs(rounds, key, metric)
+                if pairs and found.judge_rounds(key, pairs, limit_for(metric, policy), policy).status != UNCHANGED:
+                    path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
+                    tests[str(self.settings.rootdir / path) + sep + rest] = None
+        return list(tests)
 
     def _judging_options(self, keys: Iterable[str]) -> list[str]:
         """The baseline options of a re-run (explain, confirm) of the tests of ``keys``: the
@@ -450,8 +477,11 @@ class Controller:
                 "modes": list(self.settings.modes),
                 "compared_with": self._source(),
                 "baseline_origins": dict(sorted(self.origins.items())) if self.revision is not None else None,
-                "base_rounds": len(self.measured.rounds) if self.measured is not None and self.measured.rounds
+                "base_rounds": self.measured.rounds_of_all if self.measured is not None and self.measured.rounds
                 else None,
+                # rounds after those, of the benchmarks they could not decide (0: none was needed)
+                "base_rounds_again": len(self.measured.rounds) - self.measured.rounds_of_all
+                if self.measured is not None and self.measured.rounds else None,
                 "saved_as": self.settings.save,
                 "failed_tests": sorted(self.failed_tests),
                 # What `torchbench merge` checks across shards and draws their HTML report from.
