@@ -2,10 +2,13 @@
 sites (``profiler.ops``) and the Python call sites (``pycalls``). No torch here: the Python-calls
 engine runs without it.
 
-The user's code is what is neither torch, pytest (with pluggy, xdist, execnet) nor this plugin, nor an installed package
-(``site-packages``): except the project's own packages (``own_dirs``), which are the user's code
-wherever they are installed. Why: a library tested as CI installs it (``pip install .``, not
-editable) lives in site-packages, and its lines are the ones a failure must name.
+The user's code is what is neither torch, pytest (with pluggy, xdist, execnet) nor this plugin, nor
+Python's standard library, nor an installed package (``site-packages``): except the project's own
+packages (``own_dirs``), which are the user's code wherever they are installed. Why: a library
+tested as CI installs it (``pip install .``, not editable) lives in site-packages, and its lines
+are the ones a failure must name. Why the standard library by its folder: 3.11+ freezes the
+modules every start imports (``os``, ``runpy``: ``<frozen os>``, never a user's file), 3.10 does
+not, and there ``os.py`` and ``runpy.py`` were named as the user's lines.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import functools
 import importlib.util
 import os
 import sys
+import sysconfig
 import types
 from pathlib import Path
 from typing import Iterable
@@ -26,9 +30,15 @@ PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.se
 Site = tuple[str, int, str]
 
 #: Why no site: no frame of the user's code on the stack, and none of an installed package either.
-ONLY_TORCH = "site unknown: only torch, pytest or generated frames"
+ONLY_TORCH = "site unknown: only torch, pytest, the standard library or generated frames"
 
 _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}")
+
+#: The standard library's folders (with a trailing separator); site-packages lies inside them on
+#: POSIX and is told apart by :data:`_INSTALLED`.
+_STDLIB = tuple(dict.fromkeys(
+    os.path.abspath(folder).rstrip(os.sep) + os.sep
+    for folder in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if folder))
 
 
 def _package_dir(module: types.ModuleType | None) -> str | None:
@@ -96,6 +106,8 @@ def _kind(filename: str, skipped: tuple[str, ...], own: tuple[str, ...]) -> tupl
     memoised, because the call sites look up every frame of the stack at every call."""
     path = os.path.abspath(filename)
     if path.startswith(skipped):
+        return path, False, None
+    if not _installed(path) and path.startswith(_STDLIB):
         return path, False, None
     installed = _installed_package(path) if _installed(path) else None
     return path, installed is None or path.startswith(own), installed

@@ -52,6 +52,10 @@ def test_runs_without_xdist(bench):
 SECOND_CTRL_C = """
 import os, signal, pytest
 
+# Ctrl-C raises KeyboardInterrupt, as in a terminal, even where this process was started with SIGINT
+# ignored (a background job of a non-interactive shell, as some test runs are)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_keyboard_interrupt(excinfo):
     # a second Ctrl-C (or `timeout`'s SIGINT, then the user's) while pytest handles the first:

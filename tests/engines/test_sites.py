@@ -6,7 +6,7 @@ import os
 import sys
 import types
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -60,7 +60,7 @@ def test_only_torch_frames_and_the_benchmark_callers_line() -> None:
     skipped = (*sites.skipped_dirs(), os.path.dirname(os.path.abspath(__file__)) + os.sep)
     frame = sys._getframe()
     caller = ("/project/test_a.py", 7, "test_mm")
-    assert sites.locate(frame, skipped) == sites.ONLY_TORCH == "site unknown: only torch, pytest or generated frames"
+    assert sites.locate(frame, skipped) == sites.ONLY_TORCH == "site unknown: only torch, pytest, the standard library or generated frames"
     assert sites.locate(frame, skipped, caller=caller) == (caller, None)  # benchmark(torch.mm, x, y)
 
 
@@ -83,3 +83,24 @@ def test_own_dirs_finds_installed_packages_and_never_torch_or_the_plugin() -> No
     found = sites.own_dirs(["json"])
     assert found == (os.path.dirname(os.path.abspath(sys.modules["json"].__file__ or "")) + os.sep,)
     assert torch  # imported: its folder is one of the skipped ones
+
+
+def test_the_standard_library_is_not_the_users_code() -> None:
+    """3.11+ freezes ``os`` and ``runpy`` (``<frozen os>``); 3.10 does not, and there ``os.py`` and
+    ``runpy.py`` were named as the user's lines (a call through ``os.environ.get``). A Python file
+    of the standard library, here ``copy.py``, is passed over to the line that called it."""
+    import copy
+
+    class Grab:
+        frame: Any = None
+
+        def __deepcopy__(self, memo: Any) -> Grab:
+            Grab.frame = sys._getframe(1)  # copy.deepcopy's own frame
+            return self
+
+    copy.deepcopy(Grab())
+    assert Grab.frame.f_code.co_filename == copy.__file__
+    located = sites.locate(Grab.frame, sites.skipped_dirs())
+    assert not isinstance(located, str)
+    inner, _ = located
+    assert inner[0] == os.path.abspath(__file__) and inner[2] == "test_the_standard_library_is_not_the_users_code"
