@@ -139,11 +139,12 @@ def _map_path(value: str, toplevel: Path, worktree: Path) -> str:
     """An absolute path into the checkout, as the same path in the worktree; anything else as is."""
     if not os.path.isabs(value):
         return value
+    path, sep, rest = value.partition("::")  # a node id: only its file is a path (ids may hold "//")
     try:
-        relative = Path(value).resolve().relative_to(toplevel.resolve())
+        relative = Path(path).resolve().relative_to(toplevel.resolve())
     except (ValueError, OSError):
         return value
-    return str(worktree / relative)
+    return str(worktree / relative) + sep + rest
 
 
 def _interpreter_folders() -> list[Path]:
