@@ -165,7 +165,8 @@ class AlternatedRounds:
       both bands within the limit of each other.
 
     ``decide`` says slower / faster only when both views do, same when one says same and the other
-    cannot tell, undecided otherwise: then more rounds (``depth`` grows with them) or "too noisy".
+    cannot tell but points within the limit, undecided otherwise: then more rounds (``depth``
+    grows with them) or "too noisy".
     """
 
     def __init__(self, pairs: Sequence[tuple[float, float]]) -> None:
@@ -227,10 +228,37 @@ class AlternatedRounds:
             return SAME
         return UNDECIDED
 
+    def _leans_within(self, view: str, limit: float) -> bool:
+        """Whether an undecided ``view`` still points within the limit: the paired median ratio,
+        or the head's fastest round against the base's fastest."""
+        if view == "paired":
+            return abs(self.change) <= limit
+        return abs(self.head[0] / self.base[0] - 1.0) <= limit
+
     def decide(self, limit: float) -> str:
+        """Slower, faster or same where both views say so; same where one says same and the
+        other cannot tell but points within the limit; undecided otherwise.
+
+        Why not "same" whenever one view says same: a slowdown whose base was slow in most rounds
+        (three of four slow windows) shows as same in the pairs, while the head's fastest round
+        is still beyond the base's fastest by the whole change. Passing it would be a silent pass;
+        undecided measures it again."""
         paired, sides = self._paired(limit), self._sides(limit)
         if paired == sides:
             return paired
-        if {paired, sides} == {SAME, UNDECIDED}:
-            return SAME
+        if paired == SAME and sides == UNDECIDED:
+            return SAME if self._leans_within("sides", limit) else UNDECIDED
+        if sides == SAME and paired == UNDECIDED:
+            return SAME if self._leans_within("paired", limit) else UNDECIDED
         return UNDECIDED
+
+    def deciding_limit(self, limit: float, step: float = 0.005, widest: float = 10.0) -> float | None:
+        """The smallest limit from ``limit`` up (in ``step``s) at which these rounds decide, or
+        None below ``widest``: what a user must raise a too noisy benchmark's limit to for these
+        rounds to be judged, in the rule's own terms."""
+        candidate = limit
+        while candidate <= widest:
+            if self.decide(candidate) != UNDECIDED:
+                return candidate
+            candidate = round(candidate + step, 6)
+        return None

@@ -450,17 +450,18 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float)
     change = judged.change
     then = statistics.median(judged.base)
     low, high = judged.central
-    (base_fast, base_band), (head_fast, head_band) = judged.band("base"), judged.band("head")
+    (base_fast, _), (head_fast, _) = judged.band("base"), judged.band("head")
     aside = judged.depth - 1
     set_aside = f", {aside} at each end set aside" if aside else ""
     rounds_text = (f"head/base of the fastest call over {judged.rounds} alternated rounds: median "
                    f"{format_percent(change)}, rounds {format_percent(low - 1.0)}..{format_percent(high - 1.0)}"
                    f"{set_aside}; fastest base {format_seconds(base_fast)}, head {format_seconds(head_fast)}")
     if status == TOO_NOISY:
-        width = max(judged.spread, base_band / base_fast - 1.0, head_band / head_fast - 1.0)
-        summary = (f"too noisy: \u00b1{width * 100:.1f}% at a {limit * 100:g}% limit ({rounds_text}); "
-                   "its rounds neither agree on a change beyond the limit nor within it: not judged, neither "
-                   "failed nor passed; raise its limit above its spread, add --bench-rounds, or measure it on a "
+        deciding = judged.deciding_limit(limit)
+        needed = f"a limit of {deciding * 100:.3g}%" if deciding is not None else "no limit below 1000%"
+        summary = (f"too noisy at a {limit * 100:g}% limit: these rounds decide at {needed} ({rounds_text}); "
+                   "they neither agree on a change beyond the limit nor within it: not judged, neither "
+                   "failed nor passed; raise its limit to that, add --bench-rounds, or measure it on a "
                    "quieter machine")
     else:
         summary = (f"time {format_seconds(then)} -> {format_seconds(then * (1.0 + change))} "

@@ -379,11 +379,16 @@ class Controller:
         return self.measured
 
     def _undecided_tests(self, rounds: list[tuple[BaselineSet, BaselineSet]]) -> list[str]:
-        """The tests (absolute paths with node ids) of the benchmarks whose alternated rounds did
-        not decide a metric that alternates: any verdict but unchanged, at the benchmark's limit
+        """The tests (node ids, their file relative to the folder pytest was started in) of the
+        benchmarks whose alternated rounds did not decide a metric that alternates: any verdict but unchanged, at the benchmark's limit
         as recorded with its result (else the run's). A change is measured again too, as a
         regression against a stored baseline is confirmed in a fresh process: four rounds can
-        all be disturbed (docs/design/time-gate.md)."""
+        all be disturbed (docs/design/time-gate.md).
+
+        Why relative: both sides run from the same relative folder (the head in the checkout, the
+        base in its worktree), and pytest reads a ``[`` in an argument as the start of a
+        parameter id, so an absolute path through a folder named with one (``/ci/job[3]/repo``)
+        selected nothing."""
         from ..core.judgement import limit_for
         from ..metrics import registry
 
@@ -399,7 +404,8 @@ class Controller:
                 pairs = base.round_pairs(rounds, key, metric)
                 if pairs and found.judge_rounds(key, pairs, limit_for(metric, policy), policy).status != UNCHANGED:
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
-                    tests[str(self.settings.rootdir / path) + sep + rest] = None
+                    relative = os.path.relpath(self.settings.rootdir / path, self.config.invocation_params.dir)
+                    tests[Path(relative).as_posix() + sep + rest] = None
         return list(tests)
 
     def _judging_options(self, keys: Iterable[str]) -> list[str]:
@@ -553,7 +559,7 @@ class Controller:
                 lines.append(f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}")
         if noisy:
             lines.append(f"{len({v.key for v in noisy})} benchmark(s) could not be judged: measured alternately "
-                         "with the base, their paired ratios spread more than their limit:")
+                         "with the base, their rounds decide nothing at their limit:")
             for verdict in sorted(noisy, key=lambda v: (v.key, v.metric)):
                 lines.append(f"  {verdict.key} [{verdict.metric}]: {verdict.summary}")
         hints = []
@@ -561,7 +567,7 @@ class Controller:
             hints.append("measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
                          "or save the baselines on this kind of machine")
         if noisy:
-            hints.append("give the too noisy ones a limit above their spread (--bench-fail or the marker's "
+            hints.append("give the too noisy ones the limit their line names (--bench-fail or the marker's "
                          "limits=), or measure on a quieter machine")
         git_hint = "; ".join(hints)
         if not in_ci():
