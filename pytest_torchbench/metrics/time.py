@@ -444,7 +444,12 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float)
     random or passes in silence.
     """
     pairs = [(b.fastest, h.fastest) for b, h in rounds]
-    judged = AlternatedRounds(pairs)
+    try:
+        judged = AlternatedRounds(pairs)
+    except ValueError:  # no round with a positive time on both sides (a timer that returned 0)
+        return Verdict(key, "time", TOO_NOISY, None, None, limit, None,
+                       f"not judged: none of its {len(pairs)} alternated rounds measured a positive time on both "
+                       "sides (a call faster than the timer can tell?); neither failed nor passed", [])
     decision = judged.decide(limit)
     status = {SLOWER: REGRESSION, FASTER: IMPROVEMENT, SAME: UNCHANGED}.get(decision, TOO_NOISY)
     change = judged.change

@@ -57,8 +57,8 @@ def uncompared(verdicts: list[Verdict]) -> list[Verdict]:
 
 
 def unjudged(verdicts: list[Verdict]) -> list[Verdict]:
-    """Verdicts the gate could not decide: measured alternately with the base, but the paired
-    ratios spread more than the limit (too noisy to judge at it)."""
+    """Verdicts the gate could not decide: measured alternately with the base, but the rounds
+    decide nothing at the limit (too noisy to judge at it)."""
     return [v for v in verdicts if v.status == TOO_NOISY and not v.failed]
 
 

@@ -84,7 +84,7 @@ def _noisy(noisy: list[Verdict], heading: str | None = None) -> list[str]:
     """Verdicts the machine made undecidable (listed, not failed): busy, slower as a whole than
     when the baseline was saved, or a slowdown a fresh process did not measure again; each with the
     numbers that say which, so a reader can judge whether to rerun. ``heading``: another title
-    (too noisy to judge: alternated rounds that spread more than the limit)."""
+    (too noisy to judge: alternated rounds that decide nothing at the limit)."""
     if not noisy:
         return []
     lines = [heading or (f"### Noisy ({len(noisy)}): not failed, the machine cannot be told from the code "
@@ -271,7 +271,7 @@ def _render(
     too_noisy = [verdict for _, _, verdict in changed if verdict.status == TOO_NOISY]
     if max_why is None:
         lines += _noisy(too_noisy, f"### Too noisy to judge ({len(too_noisy)}): measured alternately with the "
-                        "base, the paired ratios spread more than the limit; neither failed nor passed")
+                        "base, its rounds decide nothing at the limit; neither failed nor passed")
         lines += _noisy(noisy)
     elif noisy or too_noisy:
         cut.append(f"the details of {len(noisy) + len(too_noisy)} noisy verdict(s)")

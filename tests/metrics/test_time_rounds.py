@@ -137,3 +137,12 @@ def test_the_gate_judges_time_on_rounds_when_given() -> None:
     regressed = gate.judge(current, {current.key: entry}, policy,
                            rounds={"time": _rounds([(1e-3, 2e-3), (1e-3, 2.02e-3)])})
     assert [v.status for v in regressed] == [REGRESSION] and regressed[0].failed
+
+
+def test_rounds_without_a_positive_time_are_not_judged() -> None:
+    """A timer that returned 0 on either side in every round: not an error (it was raised inside
+    the controller's callback that picks the benchmarks to measure again, stopping the run), a
+    benchmark that could not be judged."""
+    verdict = judge_time_rounds("t", _rounds([(0.0, 1e-3), (1e-3, 0.0)]), 0.10)
+    assert verdict.status == TOO_NOISY and not verdict.failed
+    assert verdict.summary.startswith("not judged: none of its 2 alternated rounds"), verdict.summary
