@@ -380,10 +380,10 @@ class Controller:
 
     def _undecided_tests(self, rounds: list[tuple[BaselineSet, BaselineSet]]) -> list[str]:
         """The tests (node ids, their file relative to the folder pytest was started in) of the
-        benchmarks whose alternated rounds did not decide a metric that alternates: any verdict but unchanged, at the benchmark's limit
-        as recorded with its result (else the run's). A change is measured again too, as a
-        regression against a stored baseline is confirmed in a fresh process: four rounds can
-        all be disturbed (docs/design/time-gate.md).
+        benchmarks whose alternated rounds did not decide a metric that alternates: any verdict
+        but unchanged, at the benchmark's limit as recorded with its result (else the run's). A
+        change is measured again too, as a regression against a stored baseline is confirmed in a
+        fresh process: four rounds can all be disturbed (docs/design/time-gate.md).
 
         Why relative: both sides run from the same relative folder (the head in the checkout, the
         base in its worktree), and pytest reads a ``[`` in an argument as the start of a
