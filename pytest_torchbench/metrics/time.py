@@ -201,14 +201,15 @@ def time_spec(options: Any, naming: Any, min_run_time: float | None = None) -> A
     from ..engines import walltime
 
     defaults = walltime.TimeSpec()
+    least = options.min_run_time or min_run_time or defaults.min_run_time
     return walltime.TimeSpec(
         label=naming.label,
         sub_label=naming.sub_label,
         description=naming.description,
         num_threads=options.num_threads,
         threshold=options.threshold,
-        min_run_time=options.min_run_time or min_run_time or defaults.min_run_time,
-        max_run_time=options.max_run_time,
+        min_run_time=least,
+        max_run_time=max(options.max_run_time, least),  # "at least this long" holds past the 0.25 s default
         block_time=max(defaults.block_time, options.min_time or 0.0),
         min_replicates=max(defaults.min_replicates, options.min_rounds or 0),
         timer=options.timer,

@@ -1,0 +1,21 @@
+"""Time mode's engine settings from the marker and the session (``metrics.time.time_spec``)."""
+from __future__ import annotations
+
+from pytest_torchbench.metrics.time import time_spec
+from pytest_torchbench.pytest.marker import BenchOptions
+from pytest_torchbench.pytest.session import Naming
+
+NAMING = Naming(nodeid="t.py::f", module="t.py", label="f", sub_label="", description="")
+
+
+def test_the_least_run_time_is_a_least_even_past_the_most() -> None:
+    """``--bench-min-run-time=1`` promises at least a second per benchmark; the measurement loop
+    stops at ``max_run_time`` (0.25 s unless the marker says), so the least lifts the most
+    (before, a measurement asked for 1 s stopped at 0.25 s). Below it nothing changes, and a
+    marker's own ``min_run_time`` still wins over the session's."""
+    longer = time_spec(BenchOptions(), NAMING, 1.0)
+    assert (longer.min_run_time, longer.max_run_time) == (1.0, 1.0)
+    default = time_spec(BenchOptions(), NAMING, None)
+    assert (default.min_run_time, default.max_run_time) == (0.1, 0.25)
+    marker = time_spec(BenchOptions(min_run_time=0.05, max_run_time=0.5), NAMING, 1.0)
+    assert (marker.min_run_time, marker.max_run_time) == (0.05, 0.5)
