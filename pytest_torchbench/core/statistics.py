@@ -235,17 +235,22 @@ class AlternatedRounds:
             return abs(self.change) <= limit
         return abs(self.head[0] / self.base[0] - 1.0) <= limit
 
-    def decide(self, limit: float) -> str:
+    def decide(self, limit: float, strict: bool = False) -> str:
         """Slower, faster or same where both views say so; same where one says same and the
-        other cannot tell but points within the limit; undecided otherwise.
+        other cannot tell but points within the limit; undecided otherwise. ``strict``: same only
+        where both views say so (the first rounds: what one view cannot tell is measured again).
 
         Why not "same" whenever one view says same: a slowdown whose base was slow in most rounds
         (three of four slow windows) shows as same in the pairs, while the head's fastest round
         is still beyond the base's fastest by the whole change. Passing it would be a silent pass;
-        undecided measures it again."""
+        undecided measures it again. Why strict first: four rounds of a benchmark whose speed
+        flips between two states can point within the limit by chance for a real slowdown; more
+        rounds rarely do (docs/design/time-gate.md)."""
         paired, sides = self._paired(limit), self._sides(limit)
         if paired == sides:
             return paired
+        if strict:
+            return UNDECIDED
         if paired == SAME and sides == UNDECIDED:
             return SAME if self._leans_within("sides", limit) else UNDECIDED
         if sides == SAME and paired == UNDECIDED:

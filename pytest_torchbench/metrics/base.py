@@ -144,9 +144,11 @@ class Metric(abc.ABC):
     #: machine moves between one minute and the next (time). Counts need one run of each.
     alternates: ClassVar[bool] = False
 
-    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy) -> Verdict:
+    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy,
+                     strict: bool = False) -> Verdict:
         """Judge (base, head) values measured alternately, one pair per round (only called for a
-        metric that :attr:`alternates`)."""
+        metric that :attr:`alternates`). ``strict``: the first rounds, where anything not plainly
+        unchanged is measured again."""
         raise NotImplementedError(f"metric {self.name!r} does not alternate")
 
     # == JSON (derived from value_type) ==========================================================

@@ -428,7 +428,7 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
     return Verdict(key, "time", status, then, now, limit, None, summary, details)
 
 
-def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float) -> Verdict:
+def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float, strict: bool = False) -> Verdict:
     """Judge a time measured alternately with its base, on the fastest call of each side in each
     round (``core.statistics.AlternatedRounds``: the paired ratios and each side's fastest rounds,
     a quarter of the rounds set aside in each view).
@@ -451,7 +451,7 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float)
         return Verdict(key, "time", TOO_NOISY, None, None, limit, None,
                        f"not judged: none of its {len(pairs)} alternated rounds measured a positive time on both "
                        "sides (a call faster than the timer can tell?); neither failed nor passed", [])
-    decision = judged.decide(limit)
+    decision = judged.decide(limit, strict)
     status = {SLOWER: REGRESSION, FASTER: IMPROVEMENT, SAME: UNCHANGED}.get(decision, TOO_NOISY)
     change = judged.change
     then = statistics.median(judged.base)
@@ -574,8 +574,9 @@ class Time(SecondsDisplay, Metric):
     def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
         confirm_time(suspect, again, problem)
 
-    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy) -> Verdict:
-        return judge_time_rounds(key, rounds, limit)
+    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy,
+                     strict: bool = False) -> Verdict:
+        return judge_time_rounds(key, rounds, limit, strict)
 
     def prepare_process(self) -> None:
         from ..engines import walltime

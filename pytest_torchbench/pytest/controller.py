@@ -381,9 +381,10 @@ class Controller:
     def _undecided_tests(self, rounds: list[tuple[BaselineSet, BaselineSet]]) -> list[str]:
         """The tests (node ids, their file relative to the folder pytest was started in) of the
         benchmarks whose alternated rounds did not decide a metric that alternates: any verdict
-        but unchanged, at the benchmark's limit as recorded with its result (else the run's). A
-        change is measured again too, as a regression against a stored baseline is confirmed in a
-        fresh process: four rounds can all be disturbed (docs/design/time-gate.md).
+        but unchanged, judged strictly (unchanged only where both views of the rounds say so), at
+        the benchmark's limit as recorded with its result (else the run's). A change is measured
+        again too, as a regression against a stored baseline is confirmed in a fresh process:
+        four rounds can all be disturbed (docs/design/time-gate.md).
 
         Why relative: both sides run from the same relative folder (the head in the checkout, the
         base in its worktree), and pytest reads a ``[`` in an argument as the start of a
@@ -402,7 +403,8 @@ class Controller:
                 if found is None or not found.alternates:
                     continue
                 pairs = base.round_pairs(rounds, key, metric)
-                if pairs and found.judge_rounds(key, pairs, limit_for(metric, policy), policy).status != UNCHANGED:
+                judged = found.judge_rounds(key, pairs, limit_for(metric, policy), policy, strict=True) if pairs else None
+                if judged is not None and judged.status != UNCHANGED:
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
                     relative = os.path.relpath(self.settings.rootdir / path, self.config.invocation_params.dir)
                     tests[Path(relative).as_posix() + sep + rest] = None
