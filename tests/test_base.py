@@ -90,3 +90,29 @@ def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) ->
     measured.rounds_of_all = 2  # the third round measured only what two could not decide
     assert measured.origin().endswith("2 rounds (+1 for the benchmarks they could not decide)")
     assert MeasuredBase(revision, one(1.0), tmp_path, False, 1.0).origin() == f"measured from HEAD~1 ({'a' * 12}) in this job"
+
+
+def test_the_extra_rounds_name_tests_relative_to_where_pytest_started(tmp_path: Path) -> None:
+    """``Controller._test_argument``: a test in the repository is named relative to the folder
+    pytest was started in, both resolved (a rootdir reached through a symlink named the real
+    folder's tests by a path the worktree does not have); a test outside the repository keeps
+    its absolute path (it is not in the worktree either)."""
+    from types import SimpleNamespace
+
+    from pytest_torchbench.pytest.controller import Controller
+
+    repo = tmp_path / "real" / "repo"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "tests" / "test_a.py").write_text("")
+    link = tmp_path / "link"
+    link.symlink_to(repo)
+    outside = tmp_path / "bench" / "test_b.py"
+    outside.parent.mkdir()
+    outside.write_text("")
+    fake = SimpleNamespace(config=SimpleNamespace(invocation_params=SimpleNamespace(dir=repo / "tests")),
+                           revision=SimpleNamespace(toplevel=repo))
+    assert Controller._test_argument(fake, link / "tests" / "test_a.py") == "test_a.py"  # type: ignore[arg-type]
+    assert Controller._test_argument(fake, repo / "tests" / "test_a.py") == "test_a.py"  # type: ignore[arg-type]
+    assert Controller._test_argument(fake, outside) == str(outside)  # type: ignore[arg-type]
+    fake.config.invocation_params.dir = repo / "sub"
+    assert Controller._test_argument(fake, link / "tests" / "test_a.py") == "../tests/test_a.py"  # type: ignore[arg-type]

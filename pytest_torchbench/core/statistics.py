@@ -261,7 +261,7 @@ class AlternatedRounds:
         """The smallest limit from ``limit`` up (in ``step``s) at which these rounds decide, or
         None below ``widest``: what a user must raise a too noisy benchmark's limit to for these
         rounds to be judged, in the rule's own terms."""
-        candidate = limit
+        candidate, widest = limit, max(widest, limit)
         while candidate <= widest:
             if self.decide(candidate) != UNDECIDED:
                 return candidate

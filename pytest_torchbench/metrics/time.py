@@ -201,15 +201,15 @@ def time_spec(options: Any, naming: Any, min_run_time: float | None = None) -> A
     from ..engines import walltime
 
     defaults = walltime.TimeSpec()
-    least = options.min_run_time or min_run_time or defaults.min_run_time
+    asked = options.min_run_time or min_run_time  # "at least this long" (marker, then session)
     return walltime.TimeSpec(
         label=naming.label,
         sub_label=naming.sub_label,
         description=naming.description,
         num_threads=options.num_threads,
         threshold=options.threshold,
-        min_run_time=least,
-        max_run_time=max(options.max_run_time, least),  # "at least this long" holds past the default max_run_time
+        min_run_time=asked or defaults.min_run_time,
+        max_run_time=max(options.max_run_time, asked) if asked else options.max_run_time,
         block_time=max(defaults.block_time, options.min_time or 0.0),
         min_replicates=max(defaults.min_replicates, options.min_rounds or 0),
         timer=options.timer,
@@ -463,12 +463,9 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
                    f"{format_percent(change)}, rounds {format_percent(low - 1.0)}..{format_percent(high - 1.0)}"
                    f"{set_aside}; fastest base {format_seconds(base_fast)}, head {format_seconds(head_fast)}")
     if status == TOO_NOISY:
-        deciding = judged.deciding_limit(limit)
-        needed = f"a limit of {deciding * 100:.3g}%" if deciding is not None else "no limit below 1000%"
-        summary = (f"too noisy at a {limit * 100:g}% limit: these rounds decide at {needed} ({rounds_text}); "
+        summary = (f"too noisy at a {limit * 100:g}% limit: {_deciding_words(judged, limit)} ({rounds_text}); "
                    "they neither agree on a change beyond the limit nor within it: not judged, neither "
-                   "failed nor passed; raise its limit to that, add --bench-rounds, or measure it on a "
-                   "quieter machine")
+                   "failed nor passed; add --bench-rounds, or measure it on a quieter machine")
     else:
         summary = (f"time {format_seconds(then)} -> {format_seconds(then * (1.0 + change))} "
                    f"({format_percent(change)}, limit {limit * 100:g}%; {rounds_text})")
@@ -479,6 +476,24 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
             details.append(f"round {number} ({first}): base {format_seconds(base)}, head {format_seconds(head)} "
                            f"({format_percent(head / base - 1.0)})")
     return Verdict(key, "time", status, then, then * (1.0 + change), limit, None, safe_text(summary), details)
+
+
+def _deciding_words(judged: AlternatedRounds, limit: float) -> str:
+    """What the rounds would be called at the smallest limit that decides them, in words.
+
+    Why say which verdict: a limit raised until the rounds decide can be the limit at which a
+    real change passes as unchanged; the user is told so, with the median change, rather than
+    told to raise the limit."""
+    deciding = judged.deciding_limit(limit)
+    if deciding is None:
+        return f"no limit up to {max(10.0, limit) * 100:g}% decides them"
+    decision = judged.decide(deciding)
+    shown = f"{math.ceil(deciding * 1000 - 1e-9) / 10:g}%"
+    if decision == SAME:
+        return (f"they would be called unchanged at a limit of {shown}, which would pass a real change of "
+                f"that size (median {format_percent(judged.change)})")
+    word = "a regression" if decision == SLOWER else "an improvement"
+    return f"they would be called {word} at a limit of {shown}"
 
 
 def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -> None:

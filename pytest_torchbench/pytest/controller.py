@@ -406,9 +406,24 @@ class Controller:
                 judged = found.judge_rounds(key, pairs, limit_for(metric, policy), policy, strict=True) if pairs else None
                 if judged is not None and judged.status != UNCHANGED:
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
-                    relative = os.path.relpath(self.settings.rootdir / path, self.config.invocation_params.dir)
-                    tests[Path(relative).as_posix() + sep + rest] = None
+                    tests[self._test_argument(self.settings.rootdir / path) + sep + rest] = None
         return list(tests)
+
+    def _test_argument(self, path: Path) -> str:
+        """``path`` as the extra rounds name it: relative to the folder pytest was started in,
+        both resolved, when it lies in the repository (the base runs from the same relative
+        folder of its worktree); absolute otherwise (a file outside the repository is not in the
+        worktree either: ``base._map_path`` leaves it as is), or where no relative path exists
+        (another drive)."""
+        try:
+            resolved = path.resolve()
+            here = Path(self.config.invocation_params.dir).resolve()
+            toplevel = self.revision.toplevel.resolve() if self.revision is not None else None
+            if toplevel is not None and resolved.is_relative_to(toplevel) and here.is_relative_to(toplevel):
+                return Path(os.path.relpath(resolved, here)).as_posix()
+        except (OSError, ValueError):
+            pass
+        return str(path)
 
     def _judging_options(self, keys: Iterable[str]) -> list[str]:
         """The baseline options of a re-run (explain, confirm) of the tests of ``keys``: the
@@ -569,8 +584,9 @@ class Controller:
             hints.append("measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
                          "or save the baselines on this kind of machine")
         if noisy:
-            hints.append("give the too noisy ones the limit their line names (--bench-fail or the marker's "
-                         "limits=), or measure on a quieter machine")
+            hints.append("give the too noisy ones more rounds (--bench-rounds), measure on a quieter machine, or "
+                         "a limit they can hold (--bench-fail or the marker's limits=; their lines say what it "
+                         "would let through)")
         git_hint = "; ".join(hints)
         if not in_ci():
             lines.append(f"WARNING: these were not gated; {git_hint}")

@@ -19,3 +19,6 @@ def test_the_least_run_time_is_a_least_even_past_the_most() -> None:
     assert (default.min_run_time, default.max_run_time) == (0.1, 0.25)
     marker = time_spec(BenchOptions(min_run_time=0.05, max_run_time=0.5), NAMING, 1.0)
     assert (marker.min_run_time, marker.max_run_time) == (0.05, 0.5)
+    # a marker's short max (pytest-benchmark's max_time) with no least asked for stays as it is
+    short = time_spec(BenchOptions(max_run_time=0.05), NAMING, None)
+    assert (short.min_run_time, short.max_run_time) == (0.1, 0.05)
