@@ -26,16 +26,17 @@ def policy_for(result: BenchmarkResult, policy: Policy) -> Policy:
 
 
 def judge(result: BenchmarkResult, baseline: Mapping[str, BenchmarkResult] | None, policy: Policy,
-          review: Review | None = None, rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None
-          ) -> list[Verdict]:
+          review: Review | None = None, rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None,
+          strict_rounds: bool = False) -> list[Verdict]:
     """The verdicts of one result: none without a baseline set; one per measured metric with one
     (new, not comparable, regression, ...), each seen by ``review`` before anyone acts on it.
     ``rounds``: per metric, (base, head) values measured alternately (``--bench-rounds``): a
-    metric that alternates (time) is judged on those pairs instead of on one run against one."""
+    metric that alternates (time) is judged on those pairs instead of on one run against one
+    (strictly with ``strict_rounds``: ``judgement.judge_metric``)."""
     if baseline is None:
         return []
     entry = baseline.get(result.key)
-    verdicts = judge_result(result, entry, policy_for(result, policy), rounds)
+    verdicts = judge_result(result, entry, policy_for(result, policy), rounds, strict_rounds)
     if review is not None:
         review(result, verdicts, entry)
     return verdicts

@@ -161,10 +161,12 @@ def judge_metric(
     current_env: Environment | None = None,
     baseline_env: Environment | None = None,
     rounds: Sequence[tuple[Any, Any]] | None = None,
+    strict_rounds: bool = False,
 ) -> Verdict:
     """One metric of one benchmark judged. ``rounds``: (base, head) values measured alternately
     in fresh processes (``--bench-rounds``); a metric that ``alternates`` judges those pairs
-    instead of ``current`` against ``baseline``."""
+    instead of ``current`` against ``baseline``, strictly with ``strict_rounds`` (rounds that
+    were to be measured again and were not)."""
     limit = limit_for(metric, policy)
     if baseline is None:
         return Verdict(key, metric, NEW, limit=limit, summary=f"{metric}: no baseline (new benchmark)")
@@ -179,7 +181,7 @@ def judge_metric(
         return verdict
     judged = registry.get(metric)
     if rounds and judged.alternates:
-        verdict = judged.judge_rounds(key, rounds, limit, policy)
+        verdict = judged.judge_rounds(key, rounds, limit, policy, strict=strict_rounds)
     else:
         verdict = judged.judge(key, current, baseline, limit, policy)
     if verdict.status == REGRESSION:
@@ -190,7 +192,8 @@ def judge_metric(
 
 
 def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, policy: Policy,
-                 rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None) -> list[Verdict]:
+                 rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None,
+                 strict_rounds: bool = False) -> list[Verdict]:
     """One verdict per metric measured now; metrics only in the baseline are not judged here.
     ``rounds``: per metric, the (base, head) values of an alternated measurement (judge_metric)."""
     verdicts = []
@@ -202,6 +205,7 @@ def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, poli
                 result.environments.get(metric),
                 baseline.environments.get(metric) if baseline is not None else None,
                 (rounds or {}).get(metric),
+                strict_rounds,
             )
         )
     if baseline is not None:

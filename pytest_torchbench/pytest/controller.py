@@ -144,6 +144,7 @@ class Controller:
         #: Per benchmark key, per metric that alternates: the (base, head) values of the rounds
         #: measured alternately (``--bench-rounds``), judged instead of one run against one.
         self.rounds: dict[str, dict[str, list[tuple[Any, Any]]]] = {}
+        self.again_keys: set[str] = set()  # benchmarks the first rounds sent to be measured again
         #: This process's measuring side: in a serial run it still holds the callable of the test
         #: being judged, so a failed verdict can be explained by re-running it (op call sites).
         self.session = session
@@ -208,7 +209,7 @@ class Controller:
         elsewhere: list[Verdict] = []
         properties: list[tuple[str, object]] = []
         judged_results = [(result, gate.judge(result, baseline, self.settings.policy, self._review,
-                                              self.rounds.get(result.key)))
+                                              self.rounds.get(result.key), self._rounds_unfinished(result.key)))
                           for result in results]
         self._confirm(report.nodeid, [v for _, judged in judged_results for v in judged])
         for result, judged in judged_results:
@@ -405,9 +406,19 @@ class Controller:
                 pairs = base.round_pairs(rounds, key, metric)
                 judged = found.judge_rounds(key, pairs, limit_for(metric, policy), policy, strict=True) if pairs else None
                 if judged is not None and judged.status != UNCHANGED:
+                    self.again_keys.add(key)
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
                     tests[self._test_argument(self.settings.rootdir / path) + sep + rest] = None
         return list(tests)
+
+    def _rounds_unfinished(self, key: str) -> bool:
+        """Whether ``key`` was to be measured again and its extra rounds added nothing (the test
+        failed or was skipped there): then its first rounds are judged strictly, as they were
+        when it was picked, not by the looser rule meant for all its rounds."""
+        measured = self.measured
+        if measured is None or key not in self.again_keys:
+            return False
+        return all(len(pairs) <= measured.rounds_of_all for pairs in self.rounds.get(key, {}).values())
 
     def _test_argument(self, path: Path) -> str:
         """``path`` as the extra rounds name it: relative to the folder pytest was started in,

@@ -175,3 +175,27 @@ def test_the_first_rounds_call_unchanged_only_what_both_views_call_so() -> None:
     assert judge_time_rounds("t", _rounds(pairs), 0.10, strict=True).status == TOO_NOISY
     calm = [(1.0, 1.0), (1.01, 1.0), (1.0, 1.02), (1.0, 0.99)]
     assert AlternatedRounds(calm).decide(0.10, strict=True) == "same"
+
+
+def test_rounds_that_were_not_measured_again_are_judged_strictly() -> None:
+    """A benchmark the first rounds sent to be measured again whose extra rounds added nothing
+    (its test failed or was skipped there) is judged on its first rounds as strictly as when it
+    was picked, through the gate (``strict_rounds``, ``Controller._rounds_unfinished``): the
+    looser rule would have passed these +20% rounds."""
+    from types import SimpleNamespace
+
+    from pytest_torchbench.pytest.controller import Controller
+
+    pairs = [(1.08, 1.18), (1.5, 1.19), (1.1, 1.2), (1.5, 1.6)]
+    current = BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "", metrics={"time": _time(1.2)})
+    entry = BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "", metrics={"time": _time(1.0)})
+    loose = gate.judge(current, {current.key: entry}, Policy(), rounds={"time": _rounds(pairs)})
+    strict = gate.judge(current, {current.key: entry}, Policy(), rounds={"time": _rounds(pairs)}, strict_rounds=True)
+    assert [v.status for v in loose] == [UNCHANGED] and [v.status for v in strict] == [TOO_NOISY]
+
+    fake = SimpleNamespace(measured=SimpleNamespace(rounds_of_all=4), again_keys={"t.py::test_a"},
+                           rounds={"t.py::test_a": {"time": pairs}, "t.py::test_b": {"time": pairs * 2}})
+    assert Controller._rounds_unfinished(fake, "t.py::test_a")  # type: ignore[arg-type]
+    assert not Controller._rounds_unfinished(fake, "t.py::test_c")  # type: ignore[arg-type]  # not sent again
+    fake.again_keys.add("t.py::test_b")
+    assert not Controller._rounds_unfinished(fake, "t.py::test_b")  # type: ignore[arg-type]  # 8 rounds: measured again
