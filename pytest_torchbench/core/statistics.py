@@ -228,13 +228,6 @@ class AlternatedRounds:
             return SAME
         return UNDECIDED
 
-    def _leans_within(self, view: str, limit: float) -> bool:
-        """Whether an undecided ``view`` still points within the limit: the paired median ratio,
-        or the head's fastest round against the base's fastest."""
-        if view == "paired":
-            return abs(self.change) <= limit
-        return abs(self.head[0] / self.base[0] - 1.0) <= limit
-
     def decide(self, limit: float, strict: bool = False) -> str:
         """Slower, faster or same where both views say so; same where one says same and the
         other cannot tell but points within the limit; undecided otherwise. ``strict``: same only
@@ -251,10 +244,12 @@ class AlternatedRounds:
             return paired
         if strict:
             return UNDECIDED
-        if paired == SAME and sides == UNDECIDED:
-            return SAME if self._leans_within("sides", limit) else UNDECIDED
-        if sides == SAME and paired == UNDECIDED:
-            return SAME if self._leans_within("paired", limit) else UNDECIDED
+        # the undecided view still points within the limit: the head's fastest round against the
+        # base's fastest (sides), or the median ratio (paired)
+        if paired == SAME and sides == UNDECIDED and abs(self.head[0] / self.base[0] - 1.0) <= limit:
+            return SAME
+        if sides == SAME and paired == UNDECIDED and abs(self.change) <= limit:
+            return SAME
         return UNDECIDED
 
     def deciding_limit(self, limit: float, step: float = 0.005, widest: float = 10.0) -> float | None:

@@ -456,7 +456,7 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
     change = judged.change
     then = statistics.median(judged.base)
     low, high = judged.central
-    (base_fast, _), (head_fast, _) = judged.band("base"), judged.band("head")
+    base_fast, head_fast = judged.base[0], judged.head[0]
     aside = judged.depth - 1
     set_aside = f", {aside} at each end set aside" if aside else ""
     rounds_text = (f"head/base of the fastest call over {judged.rounds} alternated rounds: median "

@@ -308,8 +308,9 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
     cached base paired with a head measured now pairs nothing); the first round's base is kept
     under the output folder for re-runs that judge against it. ``undecided``: given the rounds,
     the tests (node ids, relative to the invocation folder or absolute) that they could not
-    decide; those alone are measured in as many rounds again, continuing the order, so that a benchmark the
-    machine disturbed in a round or two is judged on more rounds, not called too noisy at once."""
+    decide; those alone are measured in as many rounds again, continuing the order, so that a
+    benchmark the machine disturbed in a round or two is judged on more rounds, not called too
+    noisy at once."""
     toplevel = revision.toplevel.resolve()
     shown = f"{option}={revision.ref}"
     try:

@@ -404,8 +404,8 @@ class Controller:
                 if found is None or not found.alternates:
                     continue
                 pairs = base.round_pairs(rounds, key, metric)
-                judged = found.judge_rounds(key, pairs, limit_for(metric, policy), policy, strict=True) if pairs else None
-                if judged is not None and judged.status != UNCHANGED:
+                if pairs and found.judge_rounds(key, pairs, limit_for(metric, policy), policy,
+                                                strict=True).status != UNCHANGED:
                     self.again_keys.add(key)
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
                     tests[self._test_argument(self.settings.rootdir / path) + sep + rest] = None
