@@ -116,31 +116,36 @@ def test_a_tests_heap_and_counts_do_not_depend_on_the_workers_history(tmp_path: 
     project.mkdir()
     (project / "conftest.py").write_text(CONFTEST)
     (project / "test_history.py").write_text(MODULE)
-    # Up to three sessions of each history, until one of each puts the probe's blocks at the
-    # same offsets. Why not one of each: the offsets also move from run to run of the same
-    # history, timing deciding (2026-11-26, seven sessions of both histories here: the probe's
-    # tensors at two places 144 bytes apart, in four and three of them, with the same count to
-    # the instruction; CI's failure that day). A history that moves the blocks moves them in every session, as the probe paths'
-    # lengths did, and fails here.
+    # Up to four sessions of each history, until a quiet one and a busy one put the probe's blocks
+    # at the same offsets and count it the same, to the instruction. Why not one of each: both
+    # also move from run to run of one history, timing deciding. Seven sessions of both histories
+    # here (2026-11-26) put the probe's tensors at two places 144 bytes apart, four and three of
+    # them, in both histories alike; and CI (2026-11-27) counted a quiet and a busy session with
+    # equal offsets 9 instructions per call apart, as one of six sessions of one project here had
+    # done the day before (docs/design/counting.md, "What is left"). A history that moves the
+    # blocks or the count moves them in every session, as the probe paths' lengths did, and
+    # fails here.
     sessions: dict[str, list[tuple[list[int], dict[str, float]]]] = {"quiet": [], "busy": []}
-    matched: list[tuple[dict[str, float], dict[str, float]]] = []
-    for attempt in range(3):
+    same_place: list[tuple[dict[str, float], dict[str, float]]] = []
+    for attempt in range(4):
         for history, seen in sessions.items():
             seen.append(session(project, tmp_path / f"session-{attempt}", history))
-        matched = [(q, b) for q_offsets, q in sessions["quiet"] for b_offsets, b in sessions["busy"]
-                   if q_offsets == b_offsets]
-        if matched:
+        same_place = [(q, b) for q_offsets, q in sessions["quiet"] for b_offsets, b in sessions["busy"]
+                      if q_offsets == b_offsets]
+        if any(q["test_probe"] == b["test_probe"] for q, b in same_place):
             break
+    seen_everywhere = {history: [(offsets[:3], counts["test_probe"]) for offsets, counts in seen]
+                       for history, seen in sessions.items()}
     # the probe test's tensors and blocks lie at the same page offsets, whatever came before...
-    assert matched, {history: [offsets for offsets, _ in seen] for history, seen in sessions.items()}
-    quiet, busy = matched[0]
+    assert same_place, seen_everywhere
     # ...and so its counts are the same, to the instruction
-    if sys.version_info >= (3, 12) and quiet["test_probe"] != busy["test_probe"]:
+    counted_alike = any(q["test_probe"] == b["test_probe"] for q, b in same_place)
+    if sys.version_info >= (3, 12) and not counted_alike:
         # Measured on 3.12.1 (2026-11-26): offsets equal, 10,990.33 against 10,999.33 instructions
         # per call; the cause is not found (docs/python-versions.md). The offsets still hold.
         pytest.xfail(f"on Python 3.12+ the probe's count follows the worker's history by a few instructions "
-                     f"per call: {quiet['test_probe']} quiet, {busy['test_probe']} busy")
-    assert quiet["test_probe"] == busy["test_probe"], (quiet, busy)
+                     f"per call: {seen_everywhere}")
+    assert counted_alike, seen_everywhere
 
 
 LINES = 64
