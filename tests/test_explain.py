@@ -44,3 +44,15 @@ def test_the_rerun_keeps_its_temporary_files_to_itself(tmp_path: Path) -> None:
                             xdist=False)
     assert "/tmp/mine" not in command  # pytest empties its basetemp when it starts
     assert f"--basetemp={tmp_path / 'basetemp'}" in command
+
+
+def test_the_rerun_names_its_tests_relative_to_the_folder_it_starts_in(tmp_path: Path) -> None:
+    """pytest refuses a path argument holding ``[`` (it reads a parameter id), and a CI job's
+    checkout may be called ``job[3]``: relative to the re-run's folder the brackets are gone."""
+    root = tmp_path / "job[3]"
+    (root / "tests").mkdir(parents=True)
+    command = rerun_command([], ["tests/test_y.py::t[1]"], root, ["ops"], [], tmp_path / "r.json", xdist=False,
+                            cwd=root)
+    assert command[-1] == "tests/test_y.py::t[1]"
+    assert rerun_command([], ["tests/test_y.py::t"], root, ["ops"], [], tmp_path / "r.json", xdist=False,
+                         cwd=root / "tests")[-1] == "test_y.py::t"

@@ -109,10 +109,26 @@ def judging_options(compare: str, baselines_dir: Path, fail: str | None, strict:
     return options
 
 
+def test_argument(path: Path, cwd: Path | None) -> str:
+    """``path`` as a re-run's command line names it: relative to ``cwd`` (both resolved) where it
+    can be, absolute otherwise (no ``cwd``; another drive).
+
+    Why relative: pytest reads ``[`` in an argument as the start of a parameter id and refuses a
+    path that holds one, and a CI job's checkout may be called ``job[3]``."""
+    if cwd is not None:
+        try:
+            return Path(os.path.relpath(path.resolve(), cwd.resolve())).as_posix()
+        except (OSError, ValueError):
+            pass
+    return str(path)
+
+
 def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],
-                  compare: Sequence[str], json_path: Path, xdist: bool, positional: Sequence[str] = ()) -> list[str]:
+                  compare: Sequence[str], json_path: Path, xdist: bool, positional: Sequence[str] = (),
+                  cwd: Path | None = None) -> list[str]:
     """The command line of the re-run: this interpreter, the user's options (:func:`passed_through`), the
-    failed tests (as paths under ``rootdir``, wherever pytest was started from), serial (``-n 0``
+    failed tests (paths under ``rootdir``, named relative to ``cwd``, the folder the re-run starts
+    in: :func:`test_argument`), serial (``-n 0``
     when xdist is installed, over an ``addopts`` that sets ``-n``), only ``metrics``, judged as
     this run judges (``compare``: the baseline options, e.g. ``--bench-compare=main``,
     ``--bench-baselines-dir=...``, ``--bench-fail=...``), results to ``json_path``, temporary
@@ -121,7 +137,7 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
     tests = []
     for nodeid in sorted(set(nodeids)):
         path, sep, rest = nodeid.partition("::")
-        tests.append(str(rootdir / path) + sep + rest)
+        tests.append(test_argument(rootdir / path, cwd) + sep + rest)
     return [
         sys.executable, "-m", "pytest", *passed_through(args, positional), *(["-n", "0"] if xdist else []),
         "-q", "-p", "no:cacheprovider", f"--bench-mode={','.join(metrics)}", *compare,
@@ -159,7 +175,8 @@ def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: I
     the re-run in that line)."""
     with tempfile.TemporaryDirectory(prefix="torchbench-rerun-") as folder:
         json_path = Path(folder) / "results.json"
-        command = rerun_command(args, nodeids, rootdir, sorted(set(metrics)), compare, json_path, xdist, positional)
+        command = rerun_command(args, nodeids, rootdir, sorted(set(metrics)), compare, json_path, xdist,
+                                positional, cwd)
         # Its output goes to a file, not a pipe: a process a test started and left running (a helper
         # server) inherits it, and reading a pipe to its end would wait for that process too, and
         # forever after a timeout (``subprocess.run`` reads on once the re-run is killed).
@@ -173,6 +190,8 @@ def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: I
         except OSError as exc:
             return Rerun([], f"the re-run {purpose} could not start ({safe_text(exc)})", "", True)
         printed = _output_tail(output_path, done.returncode)
+        if done.returncode in (3, 4):  # pytest's internal and usage errors: no test ran
+            return Rerun([], f"the re-run {purpose} ran no test ({printed})", printed)
         try:
             document: Any = json.loads(json_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

@@ -97,6 +97,33 @@ def test_under_xdist_the_controller_reruns_the_failed_test_for_its_call_sites(
     assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failed[0]["details"]
 
 
+
+@pytest.mark.slow
+def test_the_rerun_names_its_test_where_the_checkout_path_holds_brackets(
+    pytester: pytest.Pytester, run_bench, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+) -> None:
+    """A CI job's folder may be called ``job[3]``. pytest reads ``[`` in an argument as a
+    parameter id and refuses a path holding one, so the re-run, which named its test by absolute
+    path, stopped with a usage error and the call sites were lost (a time slowdown's confirmation
+    goes through the same re-run). It names its tests relative to the folder it starts in.
+
+    The test file is named on the command line: pytest 9.2 itself, started there with no path,
+    refuses the folder it would collect (its absolute path holds the brackets)."""
+    root = pytester.path / "job[3]"
+    (root / "color").mkdir(parents=True)
+    (root / "color" / "__init__.py").write_text("")
+    (root / "color" / "gray.py").write_text(GRAY)
+    (root / "test_color.py").write_text(TEST)
+    monkeypatch.chdir(root)
+    assert run_bench("--bench-mode=ops", "--bench-save=main", "test_color.py").ret == 0
+    (root / "color" / "extra.flag").write_text("")
+    result = run_bench("--bench-mode=ops", "--bench-compare=main", "-n", "2", "test_color.py")
+    result.assert_outcomes(passed=1, failed=1)
+    out = result.stdout.str()
+    assert "re-run for call sites" not in out, out
+    assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in out, out
+
+
 WORKER_ONLY = '''
 import os
 
@@ -231,7 +258,7 @@ def test_a_rerun_that_cannot_start_says_why_with_its_text_escaped(
     result = run_bench("--bench-mode=ops", "--bench-compare=main", "-n", "2")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
-    assert "torchbench: the re-run for call sites wrote no results (exit 4: " in out
+    assert "torchbench: the re-run for call sites ran no test (exit 4: " in out
     assert "\x1b" not in out
     assert "\\x1b[2J::error::this suite runs under xdist only" in out
     assert "call sites: not found" in out
