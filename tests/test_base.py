@@ -116,3 +116,39 @@ def test_the_extra_rounds_name_tests_relative_to_where_pytest_started(tmp_path: 
     assert Controller._test_argument(fake, outside) == str(outside)  # type: ignore[arg-type]
     fake.config.invocation_params.dir = repo / "sub"
     assert Controller._test_argument(fake, link / "tests" / "test_a.py") == "../tests/test_a.py"  # type: ignore[arg-type]
+
+
+def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide(tmp_path: Path) -> None:
+    """``Controller._undecided_tests``, the callback ``base.measure`` asks before each pass of
+    extra rounds: after the first rounds, every benchmark they did not call unchanged with both
+    views (a change too); after a pass, only benchmarks measured again that all their rounds,
+    judged as the verdict will be, still leave undecided; never one the first rounds passed."""
+    from types import SimpleNamespace
+
+    from pytest_torchbench.core.judgement import Policy
+    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.metrics.time import TimeMetric
+    from pytest_torchbench.pytest.controller import Controller
+    from pytest_torchbench.store.storage import BaselineSet
+
+    def side(**seconds: float) -> BaselineSet:
+        return BaselineSet("base", "here", {
+            f"t.py::{name}": BenchmarkResult(f"t.py::{name}", "t.py", name, "", "", nodeid=f"t.py::{name}",
+                                             metrics={"time": TimeMetric(1, [value])})
+            for name, value in seconds.items()})
+
+    calm, slower, flipping = [(1.0, 1.0)] * 4, [(1.0, 2.0)] * 4, [(1.0, 2.0), (2.0, 1.0)] * 2
+    first = [(side(test_calm=c[0], test_slower=s[0], test_flip=f[0]), side(test_calm=c[1], test_slower=s[1],
+                                                                           test_flip=f[1]))
+             for c, s, f in zip(calm, slower, flipping)]
+    fake = SimpleNamespace(settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path), again_keys=set(),
+                           _test_argument=lambda path: path.relative_to(tmp_path).as_posix())
+    undecided = Controller._undecided_tests
+    assert undecided(fake, first) == ["t.py::test_slower", "t.py::test_flip"]  # type: ignore[arg-type]
+    # the first pass: the slowdown decided on eight rounds; the flipping one still undecided
+    again = [(side(test_slower=s[0], test_flip=f[0]), side(test_slower=s[1], test_flip=f[1]))
+             for s, f in zip(slower, flipping)]
+    assert undecided(fake, first + again) == ["t.py::test_flip"]  # type: ignore[arg-type]
+    # a benchmark the first rounds passed is not taken again, whatever its rounds say
+    fake.again_keys.discard("t.py::test_flip")
+    assert undecided(fake, first + again) == []  # type: ignore[arg-type]

@@ -69,6 +69,11 @@ LEFT_OUT = {
     "--bench-output": True, "--bench-profile": False, "--junitxml": True, "--junit-xml": True,
     "--result-log": True, "--html": True, "--json-report-file": True,
 }
+#: Alternated rounds: after the rounds of the whole selection, at most this many passes of as
+#: many rounds again, each of the tests all the rounds so far could not decide. Why a second pass:
+#: a benchmark whose speed flips between states over a machine's windows of load is often still
+#: undecided after two passes where a third decides it (docs/design/time-gate.md).
+EXTRA_PASSES = 2
 #: Exit statuses of the base run that still give results: tests passed, some failed at REV (what
 #: measured still counts), none collected (the selection does not exist at REV).
 USABLE_EXITS = (0, 1, 5)
@@ -310,7 +315,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
     the tests (node ids, relative to the invocation folder or absolute) that they could not
     decide; those alone are measured in as many rounds again, continuing the order, so that a
     benchmark the machine disturbed in a round or two is judged on more rounds, not called too
-    noisy at once."""
+    noisy at once; up to :data:`EXTRA_PASSES` times, each pass given all the rounds so far."""
     toplevel = revision.toplevel.resolve()
     shown = f"{option}={revision.ref}"
     try:
@@ -377,10 +382,12 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
 
             for number in range(1, rounds + 1):
                 one_round(number, paths, child_paths)
-            again = list(undecided(list(paired))) if undecided is not None else []
-            if again:
+            for extra_pass in range(EXTRA_PASSES):
+                again = list(undecided(list(paired))) if undecided is not None else []
+                if not again:
+                    break
                 mapped_again = [_map_path(test, toplevel, worktree) for test in again]
-                for number in range(rounds + 1, 2 * rounds + 1):
+                for number in range(len(paired) + 1, len(paired) + rounds + 1):
                     one_round(number, again, mapped_again)
             measured = paired[0][0]
         _check_imports(modules_dir, worktree, toplevel, shown, revision)

@@ -367,7 +367,10 @@ class Controller:
             self.baseline.entries.clear()  # REV as measured here is the whole baseline
         if self.measured.rounds:
             more = len(self.measured.rounds) - self.measured.rounds_of_all
-            again = (f", then {more} more rounds of the benchmarks those could not decide" if more > 0 else "")
+            again = (f", then {min(more, self.measured.rounds_of_all)} more rounds of the benchmarks those could "
+                     "not decide" if more > 0 else "")
+            if more > self.measured.rounds_of_all:
+                again += f" and {more - self.measured.rounds_of_all} more of those still undecided"
             how = (f"measured alternately with this checkout in {self.measured.rounds_of_all} rounds of fresh "
                    f"processes (base, head; head, base; ...){again}, in {self.measured.seconds:.1f} s; time is "
                    "judged on the fastest call of each side in each round")
@@ -385,7 +388,9 @@ class Controller:
         but unchanged, judged strictly (unchanged only where both views of the rounds say so), at
         the benchmark's limit as recorded with its result (else the run's). A change is measured
         again too, as a regression against a stored baseline is confirmed in a fresh process:
-        four rounds can all be disturbed (docs/design/time-gate.md).
+        four rounds can all be disturbed (docs/design/time-gate.md). After a pass of extra
+        rounds (``rounds`` then holds more than the first ones): those of the benchmarks measured
+        again that all their rounds, judged as the verdict will be, still cannot decide.
 
         Why relative: both sides run from the same relative folder (the head in the checkout, the
         base in its worktree), and pytest reads a ``[`` in an argument as the start of a
@@ -394,9 +399,12 @@ class Controller:
         from ..core.judgement import limit_for
         from ..metrics import registry
 
+        first = len(rounds) <= self.settings.rounds
         tests: dict[str, None] = {}
         keys = dict.fromkeys(key for _, head in rounds for key in head.entries)
         for key in keys:
+            if not first and key not in self.again_keys:
+                continue
             head_entries = [head.entries[key] for _, head in rounds if key in head.entries]
             policy = gate.policy_for(head_entries[-1], self.settings.policy)
             for metric in head_entries[-1].metrics:
@@ -404,8 +412,10 @@ class Controller:
                 if found is None or not found.alternates:
                     continue
                 pairs = base.round_pairs(rounds, key, metric)
-                if pairs and found.judge_rounds(key, pairs, limit_for(metric, policy), policy,
-                                                strict=True).status != UNCHANGED:
+                if not pairs:
+                    continue
+                status = found.judge_rounds(key, pairs, limit_for(metric, policy), policy, strict=first).status
+                if (status != UNCHANGED) if first else (status == TOO_NOISY):
                     self.again_keys.add(key)
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
                     tests[self._test_argument(self.settings.rootdir / path) + sep + rest] = None
