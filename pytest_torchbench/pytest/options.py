@@ -71,8 +71,8 @@ def addoption(parser: pytest.Parser) -> None:
     group.addoption("--bench-rounds", metavar="N", type=int, default=None,
                     help="time mode against a base measured from --bench-compare=REV: measure REV and this "
                     "checkout alternately, N rounds of fresh processes in swapped order (base, head; head, "
-                    f"base; ...), N more of the benchmarks those did not decide, and judge each on the "
-                    f"fastest call of each side per round (default "
+                    "base; ...), N more of the benchmarks those did not decide (and N more of those still "
+                    "undecided), and judge each on the fastest call of each side per round (default "
                     f"{DEFAULT_ROUNDS}; 1: one base run, then this run, as for counting modes)")
     group.addoption("--bench-allow-incomparable", action="store_true", default=False,
                     help="in CI (the CI variable set), do not fail the run when a benchmark's baseline "
