@@ -89,6 +89,9 @@ def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) ->
     assert measured.origin() == f"measured from HEAD~1 ({'a' * 12}) in this job alternately with this checkout, 3 rounds"
     measured.rounds_of_all = 2  # the third round measured only what two could not decide
     assert measured.origin().endswith("2 rounds (+1 for the benchmarks they could not decide)")
+    measured.rounds_of_all = 1  # a pass of one round, then one more of what was still undecided
+    assert measured.origin().endswith("1 rounds (+1 for the benchmarks they could not decide, "
+                                      "+1 for those still undecided)")
     assert MeasuredBase(revision, one(1.0), tmp_path, False, 1.0).origin() == f"measured from HEAD~1 ({'a' * 12}) in this job"
 
 
@@ -138,17 +141,22 @@ def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide
             for name, value in seconds.items()})
 
     calm, slower, flipping = [(1.0, 1.0)] * 4, [(1.0, 2.0)] * 4, [(1.0, 2.0), (2.0, 1.0)] * 2
-    first = [(side(test_calm=c[0], test_slower=s[0], test_flip=f[0]), side(test_calm=c[1], test_slower=s[1],
-                                                                           test_flip=f[1]))
-             for c, s, f in zip(calm, slower, flipping)]
+    # unchanged by the looser rule, not by the strict one (the pairs same, the sides undecided)
+    gone = [(1.0, 1.3), (1.05, 1.0), (1.05, 1.0), (1.3, 1.6)]
+    first = [(side(test_calm=c[0], test_slower=s[0], test_flip=f[0], test_gone=g[0]),
+              side(test_calm=c[1], test_slower=s[1], test_flip=f[1], test_gone=g[1]))
+             for c, s, f, g in zip(calm, slower, flipping, gone)]
     fake = SimpleNamespace(settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path), again_keys=set(),
                            _test_argument=lambda path: path.relative_to(tmp_path).as_posix())
     undecided = Controller._undecided_tests
-    assert undecided(fake, first) == ["t.py::test_slower", "t.py::test_flip"]  # type: ignore[arg-type]
-    # the first pass: the slowdown decided on eight rounds; the flipping one still undecided
+    assert undecided(fake, first) == ["t.py::test_slower", "t.py::test_flip", "t.py::test_gone"]  # type: ignore[arg-type]
+    # the first pass: the slowdown decided on eight rounds; the flipping one still undecided;
+    # test_gone measured nothing there (its test failed), so its first rounds are still judged
+    # strictly, as its verdict will be (``_rounds_unfinished``), and it is taken again
     again = [(side(test_slower=s[0], test_flip=f[0]), side(test_slower=s[1], test_flip=f[1]))
              for s, f in zip(slower, flipping)]
-    assert undecided(fake, first + again) == ["t.py::test_flip"]  # type: ignore[arg-type]
+    assert undecided(fake, first + again) == ["t.py::test_flip", "t.py::test_gone"]  # type: ignore[arg-type]
+    fake.again_keys.discard("t.py::test_gone")
     # a benchmark the first rounds passed is not taken again, whatever its rounds say
     fake.again_keys.discard("t.py::test_flip")
     assert undecided(fake, first + again) == []  # type: ignore[arg-type]

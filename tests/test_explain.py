@@ -56,3 +56,16 @@ def test_the_rerun_names_its_tests_relative_to_the_folder_it_starts_in(tmp_path:
     assert command[-1] == "tests/test_y.py::t[1]"
     assert rerun_command([], ["tests/test_y.py::t"], root, ["ops"], [], tmp_path / "r.json", xdist=False,
                          cwd=root / "tests")[-1] == "test_y.py::t"
+
+
+def test_a_symlinked_test_file_keeps_the_name_pytest_gave_it(tmp_path: Path) -> None:
+    """pytest names a test by the path it collected it under: a test file that is a symlink is
+    named by the link, and so must the re-run name it (resolved, it would be another node id)."""
+    root = tmp_path / "project"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "test_x.py").write_text("")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_link.py").symlink_to(root / "real" / "test_x.py")
+    command = rerun_command([], ["tests/test_link.py::t"], root, ["ops"], [], tmp_path / "r.json", xdist=False,
+                            cwd=root)
+    assert command[-1] == "tests/test_link.py::t"

@@ -109,15 +109,18 @@ def judging_options(compare: str, baselines_dir: Path, fail: str | None, strict:
     return options
 
 
-def test_argument(path: Path, cwd: Path | None) -> str:
-    """``path`` as a re-run's command line names it: relative to ``cwd`` (both resolved) where it
-    can be, absolute otherwise (no ``cwd``; another drive).
+def rerun_argument(path: Path, cwd: Path | None) -> str:
+    """``path`` as a re-run's command line names it: relative to ``cwd`` where it can be,
+    absolute otherwise (no ``cwd``; another drive).
 
     Why relative: pytest reads ``[`` in an argument as the start of a parameter id and refuses a
-    path that holds one, and a CI job's checkout may be called ``job[3]``."""
+    path that holds one, and a CI job's checkout may be called ``job[3]``. Why ``path`` is not
+    resolved: pytest names a test by the path it was given, so a symlinked test file resolved
+    would be another node id; the re-run joins the argument to its working folder, which the
+    system reports resolved, as text."""
     if cwd is not None:
         try:
-            return Path(os.path.relpath(path.resolve(), cwd.resolve())).as_posix()
+            return Path(os.path.relpath(os.path.abspath(path), os.path.realpath(cwd))).as_posix()
         except (OSError, ValueError):
             pass
     return str(path)
@@ -128,7 +131,7 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
                   cwd: Path | None = None) -> list[str]:
     """The command line of the re-run: this interpreter, the user's options (:func:`passed_through`), the
     failed tests (paths under ``rootdir``, named relative to ``cwd``, the folder the re-run starts
-    in: :func:`test_argument`), serial (``-n 0``
+    in: :func:`rerun_argument`), serial (``-n 0``
     when xdist is installed, over an ``addopts`` that sets ``-n``), only ``metrics``, judged as
     this run judges (``compare``: the baseline options, e.g. ``--bench-compare=main``,
     ``--bench-baselines-dir=...``, ``--bench-fail=...``), results to ``json_path``, temporary
@@ -137,7 +140,7 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
     tests = []
     for nodeid in sorted(set(nodeids)):
         path, sep, rest = nodeid.partition("::")
-        tests.append(test_argument(rootdir / path, cwd) + sep + rest)
+        tests.append(rerun_argument(rootdir / path, cwd) + sep + rest)
     return [
         sys.executable, "-m", "pytest", *passed_through(args, positional), *(["-n", "0"] if xdist else []),
         "-q", "-p", "no:cacheprovider", f"--bench-mode={','.join(metrics)}", *compare,
@@ -190,7 +193,7 @@ def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: I
         except OSError as exc:
             return Rerun([], f"the re-run {purpose} could not start ({safe_text(exc)})", "", True)
         printed = _output_tail(output_path, done.returncode)
-        if done.returncode in (3, 4):  # pytest's internal and usage errors: no test ran
+        if done.returncode in (4, 5):  # pytest's usage error; no test collected
             return Rerun([], f"the re-run {purpose} ran no test ({printed})", printed)
         try:
             document: Any = json.loads(json_path.read_text(encoding="utf-8"))

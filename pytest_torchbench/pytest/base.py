@@ -103,7 +103,10 @@ class MeasuredBase:
         where = f"{self.revision.revision} ({self.revision.commit[:12]})"
         if self.rounds:
             more = len(self.rounds) - self.rounds_of_all
-            again = f" (+{more} for the benchmarks they could not decide)" if more > 0 else ""
+            again = (f" (+{min(more, self.rounds_of_all)} for the benchmarks they could not decide" if more > 0 else "")
+            if more > self.rounds_of_all:
+                again += f", +{more - self.rounds_of_all} for those still undecided"
+            again += ")" if again else ""
             return (f"measured from {where} in this job alternately with this checkout, "
                     f"{self.rounds_of_all} rounds{again}")
         return f"cached measurement of {where}" if self.cached else f"measured from {where} in this job"
@@ -382,7 +385,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
 
             for number in range(1, rounds + 1):
                 one_round(number, paths, child_paths)
-            for extra_pass in range(EXTRA_PASSES):
+            for _ in range(EXTRA_PASSES):
                 again = list(undecided(list(paired))) if undecided is not None else []
                 if not again:
                     break

@@ -414,8 +414,12 @@ class Controller:
                 pairs = base.round_pairs(rounds, key, metric)
                 if not pairs:
                     continue
-                status = found.judge_rounds(key, pairs, limit_for(metric, policy), policy, strict=first).status
-                if (status != UNCHANGED) if first else (status == TOO_NOISY):
+                # judged as the verdict will be: strictly on the first rounds alone (here, or where
+                # the pass before added none: ``_rounds_unfinished``), then anything but unchanged
+                # is taken; on more rounds, what they cannot decide
+                strict = len(pairs) <= self.settings.rounds
+                status = found.judge_rounds(key, pairs, limit_for(metric, policy), policy, strict=strict).status
+                if (status != UNCHANGED) if strict else (status == TOO_NOISY):
                     self.again_keys.add(key)
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
                     tests[self._test_argument(self.settings.rootdir / path) + sep + rest] = None

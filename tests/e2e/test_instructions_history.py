@@ -134,6 +134,8 @@ def test_a_tests_heap_and_counts_do_not_depend_on_the_workers_history(tmp_path: 
                       if q_offsets == b_offsets]
         if any(q["test_probe"] == b["test_probe"] for q, b in same_place):
             break
+        if same_place and sys.version_info >= (3, 12):
+            break  # the count's history effect there is systematic (the xfail below): no use waiting
     seen_everywhere = {history: [(offsets[:3], counts["test_probe"]) for offsets, counts in seen]
                        for history, seen in sessions.items()}
     # the probe test's tensors and blocks lie at the same page offsets, whatever came before...
