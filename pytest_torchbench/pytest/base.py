@@ -102,14 +102,20 @@ class MeasuredBase:
     def origin(self) -> str:
         where = f"{self.revision.revision} ({self.revision.commit[:12]})"
         if self.rounds:
-            more = len(self.rounds) - self.rounds_of_all
-            again = (f" (+{min(more, self.rounds_of_all)} for the benchmarks they could not decide" if more > 0 else "")
-            if more > self.rounds_of_all:
-                again += f", +{more - self.rounds_of_all} for those still undecided"
-            again += ")" if again else ""
+            first_pass, later = self.extra_rounds()
+            again = f" (+{first_pass} for the benchmarks they could not decide" if first_pass else ""
+            again += f", +{later} for those still undecided)" if later else (")" if again else "")
             return (f"measured from {where} in this job alternately with this checkout, "
                     f"{self.rounds_of_all} rounds{again}")
         return f"cached measurement of {where}" if self.cached else f"measured from {where} in this job"
+
+    def extra_rounds(self) -> tuple[int, int]:
+        """The rounds measured after the whole selection's: those of the first pass (the
+        benchmarks those could not decide), and those of the passes after it (what was still
+        undecided)."""
+        more = max(len(self.rounds) - self.rounds_of_all, 0)
+        first_pass = min(more, self.rounds_of_all)
+        return first_pass, more - first_pass
 
     def pairs(self, key: str, metric: str) -> list[tuple[Any, Any]]:
         """(base, head) values of ``metric`` of benchmark ``key``, one per round that measured it

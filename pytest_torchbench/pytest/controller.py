@@ -366,11 +366,9 @@ class Controller:
         if self.settings.base == "measure":
             self.baseline.entries.clear()  # REV as measured here is the whole baseline
         if self.measured.rounds:
-            more = len(self.measured.rounds) - self.measured.rounds_of_all
-            again = (f", then {min(more, self.measured.rounds_of_all)} more rounds of the benchmarks those could "
-                     "not decide" if more > 0 else "")
-            if more > self.measured.rounds_of_all:
-                again += f" and {more - self.measured.rounds_of_all} more of those still undecided"
+            first_pass, later = self.measured.extra_rounds()
+            again = f", then {first_pass} more rounds of the benchmarks those could not decide" if first_pass else ""
+            again += f" and {later} more of those still undecided" if later else ""
             how = (f"measured alternately with this checkout in {self.measured.rounds_of_all} rounds of fresh "
                    f"processes (base, head; head, base; ...){again}, in {self.measured.seconds:.1f} s; time is "
                    "judged on the fastest call of each side in each round")
