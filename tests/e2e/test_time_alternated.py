@@ -2,7 +2,7 @@
 measured alternately, in rounds of fresh processes with the order swapped each round, and each
 benchmark is judged on its paired head/base ratios.
 
-A real project in a real git repository: two commits, one benchmark twice as slow in the second,
+A real project in a real git repository: two commits, one benchmark three times as slow in the second,
 one unchanged; and, in a module of its own, one whose workload the test makes differ from process
 to process (a counter file outside the repository numbers the processes; the loop steps follow
 the number), so that its rounds agree on nothing: too noisy to judge at a 40% limit.
@@ -67,7 +67,7 @@ OPTIONS = ("--bench-mode=time", "--bench-compare=HEAD~1", "--bench-rounds=2", "-
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The project at its second commit: ``slow`` does twice the work it did at HEAD~1, in a
+    """The project at its second commit: ``slow`` does three times the work it did at HEAD~1, in a
     folder whose name holds brackets (as a CI job's may: ``job[3]``), where pytest started.
 
     Why the brackets: pytest reads ``[`` in an argument as a parameter id, and the extra rounds
@@ -84,8 +84,8 @@ def project(pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pyt
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "before")
-    (root / "mylib/__init__.py").write_text(LIB.format(n=6000))
-    git(root, "commit", "-q", "-am", "after: slow() twice the work")
+    (root / "mylib/__init__.py").write_text(LIB.format(n=9000))
+    git(root, "commit", "-q", "-am", "after: slow() three times the work")
     counter = root.parent / f"{root.name}-counter"
     monkeypatch.setenv("TB_COUNTER", str(counter))
     monkeypatch.setenv("CI", "true")
@@ -94,7 +94,7 @@ def project(pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pyt
 
 def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
         pytester: pytest.Pytester, run_bench, project: Path) -> None:  # type: ignore[no-untyped-def]
-    """The 2x slowdown fails, the unchanged benchmark passes (never a regression; on a loaded
+    """The 3x slowdown fails, the unchanged benchmark passes (never a regression; on a loaded
     machine it may be called too noisy at the limit, which is not a failure either); the
     terminal, JSON, Markdown and HTML reports say the base was measured alternately, in how many
     rounds, and the paired figure.
@@ -107,7 +107,14 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     it is measured in draws it, so rounds disagree; the slowdown, a change, is measured again in
     four more rounds of its own, and what those cannot tell yet (either benchmark) in four more.
     Where even those cannot tell (exit 6), the session is run again, up to three times, until the
-    slowdown is judged; the unchanged benchmark must never fail in any of them."""
+    slowdown is judged; the unchanged benchmark must never fail in any of them.
+
+    Why three times the work and not two: both loops have the two speeds, about 1.6x apart
+    (3,000 steps 149-242 us, 6,000 steps 328-561 us), so where every base round draws the slow
+    speed and most head rounds the fast one, a 2x slowdown reads +38% in each round, within the
+    40% limit, and passes as unchanged: CI saw it once (exit 0, "2 unchanged"). A 3x slowdown
+    reads at least +80% in any draw of the speeds. The limit a change must clear on such a
+    machine is in docs/design/time-gate.md ("Two speeds against the limit")."""
     for _ in range(3):
         result = run_bench(*OPTIONS, "--bench-rounds=4", "--bench-json=out.json", "--bench-markdown=s.md",
                            "--bench-html=r.html", "test_lib.py")
@@ -116,7 +123,7 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
         assert result.ret in (1, 6), out
         if result.ret == 1:
             break
-    assert result.ret == 1, out  # three sessions in a row too noisy to judge the 2x slowdown
+    assert result.ret == 1, out  # three sessions in a row too noisy to judge the 3x slowdown
     result.assert_outcomes(passed=1, failed=1)
     assert "FAILED test_lib.py::test_slow" in out
     # a change is measured again, alone, in as many rounds more
@@ -135,7 +142,7 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     assert slow["status"] == "regression" and slow["failed"], slow
     rounds_of_slow = re.search(r"(\d+) alternated rounds", slow["summary"])
     assert rounds_of_slow is not None and rounds_of_slow[1] in ("8", "12"), slow
-    assert 1.6 < slow["current"] / slow["baseline"] < 2.5, slow  # the paired median ratio: about 2
+    assert 1.7 < slow["current"] / slow["baseline"] < 5.0, slow  # the paired median ratio: about 3
     assert steady["status"] in ("unchanged", "too noisy") and not steady["failed"], steady
     markdown = (project / "s.md").read_text(encoding="utf-8")
     assert "alternately with this checkout, 4 rounds" in markdown and f"{rounds_of_slow[1]} alternated rounds" in markdown
