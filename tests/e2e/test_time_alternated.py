@@ -16,13 +16,29 @@ from typing import Callable
 
 import pytest
 
+# The library's calls busy-wait to a deadline: 150 us, and {n} us for ``slow``. Why not a loop of
+# real work: on this VM a pure-Python loop runs at one of two speeds about 1.6x apart, as the load
+# next door comes and goes, so base rounds that all draw one speed and head rounds that draw the
+# other read a 2x slowdown as +38% (a 40% limit passed it in CI), or an unchanged loop as +62%
+# (a false failure). A deadline is the same time at either speed: this test is about the
+# alternation, the passes and the reports; what the rule does with real noise is measured by
+# benchmarks/figures_time_paired.py (docs/design/time-gate.md).
 LIB = '''
+import time
+
+
+def _spin(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 def steady():
-    return sum(i * i for i in range(3000))
+    _spin(150e-6)
 
 
 def slow():
-    return sum(i * i for i in range({n}))
+    _spin({n}e-6)
 '''
 TESTS = '''
 import pytest
@@ -67,7 +83,7 @@ OPTIONS = ("--bench-mode=time", "--bench-compare=HEAD~1", "--bench-rounds=2", "-
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The project at its second commit: ``slow`` does three times the work it did at HEAD~1, in a
+    """The project at its second commit: ``slow`` takes three times as long as at HEAD~1, in a
     folder whose name holds brackets (as a CI job's may: ``job[3]``), where pytest started.
 
     Why the brackets: pytest reads ``[`` in an argument as a parameter id, and the extra rounds
@@ -77,15 +93,15 @@ def project(pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pyt
     root.mkdir()
     monkeypatch.chdir(root)
     (root / "mylib").mkdir()
-    (root / "mylib/__init__.py").write_text(LIB.format(n=3000))
+    (root / "mylib/__init__.py").write_text(LIB.format(n=150))
     (root / "test_lib.py").write_text(TESTS)
     (root / "test_noisy.py").write_text(NOISY)
     (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n*.md\n*.html\n")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "before")
-    (root / "mylib/__init__.py").write_text(LIB.format(n=9000))
-    git(root, "commit", "-q", "-am", "after: slow() three times the work")
+    (root / "mylib/__init__.py").write_text(LIB.format(n=450))
+    git(root, "commit", "-q", "-am", "after: slow() takes three times as long")
     counter = root.parent / f"{root.name}-counter"
     monkeypatch.setenv("TB_COUNTER", str(counter))
     monkeypatch.setenv("CI", "true")
@@ -103,18 +119,14 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     base, head, head, base, so a burst of load from the neighbouring test that lasts through the
     middle slows both heads alike, and the unchanged benchmark failed once (+61% and +69%, spread
     +-2.5%, at a 40% limit) when the fast tier ran with --dist worksteal (docs/design/time-gate.md).
-    On this VM the same loop's fastest call is about 140 us or about 220 us, as the 0.1-1 s window
-    it is measured in draws it, so rounds disagree; the slowdown, a change, is measured again in
-    four more rounds of its own, and what those cannot tell yet (either benchmark) in four more.
-    Where even those cannot tell (exit 6), the session is run again, up to three times, until the
-    slowdown is judged; the unchanged benchmark must never fail in any of them.
+    The slowdown, a change, is measured again in four more rounds of its own, and what those
+    cannot tell yet (either benchmark) in four more. Where even those cannot tell (exit 6), the
+    session is run again, up to three times, until the slowdown is judged; the unchanged
+    benchmark must never fail in any of them.
 
-    Why three times the work and not two: both loops have the two speeds, about 1.6x apart
-    (3,000 steps 149-242 us, 6,000 steps 328-561 us), so where every base round draws the slow
-    speed and most head rounds the fast one, a 2x slowdown reads +38% in each round, within the
-    40% limit, and passes as unchanged: CI saw it once (exit 0, "2 unchanged"). A 3x slowdown
-    reads at least +80% in any draw of the speeds. The limit a change must clear on such a
-    machine is in docs/design/time-gate.md ("Two speeds against the limit")."""
+    The calls busy-wait (see LIB): with real loops, a 2x slowdown passed as unchanged in CI once
+    (exit 0, "2 unchanged": base rounds at the slow speed, head rounds at the fast one). What a
+    change must exceed on such a machine: docs/design/time-gate.md, "Two speeds against the limit"."""
     for _ in range(3):
         result = run_bench(*OPTIONS, "--bench-rounds=4", "--bench-json=out.json", "--bench-markdown=s.md",
                            "--bench-html=r.html", "test_lib.py")
@@ -142,7 +154,7 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     assert slow["status"] == "regression" and slow["failed"], slow
     rounds_of_slow = re.search(r"(\d+) alternated rounds", slow["summary"])
     assert rounds_of_slow is not None and rounds_of_slow[1] in ("8", "12"), slow
-    assert 1.7 < slow["current"] / slow["baseline"] < 5.0, slow  # the paired median ratio: about 3
+    assert 2.5 < slow["current"] / slow["baseline"] < 3.6, slow  # the paired median ratio: about 3
     assert steady["status"] in ("unchanged", "too noisy") and not steady["failed"], steady
     markdown = (project / "s.md").read_text(encoding="utf-8")
     assert "alternately with this checkout, 4 rounds" in markdown and f"{rounds_of_slow[1]} alternated rounds" in markdown
