@@ -139,6 +139,12 @@ def render_counts(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict
             f"tables show the {shown} changed (-v shows every benchmark)")
 
 
+#: Detail lines shown per verdict in the terminal: the twelve rounds of a time benchmark measured
+#: alternately with the default four rounds and both passes fit; longer explanations are cut, and
+#: say so, rather than flood the log.
+DETAIL_LINES = 12
+
+
 def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
     """One line per verdict worth reading: regressions first, then improvements, new, missing."""
     order = [REGRESSION, TOO_NOISY, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING]
@@ -152,7 +158,10 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
             flag = " FAILED" if verdict.failed else ""
             lines.append(f"  {safe_text(verdict.key)}: {safe_text(verdict.summary)}{flag}")
             if status in (REGRESSION, TOO_NOISY, NOISY, IMPROVEMENT):
-                lines.extend(f"      {safe_text(d)}" for d in verdict.details[:9])
+                lines.extend(f"      {safe_text(d)}" for d in verdict.details[:DETAIL_LINES])
+                if len(verdict.details) > DETAIL_LINES:
+                    lines.append(f"      ... {len(verdict.details) - DETAIL_LINES} more line(s): every line is "
+                                 "in --bench-json, --bench-markdown and --bench-html")
     return lines
 
 

@@ -94,3 +94,16 @@ def test_changes_only_lists_the_changed_and_counts_the_rest() -> None:
         "tables show the 1 changed (-v shows every benchmark)")
     assert terminal.render_tables(results, verdicts[1:] + [verdicts[1]], "main", only_changed=True) == []
     assert terminal.render_counts(results, [], None).startswith("torchbench: 3 benchmark(s): 3 measured; tables show the 0")
+
+
+def test_detail_lines_beyond_the_terminals_share_are_counted_not_dropped_in_silence() -> None:
+    """A too noisy time benchmark judged on 12 rounds showed 9 round lines under "over 12
+    alternated rounds", with nothing saying where the other three were."""
+    rounds = [f"round {n} (base first): base 3 ms, head 3 ms (+0.0%)" for n in range(1, 13)]
+    twelve = terminal.render_verdict_lines([Verdict("t.py::t", "time", REGRESSION, 1, 2, details=rounds)])
+    assert [line.strip() for line in twelve[2:]] == rounds
+    more = rounds + ["round 13 (base first): base 3 ms, head 3 ms (+0.0%)", "round 14 (head first): x"]
+    lines = terminal.render_verdict_lines([Verdict("t.py::t", "time", REGRESSION, 1, 2, details=more)])
+    assert [line.strip() for line in lines[2:14]] == rounds
+    assert lines[14].strip() == "... 2 more line(s): every line is in --bench-json, --bench-markdown and --bench-html"
+    assert len(lines) == 15
