@@ -146,7 +146,7 @@ def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide
     first = [(side(test_calm=c[0], test_slower=s[0], test_flip=f[0], test_gone=g[0]),
               side(test_calm=c[1], test_slower=s[1], test_flip=f[1], test_gone=g[1]))
              for c, s, f, g in zip(calm, slower, flipping, gone)]
-    fake = SimpleNamespace(settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path), again_keys=set(),
+    fake = SimpleNamespace(settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path), again_passes={},
                            _test_argument=lambda path: path.relative_to(tmp_path).as_posix())
     undecided = Controller._undecided_tests
     assert undecided(fake, first) == ["t.py::test_slower", "t.py::test_flip", "t.py::test_gone"]  # type: ignore[arg-type]
@@ -156,7 +156,44 @@ def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide
     again = [(side(test_slower=s[0], test_flip=f[0]), side(test_slower=s[1], test_flip=f[1]))
              for s, f in zip(slower, flipping)]
     assert undecided(fake, first + again) == ["t.py::test_flip", "t.py::test_gone"]  # type: ignore[arg-type]
-    fake.again_keys.discard("t.py::test_gone")
+    assert fake.again_passes == {"t.py::test_slower": 1, "t.py::test_flip": 2, "t.py::test_gone": 2}
+    fake.again_passes.pop("t.py::test_gone")
     # a benchmark the first rounds passed is not taken again, whatever its rounds say
-    fake.again_keys.discard("t.py::test_flip")
+    fake.again_passes.pop("t.py::test_flip")
     assert undecided(fake, first + again) == []  # type: ignore[arg-type]
+
+
+def test_a_benchmark_measured_along_with_its_sibling_is_judged_on_its_own_rounds(tmp_path: Path) -> None:
+    """Two benchmarks recorded in one test: the first rounds pass one and send the other to be
+    measured again. A pass re-runs the whole test, so the passed one is measured along; it is
+    judged on the rounds that were for it (``MeasuredBase.pairs``) and never taken for another
+    pass, whatever its extra rounds say (here a burst that doubles them)."""
+    from types import SimpleNamespace
+
+    from pytest_torchbench.core.judgement import Policy
+    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.metrics.time import TimeMetric
+    from pytest_torchbench.pytest.base import MeasuredBase
+    from pytest_torchbench.pytest.controller import Controller
+    from pytest_torchbench.store.storage import BaselineSet
+
+    def side(calm: float, flip: float) -> BaselineSet:
+        return BaselineSet("base", "here", {
+            key: BenchmarkResult(key, "t.py", "test_two", "", "", nodeid="t.py::test_two",
+                                 metrics={"time": TimeMetric(1, [value])})
+            for key, value in (("t.py::test_two::calm", calm), ("t.py::test_two::flip", flip))})
+
+    first = [(side(1.0, 1.0), side(1.0, 2.0)), (side(1.0, 2.0), side(1.0, 1.0))] * 2
+    burst = [(side(1.0, 1.0), side(2.0, 2.0)), (side(1.0, 2.0), side(2.0, 1.0))] * 2
+    fake = SimpleNamespace(settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path), again_passes={},
+                           _test_argument=lambda path: path.relative_to(tmp_path).as_posix())
+    assert Controller._undecided_tests(fake, first) == ["t.py::test_two"]  # type: ignore[arg-type]
+    assert fake.again_passes == {"t.py::test_two::flip": 1}
+    assert Controller._undecided_tests(fake, first + burst) == ["t.py::test_two"]  # type: ignore[arg-type]
+    assert fake.again_passes == {"t.py::test_two::flip": 2}  # the calm one is not judged on the burst
+
+    measured = MeasuredBase(SimpleNamespace(), BaselineSet("base", "here"), tmp_path, False, 1.0,  # type: ignore[arg-type]
+                            first + burst + burst, 4)
+    calm = measured.pairs("t.py::test_two::calm", "time", fake.again_passes.get("t.py::test_two::calm", 0))
+    assert [head.fastest / base.fastest for base, head in calm] == [1.0] * 4
+    assert len(measured.pairs("t.py::test_two::flip", "time", fake.again_passes["t.py::test_two::flip"])) == 12

@@ -117,10 +117,12 @@ class MeasuredBase:
         first_pass = min(more, self.rounds_of_all)
         return first_pass, more - first_pass
 
-    def pairs(self, key: str, metric: str) -> list[tuple[Any, Any]]:
+    def pairs(self, key: str, metric: str, passes: int = 0) -> list[tuple[Any, Any]]:
         """(base, head) values of ``metric`` of benchmark ``key``, one per round that measured it
-        on both sides, in round order."""
-        return round_pairs(self.rounds, key, metric)
+        on both sides, in round order: of the rounds of the whole selection and of the first
+        ``passes`` passes of extra rounds, those that were for this benchmark (a pass re-runs
+        whole tests, so a benchmark sharing its test with one sent again is measured along)."""
+        return round_pairs(self.rounds[:self.rounds_of_all * (1 + passes)], key, metric)
 
 
 def round_pairs(rounds: Sequence[tuple[BaselineSet, BaselineSet]], key: str, metric: str) -> list[tuple[Any, Any]]:

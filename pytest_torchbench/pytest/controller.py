@@ -144,7 +144,11 @@ class Controller:
         #: Per benchmark key, per metric that alternates: the (base, head) values of the rounds
         #: measured alternately (``--bench-rounds``), judged instead of one run against one.
         self.rounds: dict[str, dict[str, list[tuple[Any, Any]]]] = {}
-        self.again_keys: set[str] = set()  # benchmarks the first rounds sent to be measured again
+        #: Benchmarks sent to be measured again (``_undecided_tests``): key -> how many passes of
+        #: extra rounds were for it. A benchmark is judged on its first rounds and those passes
+        #: only: a sibling sharing its test (several recordings in one test) runs in a pass made
+        #: for another and must not be judged on rounds it was not sent for.
+        self.again_passes: dict[str, int] = {}
         #: This process's measuring side: in a serial run it still holds the callable of the test
         #: being judged, so a failed verdict can be explained by re-running it (op call sites).
         self.session = session
@@ -300,7 +304,8 @@ class Controller:
 
             for metric in result.metrics:
                 found = registry.find(metric)
-                pairs = measured.pairs(result.key, metric) if found is not None and found.alternates else []
+                pairs = (measured.pairs(result.key, metric, self.again_passes.get(result.key, 0))
+                         if found is not None and found.alternates else [])
                 if pairs:
                     self.rounds.setdefault(result.key, {})[metric] = pairs
         elif self.settings.base == "auto" and self.committed is not None and result.key in self.committed.entries:
@@ -387,8 +392,9 @@ class Controller:
         the benchmark's limit as recorded with its result (else the run's). A change is measured
         again too, as a regression against a stored baseline is confirmed in a fresh process:
         four rounds can all be disturbed (docs/design/time-gate.md). After a pass of extra
-        rounds (``rounds`` then holds more than the first ones): those of the benchmarks measured
-        again that all their rounds, judged as the verdict will be, still cannot decide.
+        rounds (``rounds`` then holds more than the first ones): those of the benchmarks sent
+        for every pass so far that all their rounds, judged as the verdict will be, still cannot
+        decide (a sibling of theirs in the same test, measured along, is not considered).
 
         Why relative: both sides run from the same relative folder (the head in the checkout, the
         base in its worktree), and pytest reads a ``[`` in an argument as the start of a
@@ -397,11 +403,11 @@ class Controller:
         from ..core.judgement import limit_for
         from ..metrics import registry
 
-        first = len(rounds) <= self.settings.rounds
+        passes = max(len(rounds) - self.settings.rounds, 0) // max(self.settings.rounds, 1)
         tests: dict[str, None] = {}
         keys = dict.fromkeys(key for _, head in rounds for key in head.entries)
         for key in keys:
-            if not first and key not in self.again_keys:
+            if self.again_passes.get(key, 0) != passes:  # passed earlier, or only measured along
                 continue
             head_entries = [head.entries[key] for _, head in rounds if key in head.entries]
             policy = gate.policy_for(head_entries[-1], self.settings.policy)
@@ -418,7 +424,7 @@ class Controller:
                 strict = len(pairs) <= self.settings.rounds
                 status = found.judge_rounds(key, pairs, limit_for(metric, policy), policy, strict=strict).status
                 if (status != UNCHANGED) if strict else (status == TOO_NOISY):
-                    self.again_keys.add(key)
+                    self.again_passes[key] = passes + 1
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
                     tests[self._test_argument(self.settings.rootdir / path) + sep + rest] = None
         return list(tests)
@@ -428,7 +434,7 @@ class Controller:
         failed or was skipped there): then its first rounds are judged strictly, as they were
         when it was picked, not by the looser rule meant for all its rounds."""
         measured = self.measured
-        if measured is None or key not in self.again_keys:
+        if measured is None or key not in self.again_passes:
             return False
         return all(len(pairs) <= measured.rounds_of_all for pairs in self.rounds.get(key, {}).values())
 

@@ -193,9 +193,9 @@ def test_rounds_that_were_not_measured_again_are_judged_strictly() -> None:
     strict = gate.judge(current, {current.key: entry}, Policy(), rounds={"time": _rounds(pairs)}, strict_rounds=True)
     assert [v.status for v in loose] == [UNCHANGED] and [v.status for v in strict] == [TOO_NOISY]
 
-    fake = SimpleNamespace(measured=SimpleNamespace(rounds_of_all=4), again_keys={"t.py::test_a"},
+    fake = SimpleNamespace(measured=SimpleNamespace(rounds_of_all=4), again_passes={"t.py::test_a": 1},
                            rounds={"t.py::test_a": {"time": pairs}, "t.py::test_b": {"time": pairs * 2}})
     assert Controller._rounds_unfinished(fake, "t.py::test_a")  # type: ignore[arg-type]
     assert not Controller._rounds_unfinished(fake, "t.py::test_c")  # type: ignore[arg-type]  # not sent again
-    fake.again_keys.add("t.py::test_b")
+    fake.again_passes["t.py::test_b"] = 1
     assert not Controller._rounds_unfinished(fake, "t.py::test_b")  # type: ignore[arg-type]  # 8 rounds: measured again
