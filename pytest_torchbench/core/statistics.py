@@ -140,6 +140,21 @@ def _median(sorted_values: Sequence[float]) -> float:
     return (sorted_values[middle - 1] + sorted_values[middle]) / 2.0
 
 
+class RoundPairs(list):  # type: ignore[type-arg]
+    """(base, head) values of one benchmark measured alternately, in round order, with each
+    pair's round number in the session (``numbers``, from 1; the base ran first in odd rounds).
+
+    Why the numbers travel with the pairs: a benchmark missing from a round (its test failed or
+    was skipped there) leaves a gap, and its round lines must name the round the user can find in
+    the session's output, not the pair's position."""
+
+    def __init__(self, pairs: Sequence[tuple[object, object]] = (), numbers: Sequence[int] | None = None) -> None:
+        super().__init__(pairs)
+        self.numbers = list(numbers) if numbers is not None else list(range(1, len(self) + 1))
+        if len(self.numbers) != len(self):
+            raise ValueError(f"{len(self)} pairs but {len(self.numbers)} round numbers")
+
+
 #: What :meth:`AlternatedRounds.decide` answers.
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 

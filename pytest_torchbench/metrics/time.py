@@ -19,7 +19,7 @@ import statistics
 import warnings
 from typing import Any, Callable, Mapping, Sequence
 
-from ..core.statistics import FASTER, SAME, SLOWER, AlternatedRounds
+from ..core.statistics import FASTER, SAME, SLOWER, AlternatedRounds, RoundPairs
 from ..core.text import finite, safe_number, safe_text
 from ..core.vocabulary import (
     IMPROVEMENT, NOISY, REGRESSION, TOO_NOISY, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
@@ -471,7 +471,12 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
                    f"({format_percent(change)}, limit {limit * 100:g}%; {rounds_text})")
     details = []
     if status != UNCHANGED:
-        for number, (base, head) in enumerate(judged.pairs, start=1):
+        # numbered as the session numbered its rounds (a round the benchmark is missing from, or
+        # measured no positive time in, leaves a gap), the order following the number (ABBA)
+        numbers = rounds.numbers if isinstance(rounds, RoundPairs) else range(1, len(pairs) + 1)
+        for number, (base, head) in zip(numbers, pairs):
+            if not (base > 0 and head > 0 and math.isfinite(base) and math.isfinite(head)):
+                continue
             first = "base first" if number % 2 else "head first"
             details.append(f"round {number} ({first}): base {format_seconds(base)}, head {format_seconds(head)} "
                            f"({format_percent(head / base - 1.0)})")

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..core.explain import RERUN_ENV, passed_through, remove_options
+from ..core.statistics import RoundPairs
 from ..reports.shards import describe_origins
 from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
@@ -117,7 +118,7 @@ class MeasuredBase:
         first_pass = min(more, self.rounds_of_all)
         return first_pass, more - first_pass
 
-    def pairs(self, key: str, metric: str, passes: int = 0) -> list[tuple[Any, Any]]:
+    def pairs(self, key: str, metric: str, passes: int = 0) -> RoundPairs:
         """(base, head) values of ``metric`` of benchmark ``key``, one per round that measured it
         on both sides, in round order: of the rounds of the whole selection and of the first
         ``passes`` passes of extra rounds, those that were for this benchmark (a pass re-runs
@@ -125,15 +126,16 @@ class MeasuredBase:
         return round_pairs(self.rounds[:self.rounds_of_all * (1 + passes)], key, metric)
 
 
-def round_pairs(rounds: Sequence[tuple[BaselineSet, BaselineSet]], key: str, metric: str) -> list[tuple[Any, Any]]:
+def round_pairs(rounds: Sequence[tuple[BaselineSet, BaselineSet]], key: str, metric: str) -> RoundPairs:
     """(base, head) values of ``metric`` of benchmark ``key`` in ``rounds``, one per round that
-    measured it on both sides, in round order."""
-    found = []
-    for base_set, head_set in rounds:
+    measured it on both sides, in round order, numbered by their round (``rounds[0]`` is 1)."""
+    found, numbers = [], []
+    for number, (base_set, head_set) in enumerate(rounds, start=1):
         then, now = base_set.entries.get(key), head_set.entries.get(key)
         if then is not None and now is not None and metric in then.metrics and metric in now.metrics:
             found.append((then.metrics[metric], now.metrics[metric]))
-    return found
+            numbers.append(number)
+    return RoundPairs(found, numbers)
 
 
 def selection_args(args: Sequence[str], positional: Sequence[str]) -> tuple[list[str], list[str]]:

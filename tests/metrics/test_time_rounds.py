@@ -199,3 +199,28 @@ def test_rounds_that_were_not_measured_again_are_judged_strictly() -> None:
     assert not Controller._rounds_unfinished(fake, "t.py::test_c")  # type: ignore[arg-type]  # not sent again
     fake.again_passes["t.py::test_b"] = 1
     assert not Controller._rounds_unfinished(fake, "t.py::test_b")  # type: ignore[arg-type]  # 8 rounds: measured again
+
+
+def test_round_lines_name_the_sessions_rounds() -> None:
+    """A benchmark missing from round 3 (its test failed there) and measured in a pass's rounds
+    5-6: its round lines say rounds 1, 2, 4, 5, 6, with who went first in each as the session
+    ordered them (``RoundPairs.numbers``, from ``base.round_pairs``), not 1-5 by position."""
+    from pytest_torchbench.core.statistics import RoundPairs
+    from pytest_torchbench.pytest.base import round_pairs
+    from pytest_torchbench.store.storage import BaselineSet
+
+    def side(seconds: float | None) -> BaselineSet:
+        entries = {} if seconds is None else {"t.py::t": BenchmarkResult("t.py::t", "t.py", "t", "", "",
+                                                                         metrics={"time": _time(seconds)})}
+        return BaselineSet("s", "here", entries)
+
+    measured = [(side(1e-3), side(2e-3 if n != 3 else None)) for n in range(1, 7)]
+    pairs = round_pairs(measured, "t.py::t", "time")
+    assert isinstance(pairs, RoundPairs) and pairs.numbers == [1, 2, 4, 5, 6]
+    verdict = judge_time_rounds("t.py::t", pairs, 0.10)
+    assert verdict.status == REGRESSION
+    assert [line.split(":")[0] for line in verdict.details] == [
+        "round 1 (base first)", "round 2 (head first)", "round 4 (head first)", "round 5 (base first)",
+        "round 6 (head first)"]
+    with pytest.raises(ValueError):
+        RoundPairs([(1, 2)], [1, 2])
