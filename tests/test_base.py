@@ -84,8 +84,9 @@ def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) ->
     revision = Revision("HEAD~1", "HEAD~1", None, "a" * 40, tmp_path)
     measured = MeasuredBase(revision, one(1.0), tmp_path, False, 1.0,
                             [(one(1.0), one(2.0)), (one(None), one(2.5)), (one(1.5), one(3.0))], 3)
-    assert [(b.fastest, h.fastest) for b, h in measured.pairs("t.py::test_a", "time")] == [(1.0, 2.0), (1.5, 3.0)]
-    assert measured.pairs("t.py::test_a", "ops") == [] and measured.pairs("t.py::test_b", "time") == []
+    assert [(b.fastest, h.fastest) for b, h in measured.pairs("t.py::test_a", "time", 0)] == [(1.0, 2.0), (1.5, 3.0)]
+    assert measured.pairs("t.py::test_a", "time", 0).numbers == [1, 3]
+    assert measured.pairs("t.py::test_a", "ops", 0) == [] and measured.pairs("t.py::test_b", "time", 0) == []
     assert measured.origin() == f"measured from HEAD~1 ({'a' * 12}) in this job alternately with this checkout, 3 rounds"
     measured.rounds_of_all = 2  # the third round measured only what two could not decide
     assert measured.origin().endswith("2 rounds (+1 for the benchmarks they could not decide)")
@@ -197,3 +198,14 @@ def test_a_benchmark_measured_along_with_its_sibling_is_judged_on_its_own_rounds
     calm = measured.pairs("t.py::test_two::calm", "time", fake.again_passes.get("t.py::test_two::calm", 0))
     assert [head.fastest / base.fastest for base, head in calm] == [1.0] * 4
     assert len(measured.pairs("t.py::test_two::flip", "time", fake.again_passes["t.py::test_two::flip"])) == 12
+    # sent for the first pass only, measured along in the second: its first eight rounds
+    assert measured.pairs("t.py::test_two::flip", "time", 1).numbers == list(range(1, 9))
+
+    # a benchmark its test recorded only in the passes' rounds keeps those: all it has
+    late = [(side(1.0, 1.0), side(1.0, 1.0))] * 4 + [
+        (BaselineSet("base", "here", {**b.entries, "t.py::test_two::late": b.entries["t.py::test_two::calm"]}),
+         BaselineSet("head", "here", {**h.entries, "t.py::test_two::late": h.entries["t.py::test_two::calm"]}))
+        for b, h in burst]
+    measured = MeasuredBase(SimpleNamespace(), BaselineSet("base", "here"), tmp_path, False, 1.0,  # type: ignore[arg-type]
+                            late, 4)
+    assert measured.pairs("t.py::test_two::late", "time", 0).numbers == [5, 6, 7, 8]

@@ -118,12 +118,16 @@ class MeasuredBase:
         first_pass = min(more, self.rounds_of_all)
         return first_pass, more - first_pass
 
-    def pairs(self, key: str, metric: str, passes: int = 0) -> RoundPairs:
+    def pairs(self, key: str, metric: str, passes: int) -> RoundPairs:
         """(base, head) values of ``metric`` of benchmark ``key``, one per round that measured it
         on both sides, in round order: of the rounds of the whole selection and of the first
         ``passes`` passes of extra rounds, those that were for this benchmark (a pass re-runs
-        whole tests, so a benchmark sharing its test with one sent again is measured along)."""
-        return round_pairs(self.rounds[:self.rounds_of_all * (1 + passes)], key, metric)
+        whole tests, so a benchmark sharing its test with one sent again is measured along).
+        A benchmark none of those rounds recorded (a test that records it only now and then)
+        keeps the rounds it has: they are all its alternated evidence, and few of them are judged
+        strictly."""
+        kept = round_pairs(self.rounds[:self.rounds_of_all * (1 + passes)], key, metric)
+        return kept if kept else round_pairs(self.rounds, key, metric)
 
 
 def round_pairs(rounds: Sequence[tuple[BaselineSet, BaselineSet]], key: str, metric: str) -> RoundPairs:

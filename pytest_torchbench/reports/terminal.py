@@ -161,8 +161,7 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
                 lines.extend(f"      {safe_text(d)}" for d in verdict.details[:DETAIL_LINES])
                 if len(verdict.details) > DETAIL_LINES:
                     lines.append(f"      ... {len(verdict.details) - DETAIL_LINES} more line(s): every line is "
-                                 "in --bench-json and --bench-html (and --bench-markdown, unless it had to leave "
-                                 "explanations out to stay under GitHub's size limit)")
+                                 "in --bench-json and --bench-html")
     return lines
 
 
