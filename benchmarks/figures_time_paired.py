@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -128,7 +129,10 @@ def _compare(repo: Path, rounds: int, limit: str, extra: list[str], label: str,
         (keep / f"{label}.json").write_bytes(out.read_bytes())
     document = json.loads(out.read_text())
     verdicts = [v for v in document["verdicts"] if v["metric"] == "time"]
-    again = sum(1 for v in verdicts if f"over {2 * rounds} alternated rounds" in v.get("summary", ""))
+    judged_on = [int(found.group(1)) for v in verdicts
+                 if (found := re.search(r"over (\d+) alternated rounds", v.get("summary", "")))]
+    again = sum(1 for n in judged_on if n > rounds)  # sent to a pass of extra rounds
+    twice = sum(1 for n in judged_on if n > 2 * rounds)  # and to the second pass
     for verdict in verdicts:  # the false failures and too noisy ones, with their rounds
         if verdict["status"] in ("regression", "too noisy") and label.startswith("aa"):
             print(f"    {verdict['status']}: {verdict['key']}: {verdict['summary'][:160]}")
@@ -138,7 +142,7 @@ def _compare(repo: Path, rounds: int, limit: str, extra: list[str], label: str,
         statuses.setdefault(verdict["status"], []).append(verdict["key"])
     ratios = sorted(v["current"] / v["baseline"] for v in verdicts if v.get("current") and v.get("baseline"))
     return {"exit": done.returncode, "statuses": statuses, "count": len(verdicts), "seconds": seconds,
-            "again": again, "rounds_again": document.get("base_rounds_again") or 0,
+            "again": again, "twice": twice, "rounds_again": document.get("base_rounds_again") or 0,
             "load": (load_before + os.getloadavg()[0]) / 2, "ratios": ratios,
             "times": sorted(v["baseline"] for v in verdicts if v.get("baseline"))}
 
@@ -149,8 +153,8 @@ def _line(kind: str, number: int, run: dict[str, object]) -> str:
     median = ratios[len(ratios) // 2] if ratios else float("nan")
     return (f"{kind} run {number}: exit {run['exit']}, {run['count']} verdicts: "
             + ", ".join(f"{len(keys)} {status}" for status, keys in sorted(statuses.items()))
-            + f"; paired change median {(median - 1) * 100:+.1f}%; {run['again']} measured in "
-            f"{run['rounds_again']} more rounds; session {run['seconds']:.0f} s, "
+            + f"; paired change median {(median - 1) * 100:+.1f}%; {run['again']} measured again, "
+            f"{run['twice']} of them twice ({run['rounds_again']} more rounds in all); session {run['seconds']:.0f} s, "
             f"load {run['load']:.1f}")
 
 
