@@ -184,11 +184,16 @@ class AlternatedRounds:
     grows with them) or "too noisy".
     """
 
-    def __init__(self, pairs: Sequence[tuple[float, float]]) -> None:
-        usable = [(float(b), float(h)) for b, h in pairs if b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)]
-        if not usable:
+    def __init__(self, pairs: Sequence[tuple[float, float]], numbers: Sequence[int] | None = None) -> None:
+        """``numbers``: each pair's round number in the session (default 1, 2, ...); ``numbers``
+        keeps those of the usable pairs, beside ``pairs``."""
+        numbered = zip(numbers if numbers is not None else range(1, len(pairs) + 1), pairs)
+        kept = [(n, (float(b), float(h))) for n, (b, h) in numbered
+                if b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)]
+        if not kept:
             raise ValueError("AlternatedRounds needs at least one pair of positive figures")
-        self.pairs = usable
+        self.numbers = [n for n, _ in kept]
+        self.pairs = usable = [pair for _, pair in kept]
         self.ratios = sorted(h / b for b, h in usable)
         self.base = sorted(b for b, _ in usable)
         self.head = sorted(h for _, h in usable)

@@ -446,7 +446,7 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
     """
     pairs = [(b.fastest, h.fastest) for b, h in rounds]
     try:
-        judged = AlternatedRounds(pairs)
+        judged = AlternatedRounds(pairs, rounds.numbers if isinstance(rounds, RoundPairs) else None)
     except ValueError:  # no round with a positive time on both sides (a timer that returned 0)
         return Verdict(key, "time", TOO_NOISY, None, None, limit, None,
                        f"not judged: none of its {len(pairs)} alternated rounds measured a positive time on both "
@@ -473,10 +473,7 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
     if status != UNCHANGED:
         # numbered as the session numbered its rounds (a round the benchmark is missing from, or
         # measured no positive time in, leaves a gap), the order following the number (ABBA)
-        numbers = rounds.numbers if isinstance(rounds, RoundPairs) else range(1, len(pairs) + 1)
-        for number, (base, head) in zip(numbers, pairs):
-            if not (base > 0 and head > 0 and math.isfinite(base) and math.isfinite(head)):
-                continue
+        for number, (base, head) in zip(judged.numbers, judged.pairs):
             first = "base first" if number % 2 else "head first"
             details.append(f"round {number} ({first}): base {format_seconds(base)}, head {format_seconds(head)} "
                            f"({format_percent(head / base - 1.0)})")

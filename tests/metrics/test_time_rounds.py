@@ -34,6 +34,8 @@ def test_alternated_rounds_arithmetic() -> None:
     assert rounds.band("base") == (1.0, 1.0) and rounds.band("head") == pytest.approx((1.1, 1.3))
     assert [AlternatedRounds([(1.0, 1.0)] * n).depth for n in (1, 3, 4, 7, 8, 12)] == [1, 1, 2, 2, 3, 4]
     assert AlternatedRounds([(2.0, 3.0)]).central == (1.5, 1.5)
+    assert rounds.numbers == [1, 2, 3, 4]  # the session's numbers of the usable pairs
+    assert AlternatedRounds([(0.0, 1.0), (1.0, 2.0)], [3, 7]).numbers == [7]
     with pytest.raises(ValueError):
         AlternatedRounds([(0.0, 1.0)])
 
