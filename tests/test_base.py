@@ -96,6 +96,26 @@ def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) ->
     assert MeasuredBase(revision, one(1.0), tmp_path, False, 1.0).origin() == f"measured from HEAD~1 ({'a' * 12}) in this job"
 
 
+def test_rounds_are_said_to_be_in_turns_only_where_their_measurements_took_turns(tmp_path: Path) -> None:
+    """``MeasuredBase.in_turns`` reads what the children recorded (engines/duet.py), not what
+    was asked: a round whose tests ran in xdist workers measured one side after the other."""
+    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.metrics.time import TimeMetric
+    from pytest_torchbench.pytest.base import MeasuredBase
+    from pytest_torchbench.store.storage import BaselineSet
+
+    def one(turns: int | None) -> BaselineSet:
+        metric = TimeMetric(1, [1e-3], turns=turns)
+        return BaselineSet("base", "here", {"t.py::test_a": BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "",
+                                                                            metrics={"time": metric})})
+
+    revision = Revision("HEAD~1", "HEAD~1", None, "a" * 40, tmp_path)
+    alone = MeasuredBase(revision, one(None), tmp_path, False, 1.0, [(one(None), one(None)), (one(0), one(0))], 2)
+    assert not alone.in_turns
+    assert MeasuredBase(revision, one(None), tmp_path, False, 1.0, [(one(None), one(None)), (one(4), one(5))], 2).in_turns
+    assert not MeasuredBase(revision, one(None), tmp_path, False, 1.0).in_turns  # one-shot
+
+
 def test_the_extra_rounds_name_tests_relative_to_where_pytest_started(tmp_path: Path) -> None:
     """``Controller._test_argument``: a test in the repository is named relative to the folder
     pytest was started in, both resolved (a rootdir reached through a symlink named the real

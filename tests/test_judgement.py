@@ -353,6 +353,19 @@ def test_cpu_fastest_is_kept_in_json_and_checked():
         Model.from_json({**data, "cpu_fastest": -1})
 
 
+def test_turns_are_kept_in_json_and_checked():
+    """How many times a measurement handed the CPU to its pair (engines/duet.py) is stored and
+    read back; anything but a count is refused; measured alone, nothing is stored."""
+    from pytest_torchbench.core.results import TimeMetric as Model
+
+    data = Model(1, [1e-3, 2e-3], turns=12).to_json()
+    assert data["turns"] == 12 and Model.from_json(data).turns == 12
+    assert "turns" not in Model(1, [1e-3]).to_json() and Model.from_json(Model(1, [1e-3]).to_json()).turns is None
+    for wrong in (-1, 1.5, "3", True):
+        with pytest.raises(ValueError, match="turns"):
+            Model.from_json({**data, "turns": wrong})
+
+
 def test_the_cpu_time_limit_rises_with_the_disturbance():
     from pytest_torchbench.metrics.time import time_cpu_limit
 

@@ -182,11 +182,21 @@ class AlternatedRounds:
     ``decide`` says slower / faster only when both views do, same when one says same and the other
     cannot tell but points within the limit, undecided otherwise: then more rounds (``depth``
     grows with them) or "too noisy".
+
+    Rounds measured **in turns** (``in_turns``: each round's base and head handing one CPU to each
+    other every 10 ms, engines/duet.py) are judged on the paired view alone. Why: their pairs
+    share the machine's moments, so the speed of a window or a minute divides out of every ratio,
+    while the sides view compares rounds of different minutes: a change every round agreed on,
+    on a machine that was faster in the first rounds of both sides, was left undecided by the
+    sides view (docs/design/time-gate.md, "Measured in turns").
     """
 
-    def __init__(self, pairs: Sequence[tuple[float, float]], numbers: Sequence[int] | None = None) -> None:
+    def __init__(self, pairs: Sequence[tuple[float, float]], numbers: Sequence[int] | None = None,
+                 in_turns: bool = False) -> None:
         """``numbers``: each pair's round number in the session (default 1, 2, ...); ``numbers``
-        keeps those of the usable pairs, beside ``pairs``."""
+        keeps those of the usable pairs, beside ``pairs``. ``in_turns``: every pair was measured
+        in turns."""
+        self.in_turns = in_turns
         numbered = zip(numbers if numbers is not None else range(1, len(pairs) + 1), pairs)
         kept = [(n, (float(b), float(h))) for n, (b, h) in numbered
                 if b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)]
@@ -258,7 +268,9 @@ class AlternatedRounds:
         is still beyond the base's fastest by the whole change. Passing it would be a silent pass;
         undecided measures it again. Why strict first: four rounds of a benchmark whose speed
         flips between two states can point within the limit by chance for a real slowdown; more
-        rounds rarely do (docs/design/time-gate.md)."""
+        rounds rarely do (docs/design/time-gate.md). In turns: the paired view alone."""
+        if self.in_turns:
+            return self._paired(limit)
         paired, sides = self._paired(limit), self._sides(limit)
         if paired == sides:
             return paired

@@ -31,6 +31,10 @@ Huge pages (``prefer_huge_pages``, set by the plugin before any test runs): with
 same memory-bound call's fastest time moved from one process to the next (page walks, depending
 on where its pages lay), much less with torch's ``THP_MEM_ALLOC_ENABLE``
 (docs/design/time-gate.md, "Huge pages for large tensors").
+
+In a pair (a base and a head process measuring a round of ``--bench-rounds`` together,
+``engines/duet.py``), a measurement hands the CPU to the other process between blocks, every
+10 ms: both sides' blocks then come from the same moments of the same CPU.
 """
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ from typing import Any, Callable
 import torch
 from torch.utils.benchmark import Measurement, Timer
 
+from . import duet
 from .reference import ReferenceProbe
 
 _FN_NAME = "__torchbench_fn"
@@ -239,8 +244,10 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     the time; 0.4: other processes had it 60% of the time; only meaningful for single-threaded
     CPU work, so None otherwise), ``load`` the load average when it ended, ``cpu_times`` each
     block's CPU time in seconds (same order as ``raw_times``; None where CPU time says nothing) and
-    ``reference`` the machine's own speed beside it (engines/reference.py; None with CUDA in use).
-    The reference's samples are left out of the wall and CPU times behind ``cpu_share``.
+    ``reference`` the machine's own speed beside it (engines/reference.py; None with CUDA in use),
+    ``turns`` how many times it handed the CPU to the other process of a pair (engines/duet.py;
+    None outside a pair). The reference's samples and the waits for the other process are left
+    out of the wall and CPU times behind ``cpu_share``.
     """
     spec = spec or TimeSpec()
     steady_allocator()
@@ -248,9 +255,13 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     clock = _CpuClock(spec.timer or default_clock())
     timer = make_timer(fn, spec, clock)
     probe = _started_probe()
+    baton = duet.current
+    handovers = baton.handovers if baton is not None else 0
+    if baton is not None:
+        baton.measuring()
     wall_start, cpu_start = time.perf_counter(), time.thread_time()
     number = _calibrate_number(timer, spec.block_time)
-    probe_wall = probe_cpu = 0.0
+    probe_wall = probe_cpu = waited = 0.0
     raw_times: list[float] = []
     cpu_times: list[float] = []
     total = 0.0
@@ -268,6 +279,8 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
             probe.maybe_sample()
             probe_wall += time.perf_counter() - before
             probe_cpu += time.thread_time() - before_cpu
+        if baton is not None:
+            waited += baton.boundary()  # the other process of the pair measures its turn
         if len(raw_times) >= spec.max_replicates or total >= 10 * spec.max_run_time:
             break
         if total >= spec.max_run_time and len(raw_times) >= spec.min_blocks:
@@ -276,16 +289,21 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
             candidate = Measurement(number_per_run=number, raw_times=raw_times, task_spec=task_spec)
             if candidate.meets_confidence(threshold=spec.threshold):
                 break
-    wall = time.perf_counter() - wall_start - probe_wall
+    wall = time.perf_counter() - wall_start - probe_wall - waited
     cpu = time.thread_time() - cpu_start - probe_cpu
     if probe is not None:
         probe.sample()
+    turns = None
+    if baton is not None:
+        turns = baton.handovers - handovers
+        baton.finished_measurement()
     single_threaded_cpu = spec.num_threads == 1 and not uses_cuda
     metadata = {
         "cpu_share": min(1.0, cpu / wall) if single_threaded_cpu and wall > 0 else None,
         "load": load_average(),
         "cpu_times": cpu_times if single_threaded_cpu else None,
         "reference": probe.result() if probe is not None else None,
+        "turns": turns,
     }
     return Measurement(number_per_run=number, raw_times=list(raw_times), task_spec=task_spec,
                        metadata=metadata)
@@ -355,6 +373,10 @@ def measure_rounds(
                          label=spec.label or None, sub_label=spec.sub_label or None,
                          description=spec.description or None, num_threads=spec.num_threads)
     probe = _started_probe()
+    baton = duet.current
+    handovers = baton.handovers if baton is not None else 0
+    if baton is not None:
+        baton.measuring()
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(spec.num_threads)
     raw_times: list[float] = []
@@ -377,11 +399,17 @@ def measure_rounds(
                 raw_times.append(elapsed)
             if probe is not None:
                 probe.maybe_sample()
+            if baton is not None:
+                baton.boundary()
     finally:
         torch.set_num_threads(previous_threads)
     if probe is not None:
         probe.sample()
-    metadata = {"reference": probe.result() if probe is not None else None}
+    turns = None
+    if baton is not None:
+        turns = baton.handovers - handovers
+        baton.finished_measurement()
+    metadata = {"reference": probe.result() if probe is not None else None, "turns": turns}
     return Measurement(number_per_run=iterations, raw_times=raw_times, task_spec=task_spec, metadata=metadata)
 
 

@@ -50,6 +50,9 @@ class TimeMetric:
     #: The machine's speed beside this measurement (engines/reference.py): the fastest seconds per
     #: call of a fixed reference workload, ``{"probe": version, "compute": s}``.
     reference: dict[str, float] | None = None
+    #: Measured in turns with the other side of an alternated round (engines/duet.py): how many
+    #: times this measurement handed the CPU over. None: measured alone.
+    turns: int | None = None
 
     #: How many earlier saved runs a baseline keeps.
     HISTORY = 4
@@ -99,6 +102,7 @@ class TimeMetric:
             load=_optional_float(metadata.get("load")),
             cpu_fastest=cpu_fastest,
             reference=_reference_or_none(metadata.get("reference")),
+            turns=_optional_count(metadata.get("turns")),
         )
 
     def saved_over(self, previous: TimeMetric) -> TimeMetric:
@@ -130,6 +134,8 @@ class TimeMetric:
         if self.reference is not None:
             data["reference"] = {name: (value if name == "probe" else round_sig(value))
                                  for name, value in self.reference.items()}
+        if self.turns is not None:
+            data["turns"] = self.turns
         return data
 
     @classmethod
@@ -147,10 +153,13 @@ class TimeMetric:
         reference = data.get("reference")
         if reference is not None and _reference_or_none(reference) is None and not _other_probe(reference):
             raise ValueError("time.reference must be {\"probe\": version, \"compute\": seconds per call}")
+        turns = data.get("turns")
+        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 0):
+            raise ValueError("time.turns must be a count (a whole number >= 0)")
         return cls(number_per_run=number, raw_times=[float(t) for t in raw],
                    cpu_share=_optional_float(data.get("cpu_share")), load=_optional_float(data.get("load")),
                    history=[float(t) for t in history], cpu_fastest=cpu_fastest,
-                   reference=_reference_or_none(reference))
+                   reference=_reference_or_none(reference), turns=turns)
 
 
 def low_quantile(values: Sequence[float]) -> float:
@@ -193,6 +202,10 @@ def _other_probe(value: Any) -> bool:
 
 def _optional_float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _optional_count(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def time_spec(options: Any, naming: Any, min_run_time: float | None = None) -> Any:
@@ -433,8 +446,8 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
     round (``core.statistics.AlternatedRounds``: the paired ratios and each side's fastest rounds,
     a quarter of the rounds set aside in each view).
 
-    Why: base and head of one round ran one after the other in fresh processes on the same
-    machine, the order swapped every round (ABBA), so a machine that is slower for a minute slows
+    Why: base and head of one round ran in fresh processes on the same machine, in turns (or one
+    after the other), the order swapped every round (ABBA), so a machine that is slower for a minute slows
     both sides of a pair; and noise only adds time, in windows that can cover a whole
     measurement, so a round or two of either side can be far off without the code changing. A
     change both views see fails (or is an improvement); one they see within the limit passes.
@@ -445,8 +458,10 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
     random or passes in silence.
     """
     pairs = [(b.fastest, h.fastest) for b, h in rounds]
+    # every pair measured in turns (both sides handed the CPU over): judged on the pairs alone
+    in_turns = bool(rounds) and all(getattr(b, "turns", None) and getattr(h, "turns", None) for b, h in rounds)
     try:
-        judged = AlternatedRounds(pairs, rounds.numbers if isinstance(rounds, RoundPairs) else None)
+        judged = AlternatedRounds(pairs, rounds.numbers if isinstance(rounds, RoundPairs) else None, in_turns)
     except ValueError:  # no round with a positive time on both sides (a timer that returned 0)
         return Verdict(key, "time", TOO_NOISY, None, None, limit, None,
                        f"not judged: none of its {len(pairs)} alternated rounds measured a positive time on both "
@@ -459,7 +474,8 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
     base_fast, head_fast = judged.base[0], judged.head[0]
     aside = judged.depth - 1
     set_aside = f", {aside} at each end set aside" if aside else ""
-    rounds_text = (f"head/base of the fastest call over {judged.rounds} alternated rounds: median "
+    how = " in turns" if in_turns else ""
+    rounds_text = (f"head/base of the fastest call over {judged.rounds} alternated rounds{how}: median "
                    f"{format_percent(change)}, rounds {format_percent(low - 1.0)}..{format_percent(high - 1.0)}"
                    f"{set_aside}; fastest base {format_seconds(base_fast)}, head {format_seconds(head_fast)}")
     if status == TOO_NOISY:

@@ -32,6 +32,12 @@ checkout, with the same interpreter, environment and options, its top folder fir
 ``PYTHONPATH`` as the worktree's is for the base), the order swapped every round (ABBA), and the
 controller judges each time benchmark on its paired ratios (``MeasuredBase.pairs``). Rounds are
 not cached: a stored base paired with a head measured later is no pair.
+
+The two children of a round run at once and measure in turns (``engines/duet.py``): one holds
+the CPU while the other waits, handing it over every 10 ms of measuring and at the end of each
+benchmark, both pinned to the same CPU. Why: a base measured minutes before its head drew its own
+speed of a machine that has two (docs/design/time-gate.md, "Measured in turns");
+``TORCHBENCH_ROUNDS=sequential`` runs them one after the other, as before.
 """
 from __future__ import annotations
 
@@ -54,6 +60,8 @@ from ..reports.shards import describe_origins
 from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
 from ..core.text import safe_text
+from ..engines import duet
+from .turns import PAIR_ENV, turns_wanted
 from .workers import worker_args
 
 #: Set in the base run's environment: the folder where each of its processes writes the modules
@@ -99,6 +107,18 @@ class MeasuredBase:
     #: The rounds of the whole selection (``--bench-rounds``); those after them measured only
     #: the tests the first ones could not decide.
     rounds_of_all: int = 0
+
+    @property
+    def in_turns(self) -> bool:
+        """Whether the rounds' measurements took turns (engines/duet.py): told by what they
+        recorded, not by what was asked (children whose tests ran in xdist workers, or
+        ``TORCHBENCH_ROUNDS=sequential``, measured one side after the other)."""
+        for pair in self.rounds:
+            for measured_set in pair:
+                for result in measured_set.entries.values():
+                    if any(getattr(metric, "turns", None) for metric in result.metrics.values()):
+                        return True
+        return False
 
     def origin(self) -> str:
         where = f"{self.revision.revision} ({self.revision.commit[:12]})"
@@ -386,16 +406,19 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             head_env = _child_environment(toplevel, head_modules)
 
             def one_round(number: int, head_paths: Sequence[str], base_paths: Sequence[str]) -> None:
-                sets: dict[str, BaselineSet] = {}
-                for side in (("base", "head") if number % 2 else ("head", "base")):
-                    if side == "base":
-                        sets[side] = _run(revision, base_options, base_paths, cwd, env, scratch / f"r{number}-base",
-                                          scratch, shown, cache_root)
-                        _check_imports(modules_dir, worktree, toplevel, shown, revision)  # before more rounds
-                    else:
-                        sets[side] = _run(revision, options, head_paths, invocation_dir, head_env,
-                                          scratch / f"r{number}-head", scratch, shown, cache_root, side="head")
-                paired.append((sets["base"], sets["head"]))
+                base_child = _Child(revision, base_options, base_paths, cwd, env, scratch / f"r{number}-base",
+                                    scratch, shown, cache_root, "base")
+                head_child = _Child(revision, options, head_paths, invocation_dir, head_env,
+                                    scratch / f"r{number}-head", scratch, shown, cache_root, "head")
+                first, second = (base_child, head_child) if number % 2 else (head_child, base_child)
+                if turns_wanted():
+                    _run_pair(first, second)
+                else:
+                    first.run()
+                    second.run()
+                base_set, head_set = base_child.result(), head_child.result()
+                _check_imports(modules_dir, worktree, toplevel, shown, revision)  # before more rounds
+                paired.append((base_set, head_set))
 
             for number in range(1, rounds + 1):
                 one_round(number, paths, child_paths)
@@ -463,22 +486,78 @@ def _run(revision: Revision, options: Sequence[str], paths: Sequence[str], cwd: 
          results_dir: Path, scratch: Path, shown: str, cache_root: Path, side: str = "base") -> BaselineSet:
     """One child pytest (``side``: the base, in REV's worktree, or the head, in this checkout)
     saving the selection's results as a set in ``results_dir``."""
-    command = [
-        sys.executable, "-m", "pytest", *options, "-p", "no:cacheprovider",
-        f"--bench-save={SET_NAME}", f"--bench-baselines-dir={results_dir}", f"--bench-output={scratch / 'output'}",
-        f"--basetemp={scratch / 'basetemp'}", *paths,
-    ]
-    output_path = scratch / "output.txt"
-    with open(output_path, "wb") as output:  # a file, not a pipe: see explain.rerun
-        done = subprocess.run(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                              stderr=subprocess.STDOUT, check=False)
-    if done.returncode not in USABLE_EXITS:
-        what = f"the base run of {revision.commit[:12]}" if side == "base" else "a head run of this checkout"
-        raise BaseError(f"{shown}: {what} failed (exit {done.returncode}): "
-                        f"{_tail(output_path)}{_keep_log(output_path, cache_root)}")
-    return _load(results_dir / SET_NAME, revision)
+    child = _Child(revision, options, paths, cwd, env, results_dir, scratch, shown, cache_root, side)
+    child.run()
+    return child.result()
 
 
+@dataclasses.dataclass
+class _Child:
+    """One child pytest of a base measurement: how to start it, and what it left."""
+
+    revision: Revision
+    options: Sequence[str]
+    paths: Sequence[str]
+    cwd: Path
+    env: dict[str, str]
+    results_dir: Path
+    scratch: Path
+    shown: str
+    cache_root: Path
+    side: str
+    returncode: int | None = None
+
+    @property
+    def output_path(self) -> Path:
+        return self.results_dir.with_name(self.results_dir.name + "-output.txt")
+
+    def command(self) -> list[str]:
+        # its own output folder and basetemp: the two children of a round run at the same time
+        own = self.results_dir.name
+        return [
+            sys.executable, "-m", "pytest", *self.options, "-p", "no:cacheprovider",
+            f"--bench-save={SET_NAME}", f"--bench-baselines-dir={self.results_dir}",
+            f"--bench-output={self.scratch / ('output-' + own)}", f"--basetemp={self.scratch / ('basetemp-' + own)}",
+            *self.paths,
+        ]
+
+    def start(self, pair: str | None = None, pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
+        env = dict(self.env)
+        if pair is not None:
+            env[PAIR_ENV] = pair
+        with open(self.output_path, "wb") as output:  # a file, not a pipe: see explain.rerun
+            return subprocess.Popen(self.command(), cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=output,
+                                    stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds))
+
+    def run(self) -> None:
+        self.returncode = self.start().wait()
+
+    def result(self) -> BaselineSet:
+        if self.returncode not in USABLE_EXITS:
+            what = f"the base run of {self.revision.commit[:12]}" if self.side == "base" else "a head run of this checkout"
+            raise BaseError(f"{self.shown}: {what} failed (exit {self.returncode}): "
+                            f"{_tail(self.output_path)}{_keep_log(self.output_path, self.cache_root)}")
+        return _load(self.results_dir / SET_NAME, self.revision)
+
+
+def _run_pair(first: _Child, second: _Child) -> None:
+    """Both children at once, measuring in turns (``engines/duet.py``): ``first`` takes the
+    first turn; both measure on the same CPU. Each holds one end of a socket pair; when either
+    exits, the other measures alone."""
+    import socket
+
+    cpu = duet.pair_cpu()
+    ends = socket.socketpair()
+    processes = []
+    try:
+        for child, end, goes_first in ((first, ends[0], True), (second, ends[1], False)):
+            pair = duet.describe(end.fileno(), os.getpid(), cpu, goes_first)
+            processes.append(child.start(pair, pass_fds=[end.fileno()]))
+    finally:
+        for end in ends:
+            end.close()  # the children hold theirs: the end of file when one exits reaches the other
+        for child, process in zip((first, second), processes):
+            child.returncode = process.wait()
 def _load(folder: Path, revision: Revision) -> BaselineSet:
     if not folder.is_dir():
         return BaselineSet(name=SET_NAME, source=str(folder))

@@ -374,8 +374,10 @@ class Controller:
             first_pass, later = self.measured.extra_rounds()
             again = f", then {first_pass} more rounds of the benchmarks those could not decide" if first_pass else ""
             again += f" and {later} more of those still undecided" if later else ""
+            order = ("each round's base and head at once, in 10 ms turns on one CPU; base first, then head first, ..."
+                     if self.measured.in_turns else "base, head; head, base; ...")
             how = (f"measured alternately with this checkout in {self.measured.rounds_of_all} rounds of fresh "
-                   f"processes (base, head; head, base; ...){again}, in {self.measured.seconds:.1f} s; time is "
+                   f"processes ({order}){again}, in {self.measured.seconds:.1f} s; time is "
                    "judged on the fastest call of each side in each round")
         elif self.measured.cached:
             how = f"taken from the cache ({self.measured.folder.parent.parent})"

@@ -70,8 +70,9 @@ def addoption(parser: pytest.Parser) -> None:
                     "would point the installed project at the worktree)")
     group.addoption("--bench-rounds", metavar="N", type=int, default=None,
                     help="time mode against a base measured from --bench-compare=REV: measure REV and this "
-                    "checkout alternately, N rounds of fresh processes in swapped order (base, head; head, "
-                    "base; ...), N more of the benchmarks those did not decide (and N more of those still "
+                    "checkout alternately, N rounds of fresh processes (each round's two taking 10 ms turns "
+                    "on one CPU, the first turn swapped every round), N more of the benchmarks those did not "
+                    "decide (and N more of those still "
                     "undecided), and judge each on the fastest call of each side per round (default "
                     f"{DEFAULT_ROUNDS}; 1: one base run, then this run, as for counting modes)")
     group.addoption("--bench-allow-incomparable", action="store_true", default=False,

@@ -33,6 +33,7 @@ from .options import BenchSettings
 from .base import MODULES_ENV, write_imported_modules
 from ..store.refs import DEFAULT_SET, NoCommittedBaselines, Revision, compare_revision, resolve_compare
 from .session import BenchSession, Naming, IsolationGuard
+from .turns import join_pair
 from ..store.storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
 from ..core.text import safe_text
 
@@ -199,7 +200,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if worker:  # a launched worker isolates each test (instructions: a fresh heap)
         configure_worker(config, settings.modes)
-    else:  # a metric that measures in processes of its own (instructions) gets them here
+    else:
+        join_pair(config)  # a child of an alternated round measures in turns with its partner  # a metric that measures in processes of its own (instructions) gets them here
         configure_controller(config, settings.modes)
         config.pluginmanager.register(Controller(config, settings, baseline, session, revision),
                                       "torchbench-controller")

@@ -10,6 +10,7 @@ the number), so that its rounds agree on nothing: too noisy to judge at a 40% li
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Callable
@@ -60,17 +61,23 @@ import os
 
 import pytest
 
-_path = os.environ["TB_COUNTER"]
+# Which side this process measures (the base imports this file from a worktree elsewhere), and
+# how many processes of that side came before it: a counter file per side outside the repository
+# (the two processes of a round start at the same time, so one counter would race).
+_here = os.path.realpath(os.path.dirname(os.path.abspath(__file__)))
+_side = "head" if _here == os.environ["TB_ROOT"] else "base"
+_path = os.environ["TB_COUNTER"] + "-" + _side
 _count = int(open(_path).read()) if os.path.exists(_path) else 0
 with open(_path, "w") as _file:
     _file.write(str(_count + 1))
-# Processes of one session: 0 the session, then base 1, head 2, head 3, base 4 (two rounds);
-# they disagree (a change?), so two more rounds of this test: base 5, head 6, head 7, base 8. The
-# pairs (1000, 6000) (2500, 6000) (6000, 2500) (6000, 1000): ratios 6, 2.4, 0.42, 0.17; each
-# side's two fastest rounds 1000 and 2500 steps. Still undecided, so two more: base 9, head 10,
-# head 11, base 12, pairs (1000, 6000) (6000, 2500). The central ratios of the six run from 0.42
-# to 6 (median 1.41), the head's two fastest rounds 1000 and 2500 steps, the base's 1000 and 1000.
-STEPS = (1000, 1000, 6000, 6000, 2500, 6000, 2500, 1000, 6000, 1000, 6000, 2500, 6000)[_count % 13]
+# Rounds of two: base first, then head first. Head processes: the session, then one per round.
+# The pairs (base, head) of rounds 1-2 (1000, 6000) (2500, 6000): they disagree (a change?), so
+# two more rounds of this test: (6000, 2500) (6000, 1000): ratios 6, 2.4, 0.42, 0.17; each side's
+# two fastest rounds 1000 and 2500 steps. Still undecided, so two more: (1000, 6000) (6000, 2500).
+# The central ratios of the six run from 0.42 to 6 (median 1.41), the head's two fastest rounds
+# 1000 and 2500 steps, the base's 1000 and 1000.
+_STEPS = {"base": (1000, 2500, 6000, 6000, 1000, 6000), "head": (1000, 6000, 6000, 2500, 1000, 6000, 2500)}[_side]
+STEPS = _STEPS[_count % len(_STEPS)]
 
 
 @pytest.mark.benchmark
@@ -104,6 +111,7 @@ def project(pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pyt
     git(root, "commit", "-q", "-am", "after: slow() takes three times as long")
     counter = root.parent / f"{root.name}-counter"
     monkeypatch.setenv("TB_COUNTER", str(counter))
+    monkeypatch.setenv("TB_ROOT", os.path.realpath(root))
     monkeypatch.setenv("CI", "true")
     return root
 
@@ -139,8 +147,9 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     result.assert_outcomes(passed=1, failed=1)
     assert "FAILED test_lib.py::test_slow" in out
     # a change is measured again, alone, in as many rounds more
-    assert ("measured alternately with this checkout in 4 rounds of fresh processes (base, head; head, base; "
-            "...), then 4 more rounds of the benchmarks those could not decide") in out, out
+    assert ("measured alternately with this checkout in 4 rounds of fresh processes (each round's base and head at "
+            "once, in 10 ms turns on one CPU; base first, then head first, ...), then 4 more rounds of the "
+            "benchmarks those could not decide") in out, out
 
     document = json.loads((project / "out.json").read_text(encoding="utf-8"))
     again = document["base_rounds_again"]
@@ -176,7 +185,8 @@ def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(pytester: pytest.P
     assert "1 benchmark(s) could not be judged" in out, out
     assert "test_noisy.py::test_noisy [time]: too noisy at a 40% limit: " in out and "at a limit of" in out, out
     # the rounds that could not decide it, then those that still could not: a pass each
-    assert ("in 2 rounds of fresh processes (base, head; head, base; ...), then 2 more rounds of the benchmarks "
+    assert ("in 2 rounds of fresh processes (each round's base and head at once, in 10 ms turns on one CPU; base "
+            "first, then head first, ...), then 2 more rounds of the benchmarks "
             "those could not decide and 2 more of those still undecided") in out, out
     assert "over 6 alternated rounds" in out, out
     assert "in CI this fails the run (exit 6)" in out

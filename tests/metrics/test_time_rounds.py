@@ -3,6 +3,8 @@ head/base ratio arithmetic, and the verdicts it gives (regression, unchanged, im
 noisy), through the same gate the plugin and the CLI call."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_torchbench.core import gate
@@ -226,3 +228,29 @@ def test_round_lines_name_the_sessions_rounds() -> None:
         "round 6 (head first)"]
     with pytest.raises(ValueError):
         RoundPairs([(1, 2)], [1, 2])
+
+
+def _turns(pairs: list[tuple[float, float]], turns: int | None = 9) -> list[tuple[TimeMetric, TimeMetric]]:
+    return [(dataclasses.replace(base, turns=turns), dataclasses.replace(head, turns=turns))
+            for base, head in _rounds(pairs)]
+
+
+def test_rounds_measured_in_turns_are_judged_on_their_pairs() -> None:
+    """Seen at 30 benchmarks (docs/design/time-gate.md, "Measured in turns"): a +20% change read
+    +18%..+23% in every round, but the machine was 16% faster in the first two rounds of both
+    sides. The sides view compares the base's fast rounds with the head's slow ones and cannot
+    tell: one after the other that stays undecided (too noisy); in turns the pairs decide."""
+    pairs = [(18.91e-6, 22.32e-6), (18.5e-6, 22.35e-6)] + [(21.6e-6, 26.1e-6 + i * 1e-8) for i in range(10)]
+    in_turns = judge_time_rounds("t", _turns(pairs), 0.10)
+    assert in_turns.status == REGRESSION, in_turns.summary
+    assert "12 alternated rounds in turns: median +21" in in_turns.summary
+    assert judge_time_rounds("t", _rounds(pairs), 0.10).status == TOO_NOISY  # one after the other
+    # a round where either side measured alone (no turns) judges all of them with both views
+    mixed = _turns(pairs)
+    mixed[5] = (dataclasses.replace(mixed[5][0], turns=0), mixed[5][1])
+    assert judge_time_rounds("t", mixed, 0.10).status == TOO_NOISY
+    # in turns, an unchanged benchmark is judged on the pairs too, strictly or not
+    same = [(1e-3, 1.01e-3), (1.3e-3, 1.31e-3), (1.3e-3, 1.29e-3), (1.3e-3, 1.3e-3)]  # faster in round 1
+    assert judge_time_rounds("t", _turns(same), 0.10, strict=True).status == UNCHANGED
+    assert judge_time_rounds("t", _rounds(same), 0.10, strict=True).status == TOO_NOISY
+    assert AlternatedRounds([(1.0, 1.5)] * 4, in_turns=True).decide(0.1) == "slower"
