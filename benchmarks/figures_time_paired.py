@@ -9,8 +9,9 @@ whole pytest session::
 
     pytest --bench-mode=time --bench-compare=HEAD~1 --bench-base=measure --bench-rounds=R
 
-so REV is measured alternately with the checkout, R rounds of fresh processes (base, head; head,
-base; ...), and every benchmark is judged on its paired head/base ratios. Printed per run: its
+so REV is measured alternately with the checkout, R rounds of fresh processes (each round's two
+at once, in 10 ms turns on one CPU; ``TORCHBENCH_ROUNDS=sequential`` in the environment: one
+after the other), and every benchmark is judged on its paired head/base ratios. Printed per run: its
 verdicts (regressions = false failures in an A/A run, caught slowdowns in an A/B run; too noisy;
 improvements), the session's wall time and the load average; then the totals against the targets
 of issue 25, point 2, for a suite of about 300 benchmarks at this machine's normal load:

@@ -33,7 +33,7 @@ from pytest_torchbench.metrics.time import TimeMetric
 
 description, kind, size, reps, slices = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
 if slices == "no":
-    duet.SLICE_SECONDS = 1e9  # hand over only at the end of each measurement
+    duet.SLICE_SECONDS = 1e9  # hand over only at the end of each measurement: one after the other
 torch.set_num_threads(1)
 if kind == "add":
     a, b, out = torch.rand(size), torch.rand(size), torch.empty(size)
@@ -43,8 +43,10 @@ else:
 fn()
 baton = duet.connect(description, os.getppid())
 duet.current = baton
+baton.tests = {f"rep{i}" for i in range(reps)}
 baton.start()
-for _ in range(reps):
+for i in range(reps):
+    baton.begin_test(f"rep{i}")
     fn()
     print(TimeMetric.from_measurement(walltime.measure(fn, walltime.TimeSpec(min_run_time=0.1))).fastest, flush=True)
 baton.finish()

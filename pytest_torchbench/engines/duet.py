@@ -8,16 +8,23 @@ the same moments of the same CPU, so their paired ratio keeps the code's change;
 (unpinned) or pinning alone did not do it (docs/design/time-gate.md, "Measured in turns",
 ``benchmarks/figures_turns.py``).
 
-The protocol, over a connected socket pair (one end per process): exactly one process holds the
-baton and runs; the other waits in a blocking read. The holder hands it over at a *slice
-boundary* (between two timed blocks, once it has measured for :data:`SLICE_SECONDS`) with
-``T``, at the end of a measurement with ``E`` ("I finished this benchmark": the peer then keeps
-the baton until it has finished the same benchmark too, so the two stay on the same benchmark),
-and for good at the end of its session with ``D`` (or by exiting: end of file). Everything a
-process does outside a measurement (setup, teardown, reports) happens while it holds the baton,
-so the two never run at the same time and neither disturbs the other's measurement.
+The protocol, over a connected socket pair (one end per process), one line per message: exactly
+one process holds the baton and runs; the other waits in a blocking read. Each process says when
+it is ready to measure (``R``: the first waits for it, so the second's start-up does not run
+beside the first's measurements). The holder hands the baton over at a *slice boundary* (between
+two timed blocks, once it has measured for :data:`SLICE_SECONDS`) with ``T key`` (measuring
+``key``), at the end of a measurement with ``E key`` (finished ``key``: a peer measuring the same
+key then keeps the baton until it has finished it too), and for good at the end of its session
+with ``D`` (or by exiting: end of file). ``L`` says the holder keeps the baton for a long time on
+purpose (its tests run in other processes), so the waiter does not take it for a stuck peer.
 
-Engine-level: nothing here knows pytest (``pytest/session.py`` hands a baton to the engine when
+Pairs are made by key, not by order: a hand-over counts as a *turn* of a measurement only when
+the peer measured the same benchmark in between. A peer measuring a benchmark this process has
+already finished is behind (a benchmark this side lacks, a test that failed here): it gets the
+baton straight back until it catches up. Everything a process does outside a measurement (setup,
+teardown, reports) happens while it holds the baton, so the two never run at the same time.
+
+Engine-level: nothing here knows pytest (``pytest/turns.py`` hands a baton to the engine when
 its process is one of a pair, ``pytest/base.py`` starts the pair).
 """
 from __future__ import annotations
@@ -32,10 +39,11 @@ import time
 #: (two context switches).
 SLICE_SECONDS = 0.01
 #: A wait longer than this means the pair is stuck (the holder waits on something the waiter
-#: holds, such as a lock both sides' fixtures take): the waiter then runs on alone, and says so.
-WAIT_LIMIT_SECONDS = 300.0
+#: holds, such as a lock both sides' fixtures take): the waiter then runs on alone, unpinned, and
+#: its measurements from then on count no turns (judged as measured one after the other).
+WAIT_LIMIT_SECONDS = 1800.0
 
-_TURN, _END, _DONE = b"T", b"E", b"D"
+_READY, _TURN, _END, _DONE, _LONG = "R", "T", "E", "D", "L"
 
 
 class Baton:
@@ -43,100 +51,216 @@ class Baton:
 
     def __init__(self, sock: socket.socket, holds: bool, cpu: int | None = None) -> None:
         self._sock = sock
+        self._buffer = b""
         self.holds = holds
         self.cpu = cpu
-        self.peer_finished = False  # the peer finished the benchmark this process is measuring
         self.alone = False  # the peer is gone (finished its session, exited) or stuck
+        self.key: str | None = None  # the benchmark this process is measuring
+        self.finished: set[str] = set()  # the benchmarks this process has measured
+        self.peer: tuple[str, str] = ("", "")  # the peer's last word: (message, key)
+        self.turns = 0  # hand-overs of this measurement while the peer measured the same key
+        self.pinned = False  # this measurement runs on the pair's CPU
         self.handovers = 0
         self.waited = 0.0  # seconds spent waiting for the peer
         self._slice_start = time.perf_counter()
-        self._pinned = False
+        self._long = False
+        self._affinity: set[int] | None = None
+        self._test = ""
+        self._in_test = 0
+        #: The tests this process will run (None: not known) and those it has run: a peer
+        #: measuring one of the first it lacks, or one of the second, is not measuring with it.
+        self.tests: set[str] | None = None
+        self.done_tests: set[str] = set()
+
+    def begin_test(self, name: str) -> None:
+        """A test begins: its measurements are keyed by its name and their order within it (the
+        same on both sides of a pair)."""
+        if self._test:
+            self.done_tests.add(self._test)
+        self._test, self._in_test = name, 0
+
+    def next_key(self) -> str:
+        """The key of the measurement about to begin."""
+        self._in_test += 1
+        return f"{self._test}#{self._in_test}"
+
+    # -- the session ------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Wait for the first turn (the process that goes first has it already)."""
-        if not self.holds:
+        """Ready to measure: the first process waits until the second is too (its imports and
+        collection would run beside the first measurements); the second waits for its turn."""
+        if self.holds:
+            self._receive(until=_READY)
+        else:
+            self._send(_READY)
             self._receive()
-        self._slice_start = time.perf_counter()
 
-    def measuring(self) -> None:
-        """A measurement begins in this process: its first slice starts now. The first one pins
-        this thread to the pair's CPU for good (both processes of a pair measure on the same CPU,
-        one while the other waits; a process whose tests run elsewhere never measures, so never
-        pins, and the processes it starts keep every CPU)."""
-        if self.cpu is not None and not self._pinned and hasattr(os, "sched_setaffinity"):
-            self._pinned = True
-            try:
-                os.sched_setaffinity(0, {self.cpu})
-            except OSError:
-                pass
-        self._slice_start = time.perf_counter()
-
-    def boundary(self) -> float:
-        """Between two timed blocks: hand over if this slice is done. Returns the seconds spent
-        waiting (to leave out of the measurement's wall time)."""
-        if self.alone or self.peer_finished or time.perf_counter() - self._slice_start < SLICE_SECONDS:
-            return 0.0
-        waited = self._hand_over(_TURN)
-        self._slice_start = time.perf_counter()
-        return waited
-
-    def finished_measurement(self) -> None:
-        """A measurement ended: hand over until the peer has finished its own (unless it already
-        had: then this process goes on first)."""
-        if self.alone:
-            return
-        if self.peer_finished:
-            self.peer_finished = False
-            return
-        self._hand_over(_END)
+    def hold_long(self) -> None:
+        """This process keeps the baton for its whole test loop (its tests run elsewhere): the
+        waiter waits as long as it takes."""
+        self._send(_LONG)
 
     def finish(self) -> None:
         """This process is done: the peer runs alone from now on."""
+        self._unpin()
         if not self.alone:
             self.alone = True
-            try:
-                self._sock.sendall(_DONE)
-            except OSError:
-                pass
+            self._send(_DONE)
         try:
             self._sock.close()
         except OSError:
             pass
 
-    def _hand_over(self, message: bytes) -> float:
-        started = time.perf_counter()
-        try:
-            self._sock.sendall(message)
-        except OSError:
-            self.alone = True
+    # -- a measurement ------------------------------------------------------------------------
+
+    def measuring(self, key: str, pin: bool = True) -> None:
+        """A measurement of ``key`` begins in this process; with ``pin``, on the pair's CPU (both
+        processes of a pair measure on the same CPU, one while the other waits)."""
+        self.key = key
+        self.turns = 0
+        self.pinned = pin and self._pin()
+        self._slice_start = time.perf_counter()
+
+    def boundary(self) -> float:
+        """Between two timed blocks: hand over if this slice is done. Returns the seconds spent
+        waiting (to leave out of the measurement's wall time)."""
+        if self.alone or self.peer == (_END, self.key) or time.perf_counter() - self._slice_start < SLICE_SECONDS:
             return 0.0
+        started = time.perf_counter()
+        while self._hand_over(_TURN) and self._peer_elsewhere():
+            pass  # straight back to the peer until it measures what this process measures
+        self._slice_start = time.perf_counter()
+        return time.perf_counter() - started
+
+    def _peer_elsewhere(self) -> bool:
+        """The peer measures a benchmark this process will not measure along with it: one this
+        process has finished or passed (the peer is behind), or one of a test this process does
+        not have (a benchmark the other revision lacks). It gets the baton straight back."""
+        key = self.peer[1]
+        if not key or key == self.key:
+            return False
+        test = key.rpartition("#")[0]
+        return key in self.finished or test in self.done_tests or (self.tests is not None and test not in self.tests)
+
+    def finished_measurement(self) -> int | None:
+        """A measurement ended: hand over until the peer has finished its own (unless it already
+        had: then this process goes on first). Returns the measurement's turns, None where it
+        was not pinned (unpinned turns pair nothing: the module docstring)."""
+        key, turns, pinned = self.key, self.turns, self.pinned
+        if key is not None:
+            self.finished.add(key)
+        self._unpin()
+        if not self.alone and self.peer != (_END, key):
+            self._hand_over(_END)
+        self.key = None
+        return turns if pinned else None
+
+    # -- the wire -----------------------------------------------------------------------------
+
+    def _hand_over(self, message: str) -> bool:
+        """Send ``message`` with this measurement's key, wait for the baton; False when alone."""
+        started = time.perf_counter()
+        if not self._send(message, self.key or ""):
+            return False
         self.holds = False
         self.handovers += 1
         self._receive()
-        waited = time.perf_counter() - started
-        self.waited += waited
-        return waited
+        self.waited += time.perf_counter() - started
+        if self.alone:
+            return False
+        if self.key is not None and self.peer[1] == self.key:
+            self.turns += 1
+        return True
 
-    def _receive(self) -> None:
-        self._sock.settimeout(WAIT_LIMIT_SECONDS)
+    def _send(self, message: str, key: str = "") -> bool:
+        line = f"{message}{key}".replace("\n", "\\n").encode("utf-8", "replace") + b"\n"
         try:
-            message = self._sock.recv(1)
-        except socket.timeout:
-            message = b""
-            print(f"pytest-torchbench: the other process of the pair held the turn for over "
-                  f"{WAIT_LIMIT_SECONDS:.0f} s; measuring alone from now on", file=sys.stderr)
+            self._sock.sendall(line)
         except OSError:
-            message = b""
+            self._go_alone()
+            return False
+        return True
+
+    def _receive(self, until: str | None = None) -> None:
+        """Wait for the peer's word (the baton comes with ``T``, ``E``; ``D`` or end of file
+        leave this process alone); ``until``: wait for that message instead."""
+        while True:
+            line = self._read_line()
+            if line is None:
+                self._go_alone()
+                return
+            message, key = line[:1], line[1:]
+            if message == _LONG:
+                self._long = True
+                continue
+            if message == _DONE:
+                self._go_alone()
+                return
+            if until is not None:
+                if message == until:
+                    return
+                continue
+            if message in (_TURN, _END):
+                self.peer = (message, key)
+                self.holds = True
+                return
+            # a stray ready word (the peer started after this process handed over): keep waiting
+
+    def _read_line(self) -> str | None:
+        while b"\n" not in self._buffer:
+            self._sock.settimeout(None if self._long else WAIT_LIMIT_SECONDS)
+            try:
+                chunk = self._sock.recv(4096)
+            except socket.timeout:
+                print(f"pytest-torchbench: the other process of the pair held the turn for over "
+                      f"{WAIT_LIMIT_SECONDS:.0f} s; measuring alone from now on", file=sys.stderr)
+                return None
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode("utf-8", "replace")
+
+    def _go_alone(self) -> None:
+        self.alone = True
         self.holds = True
-        if message in (_TURN, _END):
-            self.peer_finished = message == _END
-        else:  # done, end of file, or stuck: alone from now on
-            self.alone = True
-            self.peer_finished = False
+        self._unpin()
+
+    def _pin(self) -> bool:
+        if self.cpu is None or self.alone or not hasattr(os, "sched_setaffinity"):
+            return False
+        try:
+            if self._affinity is None:
+                self._affinity = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, {self.cpu})
+        except OSError:
+            return False
+        return True
+
+    def _unpin(self) -> None:
+        """Back to every CPU this thread had: threads and processes started between measurements
+        (a thread pool, a data loader's workers) are not confined to the pair's CPU."""
+        if self.pinned and self._affinity is not None:
+            try:
+                os.sched_setaffinity(0, self._affinity)
+            except OSError:
+                pass
+        self.pinned = False
 
 
-#: This process's baton while it is one of a pair (``pytest/session.py`` sets it); None otherwise.
+#: This process's baton while it is one of a pair (``pytest/turns.py`` sets it); None otherwise.
 current: Baton | None = None
+
+
+def _forget_in_forked_child() -> None:
+    global current
+    current = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_forked_child)  # a forked worker is no end of the pair
 
 
 def connect(description: str, parent_pid: int) -> Baton | None:
@@ -159,6 +283,10 @@ def connect(description: str, parent_pid: int) -> Baton | None:
     if sock.type != socket.SOCK_STREAM:
         sock.detach()
         return None
+    try:
+        os.set_inheritable(fd, False)  # processes this one starts must not keep the pair open
+    except OSError:
+        pass
     return Baton(sock, holds=first, cpu=cpu)
 
 

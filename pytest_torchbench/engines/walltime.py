@@ -245,9 +245,10 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     CPU work, so None otherwise), ``load`` the load average when it ended, ``cpu_times`` each
     block's CPU time in seconds (same order as ``raw_times``; None where CPU time says nothing) and
     ``reference`` the machine's own speed beside it (engines/reference.py; None with CUDA in use),
-    ``turns`` how many times it handed the CPU to the other process of a pair (engines/duet.py;
-    None outside a pair). The reference's samples and the waits for the other process are left
-    out of the wall and CPU times behind ``cpu_share``.
+    ``turns`` how many times it handed the CPU to the other process of a pair while that one
+    measured the same benchmark (engines/duet.py; None outside a pair, and where the measurement
+    was not pinned to the pair's CPU: more than one thread, CUDA). The reference's samples and
+    the waits for the other process are left out of the wall and CPU times behind ``cpu_share``.
     """
     spec = spec or TimeSpec()
     steady_allocator()
@@ -256,9 +257,17 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     timer = make_timer(fn, spec, clock)
     probe = _started_probe()
     baton = duet.current
-    handovers = baton.handovers if baton is not None else 0
-    if baton is not None:
-        baton.measuring()
+    if baton is not None:  # one of a pair: on the pair's CPU (one thread only), in turns
+        baton.measuring(baton.next_key(), pin=spec.num_threads == 1 and not uses_cuda)
+    try:
+        return _measure(timer, clock, spec, probe, baton, uses_cuda)
+    finally:
+        if baton is not None and baton.key is not None:  # the call raised: hand over all the same
+            baton.finished_measurement()
+
+
+def _measure(timer: Timer, clock: _CpuClock, spec: TimeSpec, probe: ReferenceProbe | None,
+             baton: duet.Baton | None, uses_cuda: bool) -> Measurement:
     wall_start, cpu_start = time.perf_counter(), time.thread_time()
     number = _calibrate_number(timer, spec.block_time)
     probe_wall = probe_cpu = waited = 0.0
@@ -293,10 +302,7 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     cpu = time.thread_time() - cpu_start - probe_cpu
     if probe is not None:
         probe.sample()
-    turns = None
-    if baton is not None:
-        turns = baton.handovers - handovers
-        baton.finished_measurement()
+    turns = baton.finished_measurement() if baton is not None else None
     single_threaded_cpu = spec.num_threads == 1 and not uses_cuda
     metadata = {
         "cpu_share": min(1.0, cpu / wall) if single_threaded_cpu and wall > 0 else None,
@@ -373,10 +379,10 @@ def measure_rounds(
                          label=spec.label or None, sub_label=spec.sub_label or None,
                          description=spec.description or None, num_threads=spec.num_threads)
     probe = _started_probe()
+    uses_cuda = _cuda_in_use()
     baton = duet.current
-    handovers = baton.handovers if baton is not None else 0
     if baton is not None:
-        baton.measuring()
+        baton.measuring(baton.next_key(), pin=spec.num_threads == 1 and not uses_cuda)
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(spec.num_threads)
     raw_times: list[float] = []
@@ -400,15 +406,14 @@ def measure_rounds(
             if probe is not None:
                 probe.maybe_sample()
             if baton is not None:
+                if uses_cuda:
+                    torch.cuda.synchronize()  # the teardown's queued work is not the peer's to wait for
                 baton.boundary()
     finally:
         torch.set_num_threads(previous_threads)
+        turns = baton.finished_measurement() if baton is not None else None
     if probe is not None:
         probe.sample()
-    turns = None
-    if baton is not None:
-        turns = baton.handovers - handovers
-        baton.finished_measurement()
     metadata = {"reference": probe.result() if probe is not None else None, "turns": turns}
     return Measurement(number_per_run=iterations, raw_times=raw_times, task_spec=task_spec, metadata=metadata)
 

@@ -441,6 +441,11 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
     return Verdict(key, "time", status, then, now, limit, None, summary, details)
 
 
+#: A pair of measurements counts as measured in turns from this many turns on each side (a
+#: measurement of the default length takes about ten): fewer, and most of it ran alone.
+MIN_TURNS = 3
+
+
 def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float, strict: bool = False) -> Verdict:
     """Judge a time measured alternately with its base, on the fastest call of each side in each
     round (``core.statistics.AlternatedRounds``: the paired ratios and each side's fastest rounds,
@@ -458,8 +463,10 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
     random or passes in silence.
     """
     pairs = [(b.fastest, h.fastest) for b, h in rounds]
-    # every pair measured in turns (both sides handed the CPU over): judged on the pairs alone
-    in_turns = bool(rounds) and all(getattr(b, "turns", None) and getattr(h, "turns", None) for b, h in rounds)
+    # every pair measured in turns (each side handed the CPU over at least MIN_TURNS times while the
+    # other measured the same benchmark, pinned): judged on the pairs alone
+    in_turns = bool(rounds) and all((getattr(b, "turns", None) or 0) >= MIN_TURNS
+                                    and (getattr(h, "turns", None) or 0) >= MIN_TURNS for b, h in rounds)
     try:
         judged = AlternatedRounds(pairs, rounds.numbers if isinstance(rounds, RoundPairs) else None, in_turns)
     except ValueError:  # no round with a positive time on both sides (a timer that returned 0)

@@ -530,7 +530,12 @@ class _Child:
                                     stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds))
 
     def run(self) -> None:
-        self.returncode = self.start().wait()
+        process = self.start()
+        try:
+            self.returncode = process.wait()
+        except BaseException:  # interrupted: the child does not outlive its worktree
+            _stop(process)
+            raise
 
     def result(self) -> BaselineSet:
         if self.returncode not in USABLE_EXITS:
@@ -548,16 +553,31 @@ def _run_pair(first: _Child, second: _Child) -> None:
 
     cpu = duet.pair_cpu()
     ends = socket.socketpair()
-    processes = []
+    processes: list[subprocess.Popen[bytes]] = []
     try:
         for child, end, goes_first in ((first, ends[0], True), (second, ends[1], False)):
             pair = duet.describe(end.fileno(), os.getpid(), cpu, goes_first)
             processes.append(child.start(pair, pass_fds=[end.fileno()]))
-    finally:
-        for end in ends:
-            end.close()  # the children hold theirs: the end of file when one exits reaches the other
+            end.close()  # the child holds it: the end of file when one exits reaches the other
         for child, process in zip((first, second), processes):
             child.returncode = process.wait()
+    except BaseException:  # a child that could not start, or an interrupt: neither outlives this
+        for process in processes:
+            _stop(process)
+        raise
+    finally:
+        for end in ends:
+            end.close()
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """Kill a child (if it still runs) and reap it."""
+    if process.poll() is None:
+        process.kill()
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
 def _load(folder: Path, revision: Revision) -> BaselineSet:
     if not folder.is_dir():
         return BaselineSet(name=SET_NAME, source=str(folder))

@@ -25,28 +25,40 @@ ROUNDS_ENV = "TORCHBENCH_ROUNDS"
 
 
 def turns_wanted() -> bool:
-    """Whether rounds are measured in turns (the default) rather than one side after the other."""
+    """Whether rounds are measured in turns (the default) rather than one side after the other:
+    not where the OS cannot pin a thread to a CPU (unpinned turns pair nothing: engines/duet.py)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return False
     return os.environ.get(ROUNDS_ENV, "").strip().lower() != "sequential"
 
 
 class PairPlugin:
-    """Holds the turn around the test loop; the engine hands it over inside measurements."""
+    """Holds the turn around the test loop (the engine hands it over inside measurements), keys
+    each test's measurements by its node id, and gives the pair up when the session ends."""
 
     def __init__(self, baton: duet.Baton) -> None:
         self.baton = baton
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, None, object]:
+        self.baton.tests = {item.nodeid for item in session.items}
         self.baton.start()
-        try:
-            return (yield)
-        finally:
-            self.finish()
+        option = session.config.option
+        if getattr(option, "dist", "no") != "no" and getattr(option, "tx", None):
+            # the tests run in xdist or launched workers, which measure alone: this side keeps the
+            # turn for its whole loop, and the other waits for it (one after the other)
+            self.baton.hold_long()
+        return (yield)
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, object]:
+        self.baton.begin_test(item.nodeid)
+        return (yield)
+
+    @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self) -> None:
-        self.finish()
-
-    def finish(self) -> None:
+        """After the results are saved: the other process measures alone from here on, and
+        nothing of this session runs beside it but the interpreter's exit."""
         self.baton.finish()
         if duet.current is self.baton:
             duet.current = None

@@ -16,54 +16,80 @@ import pytest
 from pytest_torchbench.engines import duet
 
 
-def _play(baton: duet.Baton, side: str, benchmarks: list[tuple[str, int]], log: list[tuple[str, str]]) -> None:
-    """A session: the first turn, then per benchmark ``slices`` slices (each logged), then done."""
+def _play(baton: duet.Baton, side: str, tests: list[tuple[str, int]], log: list[tuple[str, str]],
+          turns: dict[str, int], measured: set[str] | None = None) -> None:
+    """A session: collection (``tests``), the first turn, then per test ``slices`` slices of one
+    measurement (each logged; a test not in ``measured`` fails before measuring), then done."""
+    baton.tests = {test for test, _ in tests}
     baton.start()
-    for key, slices in benchmarks:
-        baton.measuring()
+    for test, slices in tests:
+        baton.begin_test(test)
+        if measured is not None and test not in measured:
+            continue
+        baton.measuring(baton.next_key(), pin=False)
         for _ in range(slices):
-            log.append((side, key))
+            log.append((side, test))
             baton.boundary()
+        turns[f"{side} {test}"] = baton.turns
         baton.finished_measurement()
     baton.finish()
 
 
-def _pair(monkeypatch: pytest.MonkeyPatch, base: list[tuple[str, int]], head: list[tuple[str, int]]
-          ) -> list[tuple[str, str]]:
+def _pair(monkeypatch: pytest.MonkeyPatch, base: list[tuple[str, int]], head: list[tuple[str, int]],
+          head_measures: set[str] | None = None) -> tuple[list[tuple[str, str]], dict[str, int]]:
     monkeypatch.setattr(duet, "SLICE_SECONDS", 0.0)  # every boundary ends a slice
     left, right = socket.socketpair()
     log: list[tuple[str, str]] = []
-    threads = [threading.Thread(target=_play, args=(duet.Baton(left, holds=True), "base", base, log)),
-               threading.Thread(target=_play, args=(duet.Baton(right, holds=False), "head", head, log))]
+    turns: dict[str, int] = {}
+    threads = [threading.Thread(target=_play, args=(duet.Baton(left, holds=True), "base", base, log, turns)),
+               threading.Thread(target=_play, args=(duet.Baton(right, holds=False), "head", head, log, turns,
+                                                    head_measures))]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
     assert not any(thread.is_alive() for thread in threads), log
-    return log
+    return log, turns
 
 
 def test_the_two_sides_take_turns_and_stay_on_the_same_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
     """Slices alternate; the side that finishes a benchmark first waits until the other has
-    finished it too, so neither runs ahead to the next benchmark."""
-    log = _pair(monkeypatch, [("a", 3), ("b", 2)], [("a", 5), ("b", 2)])
+    finished it too, so neither runs ahead to the next benchmark; a hand-over counts as a turn
+    when the other side measured the same benchmark."""
+    log, turns = _pair(monkeypatch, [("a", 3), ("b", 2)], [("a", 5), ("b", 2)])
     assert log == [
         ("base", "a"), ("head", "a"), ("base", "a"), ("head", "a"), ("base", "a"),
         ("head", "a"), ("head", "a"), ("head", "a"),  # the base finished a: the head finishes it alone
         ("head", "b"), ("base", "b"), ("head", "b"), ("base", "b"),  # the last to finish a starts b
     ]
+    assert turns == {"base a": 3, "head a": 3, "base b": 2, "head b": 2}
 
 
-def test_a_side_that_ends_its_session_leaves_the_other_to_measure_alone(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One side has fewer benchmarks (a test that REV lacks): when it is done, the other goes on
-    without waiting."""
-    log = _pair(monkeypatch, [("a", 2)], [("a", 2), ("new", 3)])
-    assert log[-3:] == [("head", "new")] * 3
-    assert log[:4] == [("base", "a"), ("head", "a"), ("base", "a"), ("head", "a")]
+def test_a_benchmark_one_side_lacks_is_measured_alone_and_the_rest_stay_paired(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head has a new benchmark the base lacks: while the head measures it, the base hands
+    the baton straight back instead of measuring ``a`` unpaired; ``a`` and ``b`` are then
+    measured in turns on both sides."""
+    log, turns = _pair(monkeypatch, [("a", 4), ("b", 4)], [("new", 4), ("a", 4), ("b", 4)])
+    new = [i for i, entry in enumerate(log) if entry == ("head", "new")]
+    assert new == list(range(new[0], new[0] + 4)), log  # all four slices of new in a row
+    assert log[:new[0]] == [("base", "a")]  # the base's first slice, before it knew
+    assert turns["head new"] == 0
+    assert turns["base a"] >= 2 and turns["head a"] >= 2 and turns["base b"] >= 2 and turns["head b"] >= 2, turns
 
 
-def test_a_peer_that_exits_or_sticks_frees_the_waiter(monkeypatch: pytest.MonkeyPatch) -> None:
-    """End of file (the peer exited or crashed) or a wait past the limit: alone from then on."""
+def test_a_test_that_did_not_measure_on_one_side_leaves_the_next_paired(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head's test ``a`` failed before measuring: the head is already on ``b`` while the
+    base measures ``a``; the head, having passed ``a``, hands the baton back until the base
+    comes to ``b``, and ``b`` is measured in turns."""
+    log, turns = _pair(monkeypatch, [("a", 4), ("b", 4)], [("a", 4), ("b", 4)], head_measures={"b"})
+    assert "head a" not in turns
+    assert turns["base b"] >= 2 and turns["head b"] >= 2, (turns, log)
+
+
+def test_a_peer_that_exits_sticks_or_holds_long_on_purpose(monkeypatch: pytest.MonkeyPatch) -> None:
+    """End of file (the peer exited or crashed) or a wait past the limit: alone from then on. A
+    peer that said it holds the turn long (its tests run in workers) is waited for."""
     left, right = socket.socketpair()
     waiter = duet.Baton(right, holds=False)
     left.close()
@@ -79,6 +105,23 @@ def test_a_peer_that_exits_or_sticks_frees_the_waiter(monkeypatch: pytest.Monkey
     left.close()
     stuck.finish()
 
+    left, right = socket.socketpair()
+    holder, patient = duet.Baton(left, holds=True), duet.Baton(right, holds=False)
+
+    def hold() -> None:
+        holder.start()
+        holder.hold_long()
+        time.sleep(0.6)
+        holder.finish()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    started = time.perf_counter()
+    patient.start()
+    waited = time.perf_counter() - started
+    thread.join(timeout=10)
+    assert waited > 0.5 and patient.alone  # waited past the limit, freed by the end of the session
+
 
 def test_a_child_takes_only_a_pair_meant_for_it(tmp_path: Path) -> None:
     """The description names the parent: a grandchild that inherited it is refused; a file
@@ -90,8 +133,11 @@ def test_a_child_takes_only_a_pair_meant_for_it(tmp_path: Path) -> None:
         with open(tmp_path / "file", "w") as file:
             assert duet.connect(duet.describe(file.fileno(), 7, None, True), 7) is None
         assert duet.connect("garbage", 7) is None
-        baton = duet.connect(duet.describe(os.dup(right.fileno()), 7, 1, False), 7)
+        fd = os.dup(right.fileno())
+        os.set_inheritable(fd, True)
+        baton = duet.connect(duet.describe(fd, 7, 1, False), 7)
         assert baton is not None and not baton.holds and baton.cpu == 1
+        assert not os.get_inheritable(fd)  # processes the child starts do not keep the pair open
         baton.finish()
     finally:
         left.close()
@@ -105,17 +151,21 @@ from pytest_torchbench.metrics.time import TimeMetric
 
 duet.current = duet.connect(sys.argv[1], os.getppid())
 assert duet.current is not None
+duet.current.tests = {"test_sum"}
 duet.current.start()
-started = time.perf_counter()
+duet.current.begin_test("test_sum")
+before = os.sched_getaffinity(0)
 m = TimeMetric.from_measurement(walltime.measure(lambda: sum(range(300)), walltime.TimeSpec(min_run_time=0.2)))
+assert os.sched_getaffinity(0) == before  # pinned while measuring only
 duet.current.finish()
-print(m.turns, m.cpu_share, duet.current.waited, duet.current.handovers, os.sched_getaffinity(0))
+print(m.turns, m.cpu_share, duet.current.waited, duet.current.handovers, duet.current._affinity)
 """
 
 
 def test_two_processes_measure_in_turns_on_one_cpu() -> None:
-    """Real processes, real measurements: each hands over about every 10 ms, waits while the other
-    measures, and both end on the pair's CPU."""
+    """Real processes, real measurements: each hands over about every 10 ms while the other
+    measures the same benchmark, waits meanwhile, and runs on the pair's CPU only while it
+    measures."""
     left, right = socket.socketpair()
     cpu = duet.pair_cpu()
     children = []
@@ -130,9 +180,8 @@ def test_two_processes_measure_in_turns_on_one_cpu() -> None:
     for child in children:
         out, err = child.communicate(timeout=120)
         assert child.returncode == 0, err
-        turns, _, waited, handovers, cpus = out.split(maxsplit=4)
+        turns, _, waited, handovers, affinity = out.split(maxsplit=4)
         assert int(turns) >= 5, out  # 0.2 s of blocks in 10 ms slices, the other side as long
-        assert int(handovers) in (int(turns), int(turns) + 1), out  # + the end of its measurement
+        assert int(turns) <= int(handovers) <= int(turns) + 2, out  # + the end of its measurement
         assert float(waited) > 0.05, out
-        if cpu is not None:
-            assert cpus.strip() == f"{{{cpu}}}", out
+        assert affinity.strip() != "None", out  # it was pinned
