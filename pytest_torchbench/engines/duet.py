@@ -21,7 +21,9 @@ purpose (its tests run in other processes), so the waiter does not take it for a
 Pairs are made by key, not by order: a hand-over counts as a *turn* of a measurement only when
 the peer measured the same benchmark in between. A peer measuring a benchmark this process has
 already finished is behind (a benchmark this side lacks, a test that failed here): it gets the
-baton straight back until it catches up. Everything a process does outside a measurement (setup,
+baton straight back (``B key``) until it catches up, and so does a peer measuring a benchmark of
+a test this process does not have. A baton sent straight back is never sent straight back again:
+one of the two always measures. Everything a process does outside a measurement (setup,
 teardown, reports) happens while it holds the baton, so the two never run at the same time.
 
 Engine-level: nothing here knows pytest (``pytest/turns.py`` hands a baton to the engine when
@@ -43,7 +45,7 @@ SLICE_SECONDS = 0.01
 #: its measurements from then on count no turns (judged as measured one after the other).
 WAIT_LIMIT_SECONDS = 1800.0
 
-_READY, _TURN, _END, _DONE, _LONG = "R", "T", "E", "D", "L"
+_READY, _TURN, _END, _DONE, _LONG, _BACK = "R", "T", "E", "D", "L", "B"
 
 
 class Baton:
@@ -102,10 +104,7 @@ class Baton:
 
     def finish(self) -> None:
         """This process is done: the peer runs alone from now on."""
-        self._unpin()
-        if not self.alone:
-            self.alone = True
-            self._send(_DONE)
+        self._go_alone()
         try:
             self._sock.close()
         except OSError:
@@ -127,8 +126,12 @@ class Baton:
         if self.alone or self.peer == (_END, self.key) or time.perf_counter() - self._slice_start < SLICE_SECONDS:
             return 0.0
         started = time.perf_counter()
-        while self._hand_over(_TURN) and self._peer_elsewhere():
-            pass  # straight back to the peer until it measures what this process measures
+        handed = self._hand_over(_TURN)
+        # straight back to a peer measuring elsewhere (``B``), until it comes to what this process
+        # measures; never back to a peer that sent the baton straight back itself: one of the two
+        # must measure (two processes each waiting for the other would pass it to and fro forever)
+        while handed and self._peer_elsewhere() and self.peer[0] != _BACK:
+            handed = self._hand_over(_BACK)
         self._slice_start = time.perf_counter()
         return time.perf_counter() - started
 
@@ -160,6 +163,12 @@ class Baton:
     def _hand_over(self, message: str) -> bool:
         """Send ``message`` with this measurement's key, wait for the baton; False when alone."""
         started = time.perf_counter()
+        if not self.holds:
+            # an exception (a test timeout's signal) left a wait unfinished: take the baton this
+            # process is owed before handing it over, or both would run at once from here on
+            self._receive()
+            if self.alone:
+                return False
         if not self._send(message, self.key or ""):
             return False
         self.holds = False
@@ -168,8 +177,8 @@ class Baton:
         self.waited += time.perf_counter() - started
         if self.alone:
             return False
-        if self.key is not None and self.peer[1] == self.key:
-            self.turns += 1
+        if self.key is not None and self.peer[1] == self.key and self.peer[0] != _BACK:
+            self.turns += 1  # the peer measured this benchmark meanwhile
         return True
 
     def _send(self, message: str, key: str = "") -> bool:
@@ -200,7 +209,7 @@ class Baton:
                 if message == until:
                     return
                 continue
-            if message in (_TURN, _END):
+            if message in (_TURN, _END, _BACK):
                 self.peer = (message, key)
                 self.holds = True
                 return
@@ -224,7 +233,14 @@ class Baton:
         return line.decode("utf-8", "replace")
 
     def _go_alone(self) -> None:
-        self.alone = True
+        """From now on this process runs alone; the peer is told (done), so that one stuck
+        holding the baton does not wait for it again when it goes on."""
+        if not self.alone:
+            self.alone = True
+            try:
+                self._sock.sendall(f"{_DONE}\n".encode())
+            except OSError:
+                pass
         self.holds = True
         self._unpin()
 
@@ -255,7 +271,14 @@ current: Baton | None = None
 
 
 def _forget_in_forked_child() -> None:
+    """A forked process (a data loader's worker) is no end of the pair: it closes its copy of
+    the socket, so that the peer still sees the end of file when this process exits."""
     global current
+    if current is not None:
+        try:
+            current._sock.close()
+        except OSError:
+            pass
     current = None
 
 

@@ -41,9 +41,10 @@ def _pair(monkeypatch: pytest.MonkeyPatch, base: list[tuple[str, int]], head: li
     left, right = socket.socketpair()
     log: list[tuple[str, str]] = []
     turns: dict[str, int] = {}
-    threads = [threading.Thread(target=_play, args=(duet.Baton(left, holds=True), "base", base, log, turns)),
+    threads = [threading.Thread(target=_play, args=(duet.Baton(left, holds=True), "base", base, log, turns),
+                                daemon=True),
                threading.Thread(target=_play, args=(duet.Baton(right, holds=False), "head", head, log, turns,
-                                                    head_measures))]
+                                                    head_measures), daemon=True)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -78,6 +79,16 @@ def test_a_benchmark_one_side_lacks_is_measured_alone_and_the_rest_stay_paired(
     assert turns["base a"] >= 2 and turns["head a"] >= 2 and turns["base b"] >= 2 and turns["head b"] >= 2, turns
 
 
+def test_a_renamed_test_is_measured_alone_on_each_side_and_the_rest_stay_paired(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base has ``old``, the head ``new`` in its place (a renamed test, another parameter
+    id): each is a test the other lacks. Neither waits for the other forever; ``c`` is then
+    measured in turns on both sides."""
+    log, turns = _pair(monkeypatch, [("old", 3), ("c", 4)], [("new", 3), ("c", 4)])
+    assert turns["base old"] == 0 and turns["head new"] == 0
+    assert turns["base c"] >= 2 and turns["head c"] >= 2, (turns, log)
+
+
 def test_a_test_that_did_not_measure_on_one_side_leaves_the_next_paired(monkeypatch: pytest.MonkeyPatch) -> None:
     """The head's test ``a`` failed before measuring: the head is already on ``b`` while the
     base measures ``a``; the head, having passed ``a``, hands the baton back until the base
@@ -85,6 +96,105 @@ def test_a_test_that_did_not_measure_on_one_side_leaves_the_next_paired(monkeypa
     log, turns = _pair(monkeypatch, [("a", 4), ("b", 4)], [("a", 4), ("b", 4)], head_measures={"b"})
     assert "head a" not in turns
     assert turns["base b"] >= 2 and turns["head b"] >= 2, (turns, log)
+
+
+def test_two_sides_each_measuring_elsewhere_for_the_other_do_not_pass_the_baton_forever(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base is on ``k``, a test the head lacks, having finished ``p``; the head is on ``p``:
+    each would hand the baton straight back to the other. A baton sent straight back is not sent
+    straight back again, so both finish (before that rule they passed it to and fro forever)."""
+    monkeypatch.setattr(duet, "SLICE_SECONDS", 0.0)
+    left, right = socket.socketpair()
+    base, head = duet.Baton(left, holds=True), duet.Baton(right, holds=False)
+    base.tests, base.finished, base.done_tests = {"p", "k"}, {"p#1"}, {"p"}
+    head.tests = {"p"}
+    log: list[tuple[str, str]] = []
+
+    def play(baton: duet.Baton, side: str, test: str) -> None:
+        baton.start()
+        baton.begin_test(test)
+        baton.measuring(baton.next_key(), pin=False)
+        for _ in range(3):
+            log.append((side, test))
+            baton.boundary()
+        baton.finished_measurement()
+        baton.finish()
+
+    threads = [threading.Thread(target=play, args=(base, "base", "k"), daemon=True),
+               threading.Thread(target=play, args=(head, "head", "p"), daemon=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in threads), "the baton went to and fro forever"
+    assert sorted(log) == [("base", "k")] * 3 + [("head", "p")] * 3
+    assert base.handovers < 20 and head.handovers < 20
+
+
+class _Interrupted(Exception):
+    pass
+
+
+class _RecvRaisesOnce:
+    """A socket whose first wait is cut short, as a test timeout's signal cuts a blocking read."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock, self.raised = sock, False
+
+    def recv(self, size: int) -> bytes:
+        if not self.raised:
+            self.raised = True
+            raise _Interrupted
+        return self.sock.recv(size)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.sock, name)
+
+
+def test_a_wait_cut_short_by_an_exception_does_not_let_both_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base's measurement raises while it waits for its turn (a timeout's signal); handing over
+    at the end of that measurement first takes back the turn it is owed, so the two sides never
+    run at the same time afterwards."""
+    monkeypatch.setattr(duet, "SLICE_SECONDS", 0.0)
+    left, right = socket.socketpair()
+    base, head = duet.Baton(left, holds=True), duet.Baton(right, holds=False)
+    base.tests = head.tests = {"a", "b"}
+    running = [0]
+    overlaps = []
+
+    def slice_of_work() -> None:
+        running[0] += 1
+        time.sleep(0.002)
+        if running[0] != 1:
+            overlaps.append(running[0])
+        running[0] -= 1
+
+    def play(baton: duet.Baton, interrupt: bool) -> None:
+        baton.start()
+        for test in ("a", "b"):
+            baton.begin_test(test)
+            baton.measuring(baton.next_key(), pin=False)
+            try:
+                for number in range(4):
+                    slice_of_work()
+                    if interrupt and test == "a" and number == 1:
+                        baton._sock = _RecvRaisesOnce(baton._sock)  # type: ignore[assignment]
+                    baton.boundary()
+            except _Interrupted:
+                pass
+            finally:
+                if baton.key is not None:
+                    baton.finished_measurement()
+        baton.finish()
+
+    threads = [threading.Thread(target=play, args=(base, True), daemon=True),
+               threading.Thread(target=play, args=(head, False), daemon=True)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert not any(thread.is_alive() for thread in threads)
+    assert overlaps == []
 
 
 def test_a_peer_that_exits_sticks_or_holds_long_on_purpose(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,7 +224,7 @@ def test_a_peer_that_exits_sticks_or_holds_long_on_purpose(monkeypatch: pytest.M
         time.sleep(0.6)
         holder.finish()
 
-    thread = threading.Thread(target=hold)
+    thread = threading.Thread(target=hold, daemon=True)
     thread.start()
     started = time.perf_counter()
     patient.start()
