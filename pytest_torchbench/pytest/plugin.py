@@ -201,7 +201,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if worker:  # a launched worker isolates each test (instructions: a fresh heap)
         configure_worker(config, settings.modes)
     else:
-        join_pair(config)  # a child of an alternated round measures in turns with its partner  # a metric that measures in processes of its own (instructions) gets them here
+        join_pair(config)  # a child of an alternated round measures in turns with its partner
+        # a metric that measures in processes of its own (instructions) gets them here
         configure_controller(config, settings.modes)
         config.pluginmanager.register(Controller(config, settings, baseline, session, revision),
                                       "torchbench-controller")

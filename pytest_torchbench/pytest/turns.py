@@ -1,6 +1,6 @@
 """A child session of an alternated round that measures in turns with its partner
 (``engines/duet.py``): it finds its end of the pair, takes the first turn before its first test
-and gives the pair up when its tests are done.
+and gives the pair up when its session ends.
 
 Why here and not in the engine: only pytest knows when a session starts and ends its tests, and
 which process is the one that measures (an xdist controller or a process whose tests run in
