@@ -229,3 +229,25 @@ def test_a_benchmark_measured_along_with_its_sibling_is_judged_on_its_own_rounds
     measured = MeasuredBase(SimpleNamespace(), BaselineSet("base", "here"), tmp_path, False, 1.0,  # type: ignore[arg-type]
                             late, 4)
     assert measured.pairs("t.py::test_two::late", "time", 0).numbers == [5, 6, 7, 8]
+
+
+def test_the_order_of_a_rounds_two_children_is_read_from_the_environment(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``TORCHBENCH_ROUNDS``: unset or ``turns``, in turns (where the OS can pin); ``sequential``,
+    one after the other; anything else is one line saying what it may be."""
+    import os
+
+    import pytest
+
+    from pytest_torchbench.pytest.turns import ROUNDS_ENV, turns_wanted
+
+    can_pin = hasattr(os, "sched_setaffinity")
+    monkeypatch.delenv(ROUNDS_ENV, raising=False)
+    assert turns_wanted() is can_pin
+    monkeypatch.setenv(ROUNDS_ENV, " Turns ")
+    assert turns_wanted() is can_pin
+    monkeypatch.setenv(ROUNDS_ENV, "sequential")
+    assert turns_wanted() is False
+    monkeypatch.setenv(ROUNDS_ENV, "sequentail\x1b[31m")
+    with pytest.raises(ValueError, match=r"^TORCHBENCH_ROUNDS='sequentail.*' is neither 'turns' \(the default\) nor 'sequential'") as caught:
+        turns_wanted()
+    assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)

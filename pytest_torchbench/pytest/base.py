@@ -401,6 +401,10 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         elif rounds <= 1:
             measured = _run(revision, base_options, child_paths, cwd, env, results_dir, scratch, shown, cache_root)
         else:
+            try:
+                in_turns = turns_wanted()  # read once: every round is measured the same way
+            except ValueError as exc:
+                raise BaseError(f"{shown}: {exc}") from None
             head_modules = scratch / "modules-head"
             head_modules.mkdir()
             head_env = _child_environment(toplevel, head_modules)
@@ -411,7 +415,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                 head_child = _Child(revision, options, head_paths, invocation_dir, head_env,
                                     scratch / f"r{number}-head", scratch, shown, cache_root, "head")
                 first, second = (base_child, head_child) if number % 2 else (head_child, base_child)
-                if turns_wanted():
+                if in_turns:
                     _run_pair(first, second)
                 else:
                     first.run()

@@ -14,6 +14,7 @@ from typing import Generator
 
 import pytest
 
+from ..core.text import safe_text
 from ..engines import duet
 
 #: Set by ``pytest/base.py`` in the environment of each child of a round: ``FD,PID,CPU,FIRST``
@@ -26,10 +27,13 @@ ROUNDS_ENV = "TORCHBENCH_ROUNDS"
 
 def turns_wanted() -> bool:
     """Whether rounds are measured in turns (the default) rather than one side after the other:
-    not where the OS cannot pin a thread to a CPU (unpinned turns pair nothing: engines/duet.py)."""
-    if not hasattr(os, "sched_setaffinity"):
-        return False
-    return os.environ.get(ROUNDS_ENV, "").strip().lower() != "sequential"
+    not where the OS cannot pin a thread to a CPU (unpinned turns pair nothing: engines/duet.py).
+    ValueError, with one line, for a value of ``TORCHBENCH_ROUNDS`` that is neither."""
+    value = os.environ.get(ROUNDS_ENV, "").strip().lower()
+    if value not in ("", "turns", "sequential"):
+        raise ValueError(f"{ROUNDS_ENV}={safe_text(value)!r} is neither 'turns' (the default) nor 'sequential'; "
+                         "unset it or set one of those")
+    return value != "sequential" and hasattr(os, "sched_setaffinity")
 
 
 class PairPlugin:
