@@ -10,7 +10,7 @@ the private API is gone. Imports torch and pytest lazily: importing this module 
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 #: The versions these shims were checked against (major, minor).
 TESTED_TORCH = (2, 13)
@@ -56,6 +56,35 @@ def kineto_events(prof: Any) -> list[Any] | None:
         return list(prof.profiler.kineto_results.events())
     except Exception:  # noqa: BLE001 - any shape change of a private API means "not available"
         return None
+
+
+def sm_clock_reader(device: int) -> Callable[[], int] | None:
+    """A function that reads CUDA device ``device``'s SM clock (MHz) from NVML, or None without one.
+
+    torch's public ``torch.cuda.clock_rate`` initialises NVML and looks the device up again on every
+    read; settling the clock reads it every 20 ms, so the device's NVML handle is taken once from
+    torch's private ``torch.cuda._get_pynvml_handler`` (which maps CUDA_VISIBLE_DEVICES to NVML's
+    numbering; read on an H200 with torch 2.11, present in 2.13), falling back to ``clock_rate``
+    where it is missing."""
+    import torch
+
+    try:
+        import pynvml  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    handler = getattr(torch.cuda, "_get_pynvml_handler", None)
+    public = getattr(torch.cuda, "clock_rate", None)
+    try:
+        if handler is None:
+            if public is None:
+                return None
+            public(device)
+            return lambda: int(public(device))
+        handle = handler(device)
+        pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)
+    except Exception:  # noqa: BLE001 - no NVML, no driver, a device NVML does not know: no clock
+        return None
+    return lambda: int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
 
 
 def profiler_enabled() -> bool:

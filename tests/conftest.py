@@ -146,6 +146,18 @@ def _fork_server(env: dict[str, str]) -> _ForkServer:
     return _FORK_SERVERS[key]
 
 
+@functools.lru_cache(maxsize=None)
+def _cuda_device_here() -> bool:
+    """Whether this machine has a usable CUDA device: there, every run is a fresh interpreter.
+
+    The server's imports touch CUDA (torch marks the process at its first device query), and a
+    process forked from one that did cannot use CUDA: on an H200 (2026-11-27) every GPU test run
+    failed with "Cannot re-initialize CUDA in forked subprocess" at its first CUDA tensor."""
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 @pytest.fixture
 def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
     """pytester, whose ``runpytest_subprocess`` runs are forked from a warm process
@@ -156,7 +168,7 @@ def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
     that need what only a fresh interpreter gives start one with
     ``pytester.run(sys.executable, "-m", "pytest", ...)``.
     """
-    if os.environ.get("TORCHBENCH_TESTS_FORK", "1") == "0" or not hasattr(os, "fork"):
+    if os.environ.get("TORCHBENCH_TESTS_FORK", "1") == "0" or not hasattr(os, "fork") or _cuda_device_here():
         return pytester
     fresh_popen = pytester.popen
 

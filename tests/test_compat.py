@@ -76,3 +76,43 @@ def test_recompile_reasons_recovered_where_compilation_metrics_lack_them(monkeyp
     first, again = _compat.dynamo_take_frame_compiles()
     assert first["recompile_reason"] is None
     assert again["recompile_reason"] == "tensor 'x' size mismatch at index 0. expected 4, actual 5"
+
+
+def test_the_sm_clock_is_read_through_one_nvml_handle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sm_clock_reader`` takes torch's NVML handle once and reads the clock through it; without
+    pynvml, or where NVML fails, there is no reader (gpu_time then records no clock)."""
+    import sys
+    import types
+
+    import torch
+
+    from pytest_torchbench import _compat
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
+    assert _compat.sm_clock_reader(0) is None
+    fake = types.ModuleType("pynvml")
+    fake.NVML_CLOCK_SM = 1  # type: ignore[attr-defined]
+    reads: list[tuple[object, int]] = []
+
+    def clock_info(handle: object, kind: int) -> int:
+        reads.append((handle, kind))
+        return 1470
+
+    fake.nvmlDeviceGetClockInfo = clock_info  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    handles: list[int] = []
+
+    def handler(device: int) -> str:
+        handles.append(device)
+        return f"h{device}"
+
+    monkeypatch.setattr(torch.cuda, "_get_pynvml_handler", handler, raising=False)
+    reader = _compat.sm_clock_reader(3)
+    assert reader is not None and reader() == 1470 and reader() == 1470
+    assert handles == [3] and reads[-1] == ("h3", 1)
+
+    def broken(device: int) -> object:
+        raise RuntimeError("NVML: driver not loaded")
+
+    monkeypatch.setattr(torch.cuda, "_get_pynvml_handler", broken, raising=False)
+    assert _compat.sm_clock_reader(0) is None

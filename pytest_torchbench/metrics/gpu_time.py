@@ -32,8 +32,12 @@ _TARGET_SECONDS = 0.3
 _LEAST_CALLS, _MOST_CALLS = 20, 200
 #: ... except that calls slower than this budget allows get fewer (never under 3).
 _SLOW_BUDGET_SECONDS = 2.0
-#: Sustained calls before profiling, so every run measures at the clock sustained work gets.
-_SUSTAINED_SECONDS = 0.3
+#: Sustained calls before profiling, so every run measures at the clock sustained work gets: at
+#: least this long, and where the SM clock can be read, until it stops moving (at most the second).
+_SUSTAINED_SECONDS, _SETTLE_MOST_SECONDS = 0.3, 4.0
+#: SM clocks of the baseline and this run further apart than this make a time difference that the
+#: clock could explain unjudgeable (``judge``).
+CLOCK_TOLERANCE = 0.02
 #: Below this share of the host's time per call spent busy on the device, a benchmark is launch-bound.
 LAUNCH_BOUND_SHARE = 0.5
 
@@ -50,6 +54,9 @@ class GpuTimeMetric:
     launches: float
     calls: int
     flush_l2: bool = False
+    #: The SM clock while the calls were profiled (MHz, the mean of NVML's readings just before and
+    #: after); None where it could not be read.
+    sm_clock_mhz: float | None = None
 
     @property
     def busy_share(self) -> float | None:
@@ -62,6 +69,7 @@ class GpuTimeMetric:
             "device_iqr": round_sig(self.device_iqr),
             "host_seconds": round_sig(self.host_seconds), "launches_per_call": round_sig(self.launches),
             "calls": int(self.calls), "flush_l2": bool(self.flush_l2),
+            **({} if self.sm_clock_mhz is None else {"sm_clock_mhz": round_sig(self.sm_clock_mhz)}),
         }
 
     @classmethod
@@ -81,8 +89,11 @@ class GpuTimeMetric:
         calls = number("calls")
         if calls < 1 or calls != int(calls):
             raise ValueError(f"gpu_time.calls must be a whole number >= 1, got {calls!r}")
+        clock = number("sm_clock_mhz") if data.get("sm_clock_mhz") is not None else None
+        if clock is not None and clock <= 0:
+            raise ValueError(f"gpu_time.sm_clock_mhz must be above 0, got {clock!r}")
         return cls(number("device_seconds"), number("device_median"), number("device_iqr"),
-                   number("host_seconds"), number("launches_per_call"), int(calls), flush)
+                   number("host_seconds"), number("launches_per_call"), int(calls), flush, clock)
 
 
 def describe_launch_bound(value: GpuTimeMetric) -> str | None:
@@ -95,6 +106,33 @@ def describe_launch_bound(value: GpuTimeMetric) -> str | None:
             f"{format_seconds(value.host_seconds)} on the host ({share * 100:.0f}%), "
             f"{value.launches:g} launches per call, about {format_seconds(overhead)} of host overhead per call; "
             "its wall time follows the host, gate it on gpu_time")
+
+
+_CLOCK_ADVICE = ("what to do: hold the GPU's clocks fixed while benchmarking (nvidia-smi --lock-gpu-clocks, "
+                 "as root), or judge this benchmark on the kernels mode (counts do not follow the clock)")
+
+
+def clock_explains(current: GpuTimeMetric, baseline: GpuTimeMetric, delta: float, limit: float) -> str | None:
+    """Why a device-time change beyond ``limit`` cannot be judged, or None when it can.
+
+    A kernel's device time follows the SM clock at most in proportion (a kernel limited by the SM
+    alone; one waiting on memory follows it less). So where the two runs' clocks differ by more
+    than CLOCK_TOLERANCE, a change within the clocks' ratio (widened by the limit) may be the clock
+    and not the code: an H200 ran a bf16 matmul 13% slower at 1470 MHz than at 1980 MHz, with the
+    same code (docs/design/gpu.md). A change beyond that ratio is judged as usual: no clock
+    explains it. Without both clocks there is nothing to weigh, and the change is judged."""
+    if current.sm_clock_mhz is None or baseline.sm_clock_mhz is None or not math.isfinite(delta):
+        return None
+    ratio = baseline.sm_clock_mhz / current.sm_clock_mhz  # above 1: this run's clock is lower
+    if abs(ratio - 1.0) <= CLOCK_TOLERANCE:
+        return None
+    if delta > limit and 1.0 + delta > (1.0 + limit) * max(1.0, ratio):
+        return None  # slower than even a lower clock explains
+    if delta < -limit and 1.0 + delta < (1.0 - limit) * min(1.0, ratio):
+        return None  # faster than even a higher clock explains
+    return (f"the GPU's SM clock was {current.sm_clock_mhz:.0f} MHz, against {baseline.sm_clock_mhz:.0f} MHz "
+            f"in the baseline ({format_percent(1.0 / ratio - 1.0)}), which can explain a change of up to "
+            f"{format_percent(ratio - 1.0)}")
 
 
 class GpuTime(SecondsDisplay, Metric):
@@ -124,8 +162,9 @@ class GpuTime(SecondsDisplay, Metric):
         each = getattr(context, "before_each", None)  # pedantic's setup: fresh arguments per call
         call: Callable[[], Any] = fn if each is None else (lambda: (each(), fn()))
         per_call = kernels.seconds_per_call(call)
+        before = kernels.sm_clock_mhz()
         if per_call < _SUSTAINED_SECONDS:
-            kernels.keep_busy(call, _SUSTAINED_SECONDS)
+            before = kernels.settle(call, _SUSTAINED_SECONDS, _SETTLE_MOST_SECONDS)
         # As many calls as fit in _TARGET_SECONDS; for slow calls (a second and more) at least 3,
         # so a benchmark costs a few of its calls, not _LEAST_CALLS of them.
         least = max(3, min(_LEAST_CALLS, int(_SLOW_BUDGET_SECONDS / per_call) if per_call > 0 else _LEAST_CALLS))
@@ -136,7 +175,9 @@ class GpuTime(SecondsDisplay, Metric):
         median, iqr = kernels.median_and_iqr(device)
         host, _ = kernels.median_and_iqr([ns / 1e9 for ns in profile.host_ns()])
         launches = sum(profile.kernel_counts().values())
-        return GpuTimeMetric(min(device), median, iqr, host, launches, calls, flush_l2)
+        after = kernels.sm_clock_mhz()
+        clock = (before + after) / 2 if before is not None and after is not None else None
+        return GpuTimeMetric(min(device), median, iqr, host, launches, calls, flush_l2, clock)
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
         now, then = current.device_seconds, baseline.device_seconds
@@ -169,6 +210,15 @@ class GpuTime(SecondsDisplay, Metric):
         bound = describe_launch_bound(current)
         if bound:
             details.append(bound)
+        clocks = clock_explains(current, baseline, delta, limit) if status != UNCHANGED else None
+        if current.sm_clock_mhz is not None and baseline.sm_clock_mhz is not None:
+            details.insert(0, f"SM clock {baseline.sm_clock_mhz:.0f} -> {current.sm_clock_mhz:.0f} MHz")
+        if clocks is not None:
+            verdict = Verdict(key, self.name, NOT_COMPARABLE, then, now, limit, None,
+                              f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call ({shown}), not "
+                              f"judged: {clocks}", [*details, _CLOCK_ADVICE])
+            verdict.failed = policy.strict_environment
+            return verdict
         return Verdict(key, self.name, status, then, now, limit, None, summary, details)
 
     def headline(self, value: Any) -> float:

@@ -211,7 +211,9 @@ def test_add(benchmark):  # launch-bound: the device idles most of the call
     x = torch.ones(1024, device="cuda")
     benchmark(lambda: x + 1)
 
-@pytest.mark.benchmark(flush_l2=True)
+# A 3 us cold-cache kernel: its fastest call moved 11% between two processes on an H200 (2026-11-27);
+# this test is about flush_l2 being saved and compared, not about that noise.
+@pytest.mark.benchmark(flush_l2=True, limits="gpu_time:30%")
 def test_cold(benchmark):
     x = torch.randn(1024, 1024, device="cuda")
     benchmark(lambda: x * 2)

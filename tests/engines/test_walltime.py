@@ -119,11 +119,16 @@ def test_measuring_fixes_the_allocator_so_calls_reuse_their_memory():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (not run on this project's CI)")
 def test_cuda_work_is_timed_to_completion_agreeing_with_cuda_events():
     """The Timer's clock synchronises the device, so a block's wall time is the GPU's work, not
-    the launches': the time per call agrees with CUDA events (issue 13)."""
-    x = torch.randn(4096, 4096, device="cuda")
+    the launches': the time per call agrees with CUDA events (issue 13).
+
+    The work is a 1 GiB device-to-device copy (about 0.5 ms on an H200): bound by memory, its time
+    does not follow the SM clock. A float32 matmul did: the engine read it 24.6% above the events
+    measured right after it (H200, 2026-11-27), the GPU's clock having moved between the two."""
+    src = torch.empty(256 * 1024 * 1024, device="cuda")
+    dst = torch.empty_like(src)
 
     def fn() -> torch.Tensor:
-        return x @ x
+        return dst.copy_(src)
 
     measurement = walltime.measure(fn, walltime.TimeSpec(min_run_time=0.2, max_run_time=1.0))
     engine = measurement.median
@@ -139,9 +144,11 @@ def test_cuda_work_is_timed_to_completion_agreeing_with_cuda_events():
     per_call.sort()
     events = per_call[len(per_call) // 2]
     # Without synchronising, only the launches would be timed: a few percent of the events' time.
-    # Each block also waits for the device once (its synchronise), so the engine may read a few
-    # percent above the events (2.86% on an H200, 4096² float32): -2%..+10% keeps the point.
-    assert -0.02 < (engine - events) / events < 0.10, (engine, events)
+    # The two measure the same work differently (the engine: one synchronise per block of calls;
+    # the events: device timestamps around 8 calls), and read a few percent apart: on an H200 the
+    # engine read 2.86% above the events for a matmul at one clock, and 3.7% below them for this
+    # copy (527 against 548 us, 2026-11-27). -10%..+10% keeps the point.
+    assert -0.10 < (engine - events) / events < 0.10, (engine, events)
 
 
 def test_a_process_that_never_used_cuda_is_timed_without_starting_it():

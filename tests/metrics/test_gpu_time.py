@@ -90,3 +90,85 @@ def test_unavailable_without_cuda_says_so_in_one_line() -> None:
         assert reason is None
     else:
         assert reason is not None and "\n" not in reason and "--bench-mode=gpu_time" in reason
+
+
+def clocked(device_us: float, mhz: float | None) -> GpuTimeMetric:
+    return GpuTimeMetric(device_us * 1e-6, device_us * 1e-6, 1e-6, 34e-6, 2, 200, sm_clock_mhz=mhz)
+
+
+def test_a_change_the_clock_explains_is_not_judged_and_says_so() -> None:
+    """The H200's figures (2026-11-27): a bf16 matmul at 193 us with the SM at 1980 MHz after idling,
+    219 us at 1470 MHz under the power limit: the same code, +13.4%."""
+    from pytest_torchbench.core.vocabulary import NOT_COMPARABLE
+
+    metric = registry.get("gpu_time")
+    verdict = metric.judge("t.py::t", clocked(219, 1470), clocked(193, 1980), 0.05, Policy())
+    assert verdict.status == NOT_COMPARABLE and not verdict.failed
+    assert verdict.summary == ("gpu_time 193 us -> 219 us per call (+13.5%), not judged: the GPU's SM clock was "
+                               "1470 MHz, against 1980 MHz in the baseline (-25.8%), which can explain a change "
+                               "of up to +34.7%")
+    assert verdict.details[0] == "SM clock 1980 -> 1470 MHz"
+    assert verdict.details[-1].startswith("what to do: hold the GPU's clocks fixed")
+    assert metric.judge("t.py::t", clocked(219, 1470), clocked(193, 1980), 0.05,
+                        Policy(strict_environment=True)).failed
+    # The other way round (this run at the higher clock): the improvement is not judged either.
+    assert metric.judge("t.py::t", clocked(193, 1980), clocked(219, 1470), 0.05, Policy()).status == NOT_COMPARABLE
+
+
+def test_a_change_beyond_what_the_clock_explains_is_judged() -> None:
+    metric = registry.get("gpu_time")
+    # Twice the work at a 26% lower clock: beyond the clocks' ratio, a regression.
+    doubled = metric.judge("t.py::t", clocked(438, 1470), clocked(193, 1980), 0.05, Policy())
+    assert doubled.status == REGRESSION and doubled.details[0] == "SM clock 1980 -> 1470 MHz"
+    # Slower at a higher clock: no clock explains it.
+    assert metric.judge("t.py::t", clocked(219, 1980), clocked(193, 1470), 0.05, Policy()).status == REGRESSION
+    # Faster at a lower clock: an improvement.
+    assert metric.judge("t.py::t", clocked(150, 1470), clocked(193, 1980), 0.05, Policy()).status == IMPROVEMENT
+    # Clocks within 2% of each other, or one of them unknown: judged as usual.
+    assert metric.judge("t.py::t", clocked(219, 1960), clocked(193, 1980), 0.05, Policy()).status == REGRESSION
+    assert metric.judge("t.py::t", clocked(219, None), clocked(193, 1980), 0.05, Policy()).status == REGRESSION
+    # Unchanged stays unchanged, with the clocks shown.
+    same = metric.judge("t.py::t", clocked(194, 1470), clocked(193, 1980), 0.05, Policy())
+    assert same.status == UNCHANGED and same.details[0] == "SM clock 1980 -> 1470 MHz"
+
+
+def test_the_clock_round_trips_and_is_optional_in_json() -> None:
+    metric = registry.get("gpu_time")
+    data = metric.to_json(clocked(193, 1480.5))
+    assert data["sm_clock_mhz"] == 1480.5 and metric.from_json(data) == clocked(193, 1480.5)
+    assert "sm_clock_mhz" not in metric.to_json(MATMUL)  # baselines saved without NVML stay as they were
+    for bad in (0, -5, "1980", True, float("inf")):
+        with pytest.raises(ValueError, match="gpu_time.sm_clock_mhz"):
+            metric.from_json({**data, "sm_clock_mhz": bad})
+
+
+def test_settling_waits_for_the_clock_to_stop_moving_within_bounds() -> None:
+    """``settle`` on a fake clock and a fake device: sustained work until the readings of the last
+    0.6 s agree within 2%, at least ``least`` and at most ``most`` seconds."""
+    from pytest_torchbench.engines.profiler import kernels
+
+    def run(clock_at: object, least: float = 0.3, most: float = 4.0) -> tuple[float, int | None]:
+        now = [0.0]
+
+        def fn() -> None:
+            now[0] += 0.002  # a 2 ms call
+
+        def clock() -> int | None:
+            return clock_at(now[0])  # type: ignore[operator]
+
+        last = kernels.settle(fn, least, most, clock=clock, sync=lambda: None, now=lambda: now[0])
+        return now[0], last
+
+    # A light benchmark: the clock never moves; done after least + the window.
+    spent, last = run(lambda t: 1980)
+    assert 0.9 <= spent < 1.0 and last == 1980
+    # A heavy one: the clock falls from 1980 to 1470 over 2 s, then holds: done once the last 0.6 s
+    # of readings lie within 2% (from 1.89 s on, where it is under 1470 + 2%).
+    spent, last = run(lambda t: max(1470, int(1980 - 255 * t)))
+    assert 2.45 <= spent < 2.55 and last == 1470
+    # A clock that never settles (swinging 10%): stopped at most.
+    spent, last = run(lambda t: 1980 if int(t * 10) % 2 else 1780)
+    assert 4.0 <= spent < 4.1 and last in (1980, 1780)
+    # No clock to read: the fixed sustained spell of before (least), no reading.
+    spent, last = run(lambda t: None)
+    assert 0.3 <= spent < 0.35 and last is None

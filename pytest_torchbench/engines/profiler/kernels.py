@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import re
 import statistics
 import time
@@ -32,7 +33,7 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import torch
 from torch.profiler import ProfilerActivity
 
-from ..._compat import kineto_events
+from ..._compat import kineto_events, sm_clock_reader
 from .iterations import ITERATION_MARKER, Windows, record, representative, sync_cuda
 
 __all__ = [
@@ -235,23 +236,72 @@ def kernel_launchers(
     return {kernel: [op for op, _ in ops.most_common()] for kernel, ops in by_kernel.items()}
 
 
-def keep_busy(fn: Callable[[], object], seconds: float) -> None:
-    """Call ``fn`` back to back for about ``seconds`` of wall time, waiting for the device every few
-    calls (the launch queue stays short).
+def sm_clock_mhz() -> int | None:
+    """The current CUDA device's SM clock in MHz as NVML reports it, or None where it cannot be
+    read (no ``pynvml``, from the nvidia-ml-py package; no NVML; not an NVIDIA device)."""
+    if getattr(torch.version, "hip", None) or not torch.cuda.is_available():
+        return None
+    reader = _clock_reader(torch.cuda.current_device())
+    if reader is None:
+        return None
+    try:
+        value = reader()
+    except Exception:  # noqa: BLE001 - a failing NVML read only means no clock figure
+        return None
+    return value if value > 0 else None
 
-    Why: a compute-bound kernel runs at whatever clock the GPU holds, and the clock follows recent
-    load: boosted after idling, lower under sustained work at the power limit, so profiling right
-    after an idle spell gives each process another time for the same kernel (docs/design/gpu.md).
-    Sustained work first brings every run to the clock that sustained work gets."""
-    sync_cuda()
-    start = time.perf_counter()
+
+@functools.lru_cache(maxsize=None)
+def _clock_reader(device: int) -> Callable[[], int] | None:
+    return sm_clock_reader(device)
+
+
+#: Settling: the clock counts as settled once every reading of the last SETTLED_WINDOW seconds lies
+#: within SETTLED_SPREAD of the others; sustained work stops there or at the caller's ``most``.
+SETTLED_WINDOW = 0.6
+SETTLED_SPREAD = 0.02
+
+
+def settle(fn: Callable[[], object], least: float, most: float, *,
+           clock: Callable[[], int | None] = sm_clock_mhz, sync: Callable[[], None] = sync_cuda,
+           now: Callable[[], float] = time.perf_counter) -> int | None:
+    """Call ``fn`` back to back (waiting for the device every few calls, so the launch queue stays
+    short) for at least ``least`` seconds, then, where the SM clock can be read, until it has settled
+    or ``most`` seconds have passed. Returns the last clock reading (None where none could be read).
+
+    Why: a compute-bound kernel runs at whatever clock the GPU holds, and the clock follows the
+    load: the maximum after idling, then down to where the power limit holds it under sustained
+    work, over seconds (an H200: 1980 MHz, then about 1470 MHz after 5 s of bf16 matmuls and
+    within 2% of that after 20 s). Profiling partway down gives each process its own time for the
+    same kernel; profiling once the clock has stopped moving gives the time that sustained work
+    gets, run after run (docs/design/gpu.md). Light work never moves the clock: it settles in
+    SETTLED_WINDOW."""
+    sync()
+    start = last_sync = now()
+    readings: list[tuple[float, int]] = []
+    reading = clock()
     calls = 0
-    while time.perf_counter() - start < seconds:
+    while True:
         fn()
         calls += 1
-        if calls % 16 == 0:
-            sync_cuda()
-    sync_cuda()
+        if calls % 16 and now() - last_sync < 0.02:
+            continue
+        sync()
+        last_sync = now()
+        elapsed = last_sync - start
+        if elapsed < least:
+            continue
+        if reading is None or elapsed >= most:
+            break
+        reading = clock()
+        if reading is None:
+            break
+        readings.append((elapsed, reading))
+        recent = [mhz for at, mhz in readings if at >= elapsed - SETTLED_WINDOW]
+        if readings[0][0] <= elapsed - SETTLED_WINDOW and max(recent) <= min(recent) * (1 + SETTLED_SPREAD):
+            break
+    sync()
+    return reading
 
 
 def seconds_per_call(fn: Callable[[], object]) -> float:
