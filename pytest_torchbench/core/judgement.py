@@ -210,6 +210,7 @@ def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, poli
         )
     if baseline is not None:
         _explain_across(result, baseline, verdicts)
+        _excuse_across(result, verdicts, rounds or {})
     return verdicts
 
 
@@ -231,6 +232,26 @@ def _explain_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts
                 continue
             lines = other.explain_other(result.metrics[other.name], baseline.metrics[other.name])
             verdict.details = [*lines, *verdict.details]  # first: the level code is changed at
+
+
+def _excuse_across(result: BenchmarkResult, verdicts: list[Verdict],
+                   rounds: Mapping[str, Sequence[tuple[Any, Any]]]) -> None:
+    """A failed regression judged against a saved baseline (not in alternated rounds, which pair
+    base and head against the same noise) becomes ``noisy`` (listed, not failed) where another
+    metric of the same benchmark, judged unchanged, says why it is noise (``Metric.excuses_metrics``).
+    In place."""
+    own = {v.metric: v for v in verdicts if v.status == UNCHANGED}
+    for verdict in verdicts:
+        if not verdict.failed or verdict.status != REGRESSION or rounds.get(verdict.metric):
+            continue
+        for other in registry.all_metrics():
+            if verdict.metric not in other.excuses_metrics or other.name not in own:
+                continue
+            reason = other.excuse_other(verdict, own[other.name], result.metrics[other.name])
+            if reason:
+                verdict.status, verdict.failed = NOISY, False
+                verdict.details = [reason, *verdict.details]
+                break
 
 
 def missing_verdicts(

@@ -294,6 +294,18 @@ class Metric(abc.ABC):
     #: (:meth:`explain_other`): calls names the Python functions behind an instructions failure.
     explains_metrics: ClassVar[tuple[str, ...]] = ()
 
+    #: Metrics whose failed regressions this one may excuse as noise, from its own judged verdict
+    #: and values of the same benchmark (:meth:`excuse_other`): gpu_time excuses the wall time of a
+    #: launch-bound benchmark whose device time did not change.
+    excuses_metrics: ClassVar[tuple[str, ...]] = ()
+
+    def excuse_other(self, failed: Verdict, own: Verdict, current: Any) -> str | None:
+        """Why ``failed`` (a regression of one of :attr:`excuses_metrics`, judged against a saved
+        baseline, not in alternated rounds) is noise and not the code's doing, given this metric's
+        verdict ``own`` (judged, unchanged) and value ``current`` of the same benchmark; None: it
+        stands. The verdict is then listed as noisy, not failed, with the reason first."""
+        return None
+
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
                 limit: float, root: Any) -> list[str]:
         """The details of a failed verdict, given again with what only a re-run of ``fn`` can tell

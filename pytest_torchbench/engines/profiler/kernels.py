@@ -271,10 +271,9 @@ def settle(fn: Callable[[], object], least: float, most: float, *,
 
     Why: a compute-bound kernel runs at whatever clock the GPU holds, and the clock follows the
     load: the maximum after idling, then down to where the power limit holds it under sustained
-    work, over seconds (an H200: 1980 MHz, then about 1470 MHz after 5 s of bf16 matmuls and
-    within 2% of that after 20 s). Profiling partway down gives each process its own time for the
-    same kernel; profiling once the clock has stopped moving gives the time that sustained work
-    gets, run after run (docs/design/gpu.md). Light work never moves the clock: it settles in
+    work, over seconds. Profiling partway down gives each process its own time for the same
+    kernel; profiling once the clock has stopped moving gives the time that sustained work gets,
+    run after run (an H200's figures: docs/design/gpu.md). Light work never moves the clock: it settles in
     SETTLED_WINDOW."""
     sync()
     start = last_sync = now()
