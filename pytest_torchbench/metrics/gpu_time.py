@@ -35,9 +35,13 @@ _SLOW_BUDGET_SECONDS = 2.0
 #: Sustained calls before profiling, so every run measures at the clock sustained work gets: at
 #: least this long, and where the SM clock can be read, until it stops moving (at most the second).
 _SUSTAINED_SECONDS, _SETTLE_MOST_SECONDS = 0.3, 4.0
-#: SM clocks of the baseline and this run further apart than this make a time difference that the
-#: clock could explain unjudgeable (``judge``).
+#: SM clocks of the baseline and this run further apart than this are weighed (``clock_bounds``)...
 CLOCK_TOLERANCE = 0.02
+#: ... unless they are further apart than this factor, which no clock state explains (a hand-edited
+#: baseline, another GPU): then the change is judged as usual, the clocks shown.
+CLOCK_RATIO_LIMIT = 2.0
+#: The SM clocks a baseline may hold (MHz); anything else is an error in the file.
+CLOCK_RANGE_MHZ = (10.0, 10000.0)
 #: Below this share of the host's time per call spent busy on the device, a benchmark is launch-bound.
 LAUNCH_BOUND_SHARE = 0.5
 #: About how far the wall time of a launch-bound benchmark was seen to move between processes with
@@ -58,8 +62,8 @@ class GpuTimeMetric:
     launches: float
     calls: int
     flush_l2: bool = False
-    #: The SM clock while the calls were profiled (MHz, the mean of NVML's readings just before and
-    #: after); None where it could not be read.
+    #: The SM clock while the calls were profiled (MHz: the mean of NVML's readings at the end of
+    #: the sustained calls and right after the profiled ones); None where it could not be read.
     sm_clock_mhz: float | None = None
 
     @property
@@ -86,16 +90,21 @@ class GpuTimeMetric:
             value = data.get(field)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ValueError(f"gpu_time.{field} must be a number, got {type(value).__name__}")
-            if not math.isfinite(value) or value < 0:
-                raise ValueError(f"gpu_time.{field} must be a finite number >= 0, got {value!r}")
-            return float(value)
+            try:
+                number = float(value)
+            except OverflowError:
+                raise ValueError(f"gpu_time.{field} must be a finite number >= 0, got a number too large") from None
+            if not math.isfinite(number) or number < 0:
+                raise ValueError(f"gpu_time.{field} must be a finite number >= 0, got {number!r}")
+            return number
 
         calls = number("calls")
         if calls < 1 or calls != int(calls):
             raise ValueError(f"gpu_time.calls must be a whole number >= 1, got {calls!r}")
         clock = number("sm_clock_mhz") if data.get("sm_clock_mhz") is not None else None
-        if clock is not None and clock <= 0:
-            raise ValueError(f"gpu_time.sm_clock_mhz must be above 0, got {clock!r}")
+        if clock is not None and not CLOCK_RANGE_MHZ[0] <= clock <= CLOCK_RANGE_MHZ[1]:
+            raise ValueError(f"gpu_time.sm_clock_mhz must be between {CLOCK_RANGE_MHZ[0]:g} and "
+                             f"{CLOCK_RANGE_MHZ[1]:g} (MHz), got {clock!r}")
         return cls(number("device_seconds"), number("device_median"), number("device_iqr"),
                    number("host_seconds"), number("launches_per_call"), int(calls), flush, clock)
 
@@ -116,26 +125,35 @@ _CLOCK_ADVICE = ("what to do: hold the GPU's clocks fixed while benchmarking (nv
                  "as root), or judge this benchmark on the kernels mode (counts do not follow the clock)")
 
 
-def clock_explains(current: GpuTimeMetric, baseline: GpuTimeMetric, delta: float, limit: float) -> str | None:
-    """Why a device-time change beyond ``limit`` cannot be judged, or None when it can.
+def clock_bounds(current: GpuTimeMetric, baseline: GpuTimeMetric) -> tuple[float, float] | None:
+    """The least and the most that the two runs' SM clocks alone can have multiplied the device
+    time by, or None where the clocks are not weighed (either unknown, within CLOCK_TOLERANCE of
+    each other, or further apart than CLOCK_RATIO_LIMIT).
 
     A kernel's device time follows the SM clock at most in proportion (a kernel limited by the SM
-    alone; one waiting on memory follows it less). So where the two runs' clocks differ by more
-    than CLOCK_TOLERANCE, a change within the clocks' ratio (widened by the limit) may be the clock
-    and not the code (a bf16 matmul on an H200, at its boost clock and at its power limit:
-    docs/design/gpu.md). A change beyond that ratio is judged as usual: no clock explains it. Without both clocks there is nothing to weigh, and the change is judged."""
-    if current.sm_clock_mhz is None or baseline.sm_clock_mhz is None or not math.isfinite(delta):
+    alone) and at least not at all (one waiting on memory): a bf16 matmul on an H200 at its boost
+    clock and at its power limit, and a copy, docs/design/gpu.md. So the same code measured at
+    another clock reads anywhere between 1 and the clocks' ratio."""
+    if current.sm_clock_mhz is None or baseline.sm_clock_mhz is None:
         return None
     ratio = baseline.sm_clock_mhz / current.sm_clock_mhz  # above 1: this run's clock is lower
-    if abs(ratio - 1.0) <= CLOCK_TOLERANCE:
+    if abs(ratio - 1.0) <= CLOCK_TOLERANCE or not 1.0 / CLOCK_RATIO_LIMIT <= ratio <= CLOCK_RATIO_LIMIT:
         return None
-    if delta > limit and 1.0 + delta > (1.0 + limit) * max(1.0, ratio):
-        return None  # slower than even a lower clock explains
-    if delta < -limit and 1.0 + delta < (1.0 - limit) * min(1.0, ratio):
-        return None  # faster than even a higher clock explains
-    return (f"the GPU's SM clock was {current.sm_clock_mhz:.0f} MHz, against {baseline.sm_clock_mhz:.0f} MHz "
-            f"in the baseline ({format_percent(1.0 / ratio - 1.0)}), which can explain a change of up to "
-            f"{format_percent(ratio - 1.0)}")
+    return min(1.0, ratio), max(1.0, ratio)
+
+
+def weigh_clocks(factor: float, limit: float, low: float, high: float) -> str | None:
+    """The status of a device time multiplied by ``factor`` where the clocks alone explain a factor
+    between ``low`` and ``high``: a regression only where even the most the clocks explain leaves
+    more than the limit, an improvement likewise, unchanged only where every clock effect leaves
+    the change within the limit; None (not judged) where it depends on how the kernel is bound."""
+    if factor > (1.0 + limit) * high:
+        return REGRESSION
+    if factor < (1.0 - limit) * low:
+        return IMPROVEMENT
+    if (1.0 - limit) * high <= factor <= (1.0 + limit) * low:
+        return UNCHANGED
+    return None
 
 
 class GpuTime(SecondsDisplay, Metric):
@@ -172,17 +190,19 @@ class GpuTime(SecondsDisplay, Metric):
         before = kernels.sm_clock_mhz()
         if per_call < _SUSTAINED_SECONDS:
             before = kernels.settle(call, _SUSTAINED_SECONDS, _SETTLE_MOST_SECONDS)
+        readings: list[int | None] = []  # the clock right after the profiled calls, before the profiler stops
         # As many calls as fit in _TARGET_SECONDS; for slow calls (a second and more) at least 3,
         # so a benchmark costs a few of its calls, not _LEAST_CALLS of them.
         least = max(3, min(_LEAST_CALLS, int(_SLOW_BUDGET_SECONDS / per_call) if per_call > 0 else _LEAST_CALLS))
         calls = max(least, min(_MOST_CALLS, int(_TARGET_SECONDS / per_call) if per_call > 0 else _MOST_CALLS))
         profile = kernels.measure_device(fn, iterations=calls, warmup=1, before_region=context.before_region,
-                                         before_each=each, flush_l2=flush_l2)
+                                         before_each=each, flush_l2=flush_l2,
+                                         after_calls=lambda: readings.append(kernels.sm_clock_mhz()))
         device = [ns / 1e9 for ns in profile.device_ns()]
         median, iqr = kernels.median_and_iqr(device)
         host, _ = kernels.median_and_iqr([ns / 1e9 for ns in profile.host_ns()])
         launches = sum(profile.kernel_counts().values())
-        after = kernels.sm_clock_mhz()
+        after = readings[0] if readings else None
         clock = (before + after) / 2 if before is not None and after is not None else None
         return GpuTimeMetric(min(device), median, iqr, host, launches, calls, flush_l2, clock)
 
@@ -202,6 +222,8 @@ class GpuTime(SecondsDisplay, Metric):
         else:
             delta = math.inf if now > 0 else 0.0
         status = REGRESSION if delta > limit else IMPROVEMENT if delta < -limit else UNCHANGED
+        clocks = clock_bounds(current, baseline) if math.isfinite(delta) else None
+        weighed = weigh_clocks(1.0 + delta, limit, *clocks) if clocks is not None else status
         shown = format_percent(delta) if math.isfinite(delta) else "new"
         summary = (f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call "
                    f"({shown}, limit {limit * 100:g}%; fastest of {current.calls} calls, median "
@@ -217,16 +239,22 @@ class GpuTime(SecondsDisplay, Metric):
         bound = describe_launch_bound(current)
         if bound:
             details.append(bound)
-        clocks = clock_explains(current, baseline, delta, limit) if status != UNCHANGED else None
         if current.sm_clock_mhz is not None and baseline.sm_clock_mhz is not None:
-            details.insert(0, f"SM clock {baseline.sm_clock_mhz:.0f} -> {current.sm_clock_mhz:.0f} MHz")
-        if clocks is not None:
+            reach = "" if clocks is None else format_percent((clocks[1] if clocks[1] > 1.0 else clocks[0]) - 1.0)
+            details.insert(0, f"SM clock {baseline.sm_clock_mhz:.0f} -> {current.sm_clock_mhz:.0f} MHz"
+                           + (f": the clock alone can change device time by 0 to {reach}" if reach else ""))
+        elif (current.sm_clock_mhz is None) != (baseline.sm_clock_mhz is None):
+            details.insert(0, "SM clock not recorded in " + ("this run" if current.sm_clock_mhz is None else
+                                                              "the baseline") + " (NVML: pip install nvidia-ml-py)")
+        if weighed is None:
             verdict = Verdict(key, self.name, NOT_COMPARABLE, then, now, limit, None,
                               f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call ({shown}), not "
-                              f"judged: {clocks}", [*details, _CLOCK_ADVICE])
+                              f"judged: the GPU's SM clock was {current.sm_clock_mhz:.0f} MHz, against "
+                              f"{baseline.sm_clock_mhz:.0f} MHz in the baseline, so the change may be the clock's "
+                              f"(limit {limit * 100:g}%)", [*details, _CLOCK_ADVICE])
             verdict.failed = policy.strict_environment
             return verdict
-        return Verdict(key, self.name, status, then, now, limit, None, summary, details)
+        return Verdict(key, self.name, weighed, then, now, limit, None, summary, details)
 
     def explain_other(self, current: Any, baseline: Any) -> list[str]:
         if current.flush_l2 != baseline.flush_l2:

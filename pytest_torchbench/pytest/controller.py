@@ -602,7 +602,8 @@ class Controller:
         if found:
             tests = sorted({v.key for v in found})
             lines.append(f"{len(tests)} benchmark(s) were compared with nothing: their baseline in '{name}' "
-                         "comes from another environment and nothing was measured in its place:")
+                         "comes from another environment, or was measured under other conditions (each line says which), "
+                         "and nothing was measured in its place:")
             for verdict in sorted(found, key=lambda v: (v.key, v.metric)):
                 lines.append(f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}")
         if noisy:
@@ -613,7 +614,7 @@ class Controller:
         hints = []
         if found:
             hints.append("measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
-                         "or save the baselines on this kind of machine")
+                         "or save the baselines on this kind of machine; where a line above says what to do, do that")
         if noisy:
             hints.append("give the too noisy ones more rounds (--bench-rounds), measure on a quieter machine, or "
                          "a limit they can hold (--bench-fail or the marker's limits=; their lines say what it "

@@ -540,3 +540,17 @@ def test_cuda_activity_is_recorded_by_the_profiler_session(tmp_path: Path) -> No
         x @ x
     assert session.error is None and session.trace_path is not None
     assert "cuda" in session.trace_path.read_text().lower()  # GPU kernels are in the trace
+
+
+def test_after_calls_runs_once_after_the_last_call_while_the_profiler_still_records() -> None:
+    """gpu_time reads the SM clock there: right after the profiled calls' work, not after the trace
+    has been parsed (the device idle by then, its clock anything)."""
+    from pytest_torchbench._compat import profiler_enabled
+    from pytest_torchbench.engines.profiler.iterations import record
+
+    calls: list[str] = []
+    record(lambda: calls.append("call"), iterations=3, warmup=1, what="this test",
+           after_calls=lambda: calls.append(f"after, recording={profiler_enabled()}"),
+           activities=[torch.profiler.ProfilerActivity.CPU])
+    assert calls == ["call"] * 4 + ["after, recording=True"]
+    assert not profiler_enabled()

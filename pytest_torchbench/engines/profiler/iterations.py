@@ -87,6 +87,7 @@ def record(
     before_region: Callable[[], object] | None = None,
     step: bool = False,
     before_each: Callable[[], object] | None = None,
+    after_calls: Callable[[], object] | None = None,
     **profile_kwargs: Any,
 ) -> profile:
     """Warm ``fn`` up, then call it ``iterations`` times under ``torch.profiler.profile(**profile_kwargs)``,
@@ -99,7 +100,8 @@ def record(
     it, CUDA synchronised first), so a schedule in ``profile_kwargs`` selects which calls are
     recorded. The callable's result is dropped inside the marker, so freeing it is attributed to
     the iteration that made it, not to the next one. ``what`` names the caller in the error raised
-    when another profiler is already recording.
+    when another profiler is already recording. ``after_calls`` runs once the last call's device
+    work is done, before the profiler stops (gpu_time reads the SM clock there).
     """
     check_counts(iterations, warmup)
     ensure_no_active_profiler(what)
@@ -126,6 +128,8 @@ def record(
                 with native_stderr_silenced():  # a schedule starts and stops Kineto here
                     prof.step()
         sync_cuda()
+        if after_calls is not None:
+            after_calls()
     finally:
         with native_stderr_silenced():
             prof.__exit__(None, None, None)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import re
 import statistics
 import time
@@ -185,18 +184,20 @@ def measure_device(
     before_region: Callable[[], object] | None = None,
     before_each: Callable[[], object] | None = None,
     flush_l2: bool = False,
+    after_calls: Callable[[], object] | None = None,
 ) -> DeviceProfile:
     """Warm ``fn`` up, then profile ``iterations`` calls with CPU and CUDA activities, each call in
     its marker (with ``flush_l2``, the L2 cache is overwritten before each call, outside the marker,
     so the flush's kernel belongs to no call; ``before_each``, pedantic's setup, runs before every
-    call, warm-up and profiled, outside the markers too). Raises :class:`NoCudaError` without a CUDA device."""
+    call, warm-up and profiled, outside the markers too; ``after_calls`` once the last call's work is
+    done, before the profiler stops). Raises :class:`NoCudaError` without a CUDA device."""
     _require_cuda()
     flush = _L2Flush() if flush_l2 else None
     each: Callable[[], object] | None = before_each
     if flush is not None:
         each = flush if before_each is None else (lambda: (before_each(), flush()))
     prof = record(fn, iterations=iterations, warmup=warmup, what="measuring device activity",
-                  before_region=before_region, before_each=each,
+                  before_region=before_region, before_each=each, after_calls=after_calls,
                   activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
     raw = kineto_events(prof)
     if raw is None:  # pragma: no cover - depends on torch internals
@@ -251,9 +252,18 @@ def sm_clock_mhz() -> int | None:
     return value if value > 0 else None
 
 
-@functools.lru_cache(maxsize=None)
+_CLOCK_READERS: dict[int, Callable[[], int]] = {}
+
+
 def _clock_reader(device: int) -> Callable[[], int] | None:
-    return sm_clock_reader(device)
+    """The device's clock reader, kept once found (a missing one is looked for again: NVML can
+    fail for a moment)."""
+    if device not in _CLOCK_READERS:
+        found = sm_clock_reader(device)
+        if found is None:
+            return None
+        _CLOCK_READERS[device] = found
+    return _CLOCK_READERS[device]
 
 
 #: Settling: the clock counts as settled once every reading of the last SETTLED_WINDOW seconds lies
