@@ -143,17 +143,20 @@ def clock_bounds(current: GpuTimeMetric, baseline: GpuTimeMetric) -> tuple[float
 
 
 def weigh_clocks(factor: float, limit: float, low: float, high: float) -> str | None:
-    """The status of a device time multiplied by ``factor`` where the clocks alone explain a factor
-    between ``low`` and ``high``: a regression only where even the most the clocks explain leaves
-    more than the limit, an improvement likewise, unchanged only where every clock effect leaves
-    the change within the limit; None (not judged) where it depends on how the kernel is bound."""
-    if factor > (1.0 + limit) * high:
+    """The status of a device time multiplied by ``factor`` where the clocks alone multiply it by
+    between ``low`` and ``high``: the code's own factor lies between ``factor / high`` and
+    ``factor / low``. A regression where even the least of it exceeds the limit; None (not
+    judged) where only the most of it does, since a regression beyond the limit may hide there;
+    an improvement where even the most of it is below the limit; else unchanged. Only a possible
+    regression is left unjudged: a possible improvement left unclaimed fails nothing."""
+    least, most = factor / high, factor / low
+    if least > 1.0 + limit:
         return REGRESSION
-    if factor < (1.0 - limit) * low:
+    if most > 1.0 + limit:
+        return None
+    if most < 1.0 - limit:
         return IMPROVEMENT
-    if (1.0 - limit) * high <= factor <= (1.0 + limit) * low:
-        return UNCHANGED
-    return None
+    return UNCHANGED
 
 
 class GpuTime(SecondsDisplay, Metric):
@@ -250,8 +253,8 @@ class GpuTime(SecondsDisplay, Metric):
             verdict = Verdict(key, self.name, NOT_COMPARABLE, then, now, limit, None,
                               f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call ({shown}), not "
                               f"judged: the GPU's SM clock was {current.sm_clock_mhz:.0f} MHz, against "
-                              f"{baseline.sm_clock_mhz:.0f} MHz in the baseline, so the change may be the clock's "
-                              f"(limit {limit * 100:g}%)", [*details, _CLOCK_ADVICE])
+                              f"{baseline.sm_clock_mhz:.0f} MHz in the baseline, and a slowdown beyond the {limit * 100:g}% "
+                              "limit may hide behind that", [*details, _CLOCK_ADVICE])
             verdict.failed = policy.strict_environment
             return verdict
         return Verdict(key, self.name, weighed, then, now, limit, None, summary, details)
