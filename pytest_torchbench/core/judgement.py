@@ -210,7 +210,7 @@ def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, poli
         )
     if baseline is not None:
         _explain_across(result, baseline, verdicts)
-        _excuse_across(result, verdicts, rounds or {})
+        _excuse_across(result, baseline, verdicts, rounds or {})
     return verdicts
 
 
@@ -234,24 +234,30 @@ def _explain_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts
             verdict.details = [*lines, *verdict.details]  # first: the level code is changed at
 
 
-def _excuse_across(result: BenchmarkResult, verdicts: list[Verdict],
+def _excuse_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts: list[Verdict],
                    rounds: Mapping[str, Sequence[tuple[Any, Any]]]) -> None:
     """A failed regression judged against a saved baseline (not in alternated rounds, which pair
     base and head against the same noise) becomes ``noisy`` (listed, not failed) where another
-    metric of the same benchmark, judged unchanged, says why it is noise (``Metric.excuses_metrics``).
+    metric of the same benchmark, judged unchanged, says why it is noise (``Metric.excuses_metrics``),
+    and nothing else of that benchmark failed (an op, a call, a kernel more says the code changed).
     In place."""
     own = {v.metric: v for v in verdicts if v.status == UNCHANGED}
-    for verdict in verdicts:
-        if not verdict.failed or verdict.status != REGRESSION or rounds.get(verdict.metric):
+    failed = [v for v in verdicts if v.failed]
+    if len(failed) != 1:
+        return
+    verdict = failed[0]
+    if verdict.status != REGRESSION or rounds.get(verdict.metric):
+        return
+    for other in registry.all_metrics():
+        if verdict.metric not in other.excuses_metrics or other.name not in own:
             continue
-        for other in registry.all_metrics():
-            if verdict.metric not in other.excuses_metrics or other.name not in own:
-                continue
-            reason = other.excuse_other(verdict, own[other.name], result.metrics[other.name])
-            if reason:
-                verdict.status, verdict.failed = NOISY, False
-                verdict.details = [reason, *verdict.details]
-                break
+        reason = other.excuse_other(verdict, own[other.name], result.metrics[other.name],
+                                    baseline.metrics[other.name])
+        if reason:
+            verdict.status, verdict.failed = NOISY, False
+            verdict.summary += f"; noisy, not failed: {reason.split(':', 1)[0]}"
+            verdict.details = [reason, *verdict.details]
+            break
 
 
 def missing_verdicts(

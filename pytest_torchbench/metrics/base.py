@@ -299,11 +299,12 @@ class Metric(abc.ABC):
     #: launch-bound benchmark whose device time did not change.
     excuses_metrics: ClassVar[tuple[str, ...]] = ()
 
-    def excuse_other(self, failed: Verdict, own: Verdict, current: Any) -> str | None:
+    def excuse_other(self, failed: Verdict, own: Verdict, current: Any, baseline: Any) -> str | None:
         """Why ``failed`` (a regression of one of :attr:`excuses_metrics`, judged against a saved
-        baseline, not in alternated rounds) is noise and not the code's doing, given this metric's
-        verdict ``own`` (judged, unchanged) and value ``current`` of the same benchmark; None: it
-        stands. The verdict is then listed as noisy, not failed, with the reason first."""
+        baseline, not in alternated rounds, the only failure of its benchmark) is noise and not the
+        code's doing, given this metric's verdict ``own`` (judged, unchanged) and its ``current``
+        and ``baseline`` values of the same benchmark; None: it stands. The verdict is then listed
+        as noisy, not failed, with the reason first and a short form of it in the summary."""
         return None
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,

@@ -136,8 +136,11 @@ def clock_bounds(current: GpuTimeMetric, baseline: GpuTimeMetric) -> tuple[float
     another clock reads anywhere between 1 and the clocks' ratio."""
     if current.sm_clock_mhz is None or baseline.sm_clock_mhz is None:
         return None
+    if current.device_seconds == 0 and baseline.device_seconds == 0:
+        return None  # no device work: the clock has nothing to act on
     ratio = baseline.sm_clock_mhz / current.sm_clock_mhz  # above 1: this run's clock is lower
-    if abs(ratio - 1.0) <= CLOCK_TOLERANCE or not 1.0 / CLOCK_RATIO_LIMIT <= ratio <= CLOCK_RATIO_LIMIT:
+    apart = max(ratio, 1.0 / ratio)  # the same either way round
+    if apart - 1.0 <= CLOCK_TOLERANCE + 1e-9 or apart > CLOCK_RATIO_LIMIT + 1e-9:
         return None
     return min(1.0, ratio), max(1.0, ratio)
 
@@ -242,10 +245,17 @@ class GpuTime(SecondsDisplay, Metric):
         bound = describe_launch_bound(current)
         if bound:
             details.append(bound)
+        if weighed is not None and weighed != status:
+            summary += f"; {weighed} once the SM clocks are weighed"
         if current.sm_clock_mhz is not None and baseline.sm_clock_mhz is not None:
-            reach = "" if clocks is None else format_percent((clocks[1] if clocks[1] > 1.0 else clocks[0]) - 1.0)
-            details.insert(0, f"SM clock {baseline.sm_clock_mhz:.0f} -> {current.sm_clock_mhz:.0f} MHz"
-                           + (f": the clock alone can change device time by 0 to {reach}" if reach else ""))
+            clock_line = f"SM clock {baseline.sm_clock_mhz:.0f} -> {current.sm_clock_mhz:.0f} MHz"
+            if clocks is not None:
+                reach = format_percent((clocks[1] if clocks[1] > 1.0 else clocks[0]) - 1.0)
+                clock_line += f": the clock alone can change device time by 0 to {reach}"
+            elif max(baseline.sm_clock_mhz, current.sm_clock_mhz) > CLOCK_RATIO_LIMIT * min(
+                    baseline.sm_clock_mhz, current.sm_clock_mhz):
+                clock_line += ": too far apart for a clock state of one GPU; judged as measured"
+            details.insert(0, clock_line)
         elif (current.sm_clock_mhz is None) != (baseline.sm_clock_mhz is None):
             details.insert(0, "SM clock not recorded in " + ("this run" if current.sm_clock_mhz is None else
                                                               "the baseline") + " (NVML: pip install nvidia-ml-py)")
@@ -267,18 +277,25 @@ class GpuTime(SecondsDisplay, Metric):
         return [f"device time per call {format_seconds(then)} -> {format_seconds(now)} ({change}, gpu_time); "
                 f"launches per call {baseline.launches:g} -> {current.launches:g}"]
 
-    def excuse_other(self, failed: Verdict, own: Verdict, current: Any) -> str | None:
-        if describe_launch_bound(current) is None:
+    def excuse_other(self, failed: Verdict, own: Verdict, current: Any, baseline: Any) -> str | None:
+        # Launch-bound on both sides (a host slowdown can make a benchmark launch-bound), the same
+        # launches per call, and a wall-time slowdown within what the host's noise was seen to do.
+        # failed.delta is against the latest saved run's fastest block; time fails on the slowest
+        # saved run, so the delta is at least what failed, and the bound errs on the strict side.
+        if describe_launch_bound(current) is None or describe_launch_bound(baseline) is None:
+            return None
+        if current.launches != baseline.launches or current.flush_l2 != baseline.flush_l2:
             return None
         delta = failed.delta
         if delta is None or delta > HOST_NOISE:
             return None
         share = current.busy_share or 0.0
-        return (f"not failed: launch-bound (the device busy {share * 100:.0f}% of the call's "
-                f"{format_seconds(current.host_seconds)} on the host) and its device time held (gpu_time unchanged), so "
-                f"the wall time is the host's, which moved such benchmarks by up to {HOST_NOISE * 100:.0f}% between "
-                "processes with the same code; gate the host's work on ops or calls, or judge wall time against a "
-                "base measured in the same job (--bench-base)")
+        return (f"launch-bound, device time unchanged (gpu_time): the device busy {share * 100:.0f}% of the "
+                f"call's {format_seconds(current.host_seconds)} on the host and the launches per call the same, so "
+                f"the wall-time change is the host's, whose speed moved such benchmarks by up to "
+                f"{HOST_NOISE * 100:.0f}% between processes with the same code. A slowdown of the host's own code up "
+                "to that passes here too: gate the host's work on ops or calls, or judge wall time against a base "
+                "measured alternately in the same job (--bench-base=measure with --bench-rounds of 2 or more)")
 
     def headline(self, value: Any) -> float:
         return value.device_seconds  # type: ignore[no-any-return]

@@ -447,9 +447,9 @@ def render(
                      + (f" and {len(unmeasured) - 50} more" if len(unmeasured) > 50 else "") + " (see the test log)")
     if counts.get(NOISY):
         subtitle += (f'<br><b style="color:{_COLORS[NOISY]}">{counts[NOISY]} test(s) noisy</b>: slower than the '
-                     "limit, by no more than the machine explains (busy, or slower than when the baseline was "
-                     "saved) or not measured again by a fresh process; not failed, rerun (their cards, listed "
-                     "after the regressions, give the numbers)")
+                     "limit, by no more than the machine explains (busy, slower than when the baseline was "
+                     "saved, or a launch-bound benchmark whose device time held) or not measured again by a fresh "
+                     "process; not failed, rerun (their cards, listed after the regressions, give the numbers)")
     by_key = verdicts_by_key(verdicts)
     groups = sorted({group_of(r) for r in results} - {""})
     ordered = sorted(results, key=lambda r: (status_rank(worst_status(by_key.get(r.key, []))), group_of(r), r.key))

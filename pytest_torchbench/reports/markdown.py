@@ -82,13 +82,15 @@ def _explanation(key: str, regressed: list[Verdict], by_key: dict[str, list[Verd
 
 def _noisy(noisy: list[Verdict], heading: str | None = None) -> list[str]:
     """Verdicts the machine made undecidable (listed, not failed): busy, slower as a whole than
-    when the baseline was saved, or a slowdown a fresh process did not measure again; each with the
+    when the baseline was saved, a launch-bound benchmark's wall time with its device time held, or
+    a slowdown a fresh process did not measure again; each with the
     numbers that say which, so a reader can judge whether to rerun. ``heading``: another title
     (too noisy to judge: alternated rounds that decide nothing at the limit)."""
     if not noisy:
         return []
     lines = [heading or (f"### Noisy ({len(noisy)}): not failed, the machine cannot be told from the code "
-                         "(busy, slower, or not measured again in a fresh process: each says which); rerun"), ""]
+                         "(busy, slower, launch-bound with its device time held, or not measured again in a fresh "
+                         "process: each says which); rerun"), ""]
     for verdict in noisy:
         lines += [f"<details><summary>{_escape(verdict.key)}: {_escape(verdict.metric)} "
                   f"{format_delta(safe_delta(verdict))}</summary>", "", _escape(verdict.summary), ""]

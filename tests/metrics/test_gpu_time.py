@@ -2,6 +2,8 @@
 needs a CUDA device (tests/e2e/test_ops_memory.py, and benchmarks/gpu_check.sh on a GPU machine)."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -122,6 +124,8 @@ def test_a_change_the_clock_explains_is_not_judged_and_says_so() -> None:
 
 
 def test_a_change_beyond_what_the_clock_explains_is_judged() -> None:
+    from pytest_torchbench.core.vocabulary import NOT_COMPARABLE
+
     metric = registry.get("gpu_time")
     # Twice the work at a 26% lower clock: beyond the clocks' ratio, a regression.
     doubled = metric.judge("t.py::t", clocked(438, 1470), clocked(193, 1980), 0.05, Policy())
@@ -146,7 +150,21 @@ def test_a_change_beyond_what_the_clock_explains_is_judged() -> None:
     assert metric.judge("t.py::t", clocked(193, 1470), clocked(193, 1980), 0.05, Policy()).status == UNCHANGED
     # Clocks further apart than a factor of 2 (a hand-edited baseline, another GPU): judged as usual.
     far = metric.judge("t.py::t", clocked(1930, 1470), clocked(193, 9000), 0.05, Policy())
-    assert far.status == REGRESSION and far.details[0] == "SM clock 9000 -> 1470 MHz"
+    assert far.status == REGRESSION
+    assert far.details[0] == "SM clock 9000 -> 1470 MHz: too far apart for a clock state of one GPU; judged as measured"
+    # No device work at two clocks: nothing for the clock to act on, unchanged (not "may hide").
+    nothing = GpuTimeMetric(0.0, 0.0, 0.0, 5e-6, 0, 200, sm_clock_mhz=1980)
+    idle = metric.judge("t.py::t", nothing, dataclasses.replace(nothing, sm_clock_mhz=1500), 0.05, Policy())
+    assert idle.status == UNCHANGED
+    # The tolerance is the same either way round, at its edge too.
+    for now_mhz, then_mhz in ((1000, 1020), (1020, 1000)):
+        edge = metric.judge("t.py::t", clocked(193, now_mhz), clocked(193, then_mhz), 0.05, Policy())
+        assert edge.details[0] == f"SM clock {then_mhz} -> {now_mhz} MHz"  # 2% apart: not weighed
+    # 7% faster at an 11% higher clock: the clock explains it (no regression can hide at 3%), so
+    # unchanged, and the summary says why; 15% faster at a 35% higher clock may hide one.
+    assert metric.judge("t.py::t", clocked(165, 1980), clocked(193, 1470), 0.05, Policy()).status == NOT_COMPARABLE
+    cleared = metric.judge("t.py::t", clocked(179.5, 2000), clocked(193, 1800), 0.05, Policy())
+    assert cleared.status == UNCHANGED and cleared.summary.endswith("; unchanged once the SM clocks are weighed")
 
 
 def test_the_clock_round_trips_and_is_optional_in_json() -> None:
@@ -220,8 +238,10 @@ def test_a_launch_bound_wall_time_slowdown_with_the_device_time_held_is_noise_no
     time_verdict = verdicts["time"]
     assert verdicts["gpu_time"].status == UNCHANGED
     assert time_verdict.status == NOISY and not time_verdict.failed
-    assert time_verdict.details[0].startswith("not failed: launch-bound (the device busy 28% of the call's 1.194 ms "
-                                              "on the host) and its device time held")
+    assert time_verdict.summary.endswith("; noisy, not failed: launch-bound, device time unchanged (gpu_time)")
+    assert time_verdict.details[0].startswith("launch-bound, device time unchanged (gpu_time): the device busy 28% "
+                                              "of the call's 1.194 ms on the host and the launches per call the same")
+    assert "A slowdown of the host's own code up to that passes here too" in time_verdict.details[0]
     assert time_verdict.details[1] == ("device time per call 336.1 us -> 335.6 us (-0.1%, gpu_time); "
                                        "launches per call 14 -> 14")
     # Wall time beyond what the host's noise was seen to do: it stands, with the device's side named.
@@ -233,6 +253,24 @@ def test_a_launch_bound_wall_time_slowdown_with_the_device_time_held_is_noise_no
     both = {v.metric: v for v in judge_result(_mlp(0.5714, 400.0, rng_seed=1), _mlp(0.4435, 336.1, rng_seed=2),
                                               Policy())}
     assert both["time"].status == REGRESSION and both["time"].failed and both["gpu_time"].failed
+    # More launches per call (more host work), a baseline that was not launch-bound (a host
+    # slowdown can make a benchmark launch-bound), or another failure of the same benchmark (an op
+    # more): the wall-time failure stands.
+    more = _mlp(0.5714, 335.6, rng_seed=1)
+    more.metrics["gpu_time"] = dataclasses.replace(more.metrics["gpu_time"], launches=15)
+    assert {v.metric: v for v in judge_result(more, _mlp(0.4435, 336.1, rng_seed=2), Policy())}["time"].failed
+    busy_base = _mlp(0.4435, 336.1, rng_seed=2)
+    busy_base.metrics["gpu_time"] = dataclasses.replace(busy_base.metrics["gpu_time"], host_seconds=560e-6)
+    assert {v.metric: v for v in judge_result(_mlp(0.5714, 335.6, rng_seed=1), busy_base, Policy())}["time"].failed
+    from pytest_torchbench.metrics.ops import OpsMetric
+
+    with_ops, base_ops = _mlp(0.5714, 335.6, rng_seed=1), _mlp(0.4435, 336.1, rng_seed=2)
+    with_ops.metrics["ops"] = OpsMetric({"aten::mm": 3.0, "aten::mul": 1.0})
+    base_ops.metrics["ops"] = OpsMetric({"aten::mm": 3.0})
+    for result in (with_ops, base_ops):
+        result.environments["ops"] = result.environments["time"]
+    judged = {v.metric: v for v in judge_result(with_ops, base_ops, Policy())}
+    assert judged["ops"].failed and judged["time"].failed
     # Judged in alternated rounds (base and head against the same noise): not excused.
     from pytest_torchbench.core.results import TimeMetric
 

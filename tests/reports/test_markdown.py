@@ -137,7 +137,8 @@ def test_noisy_verdicts_get_their_own_section_and_do_not_fail() -> None:
     assert "1 noisy (not failed), 1 unchanged." in text
     assert ":warning: noisy (not failed)" in text  # marked in the table of changes
     section = text[text.index("### Noisy (1): not failed, the machine cannot be told from the code "
-                              "(busy, slower, or not measured again in a fresh process: each says which); rerun"):]
+                              "(busy, slower, launch-bound with its device time held, or not measured again in a "
+                              "fresh process: each says which); rerun"):]
     assert "<details><summary>t.py::test\\_busy: time +30.0%</summary>" in section
     assert "this run: had a CPU 40% of its wall time, load average 9.5" in section
     assert text.count("<details>") == text.count("</details>")
