@@ -125,6 +125,11 @@ _CLOCK_ADVICE = ("what to do: hold the GPU's clocks fixed while benchmarking (nv
                  "as root), or judge this benchmark on the kernels mode (counts do not follow the clock)")
 
 
+def _too_far_apart(one: float, other: float) -> bool:
+    """Clocks further apart than CLOCK_RATIO_LIMIT, either way round: no clock state of one GPU."""
+    return max(one, other) / min(one, other) > CLOCK_RATIO_LIMIT + 1e-9
+
+
 def clock_bounds(current: GpuTimeMetric, baseline: GpuTimeMetric) -> tuple[float, float] | None:
     """The least and the most that the two runs' SM clocks alone can have multiplied the device
     time by, or None where the clocks are not weighed (either unknown, within CLOCK_TOLERANCE of
@@ -139,8 +144,7 @@ def clock_bounds(current: GpuTimeMetric, baseline: GpuTimeMetric) -> tuple[float
     if current.device_seconds == 0 and baseline.device_seconds == 0:
         return None  # no device work: the clock has nothing to act on
     ratio = baseline.sm_clock_mhz / current.sm_clock_mhz  # above 1: this run's clock is lower
-    apart = max(ratio, 1.0 / ratio)  # the same either way round
-    if apart - 1.0 <= CLOCK_TOLERANCE + 1e-9 or apart > CLOCK_RATIO_LIMIT + 1e-9:
+    if max(ratio, 1.0 / ratio) - 1.0 <= CLOCK_TOLERANCE + 1e-9 or _too_far_apart(ratio, 1.0):
         return None
     return min(1.0, ratio), max(1.0, ratio)
 
@@ -193,9 +197,10 @@ class GpuTime(SecondsDisplay, Metric):
         each = getattr(context, "before_each", None)  # pedantic's setup: fresh arguments per call
         call: Callable[[], Any] = fn if each is None else (lambda: (each(), fn()))
         per_call = kernels.seconds_per_call(call)
-        before = kernels.sm_clock_mhz()
         if per_call < _SUSTAINED_SECONDS:
             before = kernels.settle(call, _SUSTAINED_SECONDS, _SETTLE_MOST_SECONDS)
+        else:  # a call this slow is sustained work itself
+            before = kernels.sm_clock_mhz()
         readings: list[int | None] = []  # the clock right after the profiled calls, before the profiler stops
         # As many calls as fit in _TARGET_SECONDS; for slow calls (a second and more) at least 3,
         # so a benchmark costs a few of its calls, not _LEAST_CALLS of them.
@@ -252,8 +257,7 @@ class GpuTime(SecondsDisplay, Metric):
             if clocks is not None:
                 reach = format_percent((clocks[1] if clocks[1] > 1.0 else clocks[0]) - 1.0)
                 clock_line += f": the clock alone can change device time by 0 to {reach}"
-            elif max(baseline.sm_clock_mhz, current.sm_clock_mhz) > CLOCK_RATIO_LIMIT * min(
-                    baseline.sm_clock_mhz, current.sm_clock_mhz):
+            elif _too_far_apart(baseline.sm_clock_mhz, current.sm_clock_mhz):
                 clock_line += ": too far apart for a clock state of one GPU; judged as measured"
             details.insert(0, clock_line)
         elif (current.sm_clock_mhz is None) != (baseline.sm_clock_mhz is None):
