@@ -107,6 +107,12 @@ class MeasuredBase:
     #: The rounds of the whole selection (``--bench-rounds``); those after them measured only
     #: the tests the first ones could not decide.
     rounds_of_all: int = 0
+    #: Benchmark tests that failed in a base run (node id -> their error, one line): no baseline,
+    #: yet not new. A base with such failures is never served from the cache (a lock or port
+    #: held at the time may be free the next time).
+    failed: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: ``; whole output in PATH`` where the output of the base run with those failures was kept.
+    failure_log: str = ""
 
     @property
     def in_turns(self) -> bool:
@@ -310,10 +316,10 @@ def _tail(path: Path) -> str:
     return safe_text(" | ".join(line.strip("=!_ ") for line in shown))
 
 
-def _keep_log(path: Path, cache_root: Path) -> str:
+def _keep_log(path: Path, cache_root: Path, name: str = "last-failure.txt") -> str:
     """Keep a failed step's whole output beside the cache (the worktree is removed): where it is."""
     try:
-        target = cache_root / "last-failure.txt"
+        target = cache_root / name
         shutil.copyfile(path, target)
     except OSError:
         return ""
@@ -396,10 +402,25 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         results_dir = scratch / "r1-base"
         base_options = [_map_path(o, toplevel, worktree) for o in options]
         paired: list[tuple[BaselineSet, BaselineSet]] = []
+        failed: dict[str, str] = {}
+        failure_log = ""
+
+        def base_failures(child: _Child) -> None:
+            nonlocal failure_log
+            found = child.failed_tests()
+            if found and not failed:
+                failure_log = _keep_log(child.output_path, cache_root, "base-test-failures.txt")
+            for nodeid, error in found.items():
+                failed.setdefault(nodeid, error)
+
         if (paths and not child_paths) or not cwd.is_dir():  # the selection does not exist at REV
             measured = BaselineSet(name=SET_NAME, source=revision.commit)
         elif rounds <= 1:
-            measured = _run(revision, base_options, child_paths, cwd, env, results_dir, scratch, shown, cache_root)
+            base_child = _Child(revision, base_options, child_paths, cwd, env, results_dir, scratch, shown,
+                                cache_root, "base")
+            base_child.run()
+            measured = base_child.result()
+            base_failures(base_child)
         else:
             try:
                 in_turns = turns_wanted()  # read once: every round is measured the same way
@@ -421,6 +442,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                     first.run()
                     second.run()
                 base_set, head_set = base_child.result(), head_child.result()
+                base_failures(base_child)
                 _check_imports(modules_dir, worktree, toplevel, shown, revision)  # before more rounds
                 paired.append((base_set, head_set))
 
@@ -435,6 +457,8 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                     one_round(number, again, mapped_again)
             measured = paired[0][0]
         _check_imports(modules_dir, worktree, toplevel, shown, revision)
+        failed = {nodeid: error for nodeid, error in failed.items()
+                  if not any(result.nodeid == nodeid for result in measured.entries.values())}
         # Into the cache: the whole entry appears at once (a rename), or not at all.
         staging = cache_root / f".{key[:24]}.{os.getpid()}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
@@ -443,19 +467,21 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             shutil.copytree(results_dir / SET_NAME, staging / "baselines" / SET_NAME)
         else:
             (staging / "baselines" / SET_NAME).mkdir()
-        if rounds > 1:  # kept for re-runs that judge against it, never served as a cache entry
+        seconds = time.monotonic() - started
+        if rounds > 1 or failed:  # kept for re-runs that judge against it, never served as a cache entry
             shutil.rmtree(entry, ignore_errors=True)
             os.replace(staging, entry)
             measured.source = str(set_folder)
-            return MeasuredBase(revision, measured, set_folder, False, time.monotonic() - started, paired, rounds)
+            return MeasuredBase(revision, measured, set_folder, False, seconds, paired, rounds if rounds > 1 else 0,
+                                failed, failure_log)
         (staging / "base.json").write_text(json.dumps({
             "key": key, "commit": revision.commit, "revision": revision.revision,
-            "environment": dict(environment), "modes": list(modes), "seconds": round(time.monotonic() - started, 1),
+            "environment": dict(environment), "modes": list(modes), "seconds": round(seconds, 1),
         }, indent=1, sort_keys=True, default=str), encoding="utf-8")
         shutil.rmtree(entry, ignore_errors=True)
         os.replace(staging, entry)
         measured.source = str(set_folder)
-        return MeasuredBase(revision, measured, set_folder, False, time.monotonic() - started)
+        return MeasuredBase(revision, measured, set_folder, False, seconds)
     finally:
         _git(["worktree", "remove", "--force", str(worktree)], toplevel)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -486,15 +512,6 @@ def _prepare(command: str, worktree: Path, env: dict[str, str], output_path: Pat
                         + _keep_log(output_path, cache_root))
 
 
-def _run(revision: Revision, options: Sequence[str], paths: Sequence[str], cwd: Path, env: dict[str, str],
-         results_dir: Path, scratch: Path, shown: str, cache_root: Path, side: str = "base") -> BaselineSet:
-    """One child pytest (``side``: the base, in REV's worktree, or the head, in this checkout)
-    saving the selection's results as a set in ``results_dir``."""
-    child = _Child(revision, options, paths, cwd, env, results_dir, scratch, shown, cache_root, side)
-    child.run()
-    return child.result()
-
-
 @dataclasses.dataclass
 class _Child:
     """One child pytest of a base measurement: how to start it, and what it left."""
@@ -515,12 +532,32 @@ class _Child:
     def output_path(self) -> Path:
         return self.results_dir.with_name(self.results_dir.name + "-output.txt")
 
+    @property
+    def report_path(self) -> Path:
+        return self.results_dir.with_name(self.results_dir.name + "-report.json")
+
+    def failed_tests(self) -> dict[str, str]:
+        """The benchmark tests that failed in this child (node id -> error line), from its
+        ``--bench-json`` report (nothing when it wrote none: a run that failed as a whole is an
+        error of its own, :meth:`result`)."""
+        try:
+            document = json.loads(self.report_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(document, dict):
+            return {}
+        names = document.get("failed_tests")
+        errors = document.get("failed_test_errors")
+        errors = errors if isinstance(errors, dict) else {}
+        return {name: safe_text(str(errors.get(name) or "failed")) for name in names or ()
+                if isinstance(name, str)} if isinstance(names, list) else {}
+
     def command(self) -> list[str]:
         # its own output folder and basetemp: the two children of a round run at the same time
         own = self.results_dir.name
         return [
             sys.executable, "-m", "pytest", *self.options, "-p", "no:cacheprovider",
-            f"--bench-save={SET_NAME}", f"--bench-baselines-dir={self.results_dir}",
+            f"--bench-save={SET_NAME}", f"--bench-baselines-dir={self.results_dir}", f"--bench-json={self.report_path}",
             f"--bench-output={self.scratch / ('output-' + own)}", f"--basetemp={self.scratch / ('basetemp-' + own)}",
             *self.paths,
         ]

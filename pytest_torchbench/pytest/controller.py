@@ -20,7 +20,7 @@ from . import base, extensions
 from ..core import explain, gate
 from .base import BaseError, MeasuredBase
 from .._compat import terminal_width
-from ..core.judgement import NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict, failure_message
+from ..core.judgement import NEW, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict, failure_message
 from .marker import MARKER_NAME as MARKER
 from .options import EXIT_INCOMPARABLE, BenchSettings
 from ..reports import jsonreport, junit, markdown, publish, shards, terminal
@@ -48,6 +48,18 @@ def changes_only(config: pytest.Config) -> bool:
     of running the benchmarks (docs/reports.md)."""
     verbosity = int(getattr(config.option, "verbose", 0) or 0)
     return verbosity < 0 or (in_ci() and verbosity <= 0)
+
+
+def failure_line(report: pytest.TestReport) -> str:
+    """A failed report's error as one line (pytest's crash message: ``OSError: [Errno 98] Address
+    already in use``), at most 300 characters; escaped where it is shown, not here."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = getattr(crash, "message", None) if crash is not None else None
+    if not isinstance(text, str) or not text.strip():
+        lines = [line.strip() for line in str(report.longrepr or "").splitlines() if line.strip()]
+        text = lines[-1] if lines else f"failed in {report.when}"
+    first = text.strip().splitlines()[0]
+    return first if len(first) <= 300 else first[:299] + "…"
 
 
 def uncompared(verdicts: list[Verdict]) -> list[Verdict]:
@@ -161,6 +173,12 @@ class Controller:
         self.saved: list[Path] = []
         #: Benchmark tests that pytest failed or errored (any phase, with or without results).
         self.failed_tests: set[str] = set()
+        #: Their first failure's error, one line each (``--bench-json``'s ``failed_test_errors``):
+        #: what a measured base tells of a benchmark that failed at REV.
+        self.failure_lines: dict[str, str] = {}
+        #: Benchmarks with no baseline because their test failed in the base run of REV (key -> why):
+        #: not new, but not judged (:meth:`_not_judged_at_base`).
+        self.failed_at_base: dict[str, str] = {}
         self.notes: list[str] = []
         #: The block that ends the run when benchmarks were compared with nothing (see
         #: :meth:`_gate_held`), and whether it turned the exit status.
@@ -192,6 +210,7 @@ class Controller:
             self.modules_run.add(report.nodeid.split("::", 1)[0])
         if report.failed and MARKER in report.keywords:
             self.failed_tests.add(report.nodeid)  # an error in any phase: the reports say failed too
+            self.failure_lines.setdefault(report.nodeid, failure_line(report))
         if report.when == "teardown" and report.nodeid in self._pending_properties:
             report.user_properties = [*report.user_properties, *self._pending_properties.pop(report.nodeid)]
         if report.when == "call" and payload and payload.get("results"):
@@ -212,8 +231,9 @@ class Controller:
         verdicts: list[Verdict] = []
         elsewhere: list[Verdict] = []
         properties: list[tuple[str, object]] = []
-        judged_results = [(result, gate.judge(result, baseline, self.settings.policy, self._review,
-                                              self.rounds.get(result.key), self._rounds_unfinished(result.key)))
+        judged_results = [(result, self._not_judged_at_base(
+                               result, gate.judge(result, baseline, self.settings.policy, self._review,
+                                                  self.rounds.get(result.key), self._rounds_unfinished(result.key))))
                           for result in results]
         self._confirm(report.nodeid, [v for _, judged in judged_results for v in judged])
         for result, judged in judged_results:
@@ -239,6 +259,23 @@ class Controller:
             report.longrepr = f"{report.longrepr}\n{message}" if clashes else message
             if elsewhere:
                 self._to_explain.append((report, verdicts, refresh, elsewhere, {r.key: r.nodeid for r in results}))
+
+    def _not_judged_at_base(self, result: BenchmarkResult, verdicts: list[Verdict]) -> list[Verdict]:
+        """A benchmark whose test failed in the base run of REV (a session fixture that only one
+        session can hold, a fixed port or a lock, or a test broken at REV) has no baseline, yet is
+        not new: its "new" verdicts become "not comparable", saying why, so that the closing block
+        names it and CI hears of it (:meth:`_gate_held`) instead of passing it as new."""
+        why = self.failed_at_base.get(result.key)
+        if why is None:
+            return verdicts
+        changed = []
+        for verdict in verdicts:
+            if verdict.status == NEW:
+                verdict = dataclasses.replace(
+                    verdict, status=NOT_COMPARABLE, summary=f"{verdict.metric}: not judged: {why}", details=[why],
+                    failed=self.settings.policy.strict_environment)
+            changed.append(verdict)
+        return changed
 
     def _key_clashes(self, results: list[BenchmarkResult]) -> dict[str, str]:
         """Keys of ``results`` that a result of another test already has: {key: that test's id}.
@@ -310,6 +347,10 @@ class Controller:
                     self.rounds.setdefault(result.key, {})[metric] = pairs
         elif self.settings.base == "auto" and self.committed is not None and result.key in self.committed.entries:
             self.origins[result.key] = committed_words
+        elif result.nodeid in measured.failed:
+            self.failed_at_base[result.key] = (
+                f"the test failed in the base run of {self.revision.revision} ({self.revision.commit[:12]}): "
+                f"{measured.failed[result.nodeid]}{measured.failure_log}")
 
     def _needs_measuring(self, result: BenchmarkResult) -> bool:
         """Whether the committed entry of ``result`` is missing (and its test file exists at REV:
@@ -381,6 +422,9 @@ class Controller:
                    "judged on the fastest call of each side in each round")
         elif self.measured.cached:
             how = f"taken from the cache ({self.measured.folder.parent.parent})"
+        elif self.measured.failed:
+            how = (f"measured in this job in {self.measured.seconds:.1f} s, not cached: "
+                   f"{len(self.measured.failed)} benchmark test(s) failed in it")
         else:
             how = f"measured in this job in {self.measured.seconds:.1f} s, cached in {self.measured.folder.parent.parent}"
         self.notes.append(f"the base {self.revision.revision} ({self.revision.commit[:12]}): {how}, "
@@ -538,6 +582,7 @@ class Controller:
                 if self.measured is not None and self.measured.rounds else None,
                 "saved_as": self.settings.save,
                 "failed_tests": sorted(self.failed_tests),
+                "failed_test_errors": dict(sorted(self.failure_lines.items())),
                 # What `torchbench merge` checks across shards and draws their HTML report from.
                 "baseline": self.baseline.name if self.baseline is not None else None,
                 "policy": {"limits": dict(sorted(self.settings.policy.limits.items())),
@@ -593,12 +638,19 @@ class Controller:
 
         Why fail CI: a gate whose every comparison is "not comparable" (another runner image,
         another torch build) passes every pull request while people believe they are protected."""
-        found = uncompared(self.verdicts)
+        everything = uncompared(self.verdicts)
+        at_base = [v for v in everything if v.key in self.failed_at_base]
+        found = [v for v in everything if v.key not in self.failed_at_base]
         noisy = unjudged(self.verdicts)
-        if not found and not noisy:
+        if not found and not noisy and not at_base:
             return
         name = self.baseline.name if self.baseline is not None else "?"
         lines = []
+        if at_base:
+            lines.append(f"{len({v.key for v in at_base})} benchmark(s) were compared with nothing: their test "
+                         "failed in the base run (measured while this session ran), so they have no baseline:")
+            for verdict in sorted(at_base, key=lambda v: (v.key, v.metric)):
+                lines.append(f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}")
         if found:
             tests = sorted({v.key for v in found})
             lines.append(f"{len(tests)} benchmark(s) were compared with nothing: their baseline in '{name}' "
@@ -612,6 +664,10 @@ class Controller:
             for verdict in sorted(noisy, key=lambda v: (v.key, v.metric)):
                 lines.append(f"  {verdict.key} [{verdict.metric}]: {verdict.summary}")
         hints = []
+        if at_base:
+            hints.append("make those tests pass at the base revision beside a running session: a session "
+                         "fixture that holds a fixed port or a lock file for the whole session holds it while "
+                         "the base runs, so take a free port or a lock of the process's own")
         if found:
             hints.append("measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
                          "or save the baselines on this kind of machine; where a line above says what to do, do that")

@@ -179,6 +179,54 @@ def test_not_comparable_base_is_measured_and_the_regression_caught(
     assert other.ret == 1 and "measured in this job in" in other.stdout.str(), other.stdout.str()
 
 
+LOCKING_CONFTEST = CONFTEST + '''
+import fcntl
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def exclusive_resource():
+    # as a fixed port or a lock file would: one session at a time holds it
+    with open(LOCK_PATH, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
+'''
+
+
+def test_a_benchmark_that_failed_in_the_base_run_is_not_passed_as_new(
+        pytester: pytest.Pytester, run_bench, project, monkeypatch: pytest.MonkeyPatch,
+        tmp_path_factory: pytest.TempPathFactory) -> None:  # type: ignore[no-untyped-def]
+    """A session fixture that only one session can hold (a lock, a fixed port) makes the base run,
+    started while this session holds it, fail the benchmark at REV: that is no new benchmark but
+    one the gate could not judge. It is named with the error; CI exits 6; nothing is cached."""
+    lock = tmp_path_factory.mktemp("lock") / "resource.lock"
+    project(save_before=False, conftest=LOCKING_CONFTEST.replace("LOCK_PATH", repr(str(lock))))
+    monkeypatch.setenv("CI", "true")
+    result = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-json=out.json")
+    out = result.stdout.str()
+    assert result.ret == EXIT_INCOMPARABLE, out
+    result.stdout.fnmatch_lines([
+        "torchbench: 1 benchmark(s) were compared with nothing*",
+        f"torchbench:   {KEY} [[]ops[]]: the test failed in the base run of HEAD~1 (*): "
+        "*BlockingIOError*; whole output in *",
+        "torchbench: ERROR: in CI this fails the run (exit 6); make those tests pass at the base revision*",
+        "torchbench: the base HEAD~1 (*): measured in this job in *, not cached: 1 benchmark test(s) failed in it*",
+    ])
+    verdicts = {(v["key"], v["metric"]): v for v in _json(pytester)["verdicts"]}
+    assert verdicts[(KEY, "ops")]["status"] == "not comparable", verdicts
+    assert "BlockingIOError" in verdicts[(KEY, "ops")]["summary"]
+    accepted = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-allow-incomparable")
+    assert accepted.ret == 0, accepted.stdout.str()
+    # This session no longer holds the lock (the checkout's fixture is not autouse): the base is
+    # measured again, not served from the cache, and the extra op fails.
+    plain = LOCKING_CONFTEST.replace("LOCK_PATH", repr(str(lock))).replace("autouse=True", "autouse=False")
+    (pytester.path / "conftest.py").write_text(plain)
+    freed = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1")
+    assert freed.ret == 1, freed.stdout.str()
+    freed.stdout.fnmatch_lines(["*aten::clone*", "*measured in this job in *, cached in*"])
+
+
 def test_comparable_committed_baselines_are_used_as_they_are(
         pytester: pytest.Pytester, run_bench, project, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     project()
