@@ -251,3 +251,31 @@ def test_the_order_of_a_rounds_two_children_is_read_from_the_environment(monkeyp
     with pytest.raises(ValueError, match=r"^TORCHBENCH_ROUNDS='sequentail.*' is neither 'turns' \(the default\) nor 'sequential'") as caught:
         turns_wanted()
     assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_base_runs_report_is_read_defensively(tmp_path: Path) -> None:
+    """What the base run's --bench-json says of tests that measured nothing: failed ones (any
+    test: a crashed worker's report names no marker) and skipped benchmarks, one escaped line of at
+    most 300 characters each; a report that is missing, not an object or nested past Python's
+    recursion limit reads as nothing, never as an exception in the judging process."""
+    import json
+
+    from pytest_torchbench.pytest.base import _Child
+
+    revision = Revision("HEAD~1", "HEAD~1", "main", "a" * 40, tmp_path)
+    child = _Child(revision, [], [], tmp_path, {}, tmp_path / "r1-base", tmp_path, "--bench-compare=HEAD~1",
+                   tmp_path, "base")
+    assert child.unmeasured_tests() == {}  # no report written
+    child.report_path.write_text(json.dumps({
+        "failed_test_errors": {"t.py::a": "OSError: [Errno 98] Address already in use\nsecond line",
+                               "t.py::b": "\x1b[2J::error::forged " + "\x1b" * 1000, "t.py::c": 3, "t.py::d": None},
+        "skipped_tests": {"t.py::e": "Skipped: no server", "t.py::a": "later"},
+    }))
+    found = child.unmeasured_tests()
+    assert found["t.py::a"] == "failed: OSError: [Errno 98] Address already in use"
+    assert found["t.py::b"].startswith("failed: \\x1b[2J") and "\x1b" not in found["t.py::b"]
+    assert len(found["t.py::b"]) <= len("failed: ") + 300 and found["t.py::b"].endswith("…")
+    assert found["t.py::c"] == "failed: 3" and found["t.py::e"] == "skipped: Skipped: no server"
+    for text in ("[]", "null", "{", "[" * 100000 + "]" * 100000):
+        child.report_path.write_text(text)
+        assert child.unmeasured_tests() == {}

@@ -20,7 +20,7 @@ import math
 import re
 import unicodedata
 
-__all__ = ["safe_text", "markdown_text", "markdown_code_block", "safe_number", "finite", "safe_file_stem"]
+__all__ = ["safe_text", "markdown_text", "markdown_code_block", "safe_number", "finite", "safe_file_stem", "one_line"]
 
 # C0 and C1 controls, DEL, and the Unicode line/paragraph separators and bidi overrides that can
 # reorder or split what a reader sees; and lone surrogates (JSON's "\udc80" reads back as one), which
@@ -45,6 +45,15 @@ def safe_text(value: object) -> str:
 
 # Markdown punctuation that can open emphasis, links, code, tables or headings (HTML: entities).
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]#|~])")
+
+
+def one_line(text: str, most: int = 300) -> str:
+    """The first non-blank line of ``text``, stripped, at most ``most`` characters (an error
+    message in a verdict or a closing block; not escaped: :func:`safe_text` is applied where it is
+    shown, and a line escaped first is cut after escaping)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    return first if len(first) <= most else first[:most - 1] + "…"
 
 
 def markdown_text(value: object) -> str:

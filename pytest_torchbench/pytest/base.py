@@ -59,7 +59,7 @@ from ..core.statistics import RoundPairs
 from ..reports.shards import describe_origins
 from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
-from ..core.text import safe_text
+from ..core.text import one_line, safe_text
 from ..engines import duet
 from .turns import PAIR_ENV, turns_wanted
 from .workers import worker_args
@@ -107,11 +107,11 @@ class MeasuredBase:
     #: The rounds of the whole selection (``--bench-rounds``); those after them measured only
     #: the tests the first ones could not decide.
     rounds_of_all: int = 0
-    #: Benchmark tests that failed in a base run (node id -> their error, one line): no baseline,
-    #: yet not new. A base with such failures is never served from the cache (a lock or port
-    #: held at the time may be free the next time).
-    failed: dict[str, str] = dataclasses.field(default_factory=dict)
-    #: ``; whole output in PATH`` where the output of the base run with those failures was kept.
+    #: Benchmark tests of REV that measured nothing in a base run (node id -> ``failed: <error>``
+    #: or ``skipped: <reason>``, one line): no baseline, yet not new. A base with such tests is
+    #: never served from the cache (a lock or port held at the time may be free the next time).
+    unmeasured: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: ``; whole output in PATH`` where the output of the base run with those tests was kept.
     failure_log: str = ""
 
     @property
@@ -289,6 +289,9 @@ def cache_key(revision: Revision, environment: Mapping[str, Any], modes: Sequenc
         "commit": revision.commit, "environment": dict(environment), "interpreter": sys.executable,
         "modes": list(modes), "options": list(options), "paths": list(paths), "where": where,
         "prepare": prepare, "plugin": __version__, "set": revision.set_name,
+        # 2: a base in which a benchmark test measured nothing is no longer cached (entries of
+        # format 1 may lack such a test silently, and would pass it as new)
+        "format": 2,
     }, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -402,16 +405,16 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         results_dir = scratch / "r1-base"
         base_options = [_map_path(o, toplevel, worktree) for o in options]
         paired: list[tuple[BaselineSet, BaselineSet]] = []
-        failed: dict[str, str] = {}
+        unmeasured: dict[str, str] = {}
         failure_log = ""
 
         def base_failures(child: _Child) -> None:
             nonlocal failure_log
-            found = child.failed_tests()
-            if found and not failed:
-                failure_log = _keep_log(child.output_path, cache_root, "base-test-failures.txt")
+            found = child.unmeasured_tests()
+            if found and not unmeasured:
+                failure_log = _keep_log(child.output_path, cache_root, f"base-{revision.commit[:12]}-output.txt")
             for nodeid, error in found.items():
-                failed.setdefault(nodeid, error)
+                unmeasured.setdefault(nodeid, error)
 
         if (paths and not child_paths) or not cwd.is_dir():  # the selection does not exist at REV
             measured = BaselineSet(name=SET_NAME, source=revision.commit)
@@ -457,8 +460,8 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                     one_round(number, again, mapped_again)
             measured = paired[0][0]
         _check_imports(modules_dir, worktree, toplevel, shown, revision)
-        failed = {nodeid: error for nodeid, error in failed.items()
-                  if not any(result.nodeid == nodeid for result in measured.entries.values())}
+        measured_tests = {result.nodeid for result in measured.entries.values()}
+        unmeasured = {nodeid: why for nodeid, why in unmeasured.items() if nodeid not in measured_tests}
         # Into the cache: the whole entry appears at once (a rename), or not at all.
         staging = cache_root / f".{key[:24]}.{os.getpid()}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
@@ -468,12 +471,12 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         else:
             (staging / "baselines" / SET_NAME).mkdir()
         seconds = time.monotonic() - started
-        if rounds > 1 or failed:  # kept for re-runs that judge against it, never served as a cache entry
+        if rounds > 1 or unmeasured:  # kept for re-runs that judge against it, never served as a cache entry
             shutil.rmtree(entry, ignore_errors=True)
             os.replace(staging, entry)
             measured.source = str(set_folder)
             return MeasuredBase(revision, measured, set_folder, False, seconds, paired, rounds if rounds > 1 else 0,
-                                failed, failure_log)
+                                unmeasured, failure_log)
         (staging / "base.json").write_text(json.dumps({
             "key": key, "commit": revision.commit, "revision": revision.revision,
             "environment": dict(environment), "modes": list(modes), "seconds": round(seconds, 1),
@@ -536,21 +539,29 @@ class _Child:
     def report_path(self) -> Path:
         return self.results_dir.with_name(self.results_dir.name + "-report.json")
 
-    def failed_tests(self) -> dict[str, str]:
-        """The benchmark tests that failed in this child (node id -> error line), from its
-        ``--bench-json`` report (nothing when it wrote none: a run that failed as a whole is an
-        error of its own, :meth:`result`)."""
+    def _report(self) -> dict[str, Any]:
+        """This child's ``--bench-json`` report ({} when it wrote none: a run that failed as a
+        whole is an error of its own, :meth:`result`)."""
         try:
             document = json.loads(self.report_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             return {}
-        if not isinstance(document, dict):
-            return {}
-        names = document.get("failed_tests")
-        errors = document.get("failed_test_errors")
-        errors = errors if isinstance(errors, dict) else {}
-        return {name: safe_text(str(errors.get(name) or "failed")) for name in names or ()
-                if isinstance(name, str)} if isinstance(names, list) else {}
+        return document if isinstance(document, dict) else {}
+
+    def unmeasured_tests(self) -> dict[str, str]:
+        """The tests that failed in this child (every one: a crashed worker's report names no
+        marker; the caller matches benchmarks' node ids) and the benchmark tests it skipped:
+        node id -> ``failed: <error>`` / ``skipped: <reason>``, escaped, one line each."""
+        document = self._report()
+        found: dict[str, str] = {}
+        for field, word in (("failed_test_errors", "failed"), ("skipped_tests", "skipped")):
+            listed = document.get(field)
+            if isinstance(listed, dict):
+                for name, why in listed.items():
+                    if isinstance(name, str):
+                        # its first line, escaped, cut after escaping (which lengthens it)
+                        found.setdefault(name, f"{word}: {one_line(safe_text(one_line(str(why))))}")
+        return found
 
     def command(self) -> list[str]:
         # its own output folder and basetemp: the two children of a round run at the same time
@@ -558,6 +569,7 @@ class _Child:
         return [
             sys.executable, "-m", "pytest", *self.options, "-p", "no:cacheprovider",
             f"--bench-save={SET_NAME}", f"--bench-baselines-dir={self.results_dir}", f"--bench-json={self.report_path}",
+            "--maxfail=0",  # the user's -x or --maxfail would leave the benchmarks after a failure unmeasured
             f"--bench-output={self.scratch / ('output-' + own)}", f"--basetemp={self.scratch / ('basetemp-' + own)}",
             *self.paths,
         ]
@@ -583,6 +595,12 @@ class _Child:
             what = f"the base run of {self.revision.commit[:12]}" if self.side == "base" else "a head run of this checkout"
             raise BaseError(f"{self.shown}: {what} failed (exit {self.returncode}): "
                             f"{_tail(self.output_path)}{_keep_log(self.output_path, self.cache_root)}")
+        crashed = self._report().get("crashed_tests")
+        if isinstance(crashed, list) and crashed:
+            what = f"the base run of {self.revision.commit[:12]}" if self.side == "base" else "a head run of this checkout"
+            raise BaseError(f"{self.shown}: in {what} a test process died while running "
+                            f"{one_line(safe_text(', '.join(str(c) for c in crashed)))}, so it saved nothing"
+                            f"{_keep_log(self.output_path, self.cache_root)}")
         return _load(self.results_dir / SET_NAME, self.revision)
 
 

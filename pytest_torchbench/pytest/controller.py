@@ -28,7 +28,7 @@ from ..core.results import BenchmarkResult, nodeid_of
 from .session import BenchSession
 from ..store.refs import Revision, exists_at, save_stamp
 from ..store.storage import BaselineError, BaselineSet, save_set
-from ..core.text import safe_text
+from ..core.text import one_line, safe_text
 
 REPORT_ATTRIBUTE = "torchbench"
 
@@ -58,8 +58,14 @@ def failure_line(report: pytest.TestReport) -> str:
     if not isinstance(text, str) or not text.strip():
         lines = [line.strip() for line in str(report.longrepr or "").splitlines() if line.strip()]
         text = lines[-1] if lines else f"failed in {report.when}"
-    first = text.strip().splitlines()[0]
-    return first if len(first) <= 300 else first[:299] + "…"
+    return one_line(text)
+
+
+def skip_reason(report: pytest.TestReport) -> str:
+    """A skipped report's reason as one line (``Skipped: port 8080 in use``)."""
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+    return one_line(str(text) or "skipped")
 
 
 def uncompared(verdicts: list[Verdict]) -> list[Verdict]:
@@ -173,9 +179,12 @@ class Controller:
         self.saved: list[Path] = []
         #: Benchmark tests that pytest failed or errored (any phase, with or without results).
         self.failed_tests: set[str] = set()
-        #: Their first failure's error, one line each (``--bench-json``'s ``failed_test_errors``):
-        #: what a measured base tells of a benchmark that failed at REV.
+        #: Every test that failed, benchmark or not (a crashed xdist worker's report has no
+        #: markers), with its first failure's error, one line each (``--bench-json``'s
+        #: ``failed_test_errors``): what a measured base tells of a benchmark that failed at REV.
         self.failure_lines: dict[str, str] = {}
+        #: Benchmark tests that were skipped, with the reason (``--bench-json``'s ``skipped_tests``).
+        self.skip_reasons: dict[str, str] = {}
         #: Benchmarks with no baseline because their test failed in the base run of REV (key -> why):
         #: not new, but not judged (:meth:`_not_judged_at_base`).
         self.failed_at_base: dict[str, str] = {}
@@ -208,9 +217,12 @@ class Controller:
             # its module ran even when the test recorded nothing (it failed): a benchmark that
             # was selected, ran and produced nothing is missing, whatever else ran beside it
             self.modules_run.add(report.nodeid.split("::", 1)[0])
+        if report.failed:
+            self.failure_lines.setdefault(report.nodeid, failure_line(report))
         if report.failed and MARKER in report.keywords:
             self.failed_tests.add(report.nodeid)  # an error in any phase: the reports say failed too
-            self.failure_lines.setdefault(report.nodeid, failure_line(report))
+        if report.skipped and MARKER in report.keywords:
+            self.skip_reasons.setdefault(report.nodeid, skip_reason(report))
         if report.when == "teardown" and report.nodeid in self._pending_properties:
             report.user_properties = [*report.user_properties, *self._pending_properties.pop(report.nodeid)]
         if report.when == "call" and payload and payload.get("results"):
@@ -274,6 +286,8 @@ class Controller:
                 verdict = dataclasses.replace(
                     verdict, status=NOT_COMPARABLE, summary=f"{verdict.metric}: not judged: {why}", details=[why],
                     failed=self.settings.policy.strict_environment)
+            elif verdict.status == NOT_COMPARABLE and not verdict.failed:  # a committed entry from elsewhere
+                verdict = dataclasses.replace(verdict, details=[*verdict.details, why])
             changed.append(verdict)
         return changed
 
@@ -345,12 +359,14 @@ class Controller:
                          if found is not None and found.alternates else [])
                 if pairs:
                     self.rounds.setdefault(result.key, {})[metric] = pairs
-        elif self.settings.base == "auto" and self.committed is not None and result.key in self.committed.entries:
-            self.origins[result.key] = committed_words
-        elif result.nodeid in measured.failed:
-            self.failed_at_base[result.key] = (
-                f"the test failed in the base run of {self.revision.revision} ({self.revision.commit[:12]}): "
-                f"{measured.failed[result.nodeid]}{measured.failure_log}")
+        else:
+            if self.settings.base == "auto" and self.committed is not None and result.key in self.committed.entries:
+                self.origins[result.key] = committed_words
+            unmeasured = measured.unmeasured.get(result.nodeid)
+            if unmeasured is not None:  # not new: its test is at REV and measured nothing there
+                self.failed_at_base[result.key] = (
+                    f"the base run of {self.revision.revision} ({self.revision.commit[:12]}) measured nothing "
+                    f"for it: {unmeasured}{measured.failure_log}")
 
     def _needs_measuring(self, result: BenchmarkResult) -> bool:
         """Whether the committed entry of ``result`` is missing (and its test file exists at REV:
@@ -422,9 +438,9 @@ class Controller:
                    "judged on the fastest call of each side in each round")
         elif self.measured.cached:
             how = f"taken from the cache ({self.measured.folder.parent.parent})"
-        elif self.measured.failed:
+        elif self.measured.unmeasured:
             how = (f"measured in this job in {self.measured.seconds:.1f} s, not cached: "
-                   f"{len(self.measured.failed)} benchmark test(s) failed in it")
+                   f"{len(self.measured.unmeasured)} of its tests failed or were skipped")
         else:
             how = f"measured in this job in {self.measured.seconds:.1f} s, cached in {self.measured.folder.parent.parent}"
         self.notes.append(f"the base {self.revision.revision} ({self.revision.commit[:12]}): {how}, "
@@ -583,6 +599,8 @@ class Controller:
                 "saved_as": self.settings.save,
                 "failed_tests": sorted(self.failed_tests),
                 "failed_test_errors": dict(sorted(self.failure_lines.items())),
+                "skipped_tests": dict(sorted(self.skip_reasons.items())),
+                "crashed_tests": sorted(self.crashed_tests()),
                 # What `torchbench merge` checks across shards and draws their HTML report from.
                 "baseline": self.baseline.name if self.baseline is not None else None,
                 "policy": {"limits": dict(sorted(self.settings.policy.limits.items())),
@@ -648,7 +666,7 @@ class Controller:
         lines = []
         if at_base:
             lines.append(f"{len({v.key for v in at_base})} benchmark(s) were compared with nothing: their test "
-                         "failed in the base run (measured while this session ran), so they have no baseline:")
+                         "is at the base revision but failed, was skipped or did not run in the base run:")
             for verdict in sorted(at_base, key=lambda v: (v.key, v.metric)):
                 lines.append(f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}")
         if found:
@@ -665,9 +683,9 @@ class Controller:
                 lines.append(f"  {verdict.key} [{verdict.metric}]: {verdict.summary}")
         hints = []
         if at_base:
-            hints.append("make those tests pass at the base revision beside a running session: a session "
-                         "fixture that holds a fixed port or a lock file for the whole session holds it while "
-                         "the base runs, so take a free port or a lock of the process's own")
+            hints.append("the base runs while this session runs: where the error is a port or a lock that a "
+                         "session fixture holds, let the fixture take a free port or a lock of its own; where the "
+                         "test is broken at the base revision, compare with a revision where it passes")
         if found:
             hints.append("measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
                          "or save the baselines on this kind of machine; where a line above says what to do, do that")

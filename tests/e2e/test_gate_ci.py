@@ -208,10 +208,12 @@ def test_a_benchmark_that_failed_in_the_base_run_is_not_passed_as_new(
     assert result.ret == EXIT_INCOMPARABLE, out
     result.stdout.fnmatch_lines([
         "torchbench: 1 benchmark(s) were compared with nothing*",
-        f"torchbench:   {KEY} [[]ops[]]: the test failed in the base run of HEAD~1 (*): "
-        "*BlockingIOError*; whole output in *",
-        "torchbench: ERROR: in CI this fails the run (exit 6); make those tests pass at the base revision*",
-        "torchbench: the base HEAD~1 (*): measured in this job in *, not cached: 1 benchmark test(s) failed in it*",
+        f"torchbench:   {KEY} [[]ops[]]: the base run of HEAD~1 (*) measured nothing for it: "
+        "failed: *BlockingIOError*; whole output in *base-*-output.txt",
+        "torchbench: ERROR: in CI this fails the run (exit 6); the base runs while this session runs: where "
+        "the error is a port or a lock *",
+        "torchbench: the base HEAD~1 (*): measured in this job in *, not cached: 1 of its tests failed or "
+        "were skipped*",
     ])
     verdicts = {(v["key"], v["metric"]): v for v in _json(pytester)["verdicts"]}
     assert verdicts[(KEY, "ops")]["status"] == "not comparable", verdicts
@@ -225,6 +227,54 @@ def test_a_benchmark_that_failed_in_the_base_run_is_not_passed_as_new(
     freed = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1")
     assert freed.ret == 1, freed.stdout.str()
     freed.stdout.fnmatch_lines(["*aten::clone*", "*measured in this job in *, cached in*"])
+
+
+def test_a_metric_the_committed_entry_lacks_is_not_new_when_the_base_run_failed(
+        pytester: pytest.Pytester, run_bench, project, monkeypatch: pytest.MonkeyPatch,
+        tmp_path_factory: pytest.TempPathFactory) -> None:  # type: ignore[no-untyped-def]
+    """--bench-base=auto: the committed entry has ops, this run also wants calls, so REV is measured,
+    and the benchmark fails there. ops is judged against the committed entry (the extra op fails);
+    calls is not passed as new."""
+    lock = tmp_path_factory.mktemp("lock") / "resource.lock"
+    project(conftest=LOCKING_CONFTEST.replace("LOCK_PATH", repr(str(lock))))
+    monkeypatch.setenv("RUNNER", "laptop")  # the committed ops entry is comparable
+    result = run_bench("--bench-mode=ops,calls", "--bench-compare=HEAD~1")
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*aten::clone*",
+        f"torchbench:   {KEY} [[]calls[]]: the base run of HEAD~1 (*) measured nothing for it: failed: *BlockingIOError*",
+    ])
+
+
+def test_a_failure_before_the_benchmarks_at_rev_stops_nothing_and_a_skip_there_is_not_new(
+        pytester: pytest.Pytester, run_bench, git: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The user's ``-x`` reaches the base run, where a plain test fails before the benchmarks (the
+    pull request fixes it): the base run still measures them, so the extra op fails. A benchmark
+    skipped at REV (a fixture's ``pytest.skip``) and run here is not passed as new."""
+    root = pytester.path
+    (root / "mylib").mkdir()
+    (root / "mylib/__init__.py").write_text(LIB_BEFORE)
+    (root / "test_a_plain.py").write_text("import mylib\n\n\ndef test_fixed():\n    assert getattr(mylib, 'FIXED', False)\n")
+    (root / "test_work.py").write_text(TEST)
+    (root / "test_b_skip.py").write_text(
+        "import pytest, torch\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_later():\n"
+        "    if not getattr(mylib, 'FIXED', False):\n        pytest.skip('the service is not up')\n    torch.ones(2) * 2\n")
+    (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "before")
+    (root / "mylib/__init__.py").write_text("FIXED = True\n" + LIB_AFTER)
+    git(root, "commit", "-q", "-am", "after: fixed, and one more op per call")
+    monkeypatch.setenv("CI", "true")
+    result = run_bench("-x", "--bench-mode=ops", "--bench-compare=HEAD~1")
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines([
+        "*aten::clone*",
+        "torchbench: 1 benchmark(s) were compared with nothing: their test is at the base revision but failed, "
+        "was skipped or did not run in the base run:",
+        "torchbench:   test_b_skip.py::test_later [[]ops[]]: the base run of HEAD~1 (*) measured nothing for it: "
+        "skipped: Skipped: the service is not up; whole output in *",
+    ])
 
 
 def test_comparable_committed_baselines_are_used_as_they_are(
