@@ -107,9 +107,10 @@ class MeasuredBase:
     #: The rounds of the whole selection (``--bench-rounds``); those after them measured only
     #: the tests the first ones could not decide.
     rounds_of_all: int = 0
-    #: Benchmark tests of REV that measured nothing in a base run (node id -> ``failed: <error>``
-    #: or ``skipped: <reason>``, one line): no baseline, yet not new. A base with such tests is
-    #: never served from the cache (a lock or port held at the time may be free the next time).
+    #: Tests of REV that failed in a base run, and its skipped benchmark tests (node id ->
+    #: ``failed: <error>`` or ``skipped: <reason>``, one line): a benchmark of such a test that
+    #: has no entry is not new. A base in which a test failed is never served from the cache (a
+    #: lock or port held at the time may be free the next time); skips are cached with it.
     unmeasured: dict[str, str] = dataclasses.field(default_factory=dict)
     #: ``; whole output in PATH`` where the output of the base run with those tests was kept.
     failure_log: str = ""
@@ -380,7 +381,9 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             meta = {}
         if isinstance(meta, dict) and meta.get("key") == key and meta.get("commit") == revision.commit:
             loaded = _load(set_folder, revision)
-            return MeasuredBase(revision, loaded, set_folder, True, 0.0)
+            skipped = meta.get("unmeasured")
+            skipped = {str(k): one_line(safe_text(v)) for k, v in skipped.items()} if isinstance(skipped, dict) else {}
+            return MeasuredBase(revision, loaded, set_folder, True, 0.0, unmeasured=skipped)
     started = time.monotonic()
     cache_root.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="torchbench-base-"))
@@ -458,10 +461,16 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                 mapped_again = [_map_path(test, toplevel, worktree) for test in again]
                 for number in range(len(paired) + 1, len(paired) + rounds + 1):
                     one_round(number, again, mapped_again)
-            measured = paired[0][0]
+            # The first round's base, and for a benchmark it lacks (its test failed there) the
+            # first later round's: a copy, so that no round gains pairs it did not measure.
+            measured = dataclasses.replace(paired[0][0], entries=dict(paired[0][0].entries))
+            for base_set, _ in paired[1:]:
+                for result_key, result in base_set.entries.items():
+                    measured.entries.setdefault(result_key, result)
         _check_imports(modules_dir, worktree, toplevel, shown, revision)
-        measured_tests = {result.nodeid for result in measured.entries.values()}
-        unmeasured = {nodeid: why for nodeid, why in unmeasured.items() if nodeid not in measured_tests}
+        # A test that failed reaches no cache (a lock or port held at the time may be free the next
+        # time); skipped benchmarks are cached with their reasons.
+        uncacheable = any(why.startswith("failed:") for why in unmeasured.values())
         # Into the cache: the whole entry appears at once (a rename), or not at all.
         staging = cache_root / f".{key[:24]}.{os.getpid()}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
@@ -471,7 +480,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         else:
             (staging / "baselines" / SET_NAME).mkdir()
         seconds = time.monotonic() - started
-        if rounds > 1 or unmeasured:  # kept for re-runs that judge against it, never served as a cache entry
+        if rounds > 1 or uncacheable:  # kept for re-runs that judge against it, never served as a cache entry
             shutil.rmtree(entry, ignore_errors=True)
             os.replace(staging, entry)
             measured.source = str(set_folder)
@@ -480,11 +489,13 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         (staging / "base.json").write_text(json.dumps({
             "key": key, "commit": revision.commit, "revision": revision.revision,
             "environment": dict(environment), "modes": list(modes), "seconds": round(seconds, 1),
+            "unmeasured": unmeasured,
         }, indent=1, sort_keys=True, default=str), encoding="utf-8")
         shutil.rmtree(entry, ignore_errors=True)
         os.replace(staging, entry)
         measured.source = str(set_folder)
-        return MeasuredBase(revision, measured, set_folder, False, seconds)
+        return MeasuredBase(revision, measured, set_folder, False, seconds, unmeasured=unmeasured,
+                            failure_log=failure_log)
     finally:
         _git(["worktree", "remove", "--force", str(worktree)], toplevel)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -62,7 +62,11 @@ def failure_line(report: pytest.TestReport) -> str:
 
 
 def skip_reason(report: pytest.TestReport) -> str:
-    """A skipped report's reason as one line (``Skipped: port 8080 in use``)."""
+    """A skipped report's reason as one line (``Skipped: port 8080 in use``; an xfail's
+    ``expected to fail: <reason>``)."""
+    xfail = getattr(report, "wasxfail", None)
+    if xfail is not None:
+        return one_line(f"expected to fail: {xfail}" if xfail else "expected to fail")
     longrepr = report.longrepr
     text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
     return one_line(str(text) or "skipped")
@@ -282,10 +286,10 @@ class Controller:
             return verdicts
         changed = []
         for verdict in verdicts:
-            if verdict.status == NEW:
+            if verdict.status == NEW:  # what a verdict hook made of it (failed, details) is kept
                 verdict = dataclasses.replace(
-                    verdict, status=NOT_COMPARABLE, summary=f"{verdict.metric}: not judged: {why}", details=[why],
-                    failed=self.settings.policy.strict_environment)
+                    verdict, status=NOT_COMPARABLE, summary=f"{verdict.metric}: not judged: {why}",
+                    details=[why, *verdict.details], failed=verdict.failed or self.settings.policy.strict_environment)
             elif verdict.status == NOT_COMPARABLE and not verdict.failed:  # a committed entry from elsewhere
                 verdict = dataclasses.replace(verdict, details=[*verdict.details, why])
             changed.append(verdict)
@@ -438,9 +442,9 @@ class Controller:
                    "judged on the fastest call of each side in each round")
         elif self.measured.cached:
             how = f"taken from the cache ({self.measured.folder.parent.parent})"
-        elif self.measured.unmeasured:
-            how = (f"measured in this job in {self.measured.seconds:.1f} s, not cached: "
-                   f"{len(self.measured.unmeasured)} of its tests failed or were skipped")
+        elif any(why.startswith("failed:") for why in self.measured.unmeasured.values()):
+            failed = sum(why.startswith("failed:") for why in self.measured.unmeasured.values())
+            how = f"measured in this job in {self.measured.seconds:.1f} s, not cached: {failed} of its tests failed"
         else:
             how = f"measured in this job in {self.measured.seconds:.1f} s, cached in {self.measured.folder.parent.parent}"
         self.notes.append(f"the base {self.revision.revision} ({self.revision.commit[:12]}): {how}, "

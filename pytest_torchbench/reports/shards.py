@@ -182,14 +182,18 @@ def merge(shards: Sequence[Shard]) -> Merged:
         source = f"{_source_prefix(source)}: {describe_origins(origins.values())}"
     failed = sorted({t for shard in shards for t in shard.meta.get("failed_tests") or []})
     errors: dict[str, str] = {}
+    skipped: dict[str, str] = {}
     for shard in shards:
-        found = shard.meta.get("failed_test_errors")
-        if isinstance(found, dict):
-            errors.update({k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)})
+        for field, merged in (("failed_test_errors", errors), ("skipped_tests", skipped)):
+            found = shard.meta.get(field)
+            if isinstance(found, dict):
+                merged.update({k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)})
+    crashed = sorted({t for shard in shards for t in shard.meta.get("crashed_tests") or [] if isinstance(t, str)})
     meta = {
         "modes": first.get("modes"), "compared_with": source, "baseline": first.get("baseline"),
         "policy": first.get("policy"), "baseline_origins": dict(sorted(origins.items())) if origins else
         first.get("baseline_origins"), "failed_tests": failed, "failed_test_errors": dict(sorted(errors.items())),
+        "skipped_tests": dict(sorted(skipped.items())), "crashed_tests": crashed,
         "merged_from": [str(shard.path) for shard in shards],
     }
     return Merged(results, verdicts, entries if first.get("baseline") is not None else None,

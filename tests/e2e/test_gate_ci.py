@@ -212,8 +212,7 @@ def test_a_benchmark_that_failed_in_the_base_run_is_not_passed_as_new(
         "failed: *BlockingIOError*; whole output in *base-*-output.txt",
         "torchbench: ERROR: in CI this fails the run (exit 6); the base runs while this session runs: where "
         "the error is a port or a lock *",
-        "torchbench: the base HEAD~1 (*): measured in this job in *, not cached: 1 of its tests failed or "
-        "were skipped*",
+        "torchbench: the base HEAD~1 (*): measured in this job in *, not cached: 1 of its tests failed*",
     ])
     verdicts = {(v["key"], v["metric"]): v for v in _json(pytester)["verdicts"]}
     assert verdicts[(KEY, "ops")]["status"] == "not comparable", verdicts
@@ -275,6 +274,38 @@ def test_a_failure_before_the_benchmarks_at_rev_stops_nothing_and_a_skip_there_i
         "torchbench:   test_b_skip.py::test_later [[]ops[]]: the base run of HEAD~1 (*) measured nothing for it: "
         "skipped: Skipped: the service is not up; whole output in *",
     ])
+
+
+def test_a_benchmark_skipped_at_rev_stays_unjudged_when_the_base_comes_from_the_cache(
+        pytester: pytest.Pytester, run_bench, git: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """A skip is no transient failure: the base is cached, with the skip's reason, and a run served
+    from the cache still names the benchmark as not judged. An xfail says so."""
+    root = pytester.path
+    (root / "mylib").mkdir()
+    (root / "mylib/__init__.py").write_text(LIB_BEFORE)
+    (root / "test_work.py").write_text(TEST + "\n\n@pytest.mark.benchmark\n@pytest.mark.xfail(not hasattr(mylib, "
+                                       "'FIXED'), reason='needs the fix', strict=True)\ndef test_fixed():\n"
+                                       "    assert mylib.FIXED\n    mylib.work()\n")
+    (root / "test_b_skip.py").write_text(
+        "import pytest, torch\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_later():\n"
+        "    if not getattr(mylib, 'FIXED', False):\n        pytest.skip('the service is not up')\n    torch.ones(2) * 2\n")
+    (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "before")
+    (root / "mylib/__init__.py").write_text("FIXED = True\n" + LIB_BEFORE)
+    git(root, "commit", "-q", "-am", "after: fixed")
+    monkeypatch.setenv("CI", "true")
+    lines = ["torchbench:   test_b_skip.py::test_later [[]ops[]]: the base run of HEAD~1 (*) measured nothing "
+             "for it: skipped: Skipped: the service is not up*",
+             "torchbench:   test_work.py::test_fixed [[]ops[]]: the base run of HEAD~1 (*) measured nothing "
+             "for it: skipped: expected to fail: needs the fix*"]
+    first = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1")
+    assert first.ret == EXIT_INCOMPARABLE, first.stdout.str()
+    first.stdout.fnmatch_lines([*lines, "*measured in this job in *, cached in *"])
+    again = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1")
+    assert again.ret == EXIT_INCOMPARABLE, again.stdout.str()
+    again.stdout.fnmatch_lines([*lines, "*taken from the cache*"])
 
 
 def test_comparable_committed_baselines_are_used_as_they_are(
