@@ -44,6 +44,10 @@ _LEFT_OUT = {
     "--sw-reset": False, "--stepwise-reset": False, "--cache-clear": False, "--lfnf": True,
     "--last-failed-no-failures": True, "--pdb": False, "--trace": False, "--basetemp": True,
 }
+#: Of those, the options of the cache plugin (and its stepwise), which a process started with
+#: ``-p no:cacheprovider`` does not know: given in the user's ``PYTEST_ADDOPTS`` or ini ``addopts``,
+#: which such a process reads too, they would end it with a usage error (exit 4).
+CACHE_OPTIONS = {name: takes for name, takes in _LEFT_OUT.items() if name not in ("--pdb", "--trace", "--basetemp")}
 #: Set in the re-run's environment. The re-run reads the user's ini file (``addopts``) and
 #: environment like the run that started it, so without this it would save the baselines, write
 #: the Markdown, HTML and JUnit reports and the CI job summary, traces, and call the report hooks a

@@ -131,7 +131,14 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
     Why this early: torch reads its huge-page switch at the process's first CPU allocation of any
     size, and a conftest's module-level tensor (normalisation constants, say) comes long before
-    ``pytest_configure``. Modes of metric plugins, known only at configure, are prepared there."""
+    ``pytest_configure``. Modes of metric plugins, known only at configure, are prepared there.
+
+    Also: in a process this plugin started without the cache plugin (a base run, a re-run), the
+    cache plugin's options that came from the user's ``PYTEST_ADDOPTS`` or ini ``addopts``
+    (``--sw``, ``--lf``...) are dropped from ``args`` before pytest parses them for good: it
+    would refuse them as unknown, and the whole run would end there."""
+    if (os.environ.get(MODULES_ENV) or explain.in_rerun()) and not early_config.pluginmanager.has_plugin("cacheprovider"):
+        args[:] = explain.remove_options(args, explain.CACHE_OPTIONS)
     opt = early_config.known_args_namespace
     if not options_module.is_active(opt):
         return

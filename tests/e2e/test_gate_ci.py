@@ -308,6 +308,18 @@ def test_a_benchmark_skipped_at_rev_stays_unjudged_when_the_base_comes_from_the_
     again.stdout.fnmatch_lines([*lines, "*taken from the cache*"])
 
 
+def test_the_cache_plugins_options_in_addopts_do_not_stop_the_base_run(
+        pytester: pytest.Pytester, run_bench, project, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """The base run starts without the cache plugin; a user's PYTEST_ADDOPTS or ini addopts with
+    its options (--ff, --lfnf) reached it anyway and it refused them (exit 4 for the whole run)."""
+    project(save_before=False)
+    (pytester.path / "pytest.ini").write_text("[pytest]\naddopts = --lfnf=all\n")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--ff")
+    result = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1")
+    assert result.ret == 1, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*aten::clone*"])
+
+
 def test_comparable_committed_baselines_are_used_as_they_are(
         pytester: pytest.Pytester, run_bench, project, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     project()
