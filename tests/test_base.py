@@ -263,19 +263,21 @@ def test_a_base_runs_report_is_read_defensively(tmp_path: Path) -> None:
     from pytest_torchbench.pytest.base import _Child
 
     revision = Revision("HEAD~1", "HEAD~1", "main", "a" * 40, tmp_path)
-    child = _Child(revision, [], [], tmp_path, {}, tmp_path / "r1-base", tmp_path, "--bench-compare=HEAD~1",
-                   tmp_path, "base")
-    assert child.unmeasured_tests() == {}  # no report written
-    child.report_path.write_text(json.dumps({
+    def child() -> _Child:  # a child reads its report once: a fresh one for each report written
+        return _Child(revision, [], [], tmp_path, {}, tmp_path / "r1-base", tmp_path, "--bench-compare=HEAD~1",
+                      tmp_path, "base")
+
+    assert child().unmeasured_tests() == {}  # no report written
+    child().report_path.write_text(json.dumps({
         "failed_test_errors": {"t.py::a": "OSError: [Errno 98] Address already in use\nsecond line",
                                "t.py::b": "\x1b[2J::error::forged " + "\x1b" * 1000, "t.py::c": 3, "t.py::d": None},
         "skipped_tests": {"t.py::e": "Skipped: no server", "t.py::a": "later"},
     }))
-    found = child.unmeasured_tests()
+    found = child().unmeasured_tests()
     assert found["t.py::a"] == "failed: OSError: [Errno 98] Address already in use"
     assert found["t.py::b"].startswith("failed: \\x1b[2J") and "\x1b" not in found["t.py::b"]
     assert len(found["t.py::b"]) <= len("failed: ") + 300 and found["t.py::b"].endswith("…")
     assert found["t.py::c"] == "failed: 3" and found["t.py::e"] == "skipped: Skipped: no server"
     for text in ("[]", "null", "{", "[" * 100000 + "]" * 100000):
-        child.report_path.write_text(text)
-        assert child.unmeasured_tests() == {}
+        child().report_path.write_text(text)
+        assert child().unmeasured_tests() == {}

@@ -42,6 +42,7 @@ speed of a machine that has two (docs/design/time-gate.md, "Measured in turns");
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -116,6 +117,11 @@ class MeasuredBase:
     failure_log: str = ""
 
     @property
+    def tests_failed(self) -> int:
+        """How many of :attr:`unmeasured` failed (not skipped): any keeps the base out of the cache."""
+        return failed_count(self.unmeasured)
+
+    @property
     def in_turns(self) -> bool:
         """Whether the rounds' measurements took turns (engines/duet.py): told by what they
         recorded, not by what was asked (children whose tests ran in xdist workers, or
@@ -155,6 +161,11 @@ class MeasuredBase:
         strictly."""
         kept = round_pairs(self.rounds[:self.rounds_of_all * (1 + passes)], key, metric)
         return kept if kept else round_pairs(self.rounds, key, metric)
+
+
+def failed_count(unmeasured: Mapping[str, str]) -> int:
+    """The tests of a base run's ``unmeasured`` (node id -> ``failed: ...`` / ``skipped: ...``) that failed."""
+    return sum(why.startswith("failed:") for why in unmeasured.values())
 
 
 def round_pairs(rounds: Sequence[tuple[BaselineSet, BaselineSet]], key: str, metric: str) -> RoundPairs:
@@ -470,7 +481,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         _check_imports(modules_dir, worktree, toplevel, shown, revision)
         # A test that failed reaches no cache (a lock or port held at the time may be free the next
         # time); skipped benchmarks are cached with their reasons.
-        uncacheable = any(why.startswith("failed:") for why in unmeasured.values())
+        uncacheable = failed_count(unmeasured) > 0
         # Into the cache: the whole entry appears at once (a rename), or not at all.
         staging = cache_root / f".{key[:24]}.{os.getpid()}.tmp"
         shutil.rmtree(staging, ignore_errors=True)
@@ -547,12 +558,17 @@ class _Child:
         return self.results_dir.with_name(self.results_dir.name + "-output.txt")
 
     @property
+    def what(self) -> str:
+        return f"the base run of {self.revision.commit[:12]}" if self.side == "base" else "a head run of this checkout"
+
+    @property
     def report_path(self) -> Path:
         return self.results_dir.with_name(self.results_dir.name + "-report.json")
 
+    @functools.cached_property
     def _report(self) -> dict[str, Any]:
-        """This child's ``--bench-json`` report ({} when it wrote none: a run that failed as a
-        whole is an error of its own, :meth:`result`)."""
+        """This child's ``--bench-json`` report, read once after it ran ({} when it wrote none: a
+        run that failed as a whole is an error of its own, :meth:`result`)."""
         try:
             document = json.loads(self.report_path.read_text(encoding="utf-8"))
         except (OSError, ValueError, RecursionError):
@@ -563,7 +579,7 @@ class _Child:
         """The tests that failed in this child (every one: a crashed worker's report names no
         marker; the caller matches benchmarks' node ids) and the benchmark tests it skipped:
         node id -> ``failed: <error>`` / ``skipped: <reason>``, escaped, one line each."""
-        document = self._report()
+        document = self._report
         found: dict[str, str] = {}
         for field, word in (("failed_test_errors", "failed"), ("skipped_tests", "skipped")):
             listed = document.get(field)
@@ -603,13 +619,11 @@ class _Child:
 
     def result(self) -> BaselineSet:
         if self.returncode not in USABLE_EXITS:
-            what = f"the base run of {self.revision.commit[:12]}" if self.side == "base" else "a head run of this checkout"
-            raise BaseError(f"{self.shown}: {what} failed (exit {self.returncode}): "
+            raise BaseError(f"{self.shown}: {self.what} failed (exit {self.returncode}): "
                             f"{_tail(self.output_path)}{_keep_log(self.output_path, self.cache_root)}")
-        crashed = self._report().get("crashed_tests")
+        crashed = self._report.get("crashed_tests")
         if isinstance(crashed, list) and crashed:
-            what = f"the base run of {self.revision.commit[:12]}" if self.side == "base" else "a head run of this checkout"
-            raise BaseError(f"{self.shown}: in {what} a test process died while running "
+            raise BaseError(f"{self.shown}: in {self.what} a test process died while running "
                             f"{one_line(safe_text(', '.join(str(c) for c in crashed)))}, so it saved nothing"
                             f"{_keep_log(self.output_path, self.cache_root)}")
         return _load(self.results_dir / SET_NAME, self.revision)

@@ -442,9 +442,9 @@ class Controller:
                    "judged on the fastest call of each side in each round")
         elif self.measured.cached:
             how = f"taken from the cache ({self.measured.folder.parent.parent})"
-        elif any(why.startswith("failed:") for why in self.measured.unmeasured.values()):
-            failed = sum(why.startswith("failed:") for why in self.measured.unmeasured.values())
-            how = f"measured in this job in {self.measured.seconds:.1f} s, not cached: {failed} of its tests failed"
+        elif self.measured.tests_failed:
+            how = (f"measured in this job in {self.measured.seconds:.1f} s, not cached: "
+                   f"{self.measured.tests_failed} of its tests failed")
         else:
             how = f"measured in this job in {self.measured.seconds:.1f} s, cached in {self.measured.folder.parent.parent}"
         self.notes.append(f"the base {self.revision.revision} ({self.revision.commit[:12]}): {how}, "

@@ -245,25 +245,34 @@ def test_a_metric_the_committed_entry_lacks_is_not_new_when_the_base_run_failed(
     ])
 
 
+def _fixed_at_head(root: Path, git: Callable[..., str], files: dict[str, str], lib_after: str) -> None:
+    """Commit REV (mylib without ``FIXED``, ``files`` beside it, among them a benchmark skipped
+    until the fix), then HEAD with ``mylib`` = ``FIXED = True`` + ``lib_after``."""
+    (root / "mylib").mkdir()
+    (root / "mylib/__init__.py").write_text(LIB_BEFORE)
+    for name, text in {**files, "test_b_skip.py": SKIPPED_UNTIL_FIXED}.items():
+        (root / name).write_text(text)
+    (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "before")
+    (root / "mylib/__init__.py").write_text("FIXED = True\n" + lib_after)
+    git(root, "commit", "-q", "-am", "after: fixed")
+
+
+SKIPPED_UNTIL_FIXED = ("import pytest, torch\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_later():\n"
+                       "    if not getattr(mylib, 'FIXED', False):\n        pytest.skip('the service is not up')\n"
+                       "    torch.ones(2) * 2\n")
+
+
 def test_a_failure_before_the_benchmarks_at_rev_stops_nothing_and_a_skip_there_is_not_new(
         pytester: pytest.Pytester, run_bench, git: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """The user's ``-x`` reaches the base run, where a plain test fails before the benchmarks (the
     pull request fixes it): the base run still measures them, so the extra op fails. A benchmark
     skipped at REV (a fixture's ``pytest.skip``) and run here is not passed as new."""
-    root = pytester.path
-    (root / "mylib").mkdir()
-    (root / "mylib/__init__.py").write_text(LIB_BEFORE)
-    (root / "test_a_plain.py").write_text("import mylib\n\n\ndef test_fixed():\n    assert getattr(mylib, 'FIXED', False)\n")
-    (root / "test_work.py").write_text(TEST)
-    (root / "test_b_skip.py").write_text(
-        "import pytest, torch\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_later():\n"
-        "    if not getattr(mylib, 'FIXED', False):\n        pytest.skip('the service is not up')\n    torch.ones(2) * 2\n")
-    (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "before")
-    (root / "mylib/__init__.py").write_text("FIXED = True\n" + LIB_AFTER)
-    git(root, "commit", "-q", "-am", "after: fixed, and one more op per call")
+    _fixed_at_head(pytester.path, git, {
+        "test_a_plain.py": "import mylib\n\n\ndef test_fixed():\n    assert getattr(mylib, 'FIXED', False)\n",
+        "test_work.py": TEST}, LIB_AFTER)  # fixed, and one more op per call
     monkeypatch.setenv("CI", "true")
     result = run_bench("-x", "--bench-mode=ops", "--bench-compare=HEAD~1")
     assert result.ret == 1, result.stdout.str()
@@ -280,21 +289,10 @@ def test_a_benchmark_skipped_at_rev_stays_unjudged_when_the_base_comes_from_the_
         pytester: pytest.Pytester, run_bench, git: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """A skip is no transient failure: the base is cached, with the skip's reason, and a run served
     from the cache still names the benchmark as not judged. An xfail says so."""
-    root = pytester.path
-    (root / "mylib").mkdir()
-    (root / "mylib/__init__.py").write_text(LIB_BEFORE)
-    (root / "test_work.py").write_text(TEST + "\n\n@pytest.mark.benchmark\n@pytest.mark.xfail(not hasattr(mylib, "
-                                       "'FIXED'), reason='needs the fix', strict=True)\ndef test_fixed():\n"
-                                       "    assert mylib.FIXED\n    mylib.work()\n")
-    (root / "test_b_skip.py").write_text(
-        "import pytest, torch\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_later():\n"
-        "    if not getattr(mylib, 'FIXED', False):\n        pytest.skip('the service is not up')\n    torch.ones(2) * 2\n")
-    (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "before")
-    (root / "mylib/__init__.py").write_text("FIXED = True\n" + LIB_BEFORE)
-    git(root, "commit", "-q", "-am", "after: fixed")
+    _fixed_at_head(pytester.path, git, {
+        "test_work.py": TEST + "\n\n@pytest.mark.benchmark\n@pytest.mark.xfail(not hasattr(mylib, 'FIXED'), "
+                               "reason='needs the fix', strict=True)\ndef test_fixed():\n"
+                               "    assert mylib.FIXED\n    mylib.work()\n"}, LIB_BEFORE)
     monkeypatch.setenv("CI", "true")
     lines = ["torchbench:   test_b_skip.py::test_later [[]ops[]]: the base run of HEAD~1 (*) measured nothing "
              "for it: skipped: Skipped: the service is not up*",
