@@ -151,14 +151,14 @@ def compare_sets(baseline: BaselineSet, current: BaselineSet, policy: Policy) ->
 
 def _print_table(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline: BaselineSet | None) -> None:
     width = min(shutil.get_terminal_size((100, 24)).columns, 120)
-    for line in terminal.render_tables(results, verdicts, baseline.name if baseline else None, width=width):
+    for line in terminal.render_tables(results, verdicts, baseline.shown_as if baseline else None, width=width):
         print(line)
     if baseline is not None:
         shown = [v for v in verdicts if v.status != "unchanged"]
         for line in terminal.render_verdict_lines(shown):
             print(line)
         if not shown and results:
-            print(f"no changes beyond the limits against baseline '{baseline.name}' ({baseline.source})")
+            print(f"no changes beyond the limits against baseline '{safe_text(baseline.shown_as)}' ({safe_text(baseline.source)})")
 
 
 def _check_report_targets(args: argparse.Namespace) -> None:
@@ -176,7 +176,7 @@ def _write_reports(args: argparse.Namespace, results: list[BenchmarkResult], ver
                    baseline: BaselineSet | None, meta: dict[str, object]) -> bool:
     """Write the reports asked for; False when one could not be written (its ERROR line printed)."""
     notes = publish.write_reports(
-        results, verdicts, baseline.entries if baseline else None, baseline.name if baseline else None,
+        results, verdicts, baseline.entries if baseline else None, baseline.shown_as if baseline else None,
         baseline.source if baseline else None, args.markdown, args.html, None, option_prefix="--",
     )
     if getattr(args, "json", None) is not None:
@@ -227,8 +227,8 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
     current = _resolve(args.current, "current", baselines_dir)
     results = [current.entries[k] for k in sorted(current.entries)]
     verdicts = compare_sets(baseline, current, policy)
-    print(f"comparing '{safe_text(current.name)}' ({safe_text(current.source)}) with baseline "
-          f"'{safe_text(baseline.name)}' ({safe_text(baseline.source)})")
+    print(f"comparing '{safe_text(current.shown_as)}' ({safe_text(current.source)}) with baseline "
+          f"'{safe_text(baseline.shown_as)}' ({safe_text(baseline.source)})")
     _print_table(results, verdicts, baseline)
     written = _write_reports(args, results, verdicts, baseline, {
         "compared_with": baseline.source, "current": current.source, "modes": sorted({v.metric for v in verdicts})})

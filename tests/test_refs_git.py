@@ -174,11 +174,12 @@ def test_compare_with_revisions_end_to_end(  # type: ignore[no-untyped-def]
 
     same = run_bench("--bench-mode=ops", "--bench-compare=HEAD")
     assert same.ret == 0, same.stdout.str()
-    same.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'main' (git HEAD*"])
-    assert run_bench("--bench-mode=ops", "--bench-compare=lean~1").ret == 0
+    # Shown as the revision given, not as the set 'main' (which reads as this checkout's set or branch).
+    same.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'HEAD' (git HEAD*"])
+    assert run_bench("--bench-mode=ops", "--bench-compare=lean~1:main").ret == 0
     worse = run_bench("--bench-mode=ops", "--bench-compare=lean")
     assert worse.ret == 1
-    worse.stdout.fnmatch_lines(["*op counts changed*"])
+    worse.stdout.fnmatch_lines(["*op counts changed*", "*delta vs baseline 'lean')*"])
 
     missing = run_bench("--bench-mode=ops", "--bench-compare=HEAD~5")
     assert missing.ret == 4

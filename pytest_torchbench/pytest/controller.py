@@ -606,7 +606,7 @@ class Controller:
                 "skipped_tests": dict(sorted(self.skip_reasons.items())),
                 "crashed_tests": sorted(self.crashed_tests()),
                 # What `torchbench merge` checks across shards and draws their HTML report from.
-                "baseline": self.baseline.name if self.baseline is not None else None,
+                "baseline": self.baseline.shown_as if self.baseline is not None else None,
                 "policy": {"limits": dict(sorted(self.settings.policy.limits.items())),
                            "strict": self.settings.policy.strict_environment,
                            "fail_stale": self.settings.policy.fail_stale},
@@ -631,7 +631,7 @@ class Controller:
         self.notes.extend(publish.write_reports(
             self.results, self.verdicts,
             self.baseline.entries if self.baseline is not None else None,
-            self.baseline.name if self.baseline is not None else None,
+            self.baseline.shown_as if self.baseline is not None else None,
             self._source(),
             self.settings.markdown_path, self.settings.html_path, markdown.step_summary_path(),
             failed_tests=self.failed_tests,
@@ -666,7 +666,7 @@ class Controller:
         noisy = unjudged(self.verdicts)
         if not found and not noisy and not at_base:
             return
-        name = self.baseline.name if self.baseline is not None else "?"
+        name = self.baseline.shown_as if self.baseline is not None else "?"
         lines = []
         if at_base:
             lines.append(f"{len({v.key for v in at_base})} benchmark(s) were compared with nothing: their test "
@@ -739,7 +739,7 @@ class Controller:
         write = terminalreporter.write_line
         if self.results or self.verdicts or self.notes:
             terminalreporter.section("torchbench", sep="=")
-        name = self.baseline.name if self.baseline is not None else None
+        name = self.baseline.shown_as if self.baseline is not None else None
         width = terminal_width(terminalreporter)
         only_changed = changes_only(self.config)
         for line in terminal.render_tables(self.results, self.verdicts, name, width=min(width, 120),

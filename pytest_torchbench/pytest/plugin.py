@@ -179,7 +179,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 if revision is None:
                     raise
                 baseline = BaselineSet(name=revision.set_name or DEFAULT_SET,
-                                       source=f"git {revision.revision} ({revision.commit[:12]}), nothing committed")
+                                       source=f"git {revision.revision} ({revision.commit[:12]}), nothing committed",
+                                       label=settings.compare)
         if settings.save is not None and not worker:
             # Parse the set we will write into now: a corrupt file stops the run before any
             # benchmark runs, instead of after, and is never overwritten.

@@ -163,6 +163,7 @@ def load_set_from_git(
     commit = _git_commit(revision, toplevel)
     if commit is None:
         return None
+    given = revision if set_name is None else f"{revision}:{set_name}"  # as typed, for reports
     try:
         relative = baselines_dir.resolve().relative_to(toplevel.resolve()).as_posix()
     except ValueError:
@@ -205,7 +206,8 @@ def load_set_from_git(
             f"{set_name!r} (it has: {', '.join(sets)})"
         )
     prefix = f"{relative}/{set_name}/"
-    result = BaselineSet(name=set_name, source=f"git {revision} ({commit[:12]}):{prefix}")
+    result = BaselineSet(name=set_name, source=f"git {revision} ({commit[:12]}):{prefix}",
+                         label=given)
     for path in files:
         if not path.startswith(prefix):
             continue

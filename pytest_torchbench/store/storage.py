@@ -57,9 +57,19 @@ class BaselineSet:
     name: str
     source: str  # where it came from, for messages
     entries: dict[str, BenchmarkResult] = dataclasses.field(default_factory=dict)
+    # What reports call it where the name alone would mislead: a set read from (or measured at) a
+    # git revision is shown as the revision the user gave ('HEAD~1', 'origin/main:nightly'), not as
+    # 'main', which reads as the saved set of this checkout (or the branch) and, for a measured
+    # base, names a set that was never read.
+    label: str = ""
 
     def get(self, key: str) -> BenchmarkResult | None:
         return self.entries.get(key)
+
+    @property
+    def shown_as(self) -> str:
+        """The baseline's name in tables, summaries and reports."""
+        return self.label or self.name
 
 
 def module_file_name(module: str) -> str:
