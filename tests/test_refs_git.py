@@ -177,6 +177,14 @@ def test_compare_with_revisions_end_to_end(  # type: ignore[no-untyped-def]
     # Shown as the revision given, not as the set 'main' (which reads as this checkout's set or branch).
     same.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'HEAD' (git HEAD*"])
     assert run_bench("--bench-mode=ops", "--bench-compare=lean~1:main").ret == 0
+    # git resolves revisions that carry control characters and a workflow command on a line of its
+    # own: the name is shown escaped, as any text a run did not write itself.
+    for hostile in ("HEAD^{/\x1b*}", "HEAD@{now\n##[error]forged}"):
+        shown = run_bench("--bench-mode=ops", f"--bench-compare={hostile}")
+        assert shown.ret == 0, shown.stdout.str()
+        out = shown.stdout.str()
+        assert "\x1b" not in out and not any(line.startswith(("::", "##[")) for line in out.splitlines())
+        shown.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'HEAD*\\x*"])
     worse = run_bench("--bench-mode=ops", "--bench-compare=lean")
     assert worse.ret == 1
     worse.stdout.fnmatch_lines(["*op counts changed*", "*delta vs baseline 'lean')*"])

@@ -408,7 +408,7 @@ class Controller:
         assert self.revision is not None and self.baseline is not None
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(f"torchbench: the base {self.revision.revision} ({self.revision.commit[:12]}): "
+            reporter.write_line(f"torchbench: the base {safe_text(self.revision.revision)} ({self.revision.commit[:12]}): "
                                 "measuring it in a temporary git worktree (or taking it from the cache)")
         environment = {}
         if self.session is not None:
@@ -428,7 +428,7 @@ class Controller:
                 else self.settings.rootdir / ".torchbench" / "bases", self.settings.base_prepare, rounds=rounds,
                 undecided=self._undecided_tests)
         except BaseError as exc:
-            raise pytest.UsageError(str(exc)) from None
+            raise pytest.UsageError(safe_text(exc)) from None  # idempotent on escaped text
         if self.settings.base == "measure":
             self.baseline.entries.clear()  # REV as measured here is the whole baseline
         if self.measured.rounds:
@@ -752,9 +752,9 @@ class Controller:
             for line in terminal.render_verdict_lines(shown):
                 write(line)
             if not shown and self.results:
-                write(f"no changes beyond the limits against baseline '{name}' ({self._source()})")
+                write(f"no changes beyond the limits against baseline '{safe_text(name)}' ({safe_text(self._source())})")
             elif self.revision is not None and self.origins:
-                write(f"baselines: {self._source()}")
+                write(f"baselines: {safe_text(self._source())}")
         for line in terminal.render_profiles(self.results):
             write(line)
         for line in self.uncompared_block:

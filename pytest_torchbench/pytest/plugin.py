@@ -234,7 +234,7 @@ def _measurable_revision(settings: BenchSettings) -> Revision | None:
     revision = compare_revision(settings.compare, settings.baselines_dir, Path.cwd())
     if revision is None and settings.base == "measure":
         raise pytest.UsageError(
-            f"--bench-base=measure: --bench-compare={settings.compare} is not a git revision (a saved set name "
+            f"--bench-base=measure: --bench-compare={safe_text(settings.compare)} is not a git revision (a saved set name "
             "or a path is already measured); name a revision, e.g. --bench-compare=origin/main")
     return revision
 
