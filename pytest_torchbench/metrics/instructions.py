@@ -370,6 +370,11 @@ def _depths(text: str) -> list[int]:
     return seen
 
 
+# What the OTHER row means, where it shows: a cost spread over many small functions (a copy, a
+# new op's dispatch) lands there, often at the top, and the bare name read as a function.
+_OTHER_SHOWN = f"{InstructionsMetric.OTHER} (the functions outside those each run keeps, summed)"
+
+
 def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, float], top: int = 8) -> list[str]:
     """The functions whose exclusive counts per run changed most, as ``FunctionCounts.delta`` shows.
 
@@ -385,7 +390,8 @@ def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, fl
     noise = {name: change for name, change in changes.items() if _NOISE_FRAME.search(name)}
     ordered = sorted(((n, c) for n, c in changes.items() if n not in noise),
                      key=lambda item: (-abs(item[1]), item[0]))[:top]
-    rows = [(round(change), short_function_name(name)) for name, change in ordered]
+    rows = [(round(change), _OTHER_SHOWN if name == InstructionsMetric.OTHER else short_function_name(name))
+            for name, change in ordered]
     noise_total = round(sum(noise.values()))
     if noise and noise_total:
         names = [short_function_name(n, 40) for n, _ in sorted(noise.items(), key=lambda i: (-abs(i[1]), i[0]))]
