@@ -256,7 +256,6 @@ def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():
     assert not any("pthread" in line or "take_gil" in line for line in lines[1:-1])
 
 
-
 def test_the_sum_of_the_functions_a_run_does_not_keep_is_named_as_such() -> None:
     # A copy added to a heavy call spreads over many small functions outside the kept ones: their
     # sum is often the largest change, and a bare "[other functions]" read like a function's name.
@@ -269,6 +268,7 @@ def test_the_sum_of_the_functions_a_run_does_not_keep_is_named_as_such() -> None
     assert verdict.status == REGRESSION
     assert verdict.details[1].split()[0] == "+800"
     assert verdict.details[1].endswith("[other functions] (the functions outside those each run keeps, summed)")
+
 
 _CALLBACKS = [  # torch's kernels as Callgrind names them (from this project's committed baselines)
     "???:void c10::function_ref<void (char**, long const*, long, long)>::callback_fn<at::native::AVX2::"
