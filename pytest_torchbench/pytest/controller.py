@@ -56,8 +56,11 @@ def failure_line(report: pytest.TestReport) -> str:
     crash = getattr(report.longrepr, "reprcrash", None)
     text = getattr(crash, "message", None) if crash is not None else None
     if not isinstance(text, str) or not text.strip():
+        # No crash entry (a fixture that does not exist, say): pytest's first "E" line holds the
+        # error ("E  fixture 'port' not found"); its last line is only the test's path:line.
         lines = [line.strip() for line in str(report.longrepr or "").splitlines() if line.strip()]
-        text = lines[-1] if lines else f"failed in {report.when}"
+        errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+        text = errors[0] if errors else lines[-1] if lines else f"failed in {report.when}"
     return one_line(text)
 
 

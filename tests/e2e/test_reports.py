@@ -239,3 +239,23 @@ def test_changes_only_with_quiet_and_in_ci_unless_verbose(
 
     monkeypatch.setenv("CI", ci)
     assert changes_only(SimpleNamespace(option=SimpleNamespace(verbose=verbose))) is expected  # type: ignore[arg-type]
+
+
+def test_the_json_report_gives_each_failed_test_its_error_line(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+    # What a measured base reads to say why a benchmark has no base entry: pytest's error, not the
+    # test's path:line (a fixture that does not exist has no crash entry, only "E" lines).
+    pytester.makepyfile(test_fails="""
+import torch
+
+def test_no_fixture(benchmark, port):
+    benchmark(torch.ones, 2)
+
+def test_assert(benchmark):
+    benchmark(torch.ones, 2)
+    assert 1 == 2, "one is not two"
+""")
+    run = run_bench("--bench-mode=ops", "--bench-json=out.json")
+    assert run.ret == 1, run.stdout.str()
+    errors = json.loads((pytester.path / "out.json").read_text())["failed_test_errors"]
+    assert errors["test_fails.py::test_no_fixture"] == "fixture 'port' not found"
+    assert errors["test_fails.py::test_assert"].startswith("AssertionError: one is not two")
