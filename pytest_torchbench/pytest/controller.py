@@ -58,8 +58,10 @@ def failure_line(report: pytest.TestReport) -> str:
     if not isinstance(text, str) or not text.strip():
         # No crash entry (a fixture that does not exist, say): pytest's first "E" line holds the
         # error ("E  fixture 'port' not found"); its last line is only the test's path:line.
-        lines = [line.strip() for line in str(report.longrepr or "").splitlines() if line.strip()]
-        errors = [line[1:].strip() for line in lines if line.startswith("E ")]
+        raw = str(report.longrepr or "").splitlines()
+        lines = [line.strip() for line in raw if line.strip()]
+        # unstripped: source lines are indented, so a line of code such as "E = 5" is not taken
+        errors = [line[1:].strip() for line in raw if line.startswith("E ") and line[1:].strip()]
         text = errors[0] if errors else lines[-1] if lines else f"failed in {report.when}"
     return one_line(text)
 
