@@ -176,7 +176,9 @@ def test_compare_with_revisions_end_to_end(  # type: ignore[no-untyped-def]
     assert same.ret == 0, same.stdout.str()
     # Shown as the revision given, not as the set 'main' (which reads as this checkout's set or branch).
     same.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'HEAD' (git HEAD*"])
-    assert run_bench("--bench-mode=ops", "--bench-compare=lean~1:main").ret == 0
+    named = run_bench("--bench-mode=ops", "--bench-compare=lean~1:main")
+    assert named.ret == 0, named.stdout.str()
+    named.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'lean~1:main' (git lean~1*"])
     # git resolves revisions that carry control characters and a workflow command on a line of its
     # own: the name is shown escaped, as any text a run did not write itself.
     for hostile in ("HEAD^{/\x1b*}", "HEAD@{now\n##[error]forged}"):
