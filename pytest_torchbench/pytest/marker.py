@@ -82,6 +82,22 @@ _KEYWORDS = (
 ) | set(PYTEST_BENCHMARK_KEYWORDS)
 
 
+def for_pytest_benchmark(marker: pytest.Mark) -> pytest.MarkDecorator | None:
+    """The marker as pytest-benchmark may see it in a run it owns (a plain run with it installed),
+    or None when it already is: our own keywords (``limits``, ``label``...) left out.
+
+    pytest-benchmark refuses every keyword it does not know, at setup, and its fixture passes them
+    on to its own: a test that gives a ``limits=`` for our runs would error in the
+    project's ordinary test job. Keywords neither plugin knows are kept, so a misspelt one is
+    still refused there.
+    """
+    ours = [name for name in marker.kwargs if name in _KEYWORDS and name not in PYTEST_BENCHMARK_KEYWORDS]
+    if not ours:
+        return None
+    kept = {name: value for name, value in marker.kwargs.items() if name not in ours}
+    return getattr(pytest.mark, marker.name).with_args(*marker.args, **kept)
+
+
 def _check_number(where: str, name: str, value: Any, *, integer: bool, minimum: float, strict: bool) -> None:
     """Ints (or numbers) within bounds; NaN and infinities never pass (they would never end a run)."""
     types = (int,) if integer else (int, float)

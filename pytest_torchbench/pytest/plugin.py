@@ -7,8 +7,9 @@ the plugin's cost is a marker lookup per test.
 
 Beside pytest-benchmark (which defines the same ``benchmark`` fixture and marker): a run without
 any --bench-* option is left to pytest-benchmark entirely (its fixture, marker checks and
---benchmark-* options); a run with one unregisters pytest-benchmark before it configures, and
-registers our ``benchmark`` fixture after it, so ours is the one tests get. No ``-p no:...`` needed.
+--benchmark-* options; it sees the marker without our own keywords, which it would refuse); a
+run with one unregisters pytest-benchmark before it configures, and registers our ``benchmark``
+fixture after it, so ours is the one tests get. No ``-p no:...`` needed.
 """
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ from . import options as options_module
 from .controller import REPORT_ATTRIBUTE, Controller
 from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
 from ..metrics import registry
-from .marker import DEFAULT_SEED, MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, options_from_marker
+from .marker import (
+    DEFAULT_SEED, MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, for_pytest_benchmark, options_from_marker,
+)
 from .options import BenchSettings
 from .base import MODULES_ENV, write_imported_modules
 from ..store.refs import DEFAULT_SET, NoCommittedBaselines, Revision, compare_revision, resolve_compare
@@ -397,6 +400,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # Only when unmarked: an empty marker on the item would hide a class or module marker's keywords.
         if uses_fixture and item.get_closest_marker(MARKER_NAME) is None:
             item.add_marker(MARKER_NAME)
+        marker = item.get_closest_marker(MARKER_NAME)
+        if marker is not None and not config.stash.get(owns_key, True):
+            # pytest-benchmark owns this run and refuses our keywords: it gets the marker without them.
+            theirs = for_pytest_benchmark(marker)
+            if theirs is not None:
+                item.add_marker(theirs, append=False)
         # Skipped, not deselected, as pytest-benchmark does: the summary counts them with the reason.
         if settings.skip and _is_benchmark(item):
             item.add_marker(pytest.mark.skip(reason="benchmark skipped (--bench-skip)"))

@@ -43,6 +43,44 @@ def test_plain_run_is_pytest_benchmarks_and_its_options_work(bench):
     assert _run(bench, "--collect-only", "-q").ret == 0
 
 
+
+OUR_KEYWORDS = """
+import pytest
+
+@pytest.mark.benchmark(limits="ops:0", label="sum", seed=3, group="g")
+def test_fixture(benchmark):
+    print("GROUP", benchmark.group, type(benchmark).__module__)
+    benchmark(sum, [1, 2, 3])
+
+@pytest.mark.benchmark(limits="ops:0")
+def test_marked():
+    pass
+
+@pytest.mark.benchmark(num_threads=2)
+class TestClass:
+    def test_method(self, benchmark):
+        benchmark(sum, [1])
+
+@pytest.mark.benchmark(min_runtime=1)
+def test_misspelt(benchmark):
+    benchmark(sum, [1])
+"""
+
+
+def test_a_plain_run_hands_pytest_benchmark_the_marker_without_our_keywords(bench):
+    """Our keywords are for --bench-* runs; in the project's plain test job, pytest-benchmark owns
+    the marker and refused them ("benchmark mark can't have 'limits' keyword argument"), so every
+    test that used one errored. A keyword neither plugin knows is still refused there."""
+    bench.pytester.makepyfile(test_bench=OUR_KEYWORDS)
+    result = _run(bench, "--benchmark-disable")
+    result.assert_outcomes(passed=3, errors=1)
+    result.stdout.fnmatch_lines(["*GROUP g pytest_benchmark.fixture*"])
+    result.stdout.fnmatch_lines(["E * can't have 'min_runtime' keyword argument."])
+    assert "limits" not in result.stdout.str()
+    ours = _run(bench, "--bench-mode=ops", "-k", "not misspelt")
+    ours.assert_outcomes(passed=3)
+
+
 @pytest.mark.parametrize("option", ["--bench-mode=ops", "--bench-only", "--bench-skip"])
 def test_any_bench_option_makes_the_fixture_ours_and_benchmark_options_still_parse(bench, option):
     bench.pytester.makepyfile(test_bench=OWNER)
