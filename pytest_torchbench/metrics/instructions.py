@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -29,7 +30,7 @@ from ..core.vocabulary import (
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/8"  # /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
+COUNTING_METHOD = "per-region-toggle-in-loop/9"  # /9: and their own path in _PyType_Lookup (typecache.py); /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
 
 #: The CPython function a miss of the type attribute cache calls (``_PyType_Lookup`` on a miss walks
 #: the MRO's dicts here). Its inclusive cost is kept apart from the count: which (type, name) pairs
@@ -410,7 +411,7 @@ def type_cache_line(current: InstructionsMetric, baseline: InstructionsMetric, c
         return []
     return [f"type-cache misses (not counted: they follow memory layout, not the code): "
             f"{baseline.type_cache_misses:,.0f} -> {current.type_cache_misses:,.0f} instructions per run "
-            f"in {TYPE_CACHE_MISS} and the dict lookups it makes"]
+            f"in {TYPE_CACHE_MISS}, the dict lookups it makes and each miss's own path"]
 
 
 def _cache_dir() -> Path:
@@ -429,6 +430,8 @@ class CallgrindLaunch(WorkerLaunch):
     def __init__(self) -> None:
         self.valgrind_version: str | None = None
         self.allocator: Path | None = None
+        #: Instructions a type-cache miss adds in the lookup function itself (engines/callgrind/typecache.py).
+        self.miss_path = 0.0
 
     def prepare(self, python: str) -> None:
         from ..engines import callgrind
@@ -438,6 +441,12 @@ class CallgrindLaunch(WorkerLaunch):
         except (callgrind.ValgrindUnavailable, callgrind.UnsupportedPlatform) as exc:
             raise LaunchUnavailable(str(exc)) from None
         self.allocator = callgrind.build_allocator(_cache_dir())
+        from ..engines.callgrind.typecache import miss_path_cost
+
+        try:
+            self.miss_path = miss_path_cost(python, _cache_dir(), self.valgrind_version)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise LaunchUnavailable(f"valgrind could not count {python}'s type-cache lookups: {exc}") from None
 
     def command(self, python: str, folder: Path, environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         from ..engines.callgrind.spec import CountedProcessSpec
@@ -453,14 +462,17 @@ class CallgrindLaunch(WorkerLaunch):
         Only files in this run's folder are read."""
         if not data.get("dump"):
             return data
-        from ..engines.callgrind.parse import exclusive_counts, inclusive_cost_of, parse_callgrind_file
+        from ..engines.callgrind.parse import calls_into, exclusive_counts, inclusive_cost_of, parse_callgrind_file
+        from ..engines.callgrind.typecache import LOOKUP_PREFIX
 
         path = Path(str(data["dump"]))
         if path.resolve().parent != folder.resolve():
             raise RuntimeError(f"a counted worker named a dump outside {folder}: {path}")
         parts = parse_callgrind_file(path)
         exclusive, total = exclusive_counts(parts)
+        # The walk along the MRO, and each miss's own path in the lookup function that called it.
         misses = inclusive_cost_of(parts, TYPE_CACHE_MISS)
+        misses += round(self.miss_path * calls_into(parts, TYPE_CACHE_MISS, LOOKUP_PREFIX))
         path.unlink()
         warmup = data.get("warmup")
         return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),
