@@ -55,3 +55,28 @@ def test_an_unwritable_cache_folder_still_gives_the_figure(tmp_path: Path, monke
     blocker = tmp_path / "cache"
     blocker.write_text("a file where the folder should be")
     assert typecache.miss_path_cost(sys.executable, blocker, None) == 34.0
+
+
+def test_a_fifo_or_a_link_in_the_kept_figures_place_is_not_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FIFO would block the run before any benchmark, a link to /dev/zero fill its memory."""
+    import os
+
+    monkeypatch.setattr(typecache, "measure_miss_path", lambda python: 34.0)
+    typecache.miss_path_cost(sys.executable, tmp_path, None)
+    (path,) = tmp_path.glob("typecache-miss-*.json")
+    path.unlink()
+    os.mkfifo(path)
+    assert typecache.miss_path_cost(sys.executable, tmp_path, None) == 34.0  # measured, not blocked
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    assert typecache.miss_path_cost(sys.executable, tmp_path, None) == 34.0
+    assert not list(tmp_path.glob(".typecache-*"))  # no temporary file left behind
+
+
+def test_an_implausible_measurement_is_an_error_not_a_subtraction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    monkeypatch.setattr(typecache, "measure_miss_path", lambda python: 5000.0)
+    with pytest.raises(subprocess.SubprocessError, match="more than any CPython's path"):
+        typecache.miss_path_cost(sys.executable, tmp_path, None)
+    assert not list(tmp_path.iterdir())  # nothing kept
