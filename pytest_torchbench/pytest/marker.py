@@ -20,7 +20,8 @@ MARKER_DOC = (
     "benchmark(label=None, sub_label=None, description=None, num_threads=1, threshold=0.1, "
     "min_run_time=0.1, max_run_time=0.25, limits=None, number=None, warmup=None, seed=0, "
     "ops_by_shape=False, flush_l2=False, profile=None; pytest-benchmark's group, min_rounds, min_time, max_time, "
-    "timer, disable_gc, warmup=True/False, warmup_iterations, calibration_precision, cprofile): "
+    "timer, disable_gc, warmup=True/False, warmup_iterations, calibration_precision, cprofile, precision, "
+    "confidence): "
     "the test is a benchmark for pytest-torchbench. Without the benchmark fixture the whole test "
     "body is measured."
 )
@@ -72,10 +73,13 @@ IGNORED_KEYWORDS = {
     "disable_gc": "the garbage collector is always off inside timed blocks (as timeit does)",
     "calibration_precision": "blocks are calibrated to block_time (100 us, or min_time)",
     "cprofile": "use --bench-profile for torch.profiler traces",
+    # pytest-benchmark 5.3's rounds until the mean is known to a precision at a confidence
+    "precision": "time mode measures until its own rule is met (adaptive_autorange's threshold=)",
+    "confidence": "time mode measures until its own rule is met (adaptive_autorange's threshold=)",
 }
 PYTEST_BENCHMARK_KEYWORDS = (
     "group", "min_rounds", "min_time", "max_time", "timer", "disable_gc", "warmup",
-    "warmup_iterations", "calibration_precision", "cprofile",
+    "warmup_iterations", "calibration_precision", "cprofile", "precision", "confidence",
 )
 _KEYWORDS = (
     {field.name for field in dataclasses.fields(BenchOptions)} - {"time_warmup"}

@@ -180,7 +180,8 @@ def test_pedantic(benchmark):
     benchmark.group = "pedantic"
 
 @pytest.mark.benchmark(group="marker-group", min_rounds=40, min_time=0.002, max_time=1.5,
-                       disable_gc=True, warmup=True, warmup_iterations=5, calibration_precision=10)
+                       disable_gc=True, warmup=True, warmup_iterations=5, calibration_precision=10,
+                       precision=0.05, confidence=0.95)
 def test_keywords(benchmark):
     assert benchmark.name == "test_keywords" and benchmark.fullname.endswith("::test_keywords")
     assert benchmark.group == "marker-group"
