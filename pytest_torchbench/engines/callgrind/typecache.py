@@ -77,8 +77,8 @@ mark()
 
 def _key(python: str, valgrind_version: str | None) -> str:
     real = os.path.realpath(python)
-    stat = os.stat(real)
-    text = f"{_METHOD}\0{real}\0{stat.st_size}\0{stat.st_mtime_ns}\0{valgrind_version}"
+    info = os.stat(real)
+    text = f"{_METHOD}\0{real}\0{info.st_size}\0{info.st_mtime_ns}\0{valgrind_version}"
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
