@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -30,7 +29,7 @@ from ..core.vocabulary import (
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/9"  # /9: and their own path in _PyType_Lookup (typecache.py); /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
+COUNTING_METHOD = "per-region-toggle-in-loop/8"  # /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
 
 #: The CPython function a miss of the type attribute cache calls (``_PyType_Lookup`` on a miss walks
 #: the MRO's dicts here). Its inclusive cost is kept apart from the count: which (type, name) pairs
@@ -71,9 +70,7 @@ def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, wa
     region = collect.count_region(fn, number=number, warmup=warmup, out_dir=_dump_dir(),
                                   num_threads=num_threads, before_warmup=before_warmup,
                                   before_region=before_region, before_each=before_each)
-    metric = InstructionsMetric.pending(str(region.dump), region.number, region.warmup)
-    metric.setup_between_calls = before_each is not None
-    return metric
+    return InstructionsMetric.pending(str(region.dump), region.number, region.warmup)
 
 
 _RECURSION_SUFFIX = re.compile(r"'\d+$")
@@ -105,9 +102,6 @@ class InstructionsMetric:
     stats: Any = None  # torch CallgrindStats, when measured in this process
     warmup: int | None = None
     dump: str | None = None
-    #: The region ran a setup before each call, uncounted (pedantic's): its dump's call counts
-    #: include the setup's calls, so its type-cache misses cannot be told from the calls' own.
-    setup_between_calls: bool = False
     #: Instructions per run spent in type-cache misses (the inclusive cost of TYPE_CACHE_MISS),
     #: left out of ``instructions_per_run`` (but not out of ``functions``, which stay as counted).
     type_cache_misses: float = 0.0
@@ -186,8 +180,6 @@ class InstructionsMetric:
             data["type_cache_misses"] = round_sig(self.type_cache_misses, 7)
         if self.dump is not None:
             data["dump"] = self.dump
-            if self.setup_between_calls:
-                data["setup_between_calls"] = True
         return data
 
     @classmethod
@@ -418,7 +410,7 @@ def type_cache_line(current: InstructionsMetric, baseline: InstructionsMetric, c
         return []
     return [f"type-cache misses (not counted: they follow memory layout, not the code): "
             f"{baseline.type_cache_misses:,.0f} -> {current.type_cache_misses:,.0f} instructions per run "
-            f"in {TYPE_CACHE_MISS}, the dict lookups it makes and each miss's own path"]
+            f"in {TYPE_CACHE_MISS} and the dict lookups it makes"]
 
 
 def _cache_dir() -> Path:
@@ -437,8 +429,6 @@ class CallgrindLaunch(WorkerLaunch):
     def __init__(self) -> None:
         self.valgrind_version: str | None = None
         self.allocator: Path | None = None
-        #: Instructions a type-cache miss adds in the lookup function itself (engines/callgrind/typecache.py).
-        self.miss_path = 0.0
 
     def prepare(self, python: str) -> None:
         from ..engines import callgrind
@@ -448,12 +438,6 @@ class CallgrindLaunch(WorkerLaunch):
         except (callgrind.ValgrindUnavailable, callgrind.UnsupportedPlatform) as exc:
             raise LaunchUnavailable(str(exc)) from None
         self.allocator = callgrind.build_allocator(_cache_dir())
-        from ..engines.callgrind.typecache import miss_path_cost
-
-        try:
-            self.miss_path = miss_path_cost(python, _cache_dir(), self.valgrind_version)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise LaunchUnavailable(f"valgrind could not count {python}'s type-cache lookups: {exc}") from None
 
     def command(self, python: str, folder: Path, environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
         from ..engines.callgrind.spec import CountedProcessSpec
@@ -469,18 +453,14 @@ class CallgrindLaunch(WorkerLaunch):
         Only files in this run's folder are read."""
         if not data.get("dump"):
             return data
-        from ..engines.callgrind.parse import calls_into, exclusive_counts, inclusive_cost_of, parse_callgrind_file
-        from ..engines.callgrind.typecache import LOOKUP_PREFIX
+        from ..engines.callgrind.parse import exclusive_counts, inclusive_cost_of, parse_callgrind_file
 
         path = Path(str(data["dump"]))
         if path.resolve().parent != folder.resolve():
             raise RuntimeError(f"a counted worker named a dump outside {folder}: {path}")
         parts = parse_callgrind_file(path)
         exclusive, total = exclusive_counts(parts)
-        # The walk along the MRO, and each miss's own path in the lookup function that called it.
         misses = inclusive_cost_of(parts, TYPE_CACHE_MISS)
-        if not data.get("setup_between_calls"):  # else only the walks, which are counted costs
-            misses += round(self.miss_path * calls_into(parts, TYPE_CACHE_MISS, LOOKUP_PREFIX))
         path.unlink()
         warmup = data.get("warmup")
         return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),

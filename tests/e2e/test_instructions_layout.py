@@ -94,7 +94,4 @@ def test_type_cache_collisions_move_no_count(tmp_path: Path) -> None:
     assert spread < 0.01, figures  # within the default limit, whatever collided
     if max(raw) / min(raw) - 1 < 0.02:
         pytest.skip(f"no collision reproduced in this environment (all instructions within 2%): {figures}")
-    # The misses' own path in _PyType_Lookup is left out too (engines/callgrind/typecache.py): the
-    # count moved by 0.65% with the walk alone left out, 0.18% with both (11,629 instructions of
-    # misses apart), 2026-11-28.
-    assert spread < (max(raw) / min(raw) - 1) / 30, figures
+    assert spread < (max(raw) / min(raw) - 1) / 5, figures

@@ -46,18 +46,7 @@ def mm_clone() -> object:
     return torch.mm(x, y).clone()
 
 
-class _Holder:
-    value = 1
-
-
-_holder = _Holder()
-
-
-def attribute() -> object:
-    return getattr(_holder, "value")
-
-
-STATEMENTS = {f.__name__: f for f in (add, add_twice, total, mm, mm_clone, attribute)}
+STATEMENTS = {f.__name__: f for f in (add, add_twice, total, mm, mm_clone)}
 
 
 def main() -> None:

@@ -173,18 +173,3 @@ def test_inclusive_cost_of_a_function_is_what_every_call_into_it_cost() -> None:
     assert inclusive_cost_of(parts, "helper") == 50
     assert inclusive_cost_of(parts, "main") == 0  # never called: a root
     assert inclusive_cost_of(parts, "find_name_in_mro") == 0  # absent (or inlined in this build)
-
-
-def test_calls_into_a_function_are_counted_by_caller() -> None:
-    """``local`` is called once from ``main`` and once from ``helper``; ``helper`` twice from
-    ``main``: the number of type-cache misses is read this way (calls of ``find_name_in_mro``
-    from ``_PyType_Lookup``)."""
-    from pytest_torchbench.engines.callgrind.parse import calls_into
-
-    parts = parse_callgrind(PART_ONE + "\n" + PART_TWO)
-    assert calls_into(parts, "local") == 2
-    assert calls_into(parts, "local", caller_prefix="help") == 1
-    assert calls_into(parts, "local", caller_prefix="main") == 1
-    assert calls_into(parts, "helper") == 2
-    assert calls_into(parts, "helper", caller_prefix="local") == 0
-    assert calls_into(parts, "main") == 0

@@ -52,8 +52,6 @@ class CallgrindPart:
     calls_out: dict[str, int]  # inclusive cost of the calls each function made
     calls_in: dict[str, int]  # inclusive cost of the calls made to each function
     objects: dict[str, str]
-    #: How many calls each (caller, callee) pair made (``calls=N`` lines).
-    call_counts: dict[tuple[str, str], int] = dataclasses.field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -186,10 +184,6 @@ def parse_callgrind(text: str | Iterable[str], strip_prefix: str | None = None) 
                     cname = f"{curr_file}:{cfunc}"
             elif key == "calls":
                 pending_calls = True
-                count = value.split(maxsplit=1)[0] if value else ""
-                if curr_name is not None and count.isdigit():
-                    pair = (curr_name, cname)
-                    part.call_counts[pair] = part.call_counts.get(pair, 0) + int(count)
             elif key in ("jfi",):
                 names.get("fl", value)
             elif key in ("jfn",):
@@ -263,16 +257,6 @@ def inclusive_cost_of(parts: Iterable[CallgrindPart], function: str) -> int:
     a function of its own in this binary (inlined)."""
     suffix = ":" + function
     return sum(cost for part in parts for name, cost in part.calls_in.items() if name.endswith(suffix))
-
-
-def calls_into(parts: Iterable[CallgrindPart], function: str, caller_prefix: str = "") -> int:
-    """How many times ``function`` (any file) was called, summed over parts; only from callers
-    whose function name starts with ``caller_prefix`` when one is given."""
-    suffix = ":" + function
-    return sum(
-        count for part in parts for (caller, callee), count in part.call_counts.items()
-        if callee.endswith(suffix) and caller.rpartition(":")[2].startswith(caller_prefix)
-    )
 
 
 def function_counts(
