@@ -395,14 +395,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Mark tests that use a bench fixture (before -m selects), apply --bench-only/--bench-skip,
     and remember every collected test before -k/-m deselect some: to tell removed from deselected."""
     settings = config.stash[settings_key]
+    # pytest-benchmark owns this run (installed, no --bench-* option) and refuses our keywords.
+    theirs_to_run = not config.stash.get(owns_key, True)
     for item in items:
         uses_fixture = any(name in getattr(item, "fixturenames", ()) for name in SELECTING_FIXTURES)
         # Only when unmarked: an empty marker on the item would hide a class or module marker's keywords.
         if uses_fixture and item.get_closest_marker(MARKER_NAME) is None:
             item.add_marker(MARKER_NAME)
-        marker = item.get_closest_marker(MARKER_NAME)
-        if marker is not None and not config.stash.get(owns_key, True):
-            # pytest-benchmark owns this run and refuses our keywords: it gets the marker without them.
+        marker = item.get_closest_marker(MARKER_NAME) if theirs_to_run else None
+        if marker is not None:  # pytest-benchmark gets the marker without our keywords
             theirs = for_pytest_benchmark(marker)
             if theirs is not None:
                 item.add_marker(theirs, append=False)

@@ -43,7 +43,6 @@ def test_plain_run_is_pytest_benchmarks_and_its_options_work(bench):
     assert _run(bench, "--collect-only", "-q").ret == 0
 
 
-
 OUR_KEYWORDS = """
 import pytest
 
