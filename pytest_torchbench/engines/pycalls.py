@@ -18,7 +18,9 @@ event, and torch's C++ work is what the ``ops`` metric counts.
 
 What is counted: the region is the measured callable's calls only: the hook is set after the
 warm-up and the seeding, and code of this plugin (the wrapper calling the user's function) is
-left out. Other threads are not counted (a data loader's or a progress bar's thread would make
+left out, and so is abc's walk over an abstract class's subclasses when its caches do not answer
+(``ABCMeta.__subclasscheck__``, ``__subclasshook__``: it follows which classes the process has
+defined, :func:`_abc_subclass_walk`). Other threads are not counted (a data loader's or a progress bar's thread would make
 the counts depend on timing). The counts are those of one call, the one most iterations agree on
 (``statistics.representative``), so a one-off first call (a cache fill) does not show.
 
@@ -35,6 +37,7 @@ No torch and no pytest here: the engine works on any Python function.
 """
 from __future__ import annotations
 
+import abc
 import collections
 import dis
 import inspect
@@ -49,10 +52,13 @@ from typing import Any, Callable, Iterator
 from ..core.statistics import representative
 from .sites import PLUGIN_DIR, Site, chain_name, locate, skipped_dirs
 
-__all__ = ["HOOK", "CallSites", "call_sites", "count_calls", "function_name"]
+__all__ = ["HOOK", "METHOD", "CallSites", "call_sites", "count_calls", "function_name"]
 
 #: What counts the calls in this interpreter (recorded with the results, shown in the docs).
 HOOK = "sys.monitoring" if sys.version_info >= (3, 12) else "sys.setprofile"
+#: What the counts leave out; a baseline counted otherwise is not comparable. /2: abc's walk over
+#: an abstract class's subclasses (:func:`_abc_subclass_walk`); /1: this plugin's own code.
+METHOD = "starts/2"
 
 _RESUMABLE = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 _RESUME = dis.opmap.get("RESUME")  # 3.11+: RESUME 0 starts a function, RESUME n>0 resumes it
@@ -186,6 +192,22 @@ def _ours(code: types.CodeType) -> bool:
     return code.co_filename.startswith(PLUGIN_DIR)
 
 
+def _abc_subclass_walk(code: types.CodeType) -> bool:
+    """``ABCMeta.__subclasscheck__`` and the ``__subclasshook__`` methods it calls: what
+    ``isinstance``/``issubclass`` against an abstract base class runs when abc's caches do not
+    answer, once for the class and once for each of its subclasses, recursively. How often that
+    happens follows the process, not the code: which subclasses exist (every module imported so
+    far: a benchmark counted more calls after another file's tests had defined subclasses of
+    tensordict's base class than in its own file's run, docs/design/measurements.md) and what the
+    caches hold. Left out of the counts, with a direct ``issubclass`` too;
+    ``ABCMeta.__instancecheck__``, which every such ``isinstance`` starts once, stays."""
+    return code is _SUBCLASSCHECK or code.co_name == "__subclasshook__"
+
+
+#: abc's own ``__subclasscheck__`` (Python code in ``abc.py`` over ``_abc``'s C functions).
+_SUBCLASSCHECK: types.CodeType | None = getattr(abc.ABCMeta.__subclasscheck__, "__code__", None)
+
+
 def _warm_up(fn: Callable[[], object], warmup: int, before_region: Callable[[], object] | None,
              before_each: Callable[[], object] | None = None) -> None:
     """``before_region`` (the seeding), ``warmup`` uncounted calls (each after ``before_each``),
@@ -239,7 +261,7 @@ def count_calls(
     for counted in per_call:
         counter: collections.Counter[str] = collections.Counter()
         for code, calls in counted.items():
-            if not _ours(code):
+            if not _ours(code) and not _abc_subclass_walk(code):
                 counter[namer.name(code)] += calls
         counters.append(counter)
     chosen = representative(counters)
@@ -297,7 +319,7 @@ def call_sites(
     sites: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     defined: dict[str, str] = {}
     for code, counter in found.items():
-        if _ours(code):
+        if _ours(code) or _abc_subclass_walk(code):
             continue
         name = namer.name(code)
         defined.setdefault(name, f"{namer.file(code.co_filename)}:{code.co_firstlineno}")

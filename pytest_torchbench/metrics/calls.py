@@ -43,8 +43,9 @@ class Calls(NamedCounts, Metric):
     value_type = CallsMetric
     help = "Python function calls"
     default_limit = 0.0
-    # The Python functions a call runs are the interpreter's (its standard library) and torch's.
-    comparability_facts = ("python", "torch", "torch_git", "gpu")
+    # The Python functions a call runs are the interpreter's (its standard library) and torch's;
+    # what is left out of the counts (calls_method) decides them too.
+    comparability_facts = ("python", "torch", "torch_git", "gpu", "calls_method")
     table_title = "Python function calls per call"
     explains = "Python functions (calls per run)"
     failure_words = "Python calls changed"
@@ -64,7 +65,7 @@ class Calls(NamedCounts, Metric):
     def environment_facts(self) -> Mapping[str, str]:
         from ..engines import pycalls
 
-        return {"calls_hook": pycalls.HOOK}
+        return {"calls_hook": pycalls.HOOK, "calls_method": pycalls.METHOD}
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
                 limit: float, root: Any) -> list[str]:

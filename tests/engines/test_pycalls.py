@@ -3,6 +3,7 @@
 CPython 3.10-3.13 this machine has (``sys.monitoring`` on 3.12+), without torch."""
 from __future__ import annotations
 
+import abc
 import glob
 import json
 import os
@@ -157,3 +158,28 @@ def test_each_call_gets_its_own_setup_outside_the_count(tmp_path: Path) -> None:
     found = pycalls.call_sites(drain, root=tmp_path, before_each=setup)
     (helper_name,) = [name for name in found.sites if name.endswith("helper")]
     assert sum(calls for _, calls in found.sites[helper_name]) == 3
+
+
+def test_abcs_walk_over_subclasses_is_left_out_and_isinstance_itself_counted() -> None:
+    """``isinstance`` against an abstract class whose caches do not answer runs
+    ``ABCMeta.__subclasscheck__`` once for the class and once per subclass: the number follows
+    which classes the process has defined (tensordict's ``test_cat``: 292 calls per call after the
+    other file's tests, 244 in its own file's run). Left out, the counts no longer move; the
+    ``__instancecheck__`` every such ``isinstance`` starts stays."""
+    class Base(abc.ABC):
+        pass
+
+    class Left(Base):
+        pass
+
+    def check() -> bool:
+        Base.register(type("Fresh", (), {}))  # empties abc's negative cache: every call walks
+        return isinstance("text", Base)
+
+    before = pycalls.count_calls(check)
+    walked = [type(f"Sub{i}", (Left,), {}) for i in range(5)]
+    after = pycalls.count_calls(check)
+    assert before == after, (before, after)
+    assert [calls for name, calls in after.items() if name.endswith("ABCMeta.__instancecheck__")] == [1.0]
+    assert not [name for name in after if "__subclasscheck__" in name or "__subclasshook__" in name]
+    assert walked

@@ -44,7 +44,7 @@ from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
     FunctionCounts,
 )
 
-from . import client_requests
+from . import client_requests, shared_keys
 from .parse import function_counts, parse_callgrind_file
 
 __all__ = [
@@ -274,6 +274,11 @@ def count_region(
         if hook is not None:
             hook()
     adaptive = number is None or warmup is None
+    # Classes of modules imported since the worker settled (by this test, or lazily by torch):
+    # their attribute keys too in the state that no longer follows history (shared_keys). Before
+    # the collection and the type cache's emptying: its own lookups and allocations are not the
+    # region's.
+    shared_keys.track_new_modules()
     gc.collect()
     gc.freeze()
     gc.disable()

@@ -171,6 +171,17 @@ def _functions_in(values: Iterable[object]) -> list[object]:
     return found
 
 
+def module_classes(module: object) -> list[type]:
+    """A module's classes (what its ``class`` statements made, and whatever else its namespace
+    holds that is a class), read through the C-level namespace getter: no module code runs."""
+    if not issubclass(type(module), types.ModuleType) or _module_namespace is None:
+        return []
+    namespace = _module_namespace(module)
+    if type(namespace) is not dict:
+        return []
+    return [value for value in list(namespace.values()) if issubclass(type(value), type)]
+
+
 def _module_functions(module: object) -> list[object]:
     """A module's functions and its classes' (one level: what ``def`` and ``class`` made, and the
     functions inside their static and class methods and properties)."""

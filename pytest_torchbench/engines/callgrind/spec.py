@@ -32,6 +32,8 @@ functions marked to quicken (3.11)          helpers specialised by the test itse
 in regions                                                                              ``collect.count_region``
 ``torch.set_num_threads`` (default 1)       thread pools                                ``collect.count_region``
 type attribute cache emptied per region     stale entries of earlier tests              ``collect.count_region``
+classes' attribute keys at their steady    which names a class's instances share       ``shared_keys`` via
+state (3.11)                               follows how many earlier tests made         :func:`settle_worker`
 seeds (torch, numpy, ``random``)            random code draws alike                     ``pytest/seeding.py``
 fresh code of the benchmarked function      its specialisation history                  ``engines/fresh_code.py``
 =========================================  ==========================================  ============================
@@ -120,12 +122,14 @@ def settle_worker() -> None:
     """Inside a counted worker, once, after collection and before its first test: the
     interpreter-wide state every test then starts from.
 
-    Order matters: the preloaded modules' functions are marked for quickening too (3.11), and both
-    happen before ``gc.freeze()`` (frozen objects are not listed for the marking)."""
+    Order matters: the preloaded modules' functions are marked for quickening too (3.11), and the
+    marking and the listing of classes (``shared_keys``) happen before ``gc.freeze()`` (frozen
+    objects are not listed)."""
     import gc
 
-    from . import quickening
+    from . import quickening, shared_keys
 
     preload_modules()
     quickening.quicken_at_next_call()
+    shared_keys.track()
     gc.freeze()

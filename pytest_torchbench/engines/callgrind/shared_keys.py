@@ -1,0 +1,168 @@
+"""CPython 3.11's shared attribute keys of each class, brought once per counted worker to a state
+that no longer follows what ran before.
+
+Why: CPython 3.11 keeps the attribute names of a class's instances in one key table per class
+(``ht_cached_keys``), with a count of free slots (``dk_usable``, 30 for a new class). Every new
+instance lowers that count by one until it reaches 1; an instance that sets an attribute not yet
+in the table once no slot is free gets its own dictionary, and every later attribute read and
+write on it takes another path. So how a benchmark's objects store their attributes, and the
+instructions it counts, depended on how many instances of each class earlier tests in the worker
+had created: tensordict's own benchmarks counted several percent fewer when one of their files ran
+alone than after the other file's tests, and under ``-n 2`` than serially, with the same Python
+calls (docs/design/measurements.md, "tensordict's own benchmarks: one file and ``-n 2``").
+
+How: when the worker settles after collection, every class it can list (the collector's, then
+each newly imported module's) gets its count of free slots lowered to 1, the state 29 instances
+would have left. From then on a class's table gains at most one more name, the first that any
+instance sets (the first attribute its ``__init__`` sets: the same in every run), and instances
+keep the other names in their own dictionaries, in every run alike, whatever ran before and
+however many instances it made. Lowering the count is the only write, and it is what CPython
+itself does at each instance creation: no slot an existing instance's values array lacks is ever
+handed out (each array has room for its class's names and free slots when it was made, never
+fewer than now). The offset of ``ht_cached_keys`` is found on a probe class (the field after
+``ht_qualname``, found by its value) and checked, with the count's offset in the key table,
+against what creating instances does to them; anywhere that check fails (another Python, another
+layout) this does nothing.
+
+What it costs: the instances of those classes keep most attributes in a dictionary, as the
+instances of a class whose table filled up do in any long-running process; counts of
+attribute-heavy code read somewhat higher than in a fresh process, the same in every run. Why not
+lower only the tables that already hold names: which names a table then gains still followed
+history (tensordict's counts moved as before). What it does not do: the names a table
+already holds when the worker settles follow what collection made (a module-level instance in
+another test file sets them); the one name a table may still gain is the first any instance sets
+afterwards, the same in every run only when every test sets its attributes in the same order (an
+``__init__`` does); a module imported later is listed before the next region, after the test and
+its first call ran; a class made outside a module's namespace after collection (inside a test, by
+a factory, a nested class) starts fresh and keeps its history.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import gc
+import sys
+import types
+from collections.abc import Iterable
+
+__all__ = ["supported", "track", "track_new_modules"]
+
+#: ``Py_TPFLAGS_MANAGED_DICT`` (3.11): instances keep their attributes in values the class's
+#: shared keys index; ``Py_TPFLAGS_HEAPTYPE``: a ``PyHeapTypeObject`` (a class statement's type).
+_MANAGED_DICT = 1 << 4
+_HEAPTYPE = 1 << 9
+#: ``PyDictKeysObject`` (3.11, 64-bit): ``dk_refcnt`` (8), three ``uint8_t`` and padding, ``uint32_t
+#: dk_version``, then ``Py_ssize_t dk_usable`` and ``dk_nentries``.
+_USABLE_OFFSET = 16
+_NENTRIES_OFFSET = 24
+#: ``SHARED_KEYS_MAX_SIZE``: a new class's free slots.
+_FRESH_USABLE = 30
+#: The steady state: what CPython's instance creation lowers the count to, and no further.
+_STEADY_USABLE = 1
+
+#: Names of the modules whose classes were listed; ``len(sys.modules)`` then.
+_modules_seen: set[str] = set()
+_modules_length = 0
+
+
+def _qualname_offset(probe: type) -> int | None:
+    """Where ``ht_qualname`` is: the one pointer-sized field of the probe holding its qualified
+    name (which is not its name, so ``ht_name`` does not match)."""
+    width = ctypes.sizeof(ctypes.c_void_p)
+    wanted = id(probe.__qualname__)
+    size: int = getattr(type, "__basicsize__")  # sizeof(PyHeapTypeObject)
+    found = [offset for offset in range(0, size - width + 1, width)
+             if ctypes.c_void_p.from_address(id(probe) + offset).value == wanted]
+    return found[0] if len(found) == 1 else None
+
+
+@functools.lru_cache(maxsize=1)
+def _keys_offset() -> int | None:
+    """The offset of ``ht_cached_keys`` in a class object, checked; None where not CPython 3.11
+    with the layout assumed here."""
+    if sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11):
+        return None
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+
+    def make() -> type:
+        class Probe:
+            def __init__(self) -> None:
+                self.first = 1
+                self.second = 2
+        return Probe
+
+    probe = make()
+    qualname = _qualname_offset(probe)
+    if qualname is None or not probe.__flags__ & _MANAGED_DICT or not probe.__flags__ & _HEAPTYPE:
+        return None
+    offset = qualname + ctypes.sizeof(ctypes.c_void_p)
+    keys = ctypes.c_void_p.from_address(id(probe) + offset).value
+    if not keys:
+        return None
+    usable = ctypes.c_ssize_t.from_address(keys + _USABLE_OFFSET)
+    entries = ctypes.c_ssize_t.from_address(keys + _NENTRIES_OFFSET)
+    if (usable.value, entries.value) != (_FRESH_USABLE, 0):
+        return None
+    kept = [probe()]  # one slot for the instance, two for its names
+    if (usable.value, entries.value) != (_FRESH_USABLE - 3, 2):
+        return None
+    kept.append(probe())  # the names are there: one slot fewer, no more names
+    if (usable.value, entries.value) != (_FRESH_USABLE - 4, 2):
+        return None
+    return offset
+
+
+def supported() -> bool:
+    """Whether this interpreter is CPython 3.11 with the layout assumed here."""
+    return _keys_offset() is not None
+
+
+def track(objects: Iterable[object] | None = None) -> int:
+    """Lower the free slots of every class among ``objects`` (default: all the collector tracks)
+    to 1 (see the module docstring); returns how many classes were looked at. Call it before
+    ``gc.freeze()`` (frozen objects are not listed). Only real classes are asked: ``type(thing)``,
+    never ``isinstance``, which a weak proxy to a class answers for the class (and the proxy's
+    own address holds no key table). No class is kept: lowering twice is lowering once."""
+    global _modules_length
+    offset = _keys_offset()
+    if offset is None:
+        return 0
+    if objects is None:
+        _modules_seen.update(name for name in list(sys.modules) if type(name) is str)
+        _modules_length = len(sys.modules)
+        objects = gc.get_objects()
+    flags_of = type.__dict__["__flags__"].__get__
+    looked_at = 0
+    for thing in objects:
+        if not issubclass(type(thing), type):
+            continue
+        flags = flags_of(thing)
+        if not flags & _MANAGED_DICT or not flags & _HEAPTYPE:
+            continue
+        looked_at += 1
+        keys = ctypes.c_void_p.from_address(id(thing) + offset).value
+        if not keys:
+            continue
+        usable = ctypes.c_ssize_t.from_address(keys + _USABLE_OFFSET)
+        # The read and the write on one line, with no call and no backward jump between them: no
+        # other thread can run in between, not even under a trace function (line events come at
+        # a line's start). Another thread's instance or name could otherwise take the count from
+        # 2 to 0 there, and writing 1 over that 0 would hand out a slot that arrays made
+        # meanwhile lack; lowered, the count never does.
+        if usable.value > _STEADY_USABLE: usable.value = _STEADY_USABLE  # noqa: E701
+    return looked_at
+
+
+def track_new_modules() -> int:
+    """The same for the classes of the modules imported since the last listing (one level: what
+    their ``class`` statements made); nothing when there are none."""
+    global _modules_length
+    if len(sys.modules) == _modules_length or not supported():
+        return 0
+    from .quickening import module_classes
+
+    new = [name for name in list(sys.modules) if type(name) is str and name not in _modules_seen]
+    _modules_seen.update(new)
+    _modules_length = len(sys.modules)
+    return track([cls for name in new for cls in module_classes(sys.modules.get(name))])
