@@ -383,8 +383,8 @@ def pytest_configure(config):
 """
 
 
-@pytest.mark.skipif(sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 12),
-                    reason="the pin is on for CPython 3.11 and 3.12")
+@pytest.mark.skipif(sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13),
+                    reason="the pin is on for CPython 3.11-3.13")
 def test_how_many_instances_earlier_tests_made_does_not_move_a_count(tmp_path: Path) -> None:
     """A benchmark whose objects set attributes their ``__init__`` does not counts the same alone
     (``-k``) and after a test that made 100 instances of the same class.

@@ -11,9 +11,9 @@ import pytest
 
 from pytest_torchbench.engines.callgrind import shared_keys
 
-SUPPORTED_HERE = (sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 12)
+SUPPORTED_HERE = (sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] <= (3, 13)
                   and not sysconfig.get_config_var("Py_GIL_DISABLED"))
-pytestmark = pytest.mark.skipif(not SUPPORTED_HERE, reason="the pin is on for CPython 3.11 and 3.12")
+pytestmark = pytest.mark.skipif(not SUPPORTED_HERE, reason="the pin is on for CPython 3.11-3.13")
 
 
 def _record_class() -> type:
@@ -47,7 +47,7 @@ def _history_then_lazy_names(instances_before: int, listed: bool) -> tuple[type,
 
 
 def test_this_interpreter_is_supported() -> None:
-    """3.11 and 3.12 with the GIL: the probe's offsets and counts check out (were they to stop, on a
+    """3.11-3.13 with the GIL: the probe's offsets and counts check out (were they to stop, on a
     new patch release, every other test here would fail to find a table)."""
     assert shared_keys.supported()
 

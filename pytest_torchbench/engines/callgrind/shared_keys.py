@@ -1,4 +1,4 @@
-"""The shared attribute keys of each class (CPython 3.11, 3.12), brought once per counted worker
+"""The shared attribute keys of each class (CPython 3.11-3.13), brought once per counted worker
 to a state that no longer follows what ran before.
 
 Why: CPython 3.11 (and 3.12, 3.13) keeps the attribute names of a class's instances in one key
@@ -23,7 +23,7 @@ handed out (each array has room for its class's names and free slots when it was
 fewer than now). The offset of ``ht_cached_keys`` is found on a probe class (the field after
 ``ht_qualname``, found by its value) and checked, with the count's offset in the key table,
 against what creating instances does to them; anywhere that check fails (3.10, which has no such
-count; another layout) and on 3.13 (see :func:`_keys_offset`) this does nothing.
+count; a free-threaded build; another layout) this does nothing.
 
 What it costs: the instances of those classes keep most attributes in a dictionary, as the
 instances of a class whose table filled up do in any long-running process; counts of
@@ -80,12 +80,11 @@ def _qualname_offset(probe: type) -> int | None:
 
 @functools.lru_cache(maxsize=1)
 def _keys_offset() -> int | None:
-    """The offset of ``ht_cached_keys`` in a class object, checked; None where not CPython 3.11
-    or 3.12 (with the GIL) with the layout and behaviour assumed here. 3.10 has no such count.
-    3.13 keeps it with the same rule and offsets, but with the pin on, a determinism test there
-    (a test's heap independent of the worker's history) failed: not enabled until that is
-    understood (docs/python-versions.md)."""
-    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 12):
+    """The offset of ``ht_cached_keys`` in a class object, checked; None where not CPython
+    3.11-3.13 (with the GIL) with the layout and behaviour assumed here. 3.12 and 3.13 keep the
+    same count with the same rule (3.13 holds the values inside the instance, with room for as
+    many as the count and the names allowed when it was made); 3.10 has no such count."""
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
         return None
     if ctypes.sizeof(ctypes.c_void_p) != 8 or sysconfig.get_config_var("Py_GIL_DISABLED"):
         return None  # a free-threaded build changes the count under a lock this cannot take
@@ -119,7 +118,7 @@ def _keys_offset() -> int | None:
 
 
 def supported() -> bool:
-    """Whether this interpreter is CPython 3.11 or 3.12 with the layout assumed here."""
+    """Whether this interpreter is CPython 3.11-3.13 with the layout assumed here."""
     return _keys_offset() is not None
 
 
