@@ -20,8 +20,8 @@ What is counted: the region is the measured callable's calls only: the hook is s
 warm-up and the seeding, and code of this plugin (the wrapper calling the user's function) is
 left out, and so is abc's walk over an abstract class's subclasses when its caches do not answer
 (``ABCMeta.__subclasscheck__``, ``__subclasshook__``: it follows which classes the process has
-defined, :func:`_abc_subclass_walk`). Other threads are not counted (a data loader's or a progress bar's thread would make
-the counts depend on timing). The counts are those of one call, the one most iterations agree on
+defined, :func:`_abc_subclass_walk`). Other threads are not counted (a data loader's or a
+progress bar's thread would make the counts depend on timing). The counts are those of one call, the one most iterations agree on
 (``statistics.representative``), so a one-off first call (a cache fill) does not show.
 
 A function is named ``file:qualified name``: the file relative to the project's root when it is in
