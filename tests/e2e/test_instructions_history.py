@@ -100,6 +100,19 @@ def gaps_alone_vs_after(project: Path, tmp: Path, keys: list[str], subset: str,
     return gaps
 
 
+def switched_gaps(tmp: Path, module: str, source: str, conftest: str, variable: str) -> dict[str, float]:
+    """A project of ``module`` (whose ``test_heavy`` is the benchmark) and a ``conftest`` that
+    switches a pin off in the workers when ``variable`` is "off": the gap between ``test_heavy``
+    alone and after the module's other tests, with the pin "on" and "off"."""
+    project = tmp / "project"
+    project.mkdir()
+    (project / module).write_text(source)
+    (project / "conftest.py").write_text(conftest)
+    key = f"{module}::test_heavy"
+    return {switch: gaps_alone_vs_after(project, tmp, [key], "heavy", **{variable: switch})[key]
+            for switch in ("on", "off")}
+
+
 def session(project: Path, tmp: Path, history: str) -> tuple[list[int], dict[str, float]]:
     # The probe test opens this path inside its heap epoch: one length for every history, or the
     # string's size class (which follows the temporary folder's length) moves its blocks (CI's one
@@ -330,13 +343,7 @@ def test_helpers_a_heavy_benchmark_shares_with_earlier_tests_count_as_in_a_fresh
     (it follows the environment: 0 instructions per call here with 24 helpers; 146 on a CI
     machine with an earlier three-helper version, whose fixed 1e-4 bound it broke) is judged against that gap, not against a
     fixed fraction."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "test_helpers.py").write_text(SHARED_HELPERS)
-    (project / "conftest.py").write_text(MARKING_SWITCH)
-    key = "test_helpers.py::test_heavy"
-    gaps = {marking: gaps_alone_vs_after(project, tmp_path, [key], "heavy", MARKING=marking)[key]
-            for marking in ("on", "off")}
+    gaps = switched_gaps(tmp_path, "test_helpers.py", SHARED_HELPERS, MARKING_SWITCH, "MARKING")
     # measured (instructions per call, two runs): on 0 and 0, off 16,383 and 16,383
     assert gaps["off"] > 2000, gaps  # 24 helpers run as plain bytecode alone, specialised after
     assert gaps["on"] < gaps["off"] / 10, gaps
@@ -397,13 +404,7 @@ def test_how_many_instances_earlier_tests_made_does_not_move_a_count(tmp_path: P
     class's free slots once, when it settles (``engines/callgrind/shared_keys.py``). The same two
     sessions run with that switched off in the worker, so the test shows both that the gap exists
     and that the listing removes it."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "test_records.py").write_text(SHARED_CLASS)
-    (project / "conftest.py").write_text(KEYS_SWITCH)
-    key = "test_records.py::test_heavy"
-    gaps = {switch: gaps_alone_vs_after(project, tmp_path, [key], "heavy", KEYS=switch)[key]
-            for switch in ("on", "off")}
+    gaps = switched_gaps(tmp_path, "test_records.py", SHARED_CLASS, KEYS_SWITCH, "KEYS")
     # measured (instructions per call, 2026-11-28): on 0, off 141,110,584
     assert gaps["off"] > 100_000, gaps  # a dictionary for each of 100,000 records, or none
     assert gaps["on"] < 1000, gaps

@@ -102,8 +102,9 @@ def test_classes_of_modules_imported_later_are_listed(tmp_path, monkeypatch) -> 
     monkeypatch.syspath_prepend(str(tmp_path))
     # What this process imported so far counts as seen, so only the new module is listed (and
     # the session's own classes are left alone).
-    monkeypatch.setattr(shared_keys, "_modules_seen", set(sys.modules))
-    monkeypatch.setattr(shared_keys, "_modules_length", len(sys.modules))
+    seen = shared_keys.ModulesSince()
+    seen.all_seen()
+    monkeypatch.setattr(shared_keys, "_modules", seen)
     module = importlib.import_module(name)
     try:
         assert _table(module.Late)[0] > 1

@@ -50,10 +50,35 @@ _INITIAL_WARMUP = -8
 #: One call before quickening: the next call quickens.
 _NEXT_CALL = -1
 
-#: Names of the modules whose functions were marked (or that were there when it was done).
-_modules_seen: set[str] = set()
-#: ``len(sys.modules)`` then: the cheap test for "imported anything since" (every test asks).
-_modules_length = 0
+
+
+class ModulesSince:
+    """The modules imported since :meth:`all_seen` or the last :meth:`new`: what a walk over
+    module namespaces (quickening marks, shared key tables) has not read yet."""
+
+    def __init__(self) -> None:
+        #: Names of the modules already read (or that were there when everything was).
+        self.seen: set[str] = set()
+        #: ``len(sys.modules)`` then: the cheap test for "imported anything since" (every test asks).
+        self.length = 0
+
+    def all_seen(self) -> None:
+        """Every module imported so far counts as read."""
+        self.seen.update(_module_names())
+        self.length = len(sys.modules)
+
+    def new(self) -> list[object]:
+        """The modules imported since, now counted as read; ``[]`` at once when none were."""
+        if len(sys.modules) == self.length:
+            return []
+        names = [name for name in _module_names() if name not in self.seen]
+        self.seen.update(names)
+        self.length = len(sys.modules)
+        return [sys.modules.get(name) for name in names]
+
+
+#: The modules whose functions were marked.
+_modules = ModulesSince()
 
 
 def _warmup_counter(code: types.CodeType) -> ctypes.c_short:
@@ -104,7 +129,6 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
     call this before freezing, or pass the objects. It walks every function of torch, numpy and
     pytest, once per counted worker (its cost: docs/design/measurements.md, "Counting in the
     worker")."""
-    global _modules_length
     if not supported():
         return 0
     if sys.gettrace() is not None or sys.getprofile() is not None:
@@ -112,8 +136,7 @@ def quicken_at_next_call(objects: Iterable[object] | None = None) -> int:
         # lines and at every call: the read and the write below would no longer be one step.
         return 0
     if objects is None:
-        _modules_seen.update(_module_names())
-        _modules_length = len(sys.modules)
+        _modules.all_seen()
     pool = gc.get_objects() if objects is None else objects
     functions = [thing for thing in pool if type(thing) is types.FunctionType]
     del pool
@@ -210,10 +233,6 @@ def quicken_new_modules() -> int:
     Why the modules' namespaces and not ``gc.get_objects()``: each region freezes the collector
     before it counts, so a module imported during a benchmark's first call is frozen, invisible
     to the collector, by the time the next test asks."""
-    global _modules_length
-    if len(sys.modules) == _modules_length or not supported():
+    if not supported():
         return 0
-    new = [(name, sys.modules.get(name)) for name in _module_names() if name not in _modules_seen]
-    _modules_seen.update(name for name, _ in new)
-    _modules_length = len(sys.modules)
-    return quicken_at_next_call([f for _, module in new for f in _module_functions(module)])
+    return quicken_at_next_call([f for module in _modules.new() for f in _module_functions(module)])

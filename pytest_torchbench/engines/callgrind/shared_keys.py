@@ -44,8 +44,9 @@ import functools
 import gc
 import sys
 import sysconfig
-import types
 from collections.abc import Iterable
+
+from .quickening import ModulesSince, module_classes
 
 __all__ = ["supported", "track", "track_new_modules"]
 
@@ -62,9 +63,8 @@ _FRESH_USABLE = 30
 #: The steady state: what CPython's instance creation lowers the count to, and no further.
 _STEADY_USABLE = 1
 
-#: Names of the modules whose classes were listed; ``len(sys.modules)`` then.
-_modules_seen: set[str] = set()
-_modules_length = 0
+#: The modules whose classes were listed.
+_modules = ModulesSince()
 
 
 def _qualname_offset(probe: type) -> int | None:
@@ -128,13 +128,11 @@ def track(objects: Iterable[object] | None = None) -> int:
     ``gc.freeze()`` (frozen objects are not listed). Only real classes are asked: ``type(thing)``,
     never ``isinstance``, which a weak proxy to a class answers for the class (and the proxy's
     own address holds no key table). No class is kept: lowering twice is lowering once."""
-    global _modules_length
     offset = _keys_offset()
     if offset is None:
         return 0
     if objects is None:
-        _modules_seen.update(name for name in list(sys.modules) if type(name) is str)
-        _modules_length = len(sys.modules)
+        _modules.all_seen()
         objects = gc.get_objects()
     flags_of = type.__dict__["__flags__"].__get__
     looked_at = 0
@@ -161,12 +159,6 @@ def track(objects: Iterable[object] | None = None) -> int:
 def track_new_modules() -> int:
     """The same for the classes of the modules imported since the last listing (one level: what
     their ``class`` statements made); nothing when there are none."""
-    global _modules_length
-    if len(sys.modules) == _modules_length or not supported():
+    if not supported():
         return 0
-    from .quickening import module_classes
-
-    new = [name for name in list(sys.modules) if type(name) is str and name not in _modules_seen]
-    _modules_seen.update(new)
-    _modules_length = len(sys.modules)
-    return track([cls for name in new for cls in module_classes(sys.modules.get(name))])
+    return track([cls for module in _modules.new() for cls in module_classes(module)])
