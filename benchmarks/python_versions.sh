@@ -25,7 +25,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 root=${PYTHON_VERSIONS_ROOT:-/tmp/torchbench-python}
 step_timeout=${PYTHON_VERSIONS_TIMEOUT:-1800}
-default_tests="tests/e2e/test_compile_leak.py tests/e2e/test_instructions_history.py"
+default_tests="tests/engines/test_shared_keys.py tests/e2e/test_compile_leak.py tests/e2e/test_instructions_history.py"
 tests=${PYTHON_VERSIONS_TESTS:-$default_tests}
 versions=("$@")
 [ ${#versions[@]} -eq 0 ] && versions=(3.10 3.12 3.13)

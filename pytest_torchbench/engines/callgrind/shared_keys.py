@@ -1,4 +1,4 @@
-"""The shared attribute keys of each class (CPython 3.11-3.13), brought once per counted worker
+"""The shared attribute keys of each class (CPython 3.10-3.13), brought once per counted worker
 to a state that no longer follows what ran before.
 
 Why: CPython 3.11 (and 3.12, 3.13) keeps the attribute names of a class's instances in one key
@@ -22,8 +22,18 @@ itself does at each instance creation: no slot an existing instance's values arr
 handed out (each array has room for its class's names and free slots when it was made, never
 fewer than now). The offset of ``ht_cached_keys`` is found on a probe class (the field after
 ``ht_qualname``, found by its value) and checked, with the count's offset in the key table,
-against what creating instances does to them; anywhere that check fails (3.10, which has no such
-count; a free-threaded build; another layout) this does nothing.
+against what creating instances does to them; anywhere that check fails (a free-threaded build;
+another layout) this does nothing.
+
+CPython 3.10 has no such count but the same history, by another rule: a class stops sharing keys
+for good (``ht_cached_keys`` set to NULL) when an instance's new name outgrows the shared table (5
+names, then 10, ...) or comes in another order while any other instance shares it. Alone, a
+benchmark's first record grows the table and keeps sharing; after an earlier test that kept
+instances alive, the class shares nothing and every record gets a dictionary of its own. So on
+3.10 every class is put in that final state, sharing nothing, which CPython never leaves: the
+pointer is set to NULL, as CPython does, and the table's reference is kept (never freed: the
+instances that share it still hold theirs, and freeing it needs an interpreter function that 3.10
+does not export).
 
 What it costs: the instances of those classes keep most attributes in a dictionary, as the
 instances of a class whose table filled up do in any long-running process; counts of
@@ -55,11 +65,18 @@ __all__ = ["supported", "track", "track_new_modules"]
 _MANAGED_DICT = 1 << 4
 _HEAPTYPE = 1 << 9
 #: ``PyDictKeysObject`` (3.11-3.13, 64-bit): ``dk_refcnt`` (8), three ``uint8_t`` and padding,
-#: ``uint32_t dk_version``, then ``Py_ssize_t dk_usable`` and ``dk_nentries``.
+#: ``uint32_t dk_version``, then ``Py_ssize_t dk_usable`` and ``dk_nentries``. On 3.10:
+#: ``dk_refcnt``, ``dk_size``, ``dk_lookup``, then ``dk_usable`` and ``dk_nentries``.
 _USABLE_OFFSET = 16
 _NENTRIES_OFFSET = 24
-#: ``SHARED_KEYS_MAX_SIZE``: a new class's free slots.
+_USABLE_OFFSET_310 = 24
+_NENTRIES_OFFSET_310 = 32
+#: ``SHARED_KEYS_MAX_SIZE``: a new class's free slots. On 3.10 the free entries of a new class's
+#: table of 8 (``USABLE_FRACTION(PyDict_MINSIZE)``).
 _FRESH_USABLE = 30
+_FRESH_USABLE_310 = 5
+#: Whether this is 3.10's rule (stop sharing for good) rather than 3.11-3.13's (a count of free slots).
+_SHARING_STOPS = sys.version_info[:2] == (3, 10)
 #: The steady state: what CPython's instance creation lowers the count to, and no further.
 _STEADY_USABLE = 1
 
@@ -81,10 +98,11 @@ def _qualname_offset(probe: type) -> int | None:
 @functools.lru_cache(maxsize=1)
 def _keys_offset() -> int | None:
     """The offset of ``ht_cached_keys`` in a class object, checked; None where not CPython
-    3.11-3.13 (with the GIL) with the layout and behaviour assumed here. 3.12 and 3.13 keep the
-    same count with the same rule (3.13 holds the values inside the instance, with room for as
-    many as the count and the names allowed when it was made); 3.10 has no such count."""
-    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] <= (3, 13):
+    3.10-3.13 (with the GIL) with the layout and behaviour assumed here. 3.12 and 3.13 keep the
+    same count with the same rule as 3.11 (3.13 holds the values inside the instance, with room
+    for as many as the count and the names allowed when it was made); 3.10's table is checked by
+    its free entries and names, which two names take and a second instance leaves alone."""
+    if sys.implementation.name != "cpython" or not (3, 10) <= sys.version_info[:2] <= (3, 13):
         return None
     if ctypes.sizeof(ctypes.c_void_p) != 8 or sysconfig.get_config_var("Py_GIL_DISABLED"):
         return None  # a free-threaded build changes the count under a lock this cannot take
@@ -98,33 +116,48 @@ def _keys_offset() -> int | None:
 
     probe = make()
     qualname = _qualname_offset(probe)
-    if qualname is None or not probe.__flags__ & _MANAGED_DICT or not probe.__flags__ & _HEAPTYPE:
+    if qualname is None or not _has_shared_keys(probe.__flags__):
         return None
     offset = qualname + ctypes.sizeof(ctypes.c_void_p)
     keys = ctypes.c_void_p.from_address(id(probe) + offset).value
     if not keys:
         return None
-    usable = ctypes.c_ssize_t.from_address(keys + _USABLE_OFFSET)
-    entries = ctypes.c_ssize_t.from_address(keys + _NENTRIES_OFFSET)
-    if (usable.value, entries.value) != (_FRESH_USABLE, 0):
-        return None
-    kept = [probe()]  # one slot for the instance, two for its names
-    if (usable.value, entries.value) != (_FRESH_USABLE - 3, 2):
-        return None
-    kept.append(probe())  # the names are there: one slot fewer, no more names
-    if (usable.value, entries.value) != (_FRESH_USABLE - 4, 2):
-        return None
+    if _SHARING_STOPS:
+        usable = ctypes.c_ssize_t.from_address(keys + _USABLE_OFFSET_310)
+        entries = ctypes.c_ssize_t.from_address(keys + _NENTRIES_OFFSET_310)
+        # each name takes a free entry; instances take none
+        expected = [(_FRESH_USABLE_310, 0), (_FRESH_USABLE_310 - 2, 2), (_FRESH_USABLE_310 - 2, 2)]
+    else:
+        usable = ctypes.c_ssize_t.from_address(keys + _USABLE_OFFSET)
+        entries = ctypes.c_ssize_t.from_address(keys + _NENTRIES_OFFSET)
+        # one slot for each instance, one for each name
+        expected = [(_FRESH_USABLE, 0), (_FRESH_USABLE - 3, 2), (_FRESH_USABLE - 4, 2)]
+    kept = []
+    for made, wanted in enumerate(expected):
+        if made:
+            kept.append(probe())
+        if (usable.value, entries.value) != wanted:
+            return None
+    if ctypes.c_void_p.from_address(id(probe) + offset).value != keys:
+        return None  # the instances did not share that table
     return offset
 
 
+def _has_shared_keys(flags: int) -> bool:
+    """Whether a class with these ``__flags__`` may have a shared key table: a heap type (a
+    ``class`` statement's), and on 3.11-3.13 one whose instances' values the table indexes."""
+    return bool(flags & _HEAPTYPE) and (_SHARING_STOPS or bool(flags & _MANAGED_DICT))
+
+
 def supported() -> bool:
-    """Whether this interpreter is CPython 3.11-3.13 with the layout assumed here."""
+    """Whether this interpreter is CPython 3.10-3.13 with the layout assumed here."""
     return _keys_offset() is not None
 
 
 def track(objects: Iterable[object] | None = None) -> int:
     """Lower the free slots of every class among ``objects`` (default: all the collector tracks)
-    to 1 (see the module docstring); returns how many classes were looked at. Call it before
+    to 1, or on 3.10 stop it sharing keys (see the module docstring); returns how many classes
+    were looked at. Call it before
     ``gc.freeze()`` (frozen objects are not listed). Only real classes are asked: ``type(thing)``,
     never ``isinstance``, which a weak proxy to a class answers for the class (and the proxy's
     own address holds no key table). No class is kept: lowering twice is lowering once."""
@@ -139,12 +172,15 @@ def track(objects: Iterable[object] | None = None) -> int:
     for thing in objects:
         if not issubclass(type(thing), type):
             continue
-        flags = flags_of(thing)
-        if not flags & _MANAGED_DICT or not flags & _HEAPTYPE:
+        if not _has_shared_keys(flags_of(thing)):
             continue
         looked_at += 1
-        keys = ctypes.c_void_p.from_address(id(thing) + offset).value
+        field = ctypes.c_void_p.from_address(id(thing) + offset)
+        keys = field.value
         if not keys:
+            continue
+        if _SHARING_STOPS:
+            field.value = None  # one store: CPython reads the field anew at each use
             continue
         usable = ctypes.c_ssize_t.from_address(keys + _USABLE_OFFSET)
         # The read and the write on one line, with no call and no backward jump between them: no

@@ -33,7 +33,7 @@ in regions                                                                      
 ``torch.set_num_threads`` (default 1)       thread pools                                ``collect.count_region``
 type attribute cache emptied per region     stale entries of earlier tests              ``collect.count_region``
 classes' attribute keys at their steady    which names a class's instances share       ``shared_keys`` via
-state (3.11-3.13)                          follows how many earlier tests made         :func:`settle_worker`
+state (3.10-3.13)                          follows how many earlier tests made         :func:`settle_worker`
 seeds (torch, numpy, ``random``)            random code draws alike                     ``pytest/seeding.py``
 fresh code of the benchmarked function      its specialisation history                  ``engines/fresh_code.py``
 =========================================  ==========================================  ============================
