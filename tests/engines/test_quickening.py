@@ -1,7 +1,9 @@
 """engines.callgrind.quickening: functions marked are quickened (and specialised) by their next
-call, as CPython 3.11 itself would after 8 calls; nothing else about them changes."""
+call, as CPython 3.11 itself would after 8 calls (3.10: get their inline cache, as after 1024
+calls); nothing else about them changes."""
 from __future__ import annotations
 
+import ctypes
 import dis
 import gc
 import sys
@@ -13,9 +15,11 @@ import pytest
 from pytest_torchbench.engines.callgrind import quickening
 
 pytestmark = pytest.mark.skipif(
-    sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11),
-    reason="CPython 3.11's warm-up counter (3.12 quickens at creation)",
+    sys.implementation.name != "cpython" or sys.version_info[:2] not in ((3, 10), (3, 11)),
+    reason="CPython 3.11's warm-up counter and 3.10's call count (3.12 quickens at creation)",
 )
+#: The calls that quicken an unmarked function.
+CALLS_TO_QUICKEN = quickening._QUICKENED - quickening._INITIAL_WARMUP
 
 
 def _fresh(source: str, name: str) -> types.FunctionType:
@@ -43,7 +47,10 @@ class Box:
 
 
 def _quickened(code: types.CodeType) -> bool:
-    return any(instruction.opname == "RESUME_QUICK" for instruction in dis.get_instructions(code, adaptive=True))
+    if sys.version_info[:2] == (3, 10):  # the inline cache made (``co_opcache``, before the counter)
+        return ctypes.c_void_p.from_address(id(code) + quickening._WARMUP_OFFSET - 8).value is not None
+    return any(instruction.opname == "RESUME_QUICK"
+               for instruction in dis.get_instructions(code, adaptive=True))  # type: ignore[call-arg]
 
 
 def _inner_code(function: types.FunctionType) -> types.CodeType:
@@ -62,13 +69,15 @@ def test_a_marked_function_and_its_nested_code_are_quickened_by_their_next_call(
     assert quickening.quicken_at_next_call([outer]) == 2  # outer and the nested inner
     assert outer(1) == 7  # the same behaviour...
     assert _quickened(outer.__code__) and _quickened(_inner_code(outer))  # ...quickened
-    names = {i.opname for i in dis.get_instructions(outer.__code__, adaptive=True)}
-    assert "LOAD_GLOBAL_MODULE" in names  # and specialised in that same call
+    if sys.version_info[:2] == (3, 11):
+        names = {i.opname for i in dis.get_instructions(outer.__code__, adaptive=True)}  # type: ignore[call-arg]
+        assert "LOAD_GLOBAL_MODULE" in names  # and specialised in that same call
 
 
 def test_an_unmarked_function_needs_its_eight_calls() -> None:
+    """(1024 on 3.10.)"""
     outer = _fresh(SOURCE, "outer")
-    for _ in range(7):
+    for _ in range(CALLS_TO_QUICKEN - 1):
         outer(1)
     assert not _quickened(outer.__code__)
     outer(1)
@@ -77,7 +86,7 @@ def test_an_unmarked_function_needs_its_eight_calls() -> None:
 
 def test_quickened_code_is_left_alone_and_marking_twice_counts_once() -> None:
     done = _fresh(SOURCE, "outer")
-    for _ in range(9):
+    for _ in range(CALLS_TO_QUICKEN + 1):
         done(1)
     fresh = _fresh(SOURCE, "outer")
     assert quickening.quicken_at_next_call([done, fresh, fresh, "not a function", len]) == 2  # fresh's two
@@ -254,7 +263,9 @@ def test_nothing_is_marked_under_a_trace_function() -> None:
 
 def test_a_wrong_layout_fails_the_check(monkeypatch) -> None:
     """The only guard against writing elsewhere in a code object: a wrong offset must fail it."""
-    for flags, warmup in ((44, 52), (48, 50), (48, 56), (40, 52)):
+    flags_at, warmup_at = quickening._FLAGS_OFFSET, quickening._WARMUP_OFFSET
+    for flags, warmup in ((flags_at - 4, warmup_at), (flags_at, warmup_at - 2), (flags_at, warmup_at + 4),
+                          (flags_at - 8, warmup_at)):
         monkeypatch.setattr(quickening, "_FLAGS_OFFSET", flags)
         monkeypatch.setattr(quickening, "_WARMUP_OFFSET", warmup)
         assert not quickening.supported.__wrapped__(), (flags, warmup)

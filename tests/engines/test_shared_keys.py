@@ -104,8 +104,14 @@ def test_on_310_instances_made_before_the_listing_keep_their_attributes() -> Non
     cls = _record_class()
     earlier = [cls(i) for i in range(3)]
     assert _shares_keys(earlier[0])
+    keys = _keys_of(cls)
+    assert keys is not None
+    references = ctypes.c_ssize_t.from_address(keys)  # the class's and the three dictionaries'
+    assert references.value == 4
     assert shared_keys.track([cls]) == 1
+    assert _keys_of(cls) is None and references.value == 3  # the class's reference dropped
     assert shared_keys.track([cls]) == 1  # again: nothing more to do, nothing breaks
+    assert references.value == 3
     for number, name in enumerate(("a", "b", "c", "d", "e", "f", "g")):
         setattr(earlier[0], name, number)  # outgrows the table it still shares
     del earlier[1].value

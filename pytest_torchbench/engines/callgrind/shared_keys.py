@@ -27,13 +27,15 @@ another layout) this does nothing.
 
 CPython 3.10 has no such count but the same history, by another rule: a class stops sharing keys
 for good (``ht_cached_keys`` set to NULL) when an instance's new name outgrows the shared table (5
-names, then 10, ...) or comes in another order while any other instance shares it. Alone, a
-benchmark's first record grows the table and keeps sharing; after an earlier test that kept
-instances alive, the class shares nothing and every record gets a dictionary of its own. So on
-3.10 every class is put in that final state, sharing nothing, which CPython never leaves: the
-pointer is set to NULL, as CPython does, and the table's reference is kept (never freed: the
-instances that share it still hold theirs, and freeing it needs an interpreter function that 3.10
-does not export).
+names, then 10, ...) or comes in another order while any other dictionary shares it, and at any
+``del`` of an instance attribute. Alone, a benchmark's first record grows the table and keeps
+sharing; after an earlier test that kept instances alive, the class shares nothing and every
+record gets a dictionary of its own. So on 3.10 every class is put in the state CPython never
+leaves, sharing nothing: the pointer set to NULL, as CPython does, and the class's reference to
+the table dropped by lowering its count when other dictionaries still hold it. The last reference
+is kept (the table not freed): the function that frees it is not exported. A class whose instances
+all set the same names in ``__init__`` would share for good in a plain 3.10 process; listed, its
+instances keep their attributes in dictionaries of their own, in every run alike.
 
 What it costs: the instances of those classes keep most attributes in a dictionary, as the
 instances of a class whose table filled up do in any long-running process; counts of
@@ -180,7 +182,10 @@ def track(objects: Iterable[object] | None = None) -> int:
         if not keys:
             continue
         if _SHARING_STOPS:
-            field.value = None  # one store: CPython reads the field anew at each use
+            # One line, as below: the class's reference dropped where another holder keeps the
+            # table alive (a count of 1 is the class's alone: that table stays, unreferenced).
+            references = ctypes.c_ssize_t.from_address(keys)  # dk_refcnt
+            field.value = None; references.value -= references.value > 1  # noqa: E702
             continue
         usable = ctypes.c_ssize_t.from_address(keys + _USABLE_OFFSET)
         # The read and the write on one line, with no call and no backward jump between them: no

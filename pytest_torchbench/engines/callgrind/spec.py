@@ -26,7 +26,7 @@ modules preloaded (:data:`PRELOADED`)       interpreter-wide hooks they install 
 worker arguments without controller-only    argv length moves the heap                  ``pytest/workers.py``
 options; fixed basetemp and run id
 a heap epoch per test and per collector     a test's addresses independent of history   ``WorkerLaunch.isolate``
-functions marked to quicken (3.11)          helpers specialised by the test itself      ``quickening`` via
+functions marked to quicken (3.10, 3.11)    helpers specialised by the test itself      ``quickening`` via
                                                                                         :func:`settle_worker`
 ``gc.freeze()`` after collection, gc off    collections inside regions                  :func:`settle_worker`,
 in regions                                                                              ``collect.count_region``
