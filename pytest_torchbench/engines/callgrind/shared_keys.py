@@ -159,10 +159,10 @@ def supported() -> bool:
 def track(objects: Iterable[object] | None = None) -> int:
     """Lower the free slots of every class among ``objects`` (default: all the collector tracks)
     to 1, or on 3.10 stop it sharing keys (see the module docstring); returns how many classes
-    were looked at. Call it before
-    ``gc.freeze()`` (frozen objects are not listed). Only real classes are asked: ``type(thing)``,
-    never ``isinstance``, which a weak proxy to a class answers for the class (and the proxy's
-    own address holds no key table). No class is kept: lowering twice is lowering once."""
+    were looked at. Call it before ``gc.freeze()`` (frozen objects are not listed). Only real
+    classes are asked: ``type(thing)``, never ``isinstance``, which a weak proxy to a class
+    answers for the class (and the proxy's own address holds no key table). No class is kept:
+    lowering twice is lowering once."""
     offset = _keys_offset()
     if offset is None:
         return 0

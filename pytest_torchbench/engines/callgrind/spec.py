@@ -32,6 +32,7 @@ functions marked to quicken (3.10, 3.11)    helpers specialised by the test itse
 in regions                                                                              ``collect.count_region``
 ``torch.set_num_threads`` (default 1)       thread pools                                ``collect.count_region``
 type attribute cache emptied per region     stale entries of earlier tests              ``collect.count_region``
+(not on 3.10)
 classes' attribute keys at their steady    which names a class's instances share       ``shared_keys`` via
 state (3.10-3.13)                          follows how many earlier tests made         :func:`settle_worker`
 seeds (torch, numpy, ``random``)            random code draws alike                     ``pytest/seeding.py``
