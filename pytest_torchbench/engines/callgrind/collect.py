@@ -285,9 +285,10 @@ def count_region(
     # CPython's type attribute cache (4096 slots, indexed by type version tag and name address)
     # still holds what earlier benchmarks looked up; their entries evict ours in a pattern that
     # depends on history. Emptying it before the warm-up makes the region see only its own. Not
-    # on 3.10: there emptying it also invalidates every type's version tag, so every inline
-    # cache of an attribute load misses once per region and gives up for good after 20 misses:
-    # a helper's loads ran cached or not after as many regions of earlier tests
+    # on 3.10: there emptying it also invalidates every type's version tag and hands tags out
+    # again from 0 in lookup order, so an inline cache of an attribute load misses whenever its
+    # type's new tag differs (which follows the lookup order) and gives up for good after 20
+    # misses: a helper's loads ran cached or not after as many regions of earlier tests
     # (docs/design/counting.md, "Quickening the helpers it calls"). Misses of the type cache are
     # left out of counts anyway.
     if sys.version_info[:2] != (3, 10):
