@@ -20,6 +20,13 @@ COUNTED_SLOTS = pytest.mark.skipif(sys.version_info[:2] == (3, 10), reason="3.10
 ONLY_310 = pytest.mark.skipif(sys.version_info[:2] != (3, 10), reason="3.10's rule: a class stops sharing keys")
 
 
+def _keys_of(cls: type) -> int | None:
+    """The address of the class's shared key table (None: it shares none)."""
+    offset = shared_keys._keys_offset()
+    assert offset is not None
+    return ctypes.c_void_p.from_address(id(cls) + offset).value
+
+
 def _record_class() -> type:
     class Record:
         def __init__(self, value: int) -> None:
@@ -29,9 +36,7 @@ def _record_class() -> type:
 
 def _table(cls: type) -> tuple[int, int]:
     """(free slots, names) of the class's shared key table."""
-    offset = shared_keys._keys_offset()
-    assert offset is not None
-    keys = ctypes.c_void_p.from_address(id(cls) + offset).value
+    keys = _keys_of(cls)
     assert keys
     return (ctypes.c_ssize_t.from_address(keys + 16).value, ctypes.c_ssize_t.from_address(keys + 24).value)
 
@@ -56,15 +61,13 @@ def test_this_interpreter_is_supported() -> None:
     assert shared_keys.supported()
 
 
-def _keys_of(cls: type) -> int | None:
-    offset = shared_keys._keys_offset()
-    assert offset is not None
-    return ctypes.c_void_p.from_address(id(cls) + offset).value
-
-
 def _shares_keys(instance: object) -> bool:
     """Whether a 3.10 instance's dictionary is a split one (``ma_values`` set)."""
     return ctypes.c_void_p.from_address(id(vars(instance)) + 40).value is not None
+
+
+#: Six names a record's ``__init__`` does not set: one more than 3.10's first shared table holds.
+LAZY_NAMES = ("a", "b", "c", "d", "e", "f")
 
 
 def _records_after(alive_before: int, listed: bool) -> tuple[type, object]:
@@ -73,12 +76,13 @@ def _records_after(alive_before: int, listed: bool) -> tuple[type, object]:
     record that sets the same names."""
     cls = _record_class()
     earlier = [cls(i) for i in range(alive_before)]
-    for name in ("a", "b", "c", "d", "e", "f")[: 6 if earlier else 0]:
-        setattr(earlier[0], name, 1)
+    if earlier:
+        for name in LAZY_NAMES:
+            setattr(earlier[0], name, 1)
     if listed:
         assert shared_keys.track([cls]) == 1
     record = cls(7)
-    for number, name in enumerate(("a", "b", "c", "d", "e", "f")):
+    for number, name in enumerate(LAZY_NAMES):
         setattr(record, name, number)
     del earlier
     return cls, record
