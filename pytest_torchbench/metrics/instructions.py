@@ -17,6 +17,7 @@ tests in launched xdist workers (``pytest/workers.py``) is generic: it only asks
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -53,23 +54,73 @@ def _dump_dir() -> str:
     return dump_dir
 
 
+#: Names the folder where a run's main process left the plans of its baseline: for each test with
+#: one instructions entry, the number of calls and warm-up calls it was counted with (one small
+#: file per test, :func:`write_plans`). The main process sets it for everything it starts (its
+#: counted workers, the base run of ``--bench-compare=REV``, re-runs), empty when it has no
+#: baseline, so that the environment has the same variables in a save and in a compare.
+PLANS_VARIABLE = "TORCHBENCH_CALL_PLANS"
+
+
+def _plan_file(folder: str | os.PathLike[str], nodeid: str) -> Path:
+    """A test's plan file: named by a hash of its node id (any characters, any length)."""
+    return Path(folder) / hashlib.sha256(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def write_plans(folder: Path, entries: Mapping[str, Any]) -> int:
+    """Write the plan of every test of ``entries`` (a baseline set's results by key) that has
+    exactly one instructions entry into ``folder``; the number written.
+
+    Why one entry only: a worker looks its plan up by node id before it knows which of a test's
+    recordings it is counting, and a test's second recording (``nodeid [description]``) may have
+    been counted over another number; those stay adaptive."""
+    by_test: dict[str, list[InstructionsMetric]] = {}
+    for entry in entries.values():
+        metric = entry.metrics.get("instructions")
+        if isinstance(metric, InstructionsMetric):
+            by_test.setdefault(entry.nodeid, []).append(metric)
+    written = 0
+    for nodeid, metrics in by_test.items():
+        if len(metrics) == 1 and metrics[0].warmup is not None:
+            _plan_file(folder, nodeid).write_text(f"{metrics[0].number_per_run} {metrics[0].warmup}\n")
+            written += 1
+    return written
+
+
+def planned_calls(nodeid: str) -> tuple[int, int] | None:
+    """The ``(number, warmup)`` the baseline counted ``nodeid`` with, when the run's main process
+    left one (:data:`PLANS_VARIABLE`); None otherwise or when the file does not hold two integers.
+    Whether a plan is followed is decided after the probe (``collect.plan_affordable``)."""
+    folder = os.environ.get(PLANS_VARIABLE)
+    if not folder:
+        return None
+    try:
+        with open(_plan_file(folder, nodeid), "rb") as handle:
+            number, warmup = (int(field) for field in handle.read(64).split())
+    except (OSError, ValueError):
+        return None
+    return number, warmup
+
+
 def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, warmup: int | None,
                                 num_threads: int,
                                 before_warmup: Callable[[], None] | None = None,
                                 before_region: Callable[[], None] | None = None,
-                                before_each: Callable[[], None] | None = None) -> InstructionsMetric:
+                                before_each: Callable[[], None] | None = None,
+                                plan: tuple[int, int] | None = None) -> InstructionsMetric:
     """Count ``fn`` and hand the unread dump to the controller (``InstructionsMetric.dump``).
 
     Why: reading a dump (a pure-Python parse) under valgrind was most of the marginal cost of a
     small benchmark; the controller reads it natively, many times faster (docs/design/measurements.md,
     "Counting in the worker").
-    ``number``/``warmup`` None: chosen from a probe call (``callgrind.plan_calls``).
+    ``number``/``warmup`` None: chosen from a probe call (``callgrind.plan_calls``), or the
+    baseline's ``plan`` (``callgrind.count_region``).
     """
     from ..engines.callgrind import collect
 
     region = collect.count_region(fn, number=number, warmup=warmup, out_dir=_dump_dir(),
                                   num_threads=num_threads, before_warmup=before_warmup,
-                                  before_region=before_region, before_each=before_each)
+                                  before_region=before_region, before_each=before_each, plan=plan)
     return InstructionsMetric.pending(str(region.dump), region.number, region.warmup)
 
 
@@ -534,10 +585,14 @@ class Instructions(Metric):
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> InstructionsMetric:
         options = context.options
+        # The baseline's number of calls, unless the marker fixes them (callgrind.count_region).
+        adaptive = options.number is None and options.warmup is None
+        plan = planned_calls(context.naming.nodeid) if adaptive else None
         # Seeded once, before the warm-up (see callgrind.count_region); pedantic's setup before both.
         return count_region_for_controller(fn, number=options.number, warmup=options.warmup,
                                            num_threads=options.num_threads, before_warmup=context.seed,
-                                           before_region=context.setup, before_each=context.before_each)
+                                           before_region=context.setup, before_each=context.before_each,
+                                           plan=plan)
 
     def worker_launch(self) -> CallgrindLaunch:
         return CallgrindLaunch()
@@ -564,8 +619,10 @@ class Instructions(Metric):
         now, then = current.instructions_per_run, baseline.instructions_per_run
         if current.number_per_run != baseline.number_per_run:
             # Counts per call depend a little on the number of calls (specialisation): never compare
-            # across numbers. The adaptive rule picks the same number on every run of the same code;
-            # a different one means the work per call moved across a bucket edge (or a marker changed).
+            # across numbers. A benchmark is counted over its baseline's number (planned_calls);
+            # another one means the marker's number changed, the baseline's plan was not followed
+            # (work grown many times over: collect.plan_affordable), or it was not handed over (a
+            # test with several recordings).
             summary = (f"instructions: counted over {current.number_per_run} calls, the baseline over "
                        f"{baseline.number_per_run} (re-save the baseline)")
             verdict = Verdict(key, "instructions", NOT_COMPARABLE, then, now, limit, None, summary,

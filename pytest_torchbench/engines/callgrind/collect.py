@@ -19,8 +19,9 @@ collected, which costs less than switching); after a heavy region it is switched
 the next test's setup (large inputs) runs several times faster. Counts do not depend on that
 history: collection is toggled inside the loop.
 
-How many calls: the same on every run of the same code (counts per call depend a little on it),
-chosen by :func:`plan_calls` from one counted probe call unless the caller fixes them.
+How many calls: the same on every run of the same code (counts per call depend a little on it):
+the baseline's when the caller hands it over (:func:`plan_affordable`), else chosen by
+:func:`plan_calls` from one counted probe call, unless the caller fixes them.
 
 Each region is dumped under a unique label to this process's own file (``...<pid>.<n>``);
 :func:`count_region` leaves the dump unread (the pytest plugin's controller reads it natively),
@@ -49,7 +50,7 @@ from .parse import function_counts, parse_callgrind_file
 
 __all__ = [
     "NotUnderValgrind", "DumpNotFound", "Region", "measure", "count_region", "read_region",
-    "plan_calls", "dump_total", "pause_instrumentation", "pause_on_imports", "PauseOnImport",
+    "plan_calls", "plan_affordable", "dump_total", "pause_instrumentation", "pause_on_imports", "PauseOnImport",
 ]
 
 
@@ -151,16 +152,34 @@ def plan_calls(probe_instructions: int) -> tuple[int, int]:
     warm-up calls. Heavy ones get ``number = 2**floor(log2(REGION_BUDGET / probe))``, at most
     :data:`MAX_HEAVY_NUMBER` (4), at least 1, and half as many warm-up calls (at least one, the
     probe itself): a heavy call is seconds under valgrind, its count does not need averaging, and
-    the warm-up only has to bring torch's caches to their steady state. A probe within a fraction
-    of a percent of a bucket edge can land in the neighbouring bucket in a run with other tests
-    around it (-k, order): the number then differs, which the judgement reports as "not
-    comparable", never as a regression.
+    the warm-up only has to bring torch's caches to their steady state. A probe near a bucket
+    edge can land in the neighbouring bucket in a run with other tests around it (-k, order):
+    that is why a benchmark with a baseline follows the baseline's plan instead
+    (:func:`count_region`'s ``plan``).
     """
     if probe_instructions <= SMALL_INSTRUCTIONS:
         return SMALL_NUMBER, SMALL_NUMBER
     number = 1 << max(0, (REGION_BUDGET // probe_instructions).bit_length() - 1)
     number = min(number, MAX_HEAVY_NUMBER)
     return number, max(1, number // 2)
+
+
+#: A baseline's plan is followed while its calls (counted and warm-up) cost at most this many
+#: instructions by the probe's count (about 1G: under valgrind, tens of seconds at most). Twice
+#: the largest adaptive region would not allow for work that grew several times past its bucket,
+#: which is what a plan is there to judge; this bound only stops a plan of 100 calls being
+#: followed for work that now takes seconds a call.
+PLAN_BUDGET = 1 << 30
+
+
+def plan_affordable(plan: tuple[int, int], probe_instructions: int) -> bool:
+    """Whether a baseline's ``(number, warmup)`` may be followed for work whose probe counted
+    ``probe_instructions``: both in ``1..SMALL_NUMBER`` (a baseline file is text anyone can edit)
+    and within :data:`PLAN_BUDGET`."""
+    number, warmup = plan
+    if not (1 <= number <= SMALL_NUMBER and 1 <= warmup <= SMALL_NUMBER):
+        return False
+    return (number + warmup) * probe_instructions <= PLAN_BUDGET
 
 
 @dataclasses.dataclass(frozen=True)
@@ -235,11 +254,19 @@ def count_region(
     before_warmup: Callable[[], object] | None = None,
     before_region: Callable[[], object] | None = None,
     before_each: Callable[[], object] | None = None,
+    plan: tuple[int, int] | None = None,
 ) -> Region:
     """Count ``number`` calls of ``fn`` in this (valgrind) process; the dump is left unread.
 
     ``number``/``warmup`` None: chosen by :func:`plan_calls` from a probe (one counted call; the
     probe counts as one warm-up call, and when the plan is one call the probe is the region).
+    ``plan``: the ``(number, warmup)`` the baseline was counted with (its warm-up including the
+    probe), taken in place of the probe's own plan when it is affordable (:func:`plan_affordable`).
+    The probe still runs, so the calls made are those of a run whose probe planned the same. Why:
+    a probe near a bucket edge picked the other bucket in a run with other tests around it, and a
+    count over another number of calls cannot be compared; with the baseline's plan the
+    comparison holds, and work that grew past its bucket is judged as the change it is
+    (docs/design/counting.md, "How many calls are counted").
     Instrumentation is switched on if it is off and left on after a small region (see the module
     docstring). Garbage is collected and frozen before the region and the collector stays off
     until the region's dump is written.
@@ -309,6 +336,8 @@ def count_region(
             probe_path = _dump_stats_at(probe_label, out)
             probe_total = dump_total(probe_path)
             planned_number, planned_warmup = plan_calls(probe_total)
+            if plan is not None and plan_affordable(plan, probe_total):
+                planned_number, planned_warmup = plan
             number = planned_number if number is None else number
             warmup = planned_warmup if warmup is None else warmup
             keep_instrumenting = _is_small(probe_total)
