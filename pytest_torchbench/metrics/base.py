@@ -481,6 +481,11 @@ class WorkerLaunch:
         """A value as a worker sent it (JSON) -> the value to judge; runs in the controller."""
         return data
 
+    def before_test(self, nodeid: str) -> None:
+        """Runs in a launched worker before each test, before :meth:`isolate`: what the test's
+        measuring needs from outside (instructions: the baseline's number of calls), read where
+        what the reading allocates is not the test's."""
+
     def isolate(self) -> None:
         """Runs in a launched worker before its collection and before each test: make what follows
         independent of what ran before in the process (instructions: a new heap epoch, so a test's

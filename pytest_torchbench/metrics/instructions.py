@@ -30,13 +30,19 @@ from ..core.vocabulary import (
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/10"  # /10: on 3.10 too, classes share no keys (shared_keys.py) and code gets its inline cache at its next call (quickening.py); /9: classes' shared attribute keys lowered (shared_keys.py); /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
+COUNTING_METHOD = "per-region-toggle-in-loop/11"  # /11: the type-cache lookups' own cost apart too (TYPE_CACHE_LOOKUPS); /10: on 3.10 too, classes share no keys (shared_keys.py) and code gets its inline cache at its next call (quickening.py); /9: classes' shared attribute keys lowered (shared_keys.py); /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
 
 #: The CPython function a miss of the type attribute cache calls (``_PyType_Lookup`` on a miss walks
 #: the MRO's dicts here). Its inclusive cost is kept apart from the count: which (type, name) pairs
 #: collide in the cache's 4,096 slots follows the types' version tags and the names' addresses,
 #: i.e. everything the process did before, not the benchmark's work.
 TYPE_CACHE_MISS = "find_name_in_mro"
+#: The functions that look attributes up in that cache (``_PyType_LookupRef`` on 3.13). Their own
+#: (exclusive) cost is kept apart from the count with the misses: on a miss they hash again, fill
+#: the slot and swap its name's reference, and that alone failed a small benchmark of a
+#: Python-heavy library when a collision appeared (docs/design/counting.md, "Type-cache misses
+#: are kept apart"). On hits their cost follows the number of lookups, as the rest of the count does.
+TYPE_CACHE_LOOKUPS = ("_PyType_Lookup", "_PyType_LookupRef")
 
 #: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
 DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
@@ -54,11 +60,13 @@ def _dump_dir() -> str:
     return dump_dir
 
 
-#: Names the folder where a run's main process left the plans of its baseline: for each test with
-#: one instructions entry, the number of calls and warm-up calls it was counted with (one small
-#: file per test, :func:`write_plans`). The main process sets it for everything it starts (its
-#: counted workers, the base run of ``--bench-compare=REV``, re-runs), empty when it has no
-#: baseline, so that the environment has the same variables in a save and in a compare.
+#: Names the folder where a run's main process left the plans of its baseline: for each test whose
+#: one instructions entry is keyed by its node id, the number of calls and warm-up calls it was
+#: counted with (one small file per test, :func:`write_plans`). The main process sets it for
+#: everything it starts (its counted workers, the base run of ``--bench-compare=REV``, re-runs),
+#: empty when it has no baseline, so that the environment has the same variables in a save and in
+#: a compare. A counted worker takes it out of its environment before its first test
+#: (:func:`load_test_plan`): a pytest that a test starts finds its own baseline's plans.
 PLANS_VARIABLE = "TORCHBENCH_CALL_PLANS"
 
 
@@ -68,38 +76,61 @@ def _plan_file(folder: str | os.PathLike[str], nodeid: str) -> Path:
 
 
 def write_plans(folder: Path, entries: Mapping[str, Any]) -> int:
-    """Write the plan of every test of ``entries`` (a baseline set's results by key) that has
-    exactly one instructions entry into ``folder``; the number written.
+    """Write the plan of every test of ``entries`` (a baseline set's results by key) whose only
+    instructions entry is keyed by its node id into ``folder``; the number written.
 
-    Why one entry only: a worker looks its plan up by node id before it knows which of a test's
-    recordings it is counting, and a test's second recording (``nodeid [description]``) may have
-    been counted over another number; those stay adaptive."""
-    by_test: dict[str, list[InstructionsMetric]] = {}
-    for entry in entries.values():
+    Why only those: the worker uses a test's plan for the test's first count, which is the entry
+    keyed by its node id when the test records once (``benchmark``, the marker, a Timer without
+    a description); the recordings of a test that records several (``nodeid [description]``,
+    ``nodeid #2``) may each have been counted over another number, and stay adaptive."""
+    by_test: dict[str, list[tuple[str, InstructionsMetric]]] = {}
+    for key, entry in entries.items():
         metric = entry.metrics.get("instructions")
         if isinstance(metric, InstructionsMetric):
-            by_test.setdefault(entry.nodeid, []).append(metric)
+            by_test.setdefault(entry.nodeid, []).append((key, metric))
     written = 0
-    for nodeid, metrics in by_test.items():
-        if len(metrics) == 1 and metrics[0].warmup is not None:
-            _plan_file(folder, nodeid).write_text(f"{metrics[0].number_per_run} {metrics[0].warmup}\n")
+    for nodeid, recordings in by_test.items():
+        (key, metric), *others = recordings
+        if not others and key == nodeid and metric.warmup is not None:
+            _plan_file(folder, nodeid).write_text(f"{metric.number_per_run} {metric.warmup}\n")
             written += 1
     return written
 
 
-def planned_calls(nodeid: str) -> tuple[int, int] | None:
-    """The ``(number, warmup)`` the baseline counted ``nodeid`` with, when the run's main process
-    left one (:data:`PLANS_VARIABLE`); None otherwise or when the file does not hold two integers.
-    Whether a plan is followed is decided after the probe (``collect.plan_affordable``)."""
-    folder = os.environ.get(PLANS_VARIABLE)
-    if not folder:
-        return None
+def read_plan(folder: str | os.PathLike[str], nodeid: str) -> tuple[int, int] | None:
+    """The ``(number, warmup)`` left for ``nodeid`` in ``folder``; None when there is none or the
+    file does not hold two integers. Whether a plan is followed is decided after the probe
+    (``collect.plan_followed``)."""
     try:
         with open(_plan_file(folder, nodeid), "rb") as handle:
             number, warmup = (int(field) for field in handle.read(64).split())
     except (OSError, ValueError):
         return None
     return number, warmup
+
+
+#: This worker's plans folder, taken out of its environment at its first test (None: not yet).
+_plans_folder: str | None = None
+#: The running test's plan, until its first count takes it.
+_test_plan: tuple[int, int] | None = None
+
+
+def load_test_plan(nodeid: str) -> None:
+    """Before a test's heap epoch (``CallgrindLaunch.before_test``): read its plan, so that what
+    the reading allocates (paths, a file buffer, an exception when there is no plan) lies outside
+    the epoch. Read inside it, a compare run (plans) and a save run (none) laid the test's
+    objects out differently, and a Python-heavy count moved by a few instructions per call."""
+    global _plans_folder, _test_plan
+    if _plans_folder is None:
+        _plans_folder = os.environ.pop(PLANS_VARIABLE, "")
+    _test_plan = read_plan(_plans_folder, nodeid) if _plans_folder else None
+
+
+def take_test_plan() -> tuple[int, int] | None:
+    """The running test's plan, once: its first count uses it, a second recording is adaptive."""
+    global _test_plan
+    plan, _test_plan = _test_plan, None
+    return plan
 
 
 def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, warmup: int | None,
@@ -153,8 +184,9 @@ class InstructionsMetric:
     stats: Any = None  # torch CallgrindStats, when measured in this process
     warmup: int | None = None
     dump: str | None = None
-    #: Instructions per run spent in type-cache misses (the inclusive cost of TYPE_CACHE_MISS),
-    #: left out of ``instructions_per_run`` (but not out of ``functions``, which stay as counted).
+    #: Instructions per run spent in the type cache: its misses (the inclusive cost of
+    #: TYPE_CACHE_MISS) and its lookups' own cost (TYPE_CACHE_LOOKUPS), left out of
+    #: ``instructions_per_run`` (but not out of ``functions``, which stay as counted).
     type_cache_misses: float = 0.0
 
     #: Functions kept in baselines: the largest, until they cover this share of the total, and
@@ -453,15 +485,15 @@ def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, fl
 
 
 def type_cache_line(current: InstructionsMetric, baseline: InstructionsMetric, counted: float) -> list[str]:
-    """A line naming the type-cache misses when they moved by more than a thousandth of the count: they
-    are not counted (their cost follows memory layout), but a reader of the function table above
+    """A line naming the type cache's work when it moved by more than a thousandth of the count: it
+    is not counted (its misses follow memory layout), but a reader of the function table above
     must know why dict lookups moved without the count moving."""
     moved = current.type_cache_misses - baseline.type_cache_misses
     if counted <= 0 or abs(moved) < counted * 0.001:
         return []
     return [f"type-cache misses (not counted: they follow memory layout, not the code): "
             f"{baseline.type_cache_misses:,.0f} -> {current.type_cache_misses:,.0f} instructions per run "
-            f"in {TYPE_CACHE_MISS} and the dict lookups it makes"]
+            f"in {TYPE_CACHE_MISS}, the dict lookups it makes and {TYPE_CACHE_LOOKUPS[0]}"]
 
 
 def _cache_dir() -> Path:
@@ -504,7 +536,9 @@ class CallgrindLaunch(WorkerLaunch):
         Only files in this run's folder are read."""
         if not data.get("dump"):
             return data
-        from ..engines.callgrind.parse import exclusive_counts, inclusive_cost_of, parse_callgrind_file
+        from ..engines.callgrind.parse import (
+            exclusive_cost_of, exclusive_counts, inclusive_cost_of, parse_callgrind_file,
+        )
 
         path = Path(str(data["dump"]))
         if path.resolve().parent != folder.resolve():
@@ -512,11 +546,16 @@ class CallgrindLaunch(WorkerLaunch):
         parts = parse_callgrind_file(path)
         exclusive, total = exclusive_counts(parts)
         misses = inclusive_cost_of(parts, TYPE_CACHE_MISS)
+        misses += sum(exclusive_cost_of(parts, lookup) for lookup in TYPE_CACHE_LOOKUPS)
         path.unlink()
         warmup = data.get("warmup")
         return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),
                                               int(warmup) if warmup is not None else None,
                                               type_cache_misses=misses).to_json()
+
+    def before_test(self, nodeid: str) -> None:
+        """The test's plan, read before its heap epoch (:func:`load_test_plan`)."""
+        load_test_plan(nodeid)
 
     def isolate(self) -> None:
         """A new heap epoch of the preloaded allocator (``callgrind.start_heap_epoch``): the test's
@@ -586,8 +625,9 @@ class Instructions(Metric):
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> InstructionsMetric:
         options = context.options
         # The baseline's number of calls, unless the marker fixes them (callgrind.count_region).
-        adaptive = options.number is None and options.warmup is None
-        plan = planned_calls(context.naming.nodeid) if adaptive else None
+        plan = take_test_plan()
+        if options.number is not None or options.warmup is not None:
+            plan = None
         # Seeded once, before the warm-up (see callgrind.count_region); pedantic's setup before both.
         return count_region_for_controller(fn, number=options.number, warmup=options.warmup,
                                            num_threads=options.num_threads, before_warmup=context.seed,

@@ -239,16 +239,21 @@ def _hand_over_plans(config: pytest.Config, settings: BenchSettings, baseline: B
     a bucket edge picked the other bucket when other tests ran around it: "not comparable" in CI,
     where a comparison was wanted (docs/design/counting.md, "How many calls are counted")."""
     from ..metrics.instructions import PLANS_VARIABLE, Instructions, write_plans
-    from .workers import fixed_dump_dir
+    from .workers import fixed_dump_dir, remove_stale_dump_dirs
 
     if Instructions.name not in settings.modes or PLANS_VARIABLE in os.environ:
         return
     value = ""
     if baseline is not None and baseline.entries:
-        folder = fixed_dump_dir("torchbench-plans-")
-        config.add_cleanup(functools.partial(shutil.rmtree, folder, True))
-        if write_plans(folder, baseline.entries):
-            value = str(folder)
+        prefix = "torchbench-plans-"
+        remove_stale_dump_dirs(prefix)  # of runs that were killed
+        try:
+            folder = fixed_dump_dir(prefix)
+            config.add_cleanup(functools.partial(shutil.rmtree, folder, True))
+            if write_plans(folder, baseline.entries):
+                value = str(folder)
+        except OSError:
+            pass  # no plans (a full or read-only temporary folder): numbers planned from probes
     os.environ[PLANS_VARIABLE] = value
     config.add_cleanup(functools.partial(_restore_environ, PLANS_VARIABLE, None))
 

@@ -502,6 +502,8 @@ class IsolatedWorker:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, object]:
+        for launch in self.launches:
+            launch.before_test(item.nodeid)
         self._isolate()
         return (yield)
 

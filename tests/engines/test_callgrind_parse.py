@@ -173,3 +173,21 @@ def test_inclusive_cost_of_a_function_is_what_every_call_into_it_cost() -> None:
     assert inclusive_cost_of(parts, "helper") == 50
     assert inclusive_cost_of(parts, "main") == 0  # never called: a root
     assert inclusive_cost_of(parts, "find_name_in_mro") == 0  # absent (or inlined in this build)
+
+
+def test_exclusive_cost_of_a_function_sums_its_rows_of_every_file() -> None:
+    """The type-cache lookup's own cost is read this way: ``_PyType_Lookup`` has a row for its
+    file and one for each header a piece of it was inlined from, all of them its cost."""
+    from pytest_torchbench.engines.callgrind.parse import exclusive_cost_of
+
+    text = "\n".join([
+        "version: 1", "creator: callgrind-3.19.0", "pid: 1", "cmd: python", "part: 1",
+        "desc: Trigger: Client Request: r", "positions: line", "events: Ir", "summary: 0",
+        "fl=(1) Objects/typeobject.c", "fn=(1) _PyType_Lookup", "0 70",
+        "fi=(2) Include/object.h", "0 5", "fe=(1)", "fn=(2) _PyType_LookupRef", "0 9",
+        "fn=(3) not_PyType_Lookup", "0 40", "totals: 124",
+    ])
+    parts = parse_callgrind(text)
+    assert exclusive_cost_of(parts, "_PyType_Lookup") == 75
+    assert exclusive_cost_of(parts, "_PyType_LookupRef") == 9
+    assert exclusive_cost_of(parts, "find_name_in_mro") == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_torchbench.engines.callgrind.collect import (
-    MAX_HEAVY_NUMBER, PLAN_BUDGET, REGION_BUDGET, SMALL_INSTRUCTIONS, SMALL_NUMBER, plan_affordable, plan_calls,
+    BUCKET_PLANS, MAX_HEAVY_NUMBER, REGION_BUDGET, SMALL_INSTRUCTIONS, SMALL_NUMBER, plan_calls, plan_followed,
 )
 
 
@@ -42,18 +42,23 @@ def test_same_probe_same_plan():
     assert {plan_calls(12_345_678) for _ in range(5)} == {plan_calls(12_345_678)}
 
 
-def test_a_baselines_plan_is_followed_across_a_bucket_edge_both_ways():
+def test_the_buckets_are_the_plans_of_the_rule_in_order():
+    assert BUCKET_PLANS == ((100, 100), (2, 1), (1, 1))
+
+
+def test_a_baselines_plan_is_followed_across_one_bucket_edge_both_ways():
     """The probe of a tensordict benchmark lay 0.3% under the small edge; its baseline's probe
-    had been over it. The baseline's plan is followed on either side of the edge."""
-    assert plan_affordable((2, 1), SMALL_INSTRUCTIONS - 1_600)  # baseline heavy, probe small now
-    assert plan_affordable((100, 100), SMALL_INSTRUCTIONS + 1_600)  # baseline small, probe heavy now
-    assert plan_affordable((100, 100), SMALL_INSTRUCTIONS * 8)  # work grown 8 times: judged, not skipped
+    had been over it. The baseline's plan is followed on either side of one edge."""
+    assert plan_followed((2, 1), SMALL_INSTRUCTIONS - 1_600)  # baseline heavy, probe small now
+    assert plan_followed((100, 100), SMALL_INSTRUCTIONS + 1_600)  # baseline small, probe heavy now
+    assert plan_followed((2, 1), 6_400_000)  # 0.8M grown eightfold: judged over the baseline's 2
+    assert plan_followed((1, 1), 600_000) and plan_followed((2, 1), 600_000)
 
 
-def test_a_plan_that_would_cost_too_much_or_is_not_a_plan_is_not_followed():
-    # 100 + 100 calls of work now at 10M instructions a call: 2G, past the budget
-    assert not plan_affordable((100, 100), 10_000_000)
-    assert plan_affordable((1, 1), PLAN_BUDGET // 2)
-    assert not plan_affordable((1, 1), PLAN_BUDGET // 2 + 1)
-    for edited in [(0, 1), (1, 0), (101, 1), (1, 101), (-3, 5), (10**9, 1)]:
-        assert not plan_affordable(edited, 1_000), edited
+def test_a_plan_two_buckets_away_or_not_of_the_rule_is_not_followed():
+    # work that became small counted over one call, and the reverse: too little warm-up, too long
+    assert not plan_followed((1, 1), 10_000)
+    assert not plan_followed((100, 100), 10_000_000)
+    # a marker's old number, an edited file
+    for edited in [(4, 2), (10, 5), (100, 1), (0, 1), (1, 0), (-3, 5), (10**9, 1), (2, 2)]:
+        assert not plan_followed(edited, 600_000), edited

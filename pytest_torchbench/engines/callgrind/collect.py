@@ -20,7 +20,7 @@ the next test's setup (large inputs) runs several times faster. Counts do not de
 history: collection is toggled inside the loop.
 
 How many calls: the same on every run of the same code (counts per call depend a little on it):
-the baseline's when the caller hands it over (:func:`plan_affordable`), else chosen by
+the baseline's when the caller hands it over (:func:`plan_followed`), else chosen by
 :func:`plan_calls` from one counted probe call, unless the caller fixes them.
 
 Each region is dumped under a unique label to this process's own file (``...<pid>.<n>``);
@@ -50,7 +50,7 @@ from .parse import function_counts, parse_callgrind_file
 
 __all__ = [
     "NotUnderValgrind", "DumpNotFound", "Region", "measure", "count_region", "read_region",
-    "plan_calls", "plan_affordable", "dump_total", "pause_instrumentation", "pause_on_imports", "PauseOnImport",
+    "plan_calls", "plan_followed", "dump_total", "pause_instrumentation", "pause_on_imports", "PauseOnImport",
 ]
 
 
@@ -164,22 +164,34 @@ def plan_calls(probe_instructions: int) -> tuple[int, int]:
     return number, max(1, number // 2)
 
 
-#: A baseline's plan is followed while its calls (counted and warm-up) cost at most this many
-#: instructions by the probe's count (about 1G: under valgrind, tens of seconds at most). Twice
-#: the largest adaptive region would not allow for work that grew several times past its bucket,
-#: which is what a plan is there to judge; this bound only stops a plan of 100 calls being
-#: followed for work that now takes seconds a call.
-PLAN_BUDGET = 1 << 30
+def _bucket_plans() -> tuple[tuple[int, int], ...]:
+    """Every plan :func:`plan_calls` gives, from the smallest work to the heaviest (each bucket
+    spans a factor of two, so doubling the probe meets them all)."""
+    plans: list[tuple[int, int]] = []
+    probe = SMALL_INSTRUCTIONS
+    while probe <= 2 * REGION_BUDGET:
+        plan = plan_calls(probe)
+        if plan not in plans:
+            plans.append(plan)
+        probe = probe + 1 if probe == SMALL_INSTRUCTIONS else probe * 2
+    return tuple(plans)
 
 
-def plan_affordable(plan: tuple[int, int], probe_instructions: int) -> bool:
-    """Whether a baseline's ``(number, warmup)`` may be followed for work whose probe counted
-    ``probe_instructions``: both in ``1..SMALL_NUMBER`` (a baseline file is text anyone can edit)
-    and within :data:`PLAN_BUDGET`."""
-    number, warmup = plan
-    if not (1 <= number <= SMALL_NUMBER and 1 <= warmup <= SMALL_NUMBER):
+#: The plans of the adaptive rule in order: (100, 100), then the heavy ones.
+BUCKET_PLANS = _bucket_plans()
+
+
+def plan_followed(plan: tuple[int, int], probe_instructions: int) -> bool:
+    """Whether a baseline's ``(number, warmup)`` is followed for work whose probe counted
+    ``probe_instructions``: when it is a plan of the adaptive rule (a baseline file is text anyone
+    can edit; a number a marker once fixed is not one) and its bucket is the probe's own or a
+    neighbour. Why a neighbour only: that covers a probe that crossed an edge by a fraction of a
+    percent, and work that grew or shrank past one edge; followed further, a few calls of work
+    that became small count with too little warm-up (history shows), and a plan kept by runs that
+    save and compare at once would never be derived again."""
+    if plan not in BUCKET_PLANS:
         return False
-    return (number + warmup) * probe_instructions <= PLAN_BUDGET
+    return abs(BUCKET_PLANS.index(plan) - BUCKET_PLANS.index(plan_calls(probe_instructions))) <= 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -261,7 +273,7 @@ def count_region(
     ``number``/``warmup`` None: chosen by :func:`plan_calls` from a probe (one counted call; the
     probe counts as one warm-up call, and when the plan is one call the probe is the region).
     ``plan``: the ``(number, warmup)`` the baseline was counted with (its warm-up including the
-    probe), taken in place of the probe's own plan when it is affordable (:func:`plan_affordable`).
+    probe), taken in place of the probe's own plan when :func:`plan_followed` allows.
     The probe still runs, so the calls made are those of a run whose probe planned the same. Why:
     a probe near a bucket edge picked the other bucket in a run with other tests around it, and a
     count over another number of calls cannot be compared; with the baseline's plan the
@@ -336,7 +348,7 @@ def count_region(
             probe_path = _dump_stats_at(probe_label, out)
             probe_total = dump_total(probe_path)
             planned_number, planned_warmup = plan_calls(probe_total)
-            if plan is not None and plan_affordable(plan, probe_total):
+            if plan is not None and plan_followed(plan, probe_total):
                 planned_number, planned_warmup = plan
             number = planned_number if number is None else number
             warmup = planned_warmup if warmup is None else warmup

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CallgrindPart", "parse_callgrind", "parse_callgrind_file", "function_counts", "exclusive_counts",
-    "inclusive_cost_of",
+    "inclusive_cost_of", "exclusive_cost_of",
 ]
 
 _HEADER_KEYS = frozenset(
@@ -257,6 +257,13 @@ def inclusive_cost_of(parts: Iterable[CallgrindPart], function: str) -> int:
     a function of its own in this binary (inlined)."""
     suffix = ":" + function
     return sum(cost for part in parts for name, cost in part.calls_in.items() if name.endswith(suffix))
+
+
+def exclusive_cost_of(parts: Iterable[CallgrindPart], function: str) -> int:
+    """The exclusive cost of every function called ``function`` (any file: the pieces of it
+    inlined from headers are rows of their own), summed over parts. 0 when it never ran."""
+    suffix = ":" + function
+    return sum(cost for part in parts for name, cost in part.self_cost.items() if name.endswith(suffix))
 
 
 def function_counts(

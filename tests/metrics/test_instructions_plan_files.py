@@ -1,0 +1,79 @@
+"""The baseline's numbers of calls handed to the counting processes (metrics/instructions.py):
+written by the run's main process for tests that record once, read by a worker before each test's
+heap epoch, used by the test's first count only, ignored when not two integers."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_torchbench.core.results import BenchmarkResult
+from pytest_torchbench.metrics import instructions
+from pytest_torchbench.metrics.instructions import (
+    PLANS_VARIABLE, InstructionsMetric, load_test_plan, read_plan, take_test_plan, write_plans,
+)
+
+
+def entry(key: str, number: int, warmup: int | None, nodeid: str = "") -> BenchmarkResult:
+    metric = InstructionsMetric(1000.0, number, {}, warmup=warmup)
+    return BenchmarkResult(key=key, nodeid=nodeid, module="t.py", label=key, sub_label="", description="",
+                           metrics={"instructions": metric})
+
+
+def test_each_tests_plan_is_read_back_by_its_node_id(tmp_path: Path) -> None:
+    odd = "t.py::test_x[\u00e9\\n/../\x1b[31m" + "p" * 300 + "]"
+    entries = {e.key: e for e in [entry("t.py::test_a", 2, 1), entry("t.py::test_b", 100, 100), entry(odd, 1, 1)]}
+    assert write_plans(tmp_path, entries) == 3
+    assert read_plan(tmp_path, "t.py::test_a") == (2, 1)
+    assert read_plan(tmp_path, "t.py::test_b") == (100, 100)
+    assert read_plan(tmp_path, odd) == (1, 1)
+    assert read_plan(tmp_path, "t.py::test_c") is None  # no baseline: adaptive
+    assert all(len(path.name) == 32 for path in tmp_path.iterdir())  # names of any node id fit a folder
+
+
+def test_a_test_that_records_several_times_or_under_another_key_gets_no_plan(tmp_path: Path) -> None:
+    entries = {e.key: e for e in [
+        entry("t.py::test_a", 2, 1), entry("t.py::test_a [second]", 100, 100, nodeid="t.py::test_a"),
+        # its one recording is described: a new plain recording of the test must not take its number
+        entry("t.py::test_d [heavy]", 2, 1, nodeid="t.py::test_d"),
+        entry("t.py::test_old", 2, None),  # saved before warm-ups were recorded
+    ]}
+    assert write_plans(tmp_path, entries) == 0
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_mangled_file_is_no_plan(tmp_path: Path) -> None:
+    write_plans(tmp_path, {"t.py::test_a": entry("t.py::test_a", 2, 1)})
+    (file,) = list(tmp_path.iterdir())
+    for text in [b"", b"2", b"2 1 3", b"two one", b"\xff\xfe", b"2.5 1", b"9" * 200 + b" 1"]:
+        file.write_bytes(text)
+        assert read_plan(tmp_path, "t.py::test_a") is None, text
+    file.write_bytes(b"2 1\n")
+    assert read_plan(tmp_path, "t.py::test_a") == (2, 1)
+
+
+def test_a_worker_takes_the_folder_out_of_its_environment_and_each_plan_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_plans(tmp_path, {"t.py::test_a": entry("t.py::test_a", 2, 1)})
+    monkeypatch.setattr(instructions, "_plans_folder", None)
+    monkeypatch.setenv(PLANS_VARIABLE, str(tmp_path))
+    load_test_plan("t.py::test_a")
+    assert PLANS_VARIABLE not in os.environ  # a pytest that a test starts finds its own baseline's
+    assert take_test_plan() == (2, 1)
+    assert take_test_plan() is None  # the test's second recording: adaptive
+    load_test_plan("t.py::test_b")
+    assert take_test_plan() is None
+    load_test_plan("t.py::test_a")  # the folder was kept from the first test
+    assert take_test_plan() == (2, 1)
+
+
+def test_a_save_leaves_the_variable_empty_and_no_test_gets_a_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(instructions, "_plans_folder", None)
+    monkeypatch.setenv(PLANS_VARIABLE, "")
+    load_test_plan("t.py::test_a")
+    assert take_test_plan() is None
+    monkeypatch.setattr(instructions, "_plans_folder", None)
+    monkeypatch.delenv(PLANS_VARIABLE, raising=False)
+    load_test_plan("t.py::test_a")
+    assert take_test_plan() is None
