@@ -216,7 +216,7 @@ def _instructions(total: float, functions: dict[str, float], number: int = 100):
 
 
 def test_a_different_number_of_calls_is_not_comparable_never_a_regression():
-    now = _instructions(2_000_000, {"f": 2_000_000}, number=8)
+    now = _instructions(1_300_000, {"f": 1_300_000}, number=8)
     then = _instructions(1_000_000, {"f": 1_000_000}, number=16)
     verdict = judge_metric("k", "instructions", now, then, Policy())
     assert verdict.status == NOT_COMPARABLE and not verdict.failed
@@ -224,6 +224,18 @@ def test_a_different_number_of_calls_is_not_comparable_never_a_regression():
     assert judge_metric("k", "instructions", now, then, Policy(strict_environment=True)).failed
     same_number = judge_metric("k", "instructions", now, _instructions(1_000_000, {"f": 1_000_000}, 8), Policy())
     assert same_number.status == REGRESSION
+
+
+def test_a_change_far_beyond_what_the_number_of_calls_moves_is_judged_across_numbers():
+    """Work that grew past two bucket edges is counted over another number than its baseline (the
+    plan is not followed that far): "not comparable" would ask for a re-save that accepts it."""
+    grown = judge_metric("k", "instructions", _instructions(3_000_000, {"f": 3_000_000}, number=1),
+                         _instructions(300_000, {"f": 300_000}, number=100), Policy())
+    assert grown.status == REGRESSION and grown.failed
+    assert "counted over 1 calls, the baseline over 100" in grown.details[0]
+    shrunk = judge_metric("k", "instructions", _instructions(300_000, {"f": 300_000}, number=100),
+                          _instructions(3_000_000, {"f": 3_000_000}, number=1), Policy())
+    assert shrunk.status == IMPROVEMENT and not shrunk.failed
 
 
 def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():

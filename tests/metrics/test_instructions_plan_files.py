@@ -77,3 +77,25 @@ def test_a_save_leaves_the_variable_empty_and_no_test_gets_a_plan(monkeypatch: p
     monkeypatch.delenv(PLANS_VARIABLE, raising=False)
     load_test_plan("t.py::test_a")
     assert take_test_plan() is None
+
+
+def test_a_launched_worker_reads_the_plan_before_it_starts_the_tests_heap_epoch() -> None:
+    """What the reading allocates must lie outside the test's epoch (``load_test_plan``)."""
+    from pytest_torchbench.metrics.base import WorkerLaunch
+    from pytest_torchbench.pytest.workers import IsolatedWorker
+
+    calls: list[str] = []
+
+    class Launch(WorkerLaunch):
+        def before_test(self, nodeid: str) -> None:
+            calls.append(f"before_test {nodeid}")
+
+        def isolate(self) -> None:
+            calls.append("isolate")
+
+    class Item:
+        nodeid = "t.py::test_a"
+
+    protocol = IsolatedWorker([Launch()]).pytest_runtest_protocol(Item(), None)  # type: ignore[arg-type]
+    next(protocol)  # runs up to the test itself
+    assert calls == ["before_test t.py::test_a", "isolate"]

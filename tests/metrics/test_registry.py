@@ -146,6 +146,30 @@ def test_type_cache_misses_are_kept_apart_from_the_count_and_named_when_they_mov
     assert not any("type-cache" in line for line in quiet.details)
 
 
+def test_a_counted_dump_leaves_the_type_cache_misses_and_the_lookups_own_cost_out(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The controller reads a worker's dump: ``find_name_in_mro`` (called from ``_PyType_Lookup``,
+    200 with what it called) and the lookups' own rows (70 in typeobject.c, 5 inlined from
+    object.h, 9 in 3.13's ``_PyType_LookupRef``) are out of the count; the table keeps them."""
+    from pytest_torchbench.metrics.instructions import CallgrindLaunch, InstructionsMetric
+
+    dump = tmp_path / "callgrind.out.1.1"
+    dump.write_text("\n".join([
+        "version: 1", "creator: callgrind-3.19.0", "pid: 1", "cmd: python", "part: 1",
+        "desc: Trigger: Client Request: r", "positions: line", "events: Ir", "summary: 0",
+        "fl=(1) Objects/typeobject.c", "fn=(1) _PyType_Lookup", "0 70",
+        "cfn=(2) find_name_in_mro", "calls=1 0", "0 200", "fi=(2) Include/object.h", "0 5", "fe=(1)",
+        "fn=(2) find_name_in_mro", "0 150", "cfl=(3) Objects/dictobject.c", "cfn=(3) _Py_dict_lookup",
+        "calls=3 0", "0 50", "fn=(4) _PyType_LookupRef", "0 9",
+        "fl=(3)", "fn=(3)", "0 50", "fl=(4) Python/ceval.c", "fn=(5) eval", "0 1000", "totals: 1284", "",
+    ]))
+    data = CallgrindLaunch().finish({"dump": str(dump), "number_per_run": 10, "warmup": 10}, tmp_path)
+    metric = InstructionsMetric.from_json(data)
+    assert metric.type_cache_misses == 20 and metric.type_cache_lookups == 8.4
+    assert metric.instructions_per_run == 100  # (1284 - 200 - 84) / 10: the interpreter's own work
+    assert metric.functions["Objects/typeobject.c:_PyType_Lookup"] == 7.0
+    assert not dump.exists()
+
+
 class _Value:
     def __init__(self, n: float) -> None:
         self.n = n
