@@ -501,8 +501,8 @@ def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, fl
 
 
 def type_cache_line(current: InstructionsMetric, baseline: InstructionsMetric, counted: float) -> list[str]:
-    """A line naming the type cache's work when it moved by more than a thousandth of the count: it
-    is not counted (its misses follow memory layout), but a reader of the function table above
+    """A line naming the type-cache misses when they moved by more than a thousandth of the count: they
+    are not counted (their cost follows memory layout), but a reader of the function table above
     must know why dict lookups moved without the count moving."""
     moved = current.type_cache_misses - baseline.type_cache_misses
     if counted <= 0 or abs(moved) < counted * 0.001:
@@ -562,7 +562,7 @@ class CallgrindLaunch(WorkerLaunch):
         parts = parse_callgrind_file(path)
         exclusive, total = exclusive_counts(parts)
         misses = inclusive_cost_of(parts, TYPE_CACHE_MISS)
-        lookups = sum(exclusive_cost_of(parts, lookup) for lookup in TYPE_CACHE_LOOKUPS)
+        lookups = exclusive_cost_of(parts, *TYPE_CACHE_LOOKUPS)
         path.unlink()
         warmup = data.get("warmup")
         return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),

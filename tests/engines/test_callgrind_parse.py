@@ -191,3 +191,4 @@ def test_exclusive_cost_of_a_function_sums_its_rows_of_every_file() -> None:
     assert exclusive_cost_of(parts, "_PyType_Lookup") == 75
     assert exclusive_cost_of(parts, "_PyType_LookupRef") == 9
     assert exclusive_cost_of(parts, "find_name_in_mro") == 0
+    assert exclusive_cost_of(parts, "_PyType_Lookup", "_PyType_LookupRef", "find_name_in_mro") == 84

@@ -259,11 +259,12 @@ def inclusive_cost_of(parts: Iterable[CallgrindPart], function: str) -> int:
     return sum(cost for part in parts for name, cost in part.calls_in.items() if name.endswith(suffix))
 
 
-def exclusive_cost_of(parts: Iterable[CallgrindPart], function: str) -> int:
-    """The exclusive cost of every function called ``function`` (any file: the pieces of it
-    inlined from headers are rows of their own), summed over parts. 0 when it never ran."""
-    suffix = ":" + function
-    return sum(cost for part in parts for name, cost in part.self_cost.items() if name.endswith(suffix))
+def exclusive_cost_of(parts: Iterable[CallgrindPart], *functions: str) -> int:
+    """The exclusive cost of every function named one of ``functions`` (any file: the pieces of
+    one inlined from headers are rows of their own), summed over parts in one pass. 0 when none
+    ran."""
+    suffixes = tuple(":" + function for function in functions)
+    return sum(cost for part in parts for name, cost in part.self_cost.items() if name.endswith(suffixes))
 
 
 def function_counts(
