@@ -481,6 +481,18 @@ class WorkerLaunch:
         """A value as a worker sent it (JSON) -> the value to judge; runs in the controller."""
         return data
 
+    def hand_over(self, entries: Mapping[str, Any] | None, folder: Path,
+                  environ: Mapping[str, str]) -> dict[str, str]:
+        """Runs in the controller once, after :meth:`prepare` and before any process of the run
+        starts, with the entries of the baseline the run judges against (None when it has none)
+        and the run's folder: the environment variables that carry what the workers need of that
+        baseline (instructions: the number of calls each benchmark was counted over).
+
+        The glue sets them in its own environment for the rest of the run, so every process the
+        run starts inherits them: its workers, the base run of ``--bench-compare=REV`` and
+        re-runs, which then count as the head does; it restores the environment at the end."""
+        return {}
+
     def before_test(self, nodeid: str) -> None:
         """Runs in a launched worker before each test, before :meth:`isolate`: what the test's
         measuring needs from outside (instructions: the baseline's number of calls), read where

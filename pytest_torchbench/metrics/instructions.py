@@ -569,6 +569,31 @@ class CallgrindLaunch(WorkerLaunch):
                                               int(warmup) if warmup is not None else None,
                                               type_cache_misses=misses, type_cache_lookups=lookups).to_json()
 
+    def hand_over(self, entries: Mapping[str, Any] | None, folder: Path,
+                  environ: Mapping[str, str]) -> dict[str, str]:
+        """:data:`PLANS_VARIABLE`: the baseline's numbers of calls, one file per test in the run's
+        folder (:func:`write_plans`), so that each benchmark is counted over the number its
+        baseline was. Nothing when the variable is already set: a base run or a re-run keeps its
+        parent's, so the base of ``--bench-compare=REV`` counts over the same numbers as the head.
+        Empty when there is no baseline, or no plan could be written (a full temporary folder):
+        the numbers are then planned from the probes, as in a save.
+
+        Why: a benchmark whose first call lies near a bucket edge otherwise picked the other
+        bucket when other tests ran around it: "not comparable" in CI, where a comparison was
+        wanted (docs/design/counting.md, "How many calls are counted")."""
+        if PLANS_VARIABLE in environ:
+            return {}
+        value = ""
+        if entries:
+            plans = folder / "plans"
+            try:
+                plans.mkdir(mode=0o700)
+                if write_plans(plans, entries):
+                    value = str(plans)
+            except OSError:
+                pass
+        return {PLANS_VARIABLE: value}
+
     def before_test(self, nodeid: str) -> None:
         """The test's plan, read before its heap epoch (:func:`load_test_plan`)."""
         load_test_plan(nodeid)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-import shutil
 import warnings
 from pathlib import Path
 from typing import Any, Generator
@@ -214,9 +213,9 @@ def pytest_configure(config: pytest.Config) -> None:
         configure_worker(config, settings.modes)
     else:
         join_pair(config)  # a child of an alternated round measures in turns with its partner
-        _hand_over_plans(config, settings, baseline)
-        # a metric that measures in processes of its own (instructions) gets them here
-        configure_controller(config, settings.modes)
+        # a metric that measures in processes of its own (instructions) gets them here, with
+        # what they need of the baseline (instructions: each benchmark's number of calls)
+        configure_controller(config, settings.modes, baseline.entries if baseline is not None else None)
         config.pluginmanager.register(Controller(config, settings, baseline, session, revision),
                                       "torchbench-controller")
         if _is_xdist_controller(config) and "time" in settings.modes:
@@ -227,35 +226,6 @@ def pytest_configure(config: pytest.Config) -> None:
                 ),
                 stacklevel=2,
             )
-
-
-def _hand_over_plans(config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None) -> None:
-    """Instructions mode: leave the baseline's numbers of calls where every process this run
-    starts finds them (``metrics.instructions.PLANS_VARIABLE``), so that each benchmark is counted
-    over the number its baseline was. A base run or a re-run finds its parent's in its environment
-    and keeps them: the base of ``--bench-compare=REV`` is counted over the same numbers as the head.
-
-    Why: the number is otherwise planned from the benchmark's first counted call, and a call near
-    a bucket edge picked the other bucket when other tests ran around it: "not comparable" in CI,
-    where a comparison was wanted (docs/design/counting.md, "How many calls are counted")."""
-    from ..metrics.instructions import PLANS_VARIABLE, Instructions, write_plans
-    from .workers import fixed_dump_dir, remove_stale_dump_dirs
-
-    if Instructions.name not in settings.modes or PLANS_VARIABLE in os.environ:
-        return
-    value = ""
-    if baseline is not None and baseline.entries:
-        prefix = "torchbench-plans-"
-        remove_stale_dump_dirs(prefix)  # of runs that were killed
-        try:
-            folder = fixed_dump_dir(prefix)
-            config.add_cleanup(functools.partial(shutil.rmtree, folder, True))
-            if write_plans(folder, baseline.entries):
-                value = str(folder)
-        except OSError:
-            pass  # no plans (a full or read-only temporary folder): numbers planned from probes
-    os.environ[PLANS_VARIABLE] = value
-    config.add_cleanup(functools.partial(_restore_environ, PLANS_VARIABLE, None))
 
 
 def _measurable_revision(settings: BenchSettings) -> Revision | None:

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Generator, Sequence
+from typing import Any, Generator, Mapping, Sequence
 
 import pytest
 
@@ -162,6 +162,16 @@ class LaunchedWorkers:
         self.collected_nodes: set[str] = set()  # gateway ids of workers that finished collecting
         self._processes: list[subprocess.Popen[bytes]] = []  # every worker started (replacements too)
         self._signal_handlers: dict[int, Any] = {}  # signal -> the handler ours replaced
+
+    def hand_over(self, baseline_entries: Mapping[str, Any] | None) -> None:
+        """Set the launch's variables (``WorkerLaunch.hand_over``) in this process's environment
+        until the end of the run: every process the run starts inherits them."""
+        variables = self.launch.hand_over(baseline_entries, self.dump_dir, os.environ)
+        if variables:
+            patch = pytest.MonkeyPatch()
+            self.config.add_cleanup(patch.undo)
+            for name, value in variables.items():
+                patch.setenv(name, value)
 
     def counted_command(self) -> str:
         """The interpreter command every worker gets: ``sh -c ... env -i VARS <launch> python``.
@@ -428,9 +438,11 @@ def _last_lines(text: str, count: int) -> str:
     return " | ".join(lines[-count:])
 
 
-def configure_controller(config: pytest.Config, modes: Sequence[str]) -> LaunchedWorkers | None:
-    """When a metric of ``modes`` needs launched workers: check its tools and make xdist run the
-    tests in workers started its way (a serial run in one). None when no metric needs them."""
+def configure_controller(config: pytest.Config, modes: Sequence[str],
+                         baseline_entries: Mapping[str, Any] | None = None) -> LaunchedWorkers | None:
+    """When a metric of ``modes`` needs launched workers: check its tools, hand them what they
+    need of the baseline (``WorkerLaunch.hand_over``) and make xdist run the tests in workers
+    started its way (a serial run in one). None when no metric needs them."""
     launches = {mode: launch for mode in modes if (launch := registry.get(mode).worker_launch()) is not None}
     if not launches:
         return None
@@ -441,6 +453,7 @@ def configure_controller(config: pytest.Config, modes: Sequence[str]) -> Launche
             "pytest-xdist is disabled or missing (pip install pytest-xdist; do not pass -p no:xdist)"
         )
     workers = LaunchedWorkers(config, launches)
+    workers.hand_over(baseline_entries)
     if getattr(config.option, "dist", "no") == "no" or not getattr(config.option, "tx", None):
         config.option.dist = "load"
         config.option.tx = ["popen"]
@@ -519,3 +532,4 @@ def crashed_tests(config: pytest.Config) -> list[str]:
     """Tests whose launched worker died mid-run (a partial run must not become a baseline)."""
     workers = config.pluginmanager.get_plugin(PLUGIN_NAME)
     return list(getattr(workers, "crashed", ()))
+

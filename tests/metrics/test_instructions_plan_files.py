@@ -1,5 +1,6 @@
 """The baseline's numbers of calls handed to the counting processes (metrics/instructions.py):
-written by the run's main process for tests that record once, read by a worker before each test's
+written by the run's main process for tests that record once (``CallgrindLaunch.hand_over``, set
+in its environment by ``LaunchedWorkers.hand_over``), read by a worker before each test's
 heap epoch, used by the test's first count only, ignored when not two integers."""
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from pytest_torchbench.core.results import BenchmarkResult
 from pytest_torchbench.metrics import instructions
 from pytest_torchbench.metrics.instructions import (
-    PLANS_VARIABLE, InstructionsMetric, load_test_plan, read_plan, take_test_plan, write_plans,
+    PLANS_VARIABLE, CallgrindLaunch, InstructionsMetric, load_test_plan, read_plan, take_test_plan, write_plans,
 )
 
 
@@ -99,3 +100,50 @@ def test_a_launched_worker_reads_the_plan_before_it_starts_the_tests_heap_epoch(
     protocol = IsolatedWorker([Launch()]).pytest_runtest_protocol(Item(), None)  # type: ignore[arg-type]
     next(protocol)  # runs up to the test itself
     assert calls == ["before_test t.py::test_a", "isolate"]
+
+
+def test_the_launch_hands_the_baselines_plans_over_in_the_runs_folder(tmp_path: Path) -> None:
+    entries = {"t.py::test_a": entry("t.py::test_a", 2, 1)}
+    variables = CallgrindLaunch().hand_over(entries, tmp_path, {})
+    assert variables == {PLANS_VARIABLE: str(tmp_path / "plans")}
+    assert read_plan(variables[PLANS_VARIABLE], "t.py::test_a") == (2, 1)
+
+
+def test_a_base_run_or_rerun_keeps_its_parents_plans(tmp_path: Path) -> None:
+    entries = {"t.py::test_a": entry("t.py::test_a", 100, 100)}
+    assert CallgrindLaunch().hand_over(entries, tmp_path, {PLANS_VARIABLE: "/parent/plans"}) == {}
+    assert CallgrindLaunch().hand_over(None, tmp_path, {PLANS_VARIABLE: ""}) == {}
+    assert not (tmp_path / "plans").exists()
+
+
+def test_no_baseline_no_plan_or_no_room_sets_the_variable_empty(tmp_path: Path) -> None:
+    """Set all the same, so that a save and a compare start their workers with the same variables."""
+    launch = CallgrindLaunch()
+    assert launch.hand_over(None, tmp_path, {}) == {PLANS_VARIABLE: ""}
+    assert launch.hand_over({}, tmp_path, {}) == {PLANS_VARIABLE: ""}
+    several = {e.key: e for e in [entry("t.py::test_a [x]", 2, 1, nodeid="t.py::test_a")]}
+    assert launch.hand_over(several, tmp_path / "one", {}) == {PLANS_VARIABLE: ""}  # (no folder)
+    (tmp_path / "two").mkdir()
+    assert launch.hand_over(several, tmp_path / "two", {}) == {PLANS_VARIABLE: ""}  # (nothing to plan)
+    missing = tmp_path / "gone"  # the run's folder cannot take the plans: adaptive, as in a save
+    assert launch.hand_over({"t.py::test_a": entry("t.py::test_a", 2, 1)}, missing, {}) == {PLANS_VARIABLE: ""}
+
+
+def test_the_controller_sets_the_launchs_variables_for_the_run_and_restores_them(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_torchbench.pytest.workers import LaunchedWorkers
+
+    cleanups: list = []
+
+    class Config:
+        def add_cleanup(self, function) -> None:  # type: ignore[no-untyped-def]
+            cleanups.append(function)
+
+    monkeypatch.delenv(PLANS_VARIABLE, raising=False)
+    workers = LaunchedWorkers.__new__(LaunchedWorkers)  # what hand_over uses of one, no valgrind
+    workers.config, workers.launch, workers.dump_dir = Config(), CallgrindLaunch(), tmp_path  # type: ignore[assignment]
+    workers.hand_over({"t.py::test_a": entry("t.py::test_a", 2, 1)})
+    assert os.environ[PLANS_VARIABLE] == str(tmp_path / "plans")  # every process the run starts inherits it
+    for cleanup in reversed(cleanups):
+        cleanup()
+    assert PLANS_VARIABLE not in os.environ
