@@ -18,8 +18,9 @@ it was started by, so resolving the link would run the workers without the virtu
 A worker that cannot start (an import error, a valgrind error, an interpreter that does not run)
 ends the run at once with one line and exit 4: xdist would otherwise replace it again and again,
 each replacement a new valgrind process importing torch. Each worker's stderr goes to a file in
-the run's temporary folder, so that line can quote its tail; the folder is removed at the end of
-every run, and folders of earlier runs whose process is gone are removed at the start.
+the run's temporary folder, so that line can quote its tail (the folder also holds the launch's
+dumps and what it hands over of the baseline: ``WorkerLaunch.hand_over``); it is removed at the
+end of every run, and folders of earlier runs whose process is gone are removed at the start.
 """
 from __future__ import annotations
 
@@ -453,7 +454,6 @@ def configure_controller(config: pytest.Config, modes: Sequence[str],
             "pytest-xdist is disabled or missing (pip install pytest-xdist; do not pass -p no:xdist)"
         )
     workers = LaunchedWorkers(config, launches)
-    workers.hand_over(baseline_entries)
     if getattr(config.option, "dist", "no") == "no" or not getattr(config.option, "tx", None):
         config.option.dist = "load"
         config.option.tx = ["popen"]
@@ -474,7 +474,8 @@ def configure_controller(config: pytest.Config, modes: Sequence[str],
         # bounded number of times: each replacement is a valgrind process importing torch.
         workers_count = getattr(config.option, "numprocesses", None)
         config.option.maxworkerrestart = str(4 * (workers_count if isinstance(workers_count, int) and workers_count > 0 else 1))
-    config.pluginmanager.register(workers, PLUGIN_NAME)
+    config.pluginmanager.register(workers, PLUGIN_NAME)  # first: its unconfigure removes the run's folder
+    workers.hand_over(baseline_entries)
     return workers
 
 
@@ -532,4 +533,3 @@ def crashed_tests(config: pytest.Config) -> list[str]:
     """Tests whose launched worker died mid-run (a partial run must not become a baseline)."""
     workers = config.pluginmanager.get_plugin(PLUGIN_NAME)
     return list(getattr(workers, "crashed", ()))
-

@@ -122,28 +122,23 @@ def test_no_baseline_no_plan_or_no_room_sets_the_variable_empty(tmp_path: Path) 
     assert launch.hand_over(None, tmp_path, {}) == {PLANS_VARIABLE: ""}
     assert launch.hand_over({}, tmp_path, {}) == {PLANS_VARIABLE: ""}
     several = {e.key: e for e in [entry("t.py::test_a [x]", 2, 1, nodeid="t.py::test_a")]}
-    assert launch.hand_over(several, tmp_path / "one", {}) == {PLANS_VARIABLE: ""}  # (no folder)
-    (tmp_path / "two").mkdir()
-    assert launch.hand_over(several, tmp_path / "two", {}) == {PLANS_VARIABLE: ""}  # (nothing to plan)
+    assert launch.hand_over(several, tmp_path, {}) == {PLANS_VARIABLE: ""}  # nothing to plan
     missing = tmp_path / "gone"  # the run's folder cannot take the plans: adaptive, as in a save
     assert launch.hand_over({"t.py::test_a": entry("t.py::test_a", 2, 1)}, missing, {}) == {PLANS_VARIABLE: ""}
 
 
-def test_the_controller_sets_the_launchs_variables_for_the_run_and_restores_them(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_torchbench.pytest.workers import LaunchedWorkers
+def test_the_controller_hands_the_baseline_over_for_the_run_and_takes_it_back(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``configure_controller`` with the baseline's entries: the variable names the plans in the
+    run's folder until the run ends (every process it starts inherits it), then both are gone."""
+    from pytest_torchbench.pytest.workers import configure_controller
 
-    cleanups: list = []
-
-    class Config:
-        def add_cleanup(self, function) -> None:  # type: ignore[no-untyped-def]
-            cleanups.append(function)
-
+    monkeypatch.setattr(CallgrindLaunch, "prepare", lambda self, python: None)  # no valgrind needed
     monkeypatch.delenv(PLANS_VARIABLE, raising=False)
-    workers = LaunchedWorkers.__new__(LaunchedWorkers)  # what hand_over uses of one, no valgrind
-    workers.config, workers.launch, workers.dump_dir = Config(), CallgrindLaunch(), tmp_path  # type: ignore[assignment]
-    workers.hand_over({"t.py::test_a": entry("t.py::test_a", 2, 1)})
-    assert os.environ[PLANS_VARIABLE] == str(tmp_path / "plans")  # every process the run starts inherits it
-    for cleanup in reversed(cleanups):
-        cleanup()
-    assert PLANS_VARIABLE not in os.environ
+    config = pytester.parseconfigure()
+    workers = configure_controller(config, ["instructions", "ops"], {"t.py::test_a": entry("t.py::test_a", 2, 1)})
+    assert workers is not None
+    folder = os.environ[PLANS_VARIABLE]
+    assert folder == str(workers.dump_dir / "plans") and read_plan(folder, "t.py::test_a") == (2, 1)
+    config._ensure_unconfigure()
+    assert PLANS_VARIABLE not in os.environ and not workers.dump_dir.exists()
