@@ -13,7 +13,12 @@ cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
 site=$(mktemp -d "${TMPDIR:-/tmp}/torchbench-site-XXXXXX")
 trap 'rm -rf "$site"' EXIT
-if ! "$python" -m pip install -q --no-deps --no-index --no-build-isolation --target "$site" . ; then
+had_build=$([ -e build ] && echo 1 || true)
+installed=1
+"$python" -m pip install -q --no-deps --no-index --no-build-isolation --target "$site" . || installed=
+# pip builds in the checkout: its build/ folder would shadow the 'build' package for the tests
+[ -z "$had_build" ] && rm -rf build
+if [ -z "$installed" ]; then
     # No build backend there: the checkout itself on the path, and the plugin's entry point declared
     # by hand (pytest finds plugins through installed distributions' entry points).
     echo "gpu_check: pip could not build the project; using the checkout with a declared entry point" >&2

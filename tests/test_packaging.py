@@ -8,6 +8,7 @@ dependencies (pytest, torch) come from the running environment. No network is ne
 """
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 import shutil
@@ -40,7 +41,9 @@ def _package_data() -> list[str]:
 
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    if importlib.util.find_spec("build") is None:
+    try:  # the distribution, not find_spec: a checkout's own build/ folder imports as a namespace package
+        importlib.metadata.distribution("build")
+    except importlib.metadata.PackageNotFoundError:
         pytest.skip("the sdist needs the 'build' package (in the test extra: pip install -e '.[test]')")
     tmp = tmp_path_factory.mktemp("packaging")
     src = tmp / "src"

@@ -163,10 +163,14 @@ def _relative_path(filename: str, rootdir: str | os.PathLike[str] | None) -> str
 
 #: An absolute path with at least two parts inside a message (``/home/u/proj/model.py``).
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/[^\s'\"():,/]+/[^\s'\"():,]+")
+#: The same between quotes, where it may hold spaces: a code object's repr in a guard failure,
+#: ``<code object g at 0x..., file "/home/u/my checkout/m.py", line 3>`` (torch 2.11).
+_QUOTED_PATH = re.compile(r"""(?<=["'])/[^"'\n/]+/[^"'\n]+(?=["'])""")
 
 
 def _relative_paths(text: str, rootdir: str | os.PathLike[str] | None) -> str:
     """Absolute paths inside a message made relative as :func:`relative_location` does."""
+    text = _QUOTED_PATH.sub(lambda match: _relative_path(match.group(0), rootdir), text)
     return _ABSOLUTE_PATH.sub(lambda match: _relative_path(match.group(0), rootdir), text)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any, Mapping
@@ -335,6 +336,15 @@ def _benchmark_json_path(opt: Any, owned: bool, active: bool, modes: tuple[str, 
     raw = getattr(opt, "benchmark_json", None)
     if not owned or raw is None:
         return None  # no --bench-* option: pytest-benchmark's own run writes it
+    # pytest-benchmark before 5.3 parses the option as argparse.FileType("wb"): an open (already
+    # emptied) file, whose name is the path; "-" is standard output, which this run does not write.
+    if not isinstance(raw, (str, os.PathLike)):
+        name = getattr(raw, "name", None)
+        if not isinstance(name, str) or name.startswith("<"):  # "-": standard output (its name, <stdout> or 1)
+            raise pytest.UsageError(
+                "--benchmark-json=-: give a file path (pytest-torchbench writes the wall times there in "
+                "pytest-benchmark's format)")
+        raw = name
     if not active:
         raise pytest.UsageError(
             f"--benchmark-json={safe_text(str(raw))}: this run measures nothing (its --bench-* options only "

@@ -245,12 +245,14 @@ def test_interrupt():
 
 # -- issue 8: hostile input and faults around baselines ---------------------------------------------
 
-TORCHBENCH = str(Path(sys.executable).parent / "torchbench")
+#: The installed ``torchbench`` command, as a user runs it; ``python -m pytest_torchbench`` where the
+#: project was installed without its scripts (``pip install --target``, as benchmarks/gpu_check.sh does).
+_SCRIPT = Path(sys.executable).parent / "torchbench"
+TORCHBENCH = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "pytest_torchbench"]
 
 
 def _cli(cwd, *args):
-    """The installed ``torchbench`` command, as a user runs it."""
-    return subprocess.run([TORCHBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run([*TORCHBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def _cli_one_clear_line(done, *needles):

@@ -301,7 +301,36 @@ def test_benchmark_json_is_written_in_pytest_benchmarks_format_or_refused(bench)
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines([f"ERROR: --benchmark-json={out}: pytest-benchmark's format holds wall times, "
                                   "and this run (--bench-mode=ops) measures none; add time to --bench-mode*"])
-    assert not out.exists()
+    assert not out.exists() or out.read_bytes() == b""  # pytest-benchmark < 5.3 opens it at parse time
+
+
+OLD_BENCHMARK_JSON_OPTION = """
+import argparse
+
+
+def pytest_addoption(parser):  # as pytest-benchmark before 5.3 declares it: an open file, not a path
+    parser.addoption("--benchmark-json", metavar="PATH", type=argparse.FileType("wb"))
+"""
+
+
+def test_benchmark_json_of_pytest_benchmark_before_5_3_is_written_to_its_path(bench):
+    """pytest-benchmark 5.2 (on the GPU machine of issue 24, and in many projects) parses
+    --benchmark-json as ``argparse.FileType("wb")``: the option's value is an open file. The path
+    was taken from the file object's repr, so the JSON went to a folder named
+    ``<_io.BufferedWriter name='...`` in the working directory and the named file stayed empty."""
+    bench.pytester.makepyfile(test_bench=BENCHMARK_JSON)
+    bench.pytester.makeconftest(OLD_BENCHMARK_JSON_OPTION)
+    out = bench.path / "pb.json"
+    result = bench.pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:benchmark", "--bench-mode=time",
+                                                 FAST, f"--benchmark-json={out}", timeout=240)
+    result.assert_outcomes(passed=3)
+    document = json.loads(out.read_text())
+    assert sorted(b["name"] for b in document["benchmarks"]) == ["test_add[16]", "test_add[4]", "test_marked"]
+    assert not [p.name for p in bench.path.iterdir() if p.name.startswith("<")]
+    refused = bench.pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:benchmark",
+                                                  "--bench-mode=time", FAST, "--benchmark-json=-", timeout=240)
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR
+    refused.stderr.fnmatch_lines(["ERROR: --benchmark-json=-: give a file path*"])
 
 
 PEDANTIC_SETUP = """

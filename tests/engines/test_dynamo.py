@@ -142,6 +142,13 @@ def test_short_reason_drops_object_ids_and_keeps_the_file_name_of_guard_frames()
         "___check_obj_id(fn.__code__, ...), type=<class 'code'>")
     assert dynamo.short_reason("tensor 'x' size mismatch at index 0. expected 4, actual 5") == (
         "tensor 'x' size mismatch at index 0. expected 4, actual 5")
+    # torch 2.11 names the swapped code object, with its absolute file path in quotes (spaces and all)
+    swapped = ("___check_obj_id(fn.__code__, 139637), type=<code object g2 at 0x7f1e2c, file "
+               "\"/tmp/t/another checkout/swapped.py\", line 21>  # return fn(x)  # swapped.py:11 in f")
+    expected = ("___check_obj_id(fn.__code__, ...), type=<code object g2 at 0x..., file \"swapped.py\", line 21>"
+                "  # return fn(x)  # swapped.py:11 in f")
+    assert dynamo.short_reason(swapped, "/tmp/t/another checkout") == expected
+    assert dynamo.short_reason(swapped.replace("another checkout", "a"), "/tmp/t/a") == expected
 
 
 def test_is_compiled_knows_compiled_functions_and_modules():

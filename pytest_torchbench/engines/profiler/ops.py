@@ -18,7 +18,7 @@ from torch.profiler import ProfilerActivity, record_function
 
 from ..sites import Site, chain_name, locate, user_frame
 from ..sites import skipped_dirs as _skipped_dirs
-from .iterations import Windows, native_stderr_silenced, record, representative
+from .iterations import Windows, profiler_output_silenced, record, representative
 
 __all__ = ["DEFAULT_OP_PREFIXES", "SITE_MARKER", "count_ops", "op_call_sites", "user_frame"]
 
@@ -157,7 +157,7 @@ def op_call_sites(
         with mode:
             return fn()
 
-    with native_stderr_silenced():
+    with profiler_output_silenced():
         prof = record(tagged, iterations=1, warmup=1, what="op_call_sites", before_region=before_region,
                       before_each=before_each, activities=[ProfilerActivity.CPU], record_shapes=by_shape)
     events = prof.events()

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from torch.profiler import ProfilerActivity, profile
 
 from ...core.text import safe_file_stem
-from .iterations import ITERATION_MARKER, check_counts, ensure_no_active_profiler, native_stderr_silenced, record, sync_cuda
+from .iterations import ITERATION_MARKER, check_counts, ensure_no_active_profiler, profiler_output_silenced, record, sync_cuda
 from .options import ProfilerOptions
 
 __all__ = [
@@ -235,7 +235,7 @@ class ProfilerSession:
             raise RuntimeError("a ProfilerSession can be entered only once")
         ensure_no_active_profiler("bench_profiler")
         self.profiler = profile(**self.options.profile_kwargs())
-        with native_stderr_silenced():  # Kineto's start-up lines are not the user's output
+        with profiler_output_silenced():  # Kineto's start-up lines are not the user's output
             self.profiler.__enter__()
         self._entered = True
         return self
@@ -244,7 +244,7 @@ class ProfilerSession:
         """Mark an iteration boundary (drives the schedule, labels ``ProfilerStep#N`` in traces)."""
         if self.profiler is None:
             raise RuntimeError("ProfilerSession.step() called outside its 'with' block")
-        with native_stderr_silenced():  # a schedule starts and stops Kineto at a step
+        with profiler_output_silenced():  # a schedule starts and stops Kineto at a step
             self.profiler.step()
 
     def key_averages(self, *args: Any, **kwargs: Any) -> Any:
@@ -256,7 +256,7 @@ class ProfilerSession:
         assert self.profiler is not None
         if self.options.uses_cuda:
             sync_cuda()
-        with native_stderr_silenced():
+        with profiler_output_silenced():
             self.profiler.__exit__(exc_type, exc, tb)  # type: ignore[arg-type]
         if self.profiler.profiler is None:
             # A schedule that never reached its active phase: nothing was recorded.
