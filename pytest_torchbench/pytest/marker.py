@@ -145,9 +145,9 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
         if "max_run_time" in kwargs:
             raise MarkerError(f"{where}: give max_run_time or pytest-benchmark's max_time, not both")
         kwargs["max_run_time"] = kwargs.pop("max_time")
-    if "number" in kwargs:
+    if kwargs.get("number") is not None:  # None, as the marker's signature shows: the default
         _check_number(where, "number", kwargs["number"], integer=True, minimum=1, strict=False)
-    if "warmup" in kwargs:
+    if kwargs.get("warmup") is not None:
         # pytest-benchmark's warmup is a bool (warm up before timing); ours an int (calls before
         # the counted region). Both kinds of suite work: the type says which is meant.
         if isinstance(kwargs["warmup"], bool):

@@ -247,6 +247,19 @@ def test_seed_keyword_is_validated(bench):
     assert "test_bench.py::test_too_large: seed=1099511627776 must be at most 4294967295" in out
 
 
+def test_keywords_given_as_none_mean_their_default(bench):
+    """The marker's signature reads ``number=None, warmup=None``: passing None (a suite that reads
+    its counts from the environment, ``warmup=int(os.environ.get("WU", 0)) or None``) is the default,
+    not an error ("warmup=None must be an integer >= 0", seen 2026-11-28)."""
+    bench.pytester.makepyfile(test_bench="""
+        import pytest, torch
+        @pytest.mark.benchmark(number=None, warmup=None)
+        def test_defaults():
+            torch.ones(4) + 1
+    """)
+    bench.run("--bench-mode=ops", timeout=120).assert_outcomes(passed=1)
+
+
 SEEDED_TESTS = """
 import pytest, torch
 
