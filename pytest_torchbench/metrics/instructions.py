@@ -30,7 +30,7 @@ from ..core.vocabulary import (
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/11"  # /11: the type-cache lookups' own cost apart too (TYPE_CACHE_LOOKUPS); /10: on 3.10 too, classes share no keys (shared_keys.py) and code gets its inline cache at its next call (quickening.py); /9: classes' shared attribute keys lowered (shared_keys.py); /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
+COUNTING_METHOD = "per-region-toggle-in-loop/12"  # /12: a one-call plan counts the third call, not the probe (collect.py); /11: the type-cache lookups' own cost apart too (TYPE_CACHE_LOOKUPS); /10: on 3.10 too, classes share no keys (shared_keys.py) and code gets its inline cache at its next call (quickening.py); /9: classes' shared attribute keys lowered (shared_keys.py); /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
 
 #: The CPython function a miss of the type attribute cache calls (``_PyType_Lookup`` on a miss walks
 #: the MRO's dicts here). Its inclusive cost is kept apart from the count: which (type, name) pairs

@@ -152,7 +152,9 @@ def plan_calls(probe_instructions: int) -> tuple[int, int]:
     warm-up calls. Heavy ones get ``number = 2**floor(log2(REGION_BUDGET / probe))``, at most
     :data:`MAX_HEAVY_NUMBER` (4), at least 1, and half as many warm-up calls (at least one, the
     probe itself): a heavy call is seconds under valgrind, its count does not need averaging, and
-    the warm-up only has to bring torch's caches to their steady state. A probe near a bucket
+    the warm-up only has to bring torch's caches to their steady state and CPython's
+    specialisation past a code object's second execution (so the counted calls are at least the
+    third: the caller's own first call, the probe, then the region). A probe near a bucket
     edge can land in the neighbouring bucket in a run with other tests around it (-k, order):
     that is why a benchmark with a baseline follows the baseline's plan instead
     (:func:`count_region`'s ``plan``).
@@ -271,7 +273,7 @@ def count_region(
     """Count ``number`` calls of ``fn`` in this (valgrind) process; the dump is left unread.
 
     ``number``/``warmup`` None: chosen by :func:`plan_calls` from a probe (one counted call; the
-    probe counts as one warm-up call, and when the plan is one call the probe is the region).
+    probe counts as one warm-up call, and it is the region only when no warm-up is asked for).
     ``plan``: the ``(number, warmup)`` the baseline was counted with (its warm-up including the
     probe), taken in place of the probe's own plan when :func:`plan_followed` allows.
     The probe still runs, so the calls made are those of a run whose probe planned the same. Why:
@@ -353,8 +355,12 @@ def count_region(
             number = planned_number if number is None else number
             warmup = planned_warmup if warmup is None else warmup
             keep_instrumenting = _is_small(probe_total)
-            if number == 1 and warmup <= 1:
-                # The probe was that one call, made after the caller's own first call: keep it.
+            if number == 1 and warmup == 0:
+                # No warm-up asked for (the marker's warmup=0): the probe, made after the caller's
+                # own first call, is the one counted call. Otherwise it is a warm-up call: a second
+                # call is where CPython 3.12+ specialises code first run in the first, so counting
+                # it counted that work alone but not after tests that ran the same code
+                # (docs/design/counting.md, "How many calls are counted").
                 return Region(probe_path, probe_label, 1, 1, True)
             probe_path.unlink()
             warmup = max(0, warmup - 1)  # the probe was a warm-up call too
