@@ -165,12 +165,12 @@ def _relative_path(filename: str, rootdir: str | os.PathLike[str] | None) -> str
 _ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/[^\s'\"():,/]+/[^\s'\"():,]+")
 #: The same between quotes, where it may hold spaces: a code object's repr in a guard failure,
 #: ``<code object g at 0x..., file "/home/u/my checkout/m.py", line 3>`` (torch 2.11).
-_QUOTED_PATH = re.compile(r"""(?<=["'])/[^"'\n/]+/[^"'\n]+(?=["'])""")
+_QUOTED_PATH = re.compile(r"""(["'])(/[^\n/]+/[^\n]*?)\1""")
 
 
 def _relative_paths(text: str, rootdir: str | os.PathLike[str] | None) -> str:
     """Absolute paths inside a message made relative as :func:`relative_location` does."""
-    text = _QUOTED_PATH.sub(lambda match: _relative_path(match.group(0), rootdir), text)
+    text = _QUOTED_PATH.sub(lambda match: match.group(1) + _relative_path(match.group(2), rootdir) + match.group(1), text)
     return _ABSOLUTE_PATH.sub(lambda match: _relative_path(match.group(0), rootdir), text)
 
 

@@ -1,7 +1,7 @@
 """Fresh, unspecialised copies of a benchmarked Python function, so its state has no history.
 
 Why: CPython (3.11+) quickens a code object after a few calls and then specialises its
-instructions to the types it saw. A heavy benchmark is counted after one or two calls, so the
+instructions to the types it saw. A heavy benchmark is counted after two or three calls, so the
 instructions it counts depend on how often *other* tests already ran the same function (a
 parametrised test counts fewer after its other parameters than alone, all in CPython's attribute
 and dict lookups: docs/design/counting.md, "Fresh code for every benchmark"), and under ``-n`` which tests ran before it

@@ -612,7 +612,7 @@ class CallgrindLaunch(WorkerLaunch):
         ``gc.freeze()``: everything import and collection made moves to the collector's
         permanent generation, untouched by the collections before each region.
 
-        Why the marking: a heavy benchmark is called 2-3 times, too few for CPython 3.11 to
+        Why the marking: a heavy benchmark is called 3-7 times, too few for CPython 3.11 to
         specialise the helpers it calls, so whether they ran specialised depended on the tests
         before it (``callgrind.quickening``). Why the freeze: the first region's ``gc.collect()``
         otherwise traverses all of torch's and pytest's objects under valgrind, a large share of
@@ -647,7 +647,7 @@ class Instructions(Metric):
     table_title = "instructions per call"
     explains = "Functions (instructions per run)"
     timer_method = "collect_callgrind"
-    fresh_code = True  # a heavy benchmark is counted after 1-2 calls: its code's history shows
+    fresh_code = True  # a heavy benchmark is counted after 2-3 calls: its code's history shows
 
     def before_first_call(self, fn: Callable[..., Any]) -> None:
         """A ``torch.compile``d function compiles in its first call: valgrind runs that several

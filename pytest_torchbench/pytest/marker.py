@@ -154,7 +154,7 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
             kwargs["time_warmup"] = kwargs.pop("warmup")
         else:
             _check_number(where, "warmup", kwargs["warmup"], integer=True, minimum=0, strict=False)
-    if "warmup_iterations" in kwargs:
+    if kwargs.get("warmup_iterations") is not None:
         _check_number(where, "warmup_iterations", kwargs["warmup_iterations"], integer=True, minimum=0,
                       strict=False)
     if kwargs.get("min_rounds") is not None:

@@ -340,7 +340,7 @@ def _benchmark_json_path(opt: Any, owned: bool, active: bool, modes: tuple[str, 
     # emptied) file, whose name is the path; "-" is standard output, which this run does not write.
     if not isinstance(raw, (str, os.PathLike)):
         name = getattr(raw, "name", None)
-        if not isinstance(name, str) or name.startswith("<"):  # "-": standard output (its name, <stdout> or 1)
+        if not isinstance(name, str) or name in ("<stdout>", "<stderr>"):  # "-": standard output (or fd 1)
             raise pytest.UsageError(
                 "--benchmark-json=-: give a file path (pytest-torchbench writes the wall times there in "
                 "pytest-benchmark's format)")

@@ -128,3 +128,44 @@ def test_a_regression_names_the_changed_functions_shortened(runs) -> None:
     # the full names stay in the baseline: some are longer than any shortened one
     stored = json.loads(runs["saved_file"][1])["benchmarks"]["test_adaptive.py::test_small"]
     assert max(len(name) for name in stored["metrics"]["instructions"]["functions"]) > 90
+
+
+CALL_ORDER = '''
+import pytest, torch
+
+SMALL, LARGE = torch.rand(3_000_000), torch.rand(6_000_000)
+
+
+def calls_grow_at_the_third():
+    made = []
+
+    def f():  # about 1 instruction per element: one counted call either way (budget 2**21)
+        made.append(None)
+        return (SMALL if len(made) <= 2 else LARGE) * 2.0 + 1.0
+    return f
+
+
+def test_default(benchmark):
+    benchmark(calls_grow_at_the_third())
+
+
+@pytest.mark.benchmark(warmup=0)
+def test_no_warmup(benchmark):
+    benchmark(calls_grow_at_the_third())
+'''
+
+
+def test_a_heavy_benchmark_is_counted_at_its_third_call_unless_no_warm_up_is_asked_for(tmp_path: Path) -> None:
+    """A one-call plan counts the third call: the test's own first call and the probe come before
+    it, and the probe is the second execution of every line, where CPython 3.12+ specialises (a
+    count of it followed what earlier tests had run: docs/design/counting.md, "How many calls
+    are counted"). The marker's ``warmup=0`` counts the probe. A callable whose work doubles from
+    its third call tells which call was counted, on every Python."""
+    (tmp_path / "test_order.py").write_text(CALL_ORDER)
+    code, out, data = run(tmp_path, json_path=tmp_path / "order.json")
+    assert code == 0, out
+    counted = instructions(data)
+    default, probe = counted["test_default"], counted["test_no_warmup"]
+    assert (default["number_per_run"], default["warmup"]) == (1, 1), default
+    assert (probe["number_per_run"], probe["warmup"]) == (1, 0), probe
+    assert default["instructions_per_run"] > 1.6 * probe["instructions_per_run"], (default, probe)

@@ -30,7 +30,7 @@ def test_number_is_a_power_of_two_that_keeps_the_region_near_the_budget():
     assert plan_calls(REGION_BUDGET // 2 + 1) == (1, 1)  # an edge: just above it, the next bucket
 
 
-def test_a_128x128_blur_costs_two_calls():
+def test_a_128x128_blur_is_one_counted_call():
     """1.9M instructions per call (README figures): one counted call, after the caller's first call
     and the probe (3 calls in all; 7 with the old budget of 2**23 and 200 before the adaptive rule)."""
     assert plan_calls(1_900_000) == (1, 1)

@@ -568,4 +568,10 @@ def test_profiler_bookkeeping_warnings_are_kept_from_the_user_and_theirs_are_not
             warnings.warn("Warning: Profiler clears events at the end of each cycle.Only events from the "
                           "current cycle will be reported.To keep events across cycles, set acc_events=True.")
             warnings.warn("the user's own warning")
-    assert [str(w.message) for w in seen] == ["the user's own warning"]
+        warnings.warn("Warning: Profiler clears events at the end of each cycle (after the block)")
+        with iterations.profiler_output_silenced(one_cycle=False):  # a repeating schedule: true there
+            warnings.warn("Warning: Profiler clears events at the end of each cycle (a repeating schedule)")
+    assert [str(w.message) for w in seen] == [
+        "the user's own warning",
+        "Warning: Profiler clears events at the end of each cycle (after the block)",
+        "Warning: Profiler clears events at the end of each cycle (a repeating schedule)"]

@@ -361,7 +361,7 @@ def count_region(
                 # call is where CPython 3.12+ specialises code first run in the first, so counting
                 # it counted that work alone but not after tests that ran the same code
                 # (docs/design/counting.md, "How many calls are counted").
-                return Region(probe_path, probe_label, 1, 1, True)
+                return Region(probe_path, probe_label, 1, 0, True)
             probe_path.unlink()
             warmup = max(0, warmup - 1)  # the probe was a warm-up call too
         assert number is not None and warmup is not None

@@ -4,7 +4,7 @@ whatever ran before.
 Why: CPython 3.11 runs a function's plain bytecode for its first 8 calls, then "quickens" it
 (rewrites it in place with adaptive instructions that specialise on their first execution: a
 global lookup becomes a cached read, a call of a Python function a direct frame push). A heavy
-benchmark is called only 2-3 times (its own first call, then one or two counted calls), so the
+benchmark is called only 3-7 times (its own first call, the probe, then one to four counted calls), so the
 Python helpers it shares with earlier tests (``F.pad``, ``Module.__call__``) ran specialised or
 not depending on how many earlier tests had called them: a blur counted differently as a
 worker's only test and after other blurs, all of it in dict and attribute lookups and frame

@@ -89,6 +89,7 @@ def record(
     step: bool = False,
     before_each: Callable[[], object] | None = None,
     after_calls: Callable[[], object] | None = None,
+    one_cycle: bool = True,
     **profile_kwargs: Any,
 ) -> profile:
     """Warm ``fn`` up, then call it ``iterations`` times under ``torch.profiler.profile(**profile_kwargs)``,
@@ -102,7 +103,8 @@ def record(
     recorded. The callable's result is dropped inside the marker, so freeing it is attributed to
     the iteration that made it, not to the next one. ``what`` names the caller in the error raised
     when another profiler is already recording. ``after_calls`` runs once the last call's device
-    work is done, before the profiler stops (gpu_time reads the SM clock there).
+    work is done, before the profiler stops (gpu_time reads the SM clock there). ``one_cycle``
+    False (a schedule that repeats) keeps torch's warning that later cycles drop earlier events.
     """
     check_counts(iterations, warmup)
     ensure_no_active_profiler(what)
@@ -116,7 +118,7 @@ def record(
         before_region()
     sync_cuda()
     prof = profile(**profile_kwargs)
-    with profiler_output_silenced():  # Kineto's start-up lines; the calls below keep fd 2
+    with profiler_output_silenced(one_cycle):  # Kineto's start-up lines; the calls below keep fd 2
         prof.__enter__()
     try:
         for _ in range(iterations):
@@ -126,7 +128,7 @@ def record(
                 fn()
             if step:
                 sync_cuda()
-                with profiler_output_silenced():  # a schedule starts and stops Kineto here
+                with profiler_output_silenced(one_cycle):  # a schedule starts and stops Kineto here
                     prof.step()
         sync_cuda()
         if after_calls is not None:
@@ -137,13 +139,14 @@ def record(
     return prof
 
 
-#: torch's own warning at every profiler start (torch 2.11; 2.13 does not warn): a
-#: schedule's cycles drop earlier events unless ``acc_events=True``. The runs here are one cycle.
+#: torch's own warning at a profiler's start (torch 2.11 gives it, once per process, whether or
+#: not a schedule repeats; 2.13 does not): a schedule's later cycles drop earlier events unless
+#: ``acc_events=True``. Ignored only where the run is one cycle (``one_cycle``).
 _PROFILER_WARNINGS = (r"Warning: Profiler clears events at the end of each cycle",)
 
 
 @contextlib.contextmanager
-def profiler_output_silenced() -> Iterator[None]:
+def profiler_output_silenced(one_cycle: bool = True) -> Iterator[None]:
     """Keep the profiler's own output out of the user's: file descriptor 2 sent to /dev/null, and
     torch's warnings about its profiler's bookkeeping (:data:`_PROFILER_WARNINGS`) ignored, for
     the block. Used around the profiler's own start, step and stop only (and the op call-site
@@ -155,10 +158,12 @@ def profiler_output_silenced() -> Iterator[None]:
     stderr" section, as if the user's code wrote it; a re-run outside the test's capture (op call
     sites, judged after the call) would print it into the terminal between the progress dots.
     Python's own ``sys.stderr`` is not fd 2 under pytest's capture and is kept. Why the warnings:
-    torch 2.11 warns at every start that "Profiler clears events at the end of each cycle", which
-    pytest's warnings summary then shows under the user's test, with a site-packages path."""
+    torch 2.11 warns at its first profiler start that "Profiler clears events at the end of each
+    cycle", which pytest's warnings summary then showed under the user's test, with a
+    site-packages path; true only of a schedule that repeats, whose runs (``one_cycle`` False:
+    a user's ``bench_profiler`` schedule) keep it."""
     with warnings.catch_warnings():
-        for message in _PROFILER_WARNINGS:
+        for message in _PROFILER_WARNINGS if one_cycle else ():
             warnings.filterwarnings("ignore", message=message, category=UserWarning)
         try:
             sys.stderr.flush()

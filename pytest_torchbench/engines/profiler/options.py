@@ -112,6 +112,12 @@ class ProfilerOptions:
             values["activities"] = _coerce_activities(kwargs["activities"])
         return cls(**values)
 
+    @property
+    def one_cycle(self) -> bool:
+        """Whether the run records one cycle (no schedule, or one that does not repeat: torch's
+        ``repeat=0`` repeats until the end)."""
+        return self.schedule is None or self.schedule.repeat == 1
+
     def profile_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``torch.profiler.profile`` (without ``on_trace_ready``)."""
         return {

@@ -195,7 +195,7 @@ def profile_run(
             f"(skip_first + wait + warmup + active), got iterations={iterations}"
         )
     prof = record(fn, iterations=iterations, warmup=warmup, what="profile_run", step=True,
-                  **options.profile_kwargs())
+                  one_cycle=options.one_cycle, **options.profile_kwargs())
     summary = ProfileSummary(
         iterations=iterations, top_ops=_top_ops(prof, top_n), table=_table(prof, top_n), trace_path=None
     )
@@ -235,7 +235,7 @@ class ProfilerSession:
             raise RuntimeError("a ProfilerSession can be entered only once")
         ensure_no_active_profiler("bench_profiler")
         self.profiler = profile(**self.options.profile_kwargs())
-        with profiler_output_silenced():  # Kineto's start-up lines are not the user's output
+        with profiler_output_silenced(self.options.one_cycle):  # Kineto's start-up lines
             self.profiler.__enter__()
         self._entered = True
         return self
@@ -244,7 +244,7 @@ class ProfilerSession:
         """Mark an iteration boundary (drives the schedule, labels ``ProfilerStep#N`` in traces)."""
         if self.profiler is None:
             raise RuntimeError("ProfilerSession.step() called outside its 'with' block")
-        with profiler_output_silenced():  # a schedule starts and stops Kineto at a step
+        with profiler_output_silenced(self.options.one_cycle):  # a schedule starts and stops Kineto at a step
             self.profiler.step()
 
     def key_averages(self, *args: Any, **kwargs: Any) -> Any:
@@ -256,7 +256,7 @@ class ProfilerSession:
         assert self.profiler is not None
         if self.options.uses_cuda:
             sync_cuda()
-        with profiler_output_silenced():
+        with profiler_output_silenced(self.options.one_cycle):
             self.profiler.__exit__(exc_type, exc, tb)  # type: ignore[arg-type]
         if self.profiler.profiler is None:
             # A schedule that never reached its active phase: nothing was recorded.
