@@ -32,7 +32,7 @@ from .text import safe_text
 from .vocabulary import Verdict
 
 __all__ = ["RERUN_ENV", "Rerun", "in_rerun", "judging_options", "passed_through", "rerun", "rerun_command",
-           "rerun_details", "confirm", "rerun_environment"]
+           "rerun_details", "confirm", "rerun_environment", "changed_since", "CHANGED_SINCE_ENV"]
 
 #: Options of the user's command line the re-run leaves out (``True``: takes a value): the cache
 #: plugin's (the re-run runs without the cache, so as to write none), the debugger's (nobody is at
@@ -62,12 +62,27 @@ def in_rerun() -> bool:
     return os.environ.get(RERUN_ENV) == "1"
 
 
-def rerun_environment() -> dict[str, str]:
+#: Set in the re-run for call sites: "COMMIT LABEL", the revision whose edited lines the sites are
+#: tagged with (``store/changes.py``). The re-run cannot find it itself: a base measured in this
+#: job is handed to it as a folder, which names no revision.
+CHANGED_SINCE_ENV = "TORCHBENCH_RERUN_CHANGED_SINCE"
+
+
+def rerun_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment for the re-run: marked as the re-run, without the CI job summary
-    file (GitHub Actions' ``GITHUB_STEP_SUMMARY``), which the re-run would append to."""
-    env = {name: value for name, value in os.environ.items() if name != "GITHUB_STEP_SUMMARY"}
+    file (GitHub Actions' ``GITHUB_STEP_SUMMARY``), which the re-run would append to; ``extra`` added."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("GITHUB_STEP_SUMMARY", CHANGED_SINCE_ENV)}
     env[RERUN_ENV] = "1"
+    env.update(extra or {})
     return env
+
+
+def changed_since() -> tuple[str, str] | None:
+    """In the re-run for call sites: (commit, label) of :data:`CHANGED_SINCE_ENV`, else None."""
+    value = os.environ.get(CHANGED_SINCE_ENV, "") if in_rerun() else ""
+    commit, _, label = value.partition(" ")
+    return (commit, label) if commit and label else None
 
 
 def remove_options(args: Sequence[str], options: Mapping[str, bool]) -> list[str]:
@@ -176,7 +191,7 @@ def _output_tail(path: Path, returncode: int) -> str:
 
 def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],
           compare: Sequence[str], cwd: Path, xdist: bool, positional: Sequence[str] = (), *,
-          purpose: str) -> Rerun:
+          purpose: str, env: Mapping[str, str] | None = None) -> Rerun:
     """Run ``nodeids`` again in one fresh, serial pytest measuring ``metrics`` and judging them as
     this run judges (``compare``); its verdicts, or none and one line saying why (``purpose`` names
     the re-run in that line)."""
@@ -191,7 +206,7 @@ def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: I
         try:
             with open(output_path, "wb") as output:
                 done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=output,
-                                      stderr=subprocess.STDOUT, timeout=TIMEOUT, env=rerun_environment())
+                                      stderr=subprocess.STDOUT, timeout=TIMEOUT, env=rerun_environment(env))
         except subprocess.TimeoutExpired:
             return Rerun([], f"the re-run {purpose} took over {TIMEOUT:g} s and was stopped", "", True)
         except OSError as exc:
@@ -214,15 +229,18 @@ def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: I
 
 
 def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path, compare: Sequence[str], cwd: Path,
-                  xdist: bool, nodeid_of: dict[str, str], positional: Sequence[str] = ()
+                  xdist: bool, nodeid_of: dict[str, str], positional: Sequence[str] = (),
+                  changed_since: tuple[str, str] | None = None
                   ) -> tuple[dict[tuple[str, str], list[str]], str | None]:
     """Re-run the tests of the ``pending`` failed verdicts; their new details by (key, metric), and
-    one line saying why there are none when the re-run could not give them."""
+    one line saying why there are none when the re-run could not give them. ``changed_since``:
+    (commit, label) whose edited lines the re-run tags (:data:`CHANGED_SINCE_ENV`)."""
     if in_rerun():
         return {}, None  # a re-run never starts another (its tests run serially and explain in-process)
     verdicts, problem, _, _ = rerun(args, (nodeid_of[v.key] for v in pending), rootdir,
                                     (v.metric for v in pending), compare, cwd, xdist, positional,
-                                    purpose="for call sites")
+                                    purpose="for call sites",
+                                    env={CHANGED_SINCE_ENV: " ".join(changed_since)} if changed_since else None)
     if problem:
         return {}, problem
     wanted = {(v.key, v.metric) for v in pending}

@@ -15,13 +15,14 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+import re
 import sys
 import sysconfig
 import types
 from pathlib import Path
 from typing import Iterable
 
-__all__ = ["Site", "chain_name", "locate", "own_dirs", "skipped_dirs", "site_name", "user_frame"]
+__all__ = ["Site", "chain_locations", "chain_name", "locate", "own_dirs", "skipped_dirs", "site_name", "user_frame"]
 
 #: This plugin's own folder (``pytest_torchbench/``), with a trailing separator.
 PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -196,3 +197,19 @@ def chain_name(located: tuple[Site, Site | None] | str, root: Path) -> str:
     inner, outer = located
     name = site_name(inner, root)
     return f"{name}, from {site_name(outer, root)}" if outer is not None else name
+
+
+#: One site of :func:`chain_name`'s text: ``path:line in function``.
+_SITE_TEXT = re.compile(r"(?P<path>.+):(?P<line>\d+) in \S+")
+
+
+def chain_locations(name: str) -> list[tuple[str, int]]:
+    """The (path, line) pairs a :func:`chain_name` text names, inner site first: its inverse, for
+    matching a site shown to the user with the lines changed since a revision. A reason (no site)
+    names none."""
+    found = []
+    for part in name.split(", from "):
+        match = _SITE_TEXT.fullmatch(part)
+        if match:
+            found.append((match["path"], int(match["line"])))
+    return found

@@ -46,9 +46,9 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Protocol, Sequence
 
-from ..core.text import finite, safe_number
+from ..core.text import finite, safe_number, safe_text
 from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Environment, Heading, Plot, Policy, Verdict, as_float, format_seconds, round_sig, time_unit
 
 
@@ -84,6 +84,19 @@ class MeasureContext:
     #: (path, line, function) of the test's line that called ``benchmark``: a call site names it
     #: when the stack of a re-run no longer reaches the test (``sites.locate``).
     caller: tuple[str, int, str] | None = None
+
+
+class LineChanges(Protocol):
+    """Which lines of the user's code changed since the baseline's revision (``store/changes.py``
+    reads them from git). A failed verdict's call sites on such a line are shown first and tagged:
+    an op whose count changed is usually called by many lines, and the one edited is the answer."""
+
+    #: How the tag says since when, after "changed": "since HEAD~1".
+    label: str
+
+    def __call__(self, path: str, line: int) -> bool:
+        """Whether ``line`` of ``path`` (absolute, or relative to the rootdir) changed."""
+        ...
 
 
 class Metric(abc.ABC):
@@ -308,11 +321,12 @@ class Metric(abc.ABC):
         return None
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
-                limit: float, root: Any) -> list[str]:
+                limit: float, root: Any, changed: LineChanges | None = None) -> list[str]:
         """The details of a failed verdict, given again with what only a re-run of ``fn`` can tell
         (op call sites). Called only for failed verdicts, and only where the judging process still
-        holds ``fn``; ``root`` is the rootdir, for relative paths. Overriding it is what makes the
-        session keep ``fn`` (:attr:`explains_failures`)."""
+        holds ``fn``; ``root`` is the rootdir, for relative paths; ``changed`` tells the lines
+        edited since the baseline's revision, where known (:func:`sites_text` uses it). Overriding
+        it is what makes the session keep ``fn`` (:attr:`explains_failures`)."""
         raise NotImplementedError
 
     def explain_elsewhere(self, nodeid: str) -> str:
@@ -417,6 +431,41 @@ def counts_from_json(data: Mapping[str, Any], field: str) -> dict[str, float]:
     if not isinstance(counts, Mapping):
         raise ValueError(f"{field}.{field} must be an object")
     return {str(name): float(value) for name, value in counts.items()}
+
+
+#: Call sites on changed lines shown per changed count, at most (before the others).
+_CHANGED_SITES_SHOWN = 3
+
+
+def on_changed_line(site: str, changed: LineChanges | None) -> bool:
+    """Whether a call site's text (``path:line in f``, maybe ``, from path:line in test``) names
+    a line that ``changed`` says was edited. Never raises: a tag is help, not a verdict."""
+    if changed is None:
+        return False
+    from ..engines.sites import chain_locations
+
+    try:
+        return any(changed(path, line) for path, line in chain_locations(site))
+    except Exception:  # noqa: BLE001 - git trouble must not hide the verdict it would explain
+        return False
+
+
+def sites_text(sites: Sequence[tuple[str, float]], changed: LineChanges | None, shown: int,
+               counted: bool = False) -> str:
+    """Call sites, most calls first as given, as one phrase: those on a line edited since the
+    baseline's revision come first and are tagged (``[changed since HEAD~1]``), then the others up
+    to ``shown`` in all, then how many were left out. ``counted``: each site's calls (``x3``)."""
+    marked = [(site, calls, on_changed_line(site, changed)) for site, calls in sites]
+    edited = [item for item in marked if item[2]][:_CHANGED_SITES_SHOWN]
+    others = [item for item in marked if not item[2]][:max(0, shown - len(edited))]
+    parts = []
+    for site, calls, flagged in edited + others:
+        part = safe_text(site) + (f" x{calls:g}" if counted else "")
+        if flagged and changed is not None:
+            part += f" [changed {safe_text(changed.label)}]"
+        parts.append(part)
+    left = len(sites) - len(parts)
+    return ", ".join(parts) + (f", +{left} more" if left > 0 else "")
 
 
 def changed_counts(current: Mapping[str, float], baseline: Mapping[str, float],

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from ..core.text import safe_text
-from .base import MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json
+from .base import LineChanges, MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json, sites_text
 
 #: Call sites shown per changed function (the most frequent first).
 _SITES_SHOWN = 2
@@ -68,8 +68,9 @@ class Calls(NamedCounts, Metric):
         return {"calls_hook": pycalls.HOOK, "calls_method": pycalls.METHOD}
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
-                limit: float, root: Any) -> list[str]:
-        """The changed functions, each with where it starts and the user's lines that call it now:
+                limit: float, root: Any, changed: LineChanges | None = None) -> list[str]:
+        """The changed functions, each with where it starts and the user's lines that call it now
+        (those on lines edited since the baseline's revision first, tagged: ``changed``):
         one more seeded call of ``fn`` with every call's site looked up (``pycalls.call_sites``), for
         a failed benchmark only. A function no longer called has no call site to show."""
         from ..engines import pycalls
@@ -86,9 +87,7 @@ class Calls(NamedCounts, Metric):
             if name in found.defined:
                 where.append(f"defined at {safe_text(found.defined[name])}")
             if sites:
-                shown = ", ".join(safe_text(site) for site, _ in sites[:_SITES_SHOWN])
-                more = f", +{len(sites) - _SITES_SHOWN} more" if len(sites) > _SITES_SHOWN else ""
-                where.append(f"called from {shown}{more}")
+                where.append(f"called from {sites_text(sites, changed, _SITES_SHOWN)}")
             if where:
                 line += f" ({'; '.join(where)})"
             lines.append(line)

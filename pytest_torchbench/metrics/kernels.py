@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any, Callable, Mapping
 
 from ..core.text import safe_text
-from .base import MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json
+from .base import LineChanges, MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json, sites_text
 
 
 @dataclasses.dataclass
@@ -74,10 +74,11 @@ class Kernels(NamedCounts, Metric):
                                                     before_each=context.before_each))
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
-                limit: float, root: Any) -> list[str]:
-        """The changed kernels, each with the op that launches it now and the user's lines that call
-        that op: two more runs of ``fn`` (one profiling the device, one tagging torch calls), for a
-        failed benchmark only. A kernel no longer launched has no launcher to show."""
+                limit: float, root: Any, changed: LineChanges | None = None) -> list[str]:
+        """The changed kernels, each with the op that launches it now and the user's line that calls
+        that op (one on a line edited since the baseline's revision first, tagged: ``changed``): two
+        more runs of ``fn`` (one profiling the device, one tagging torch calls), for a failed
+        benchmark only. A kernel no longer launched has no launcher to show."""
         from ..engines import profiler
         from ..engines.sites import own_dirs
 
@@ -91,7 +92,7 @@ class Kernels(NamedCounts, Metric):
             if ops:
                 op = ops[0]
                 found = sites.get(op, [])
-                where = f" at {safe_text(found[0][0])}" if found else ""
+                where = f" at {sites_text(found[:1] if changed is None else found, changed, 1)}" if found else ""
                 line += f" (launched by {safe_text(op)}{where})"
             lines.append(line)
         return lines

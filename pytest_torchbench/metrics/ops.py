@@ -10,9 +10,9 @@ import dataclasses
 from typing import Any, Callable, Mapping
 
 from ..core.text import safe_text
-from .base import MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json
+from .base import LineChanges, MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json, sites_text
 
-#: Call sites shown per changed op (the most frequent first).
+#: Call sites shown per changed op (those on edited lines first, then the most frequent).
 _SITES_SHOWN = 2
 
 
@@ -51,11 +51,12 @@ class Ops(NamedCounts, Metric):
                                             before_region=context.before_region, before_each=context.before_each))
 
     def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
-                limit: float, root: Any) -> list[str]:
+                limit: float, root: Any, changed: LineChanges | None = None) -> list[str]:
         """The changed ops, each with the user's lines that call it now: one more seeded run of
         ``fn`` with its torch calls tagged (``profiler.op_call_sites``), for a failed benchmark only.
         An op no longer called has no call site to show. Every site of an op the baseline never
-        called is new; of an op it called, each site shows its calls."""
+        called is new; of an op it called, each site shows its calls, and the sites on lines
+        edited since the baseline's revision come first, tagged (``changed``)."""
         from ..engines import profiler
         from ..engines.sites import own_dirs
 
@@ -68,12 +69,8 @@ class Ops(NamedCounts, Metric):
             found = sites.get(op, [])
             if found:
                 # The baseline keeps counts, not sites: where the op was called before too, each
-                # site's calls now (x3) tell the line whose calls changed from the others.
-                counted = then > 0 and len(found) > 1
-                shown = ", ".join(safe_text(site) + (f" x{calls:g}" if counted else "")
-                                  for site, calls in found[:_SITES_SHOWN])
-                more = f", +{len(found) - _SITES_SHOWN} more" if len(found) > _SITES_SHOWN else ""
-                line += f" ({shown}{more})"
+                # site's calls now (x3) and the tag of an edited line tell the line whose calls changed.
+                line += f" ({sites_text(found, changed, _SITES_SHOWN, counted=then > 0 and len(found) > 1)})"
             lines.append(line)
         return lines
 

@@ -26,7 +26,8 @@ from .options import EXIT_INCOMPARABLE, BenchSettings
 from ..reports import jsonreport, junit, markdown, publish, shards, terminal
 from ..core.results import BenchmarkResult, nodeid_of
 from .session import BenchSession
-from ..store.refs import Revision, exists_at, save_stamp
+from ..store import changes
+from ..store.refs import Revision, compare_revision, exists_at, git_toplevel, save_stamp
 from ..store.storage import BaselineError, BaselineSet, save_set
 from ..core.text import one_line, safe_text
 
@@ -198,6 +199,9 @@ class Controller:
         #: not new, but not judged (:meth:`_not_judged_at_base`).
         self.failed_at_base: dict[str, str] = {}
         self.notes: list[str] = []
+        #: The lines edited since the baseline's revision (asked of git at the first failure).
+        self._changes: changes.ChangedLines | None = None
+        self._changes_asked = False
         #: The block that ends the run when benchmarks were compared with nothing (see
         #: :meth:`_gate_held`), and whether it turned the exit status.
         self.uncompared_block: list[str] = []
@@ -238,6 +242,31 @@ class Controller:
             self._judge_report(report, payload)
         return (yield)
 
+    def _line_changes(self) -> changes.ChangedLines | None:
+        """Which lines changed since what ``--bench-compare`` names (its git revision, or a saved
+        set's last commit; in the re-run for call sites, what its run handed down), for tagging a
+        failure's call sites; None where git cannot say."""
+        if not self._changes_asked:
+            self._changes_asked = True
+            compare = self.settings.compare
+            rootdir = self.settings.rootdir
+            handed = explain.changed_since()
+            try:
+                if handed is not None:
+                    toplevel = git_toplevel(rootdir)
+                    self._changes = changes.ChangedLines(toplevel, *handed, rootdir) if toplevel else None
+                    return self._changes
+                revision = self.revision or (compare_revision(compare, self.settings.baselines_dir, Path.cwd())
+                                             if compare else None)
+                if revision is not None:
+                    self._changes = changes.for_revision(revision.toplevel, revision.commit, revision.revision, rootdir)
+                elif compare:
+                    folder = next((f for f in (self.settings.baselines_dir / compare, Path(compare)) if f.is_dir()), None)
+                    self._changes = changes.for_saved_set(folder, rootdir) if folder is not None else None
+            except (OSError, ValueError):
+                self._changes = None
+        return self._changes
+
     def _judge_report(self, report: pytest.TestReport, payload: dict[str, Any]) -> None:
         """Call the gate on this test's results (their marker limits travel with them) and turn
         the report into a failure when a verdict failed; JUnit properties wait for teardown."""
@@ -259,7 +288,8 @@ class Controller:
         self._confirm(report.nodeid, [v for _, judged in judged_results for v in judged])
         for result, judged in judged_results:
             if self.session is not None and baseline is not None and any(v.failed for v in judged):
-                elsewhere += self.session.explain(result, judged, baseline.get(result.key), self.settings.rootdir)
+                elsewhere += self.session.explain(result, judged, baseline.get(result.key), self.settings.rootdir,
+                                                  self._line_changes())
             properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
             verdicts.extend(judged)
         self.verdicts.extend(verdicts)
@@ -728,7 +758,8 @@ class Controller:
             self.config.invocation_params.args, pending, self.settings.rootdir,
             self._judging_options(v.key for v in pending),
             Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"), nodeids,
-            getattr(self.config.option, "file_or_dir", None) or ())
+            getattr(self.config.option, "file_or_dir", None) or (),
+            (lines.commit, lines.label) if (lines := self._line_changes()) is not None else None)
         for report, verdicts, refresh, elsewhere, _ in self._to_explain:
             for verdict in elsewhere:
                 found = details.get((verdict.key, verdict.metric))

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping
 from ..engines.fresh_code import fresh_callable
 from .marker import BenchOptions
 from ..metrics import registry
-from ..metrics.base import MeasureContext
+from ..metrics.base import LineChanges, MeasureContext
 from ..metrics.time import time_spec
 from ..core.results import BenchmarkResult, Environment, collect_environment
 from ..core.vocabulary import Verdict
@@ -218,9 +218,10 @@ class BenchSession:
     # -- explaining a failure (same process only) -------------------------------------------------
 
     def explain(self, result: BenchmarkResult, verdicts: list[Verdict], baseline: BenchmarkResult | None,
-                root: Path) -> list[Verdict]:
+                root: Path, changed: LineChanges | None = None) -> list[Verdict]:
         """Add the details only a re-run can give to the failed verdicts of ``result`` (op call
-        sites), in place, when this process still holds the callable that was measured. Returns
+        sites, those on lines ``changed`` since the baseline's revision tagged), in place, when this
+        process still holds the callable that was measured. Returns
         the failed verdicts it could not explain because the test ran in another process (the
         controller re-runs those at the end of the session: ``core/explain.py``)."""
         elsewhere = []
@@ -239,7 +240,8 @@ class BenchSession:
                 continue  # a second recording of the test: the kept callable is not its own
             fn, context = measured
             try:
-                verdict.details = metric.explain(fn, context, result.metrics[verdict.metric], then, verdict.limit, root)
+                verdict.details = metric.explain(fn, context, result.metrics[verdict.metric], then, verdict.limit, root,
+                                                 changed)
             except Exception as exc:  # noqa: BLE001 - an explanation must never hide the verdict
                 verdict.details = [*verdict.details, f"(could not re-run it for details: {type(exc).__name__}: {exc})"]
         return elsewhere

@@ -98,6 +98,66 @@ def test_under_xdist_the_controller_reruns_the_failed_test_for_its_call_sites(
 
 
 
+SCORE_BEFORE = '''
+import torch
+
+
+def score(x):
+    scale = x.sum() / x.numel()
+    mean = x.sum() / 4
+    var = (x * x).sum() / 4 / 1
+    return scale + mean + var
+'''
+
+#: One more aten::div per call, on a new line 7 (the old line 7 is line 8 now); the most frequent
+#: div site is the line below (two divs), so only the tag tells the edited line.
+SCORE_AFTER = SCORE_BEFORE.replace("    scale = x.sum() / x.numel()\n",
+                                   "    scale = x.sum() / x.numel()\n    x = x / x.max()\n")
+
+SCORE_TEST = '''
+import torch
+
+from stats.score import score
+
+
+def test_score(benchmark):
+    benchmark(score, torch.arange(4.0))
+'''
+
+
+def test_the_edited_line_is_named_first_among_an_ops_call_sites(
+    pytester: pytest.Pytester, run_bench, git  # type: ignore[no-untyped-def]
+) -> None:
+    """The baseline keeps op counts, not their lines: when an op already called from several lines
+    is called once more, the line the change edited (git: since --bench-compare's revision, or
+    since the saved set's last commit) comes first, tagged, in the serial run and in the re-run
+    that explains a test measured in an xdist worker."""
+    pytester.mkpydir("stats")
+    (pytester.path / "stats" / "score.py").write_text(SCORE_BEFORE)
+    pytester.makepyfile(test_score=SCORE_TEST)
+    (pytester.path / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n!baselines/**/*.json\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "before")
+    (pytester.path / "stats" / "score.py").write_text(SCORE_AFTER)
+    git(pytester.path, "commit", "-q", "-am", "after: one more div")
+    tagged = "aten::div 4 -> 5 per call (stats/score.py:7 in score x1 [changed since {}], stats/score.py:9 in score x2, +2 more)"
+    # (-n 2: the parent finds the revision and hands it to the re-run, whose baseline is a folder)
+    for args, since in ((("--bench-compare=HEAD~1", "--bench-base=measure", "-n", "2"), "HEAD~1"),
+                        (("--bench-compare=main",), "baselines/main was committed")):
+        result = run_bench("--bench-mode=ops", *args)
+        result.assert_outcomes(failed=1)
+        assert tagged.format(since) in result.stdout.str(), result.stdout.str()
+    # saved since its last commit: no commit names the code it was measured on, so nothing is tagged
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+    (pytester.path / "stats" / "score.py").write_text(SCORE_BEFORE)
+    result = run_bench("--bench-mode=ops", "--bench-compare=main")
+    result.assert_outcomes(failed=1)
+    assert "aten::div 5 -> 4 per call (stats/score.py:8 in score x2, stats/score.py:6 in score x1, +1 more)" in \
+        result.stdout.str(), result.stdout.str()
+
+
 @pytest.mark.slow
 def test_the_rerun_names_its_test_where_the_checkout_path_holds_brackets(
     pytester: pytest.Pytester, run_bench, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]

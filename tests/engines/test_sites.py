@@ -54,6 +54,17 @@ def test_the_projects_own_installed_package_is_a_site_with_the_test_line_that_le
     # named from its sys.path entry, then this test's line (the outermost frame of the user's code)
     assert name.startswith("fakepkg/mod.py:2 in f, from engines/test_sites.py:")
     assert name.endswith(" in test_the_projects_own_installed_package_is_a_site_with_the_test_line_that_led_there")
+    # read back (to match the lines changed since a revision): the inner site, then the test's line
+    assert sites.chain_locations(name) == [("fakepkg/mod.py", 2), ("engines/test_sites.py", test_line[1])]
+
+
+def test_chain_locations_reads_back_what_chain_name_writes() -> None:
+    root = Path("/project")
+    inner, outer = ("/project/dir with space/a.py", 12, "<lambda>"), ("/elsewhere/t.py", 3, "test_x")
+    assert sites.chain_locations(sites.chain_name((inner, None), root)) == [("dir with space/a.py", 12)]
+    assert sites.chain_locations(sites.chain_name((inner, outer), root)) == [
+        ("dir with space/a.py", 12), ("/elsewhere/t.py", 3)]
+    assert sites.chain_locations(sites.ONLY_TORCH) == []
 
 
 def test_only_torch_frames_and_the_benchmark_callers_line() -> None:

@@ -1,0 +1,98 @@
+"""The lines changed since a revision (``store/changes.py``), read from a real git repository:
+they tag the call sites of a failed verdict, so a wrong answer points the reader at the wrong line."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from pytest_torchbench.metrics.base import sites_text
+from pytest_torchbench.store import changes
+
+LIB = "import torch\n\n\ndef f(x):\n    y = x * 2\n    return y.sum()\n"
+
+
+@pytest.fixture
+def repo(tmp_path: Path, git: Callable[..., str]) -> tuple[Path, str]:
+    """A repository whose first commit holds ``lib/ops.py``; returns (top folder, that commit)."""
+    root = tmp_path / "repo"
+    (root / "lib").mkdir(parents=True)
+    (root / "lib" / "ops.py").write_text(LIB)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root, git(root, "rev-parse", "HEAD").strip()
+
+
+def test_an_edited_and_an_added_line_are_changed_and_the_others_not(
+        repo: tuple[Path, str], git: Callable[..., str]) -> None:
+    root, base = repo
+    # line 5 edited, a line inserted after it (6); the old line 6 is now line 7, unchanged
+    (root / "lib" / "ops.py").write_text(LIB.replace("    y = x * 2\n", "    y = x * 3\n    y = y.clone()\n"))
+    git(root, "commit", "-q", "-am", "head")
+    lines = changes.for_revision(root, base, "HEAD~1", root)
+    assert lines.label == "since HEAD~1"
+    assert [n for n in range(1, 9) if lines("lib/ops.py", n)] == [5, 6]
+    # an absolute path is the same file
+    assert lines(str(root / "lib" / "ops.py"), 6)
+
+
+def test_uncommitted_edits_count_since_they_are_what_ran(repo: tuple[Path, str]) -> None:
+    root, base = repo
+    (root / "lib" / "ops.py").write_text(LIB + "\n\ndef g(x):\n    return x + 1\n")
+    lines = changes.ChangedLines(root, base, "since main", root)
+    assert [n for n in range(1, 12) if lines("lib/ops.py", n)] == [7, 8, 9, 10]
+
+
+def test_a_file_new_since_the_commit_is_changed_in_every_line_once_git_tracks_it(
+        repo: tuple[Path, str], git: Callable[..., str]) -> None:
+    root, base = repo
+    (root / "lib" / "new.py").write_text("x = 1\n")
+    assert not changes.ChangedLines(root, base, "since main", root)("lib/new.py", 1)  # untracked: unknown
+    git(root, "add", "lib/new.py")
+    lines = changes.ChangedLines(root, base, "since main", root)
+    assert lines("lib/new.py", 1) and lines("lib/new.py", 400)
+
+
+def test_what_git_cannot_answer_is_not_changed(repo: tuple[Path, str], tmp_path: Path) -> None:
+    root, base = repo
+    (root / "lib" / "ops.py").write_text("changed everywhere\n")
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("x = 1\n")
+    lines = changes.ChangedLines(root, base, "since main", root)
+    assert not lines(str(outside), 1)  # outside the repository
+    assert not lines("lib/missing.py", 1)  # no such file
+    assert not lines("site unknown", 1)
+    # an id that is not a full object id never reaches git (it would be read as an option)
+    for commit in ("--output=/tmp/x", "HEAD", base[:12]):
+        assert not changes.ChangedLines(root, commit, "since x", root)("lib/ops.py", 1)
+
+
+def test_a_saved_set_dates_from_its_last_commit_and_not_when_saved_since(
+        repo: tuple[Path, str], git: Callable[..., str]) -> None:
+    root, _ = repo
+    folder = root / "baselines" / "main"
+    folder.mkdir(parents=True)
+    (folder / "test_a.json").write_text("{}\n")
+    assert changes.for_saved_set(folder, root) is None  # never committed
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "baselines")
+    (root / "lib" / "ops.py").write_text(LIB.replace("x * 2", "x * 4"))
+    lines = changes.for_saved_set(folder, root)
+    assert lines is not None and lines.label == "since baselines/main was committed"
+    assert lines("lib/ops.py", 5) and not lines("lib/ops.py", 4)
+    (folder / "test_a.json").write_text('{"saved": "again"}\n')
+    assert changes.for_saved_set(folder, root) is None  # saved after its last commit
+
+
+def test_sites_on_changed_lines_come_first_tagged(repo: tuple[Path, str]) -> None:
+    root, base = repo
+    (root / "lib" / "ops.py").write_text(LIB.replace("    y = x * 2\n", "    y = x * 2\n    y = y / 1\n"))
+    lines = changes.ChangedLines(root, base, "since HEAD~1", root)
+    sites = [("lib/ops.py:5 in f", 3.0), ("lib/ops.py:7 in f", 2.0), ("lib/ops.py:6 in f, from test_a.py:9 in t", 1.0),
+             ("site unknown: only torch", 1.0)]
+    assert sites_text(sites, lines, 2, counted=True) == (
+        "lib/ops.py:6 in f, from test_a.py:9 in t x1 [changed since HEAD~1], lib/ops.py:5 in f x3, +2 more")
+    # without git's answer: as before, the most calls first
+    assert sites_text(sites, None, 2, counted=True) == "lib/ops.py:5 in f x3, lib/ops.py:7 in f x2, +2 more"
