@@ -89,9 +89,9 @@ def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) ->
     assert measured.pairs("t.py::test_a", "ops", 0) == [] and measured.pairs("t.py::test_b", "time", 0) == []
     assert measured.origin() == f"measured from HEAD~1 ({'a' * 12}) in this job alternately with this checkout, 3 rounds"
     measured.rounds_of_all = 2  # the third round measured only what two could not decide
-    assert measured.origin().endswith("2 rounds (+1 for the benchmarks they could not decide)")
+    assert measured.origin().endswith("2 rounds (+1 for the benchmarks they found changed or could not decide)")
     measured.rounds_of_all = 1  # a pass of one round, then one more of what was still undecided
-    assert measured.origin().endswith("1 rounds (+1 for the benchmarks they could not decide, "
+    assert measured.origin().endswith("1 rounds (+1 for the benchmarks they found changed or could not decide, "
                                       "+1 for those still undecided)")
     assert MeasuredBase(revision, one(1.0), tmp_path, False, 1.0).origin() == f"measured from HEAD~1 ({'a' * 12}) in this job"
 

@@ -137,7 +137,7 @@ class MeasuredBase:
         where = f"{self.revision.revision} ({self.revision.commit[:12]})"
         if self.rounds:
             first_pass, later = self.extra_rounds()
-            again = f" (+{first_pass} for the benchmarks they could not decide" if first_pass else ""
+            again = f" (+{first_pass} for the benchmarks they found changed or could not decide" if first_pass else ""
             again += f", +{later} for those still undecided)" if later else (")" if again else "")
             return (f"measured from {where} in this job alternately with this checkout, "
                     f"{self.rounds_of_all} rounds{again}")
@@ -145,8 +145,8 @@ class MeasuredBase:
 
     def extra_rounds(self) -> tuple[int, int]:
         """The rounds measured after the whole selection's: those of the first pass (the
-        benchmarks those could not decide), and those of the passes after it (what was still
-        undecided)."""
+        benchmarks those found changed, to confirm, or could not decide), and those of the passes
+        after it (what was still undecided)."""
         more = max(len(self.rounds) - self.rounds_of_all, 0)
         first_pass = min(more, self.rounds_of_all)
         return first_pass, more - first_pass

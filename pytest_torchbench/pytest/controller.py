@@ -468,7 +468,7 @@ class Controller:
             self.baseline.entries.clear()  # REV as measured here is the whole baseline
         if self.measured.rounds:
             first_pass, later = self.measured.extra_rounds()
-            again = f", then {first_pass} more rounds of the benchmarks those could not decide" if first_pass else ""
+            again = f", then {first_pass} more rounds of the benchmarks those found changed or could not decide" if first_pass else ""
             again += f" and {later} more of those still undecided" if later else ""
             order = ("each round's base and head at once, in 10 ms turns on one CPU; base first, then head first, ..."
                      if self.measured.in_turns else "base, head; head, base; ...")

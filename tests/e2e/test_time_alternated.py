@@ -149,12 +149,12 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     # a change is measured again, alone, in as many rounds more
     assert ("measured alternately with this checkout in 4 rounds of fresh processes (each round's base and head at "
             "once, in 10 ms turns on one CPU; base first, then head first, ...), then 4 more rounds of the "
-            "benchmarks those could not decide") in out, out
+            "benchmarks those found changed or could not decide") in out, out
 
     document = json.loads((project / "out.json").read_text(encoding="utf-8"))
     again = document["base_rounds_again"]
     assert document["base_rounds"] == 4 and again in (4, 8), document
-    origin = "4 rounds (+4 for the benchmarks they could not decide" + (", +4 for those still undecided)"
+    origin = "4 rounds (+4 for the benchmarks they found changed or could not decide" + (", +4 for those still undecided)"
                                                                          if again == 8 else ")")
     assert f"alternately with this checkout, {origin}" in document["compared_with"], document["compared_with"]
     assert (again == 8) == (" and 4 more of those still undecided" in out), out
@@ -187,7 +187,7 @@ def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(pytester: pytest.P
     # the rounds that could not decide it, then those that still could not: a pass each
     assert ("in 2 rounds of fresh processes (each round's base and head at once, in 10 ms turns on one CPU; base "
             "first, then head first, ...), then 2 more rounds of the benchmarks "
-            "those could not decide and 2 more of those still undecided") in out, out
+            "those found changed or could not decide and 2 more of those still undecided") in out, out
     assert "over 6 alternated rounds" in out, out
     assert "in CI this fails the run (exit 6)" in out
     assert "Too noisy to judge (1)" in (project / "s.md").read_text(encoding="utf-8")
