@@ -48,11 +48,69 @@ def test_uncommitted_edits_count_since_they_are_what_ran(repo: tuple[Path, str])
 def test_a_file_new_since_the_commit_is_changed_in_every_line_once_git_tracks_it(
         repo: tuple[Path, str], git: Callable[..., str]) -> None:
     root, base = repo
-    (root / "lib" / "new.py").write_text("x = 1\n")
+    (root / "lib" / "new.py").write_text("x = 1\ny = 2\n")
     assert not changes.ChangedLines(root, base, "since main", root)("lib/new.py", 1)  # untracked: unknown
     git(root, "add", "lib/new.py")
     lines = changes.ChangedLines(root, base, "since main", root)
-    assert lines("lib/new.py", 1) and lines("lib/new.py", 400)
+    assert lines("lib/new.py", 1) and lines("lib/new.py", 2)
+
+
+def test_a_moved_file_is_changed_only_where_it_was_edited(repo: tuple[Path, str], git: Callable[..., str]) -> None:
+    root, base = repo
+    (root / "lib" / "core").mkdir()
+    git(root, "mv", "lib/ops.py", "lib/core/ops.py")
+    text = (root / "lib" / "core" / "ops.py").read_text()
+    (root / "lib" / "core" / "ops.py").write_text(text.replace("x * 2", "x * 5"))
+    git(root, "commit", "-q", "-am", "moved")
+    lines = changes.ChangedLines(root, base, "since main", root)
+    assert [n for n in range(1, 8) if lines("lib/core/ops.py", n)] == [5]
+
+
+def test_the_users_git_settings_do_not_widen_the_lines(repo: tuple[Path, str], git: Callable[..., str]) -> None:
+    """Hunks merged over unchanged lines (diff.interHunkContext), other prefixes, colours, an
+    external diff tool, CRLF endings in the working tree: the lines are still the edited ones."""
+    root, base = repo
+    for key, value in (("diff.interHunkContext", "5"), ("diff.noprefix", "true"), ("color.ui", "always"),
+                       ("diff.external", "/bin/false"), ("diff.mnemonicPrefix", "true")):
+        git(root, "config", key, value)
+    (root / "lib" / "ops.py").write_text(LIB.replace("import torch", "import torch as t").replace("x * 2", "x * 7"))
+    lines = changes.ChangedLines(root, base, "since main", root)
+    assert [n for n in range(1, 8) if lines("lib/ops.py", n)] == [1, 5]
+    (root / "lib" / "ops.py").write_bytes(LIB.replace("x * 2", "x * 7").replace("\n", "\r\n").encode())
+    lines = changes.ChangedLines(root, base, "since main", root)
+    assert [n for n in range(1, 8) if lines("lib/ops.py", n)] == [5]
+
+
+def test_names_reach_git_as_no_pattern(repo: tuple[Path, str], git: Callable[..., str]) -> None:
+    root, base = repo
+    for name in ("t1.py", "t[12].py", "dir with space.py"):
+        (root / "lib" / name).write_text("a = 1\nb = 2\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "more")
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "lib" / "t1.py").write_text("a = 1\nb = 3\n")
+    (root / "lib" / "dir with space.py").write_text("a = 0\nb = 2\n")
+    lines = changes.ChangedLines(root, base, "since main", root)
+    assert not lines("lib/t[12].py", 2) and lines("lib/t1.py", 2)
+    assert lines("lib/dir with space.py", 1) and not lines("lib/dir with space.py", 2)
+
+
+def test_a_site_in_the_installed_project_is_found_in_src(tmp_path: Path, git: Callable[..., str]) -> None:
+    """CI installs the project (``pip install .``): its sites are named from their import path
+    (``pkg/mod.py``), and in a src layout that file is ``src/pkg/mod.py``."""
+    root = tmp_path / "proj"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "pkg" / "mod.py").write_text("a = 1\nb = 2\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    base = git(root, "rev-parse", "HEAD").strip()
+    (root / "src" / "pkg" / "mod.py").write_text("a = 1\nb = 3\n")
+    lines = changes.ChangedLines(root, base, "since main", root)
+    assert lines("pkg/mod.py", 2) and not lines("pkg/mod.py", 1)
+    # the test's line after "from" is the same for every site: only the inner line tags
+    assert sites_text([("pkg/mod.py:1 in f, from tests/test_a.py:2 in t", 1.0)], lines, 1) == \
+        "pkg/mod.py:1 in f, from tests/test_a.py:2 in t"
 
 
 def test_what_git_cannot_answer_is_not_changed(repo: tuple[Path, str], tmp_path: Path) -> None:
@@ -64,8 +122,9 @@ def test_what_git_cannot_answer_is_not_changed(repo: tuple[Path, str], tmp_path:
     assert not lines(str(outside), 1)  # outside the repository
     assert not lines("lib/missing.py", 1)  # no such file
     assert not lines("site unknown", 1)
-    # an id that is not a full object id never reaches git (it would be read as an option)
-    for commit in ("--output=/tmp/x", "HEAD", base[:12]):
+    # an id that is not a full object id never reaches git (it would be read as an option); a
+    # commit git does not have (handed down from another repository) tags nothing
+    for commit in ("--output=/tmp/x", "HEAD", base[:12], "0" * 40):
         assert not changes.ChangedLines(root, commit, "since x", root)("lib/ops.py", 1)
 
 
@@ -84,6 +143,24 @@ def test_a_saved_set_dates_from_its_last_commit_and_not_when_saved_since(
     assert lines("lib/ops.py", 5) and not lines("lib/ops.py", 4)
     (folder / "test_a.json").write_text('{"saved": "again"}\n')
     assert changes.for_saved_set(folder, root) is None  # saved after its last commit
+
+
+def test_a_shallow_clone_whose_history_starts_after_the_set_tags_nothing(
+        repo: tuple[Path, str], git: Callable[..., str], tmp_path: Path) -> None:
+    """``actions/checkout`` clones one commit deep: the set's last commit git finds there is
+    where the clone starts, not when the set was committed."""
+    root, _ = repo
+    (root / "baselines" / "main").mkdir(parents=True)
+    (root / "baselines" / "main" / "test_a.json").write_text("{}\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "baselines")
+    (root / "lib" / "ops.py").write_text(LIB.replace("x * 2", "x * 4"))
+    git(root, "commit", "-q", "-am", "edit")
+    deep = changes.for_saved_set(root / "baselines" / "main", root)
+    assert deep is not None and deep("lib/ops.py", 5)
+    clone = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", root.as_uri(), str(clone))
+    assert changes.for_saved_set(clone / "baselines" / "main", clone) is None
 
 
 def test_sites_on_changed_lines_come_first_tagged(repo: tuple[Path, str]) -> None:

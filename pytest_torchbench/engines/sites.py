@@ -199,8 +199,9 @@ def chain_name(located: tuple[Site, Site | None] | str, root: Path) -> str:
     return f"{name}, from {site_name(outer, root)}" if outer is not None else name
 
 
-#: One site of :func:`chain_name`'s text: ``path:line in function``.
-_SITE_TEXT = re.compile(r"(?P<path>.+):(?P<line>\d+) in \S+")
+#: :func:`chain_name`'s text: ``path:line in function``, maybe followed by ``, from `` and another.
+#: The path is the shortest that fits, so a folder named ``runs, from 2024`` stays in the path.
+_SITE_TEXT = re.compile(r"(?P<path>.+?):(?P<line>\d+) in (?P<function>\S+)(?:, from (?P<rest>.+))?")
 
 
 def chain_locations(name: str) -> list[tuple[str, int]]:
@@ -208,8 +209,10 @@ def chain_locations(name: str) -> list[tuple[str, int]]:
     matching a site shown to the user with the lines changed since a revision. A reason (no site)
     names none."""
     found = []
-    for part in name.split(", from "):
-        match = _SITE_TEXT.fullmatch(part)
-        if match:
-            found.append((match["path"], int(match["line"])))
+    while name:
+        match = _SITE_TEXT.fullmatch(name)
+        if match is None:
+            break
+        found.append((match["path"], int(match["line"])))
+        name = match["rest"] or ""
     return found

@@ -439,13 +439,15 @@ _CHANGED_SITES_SHOWN = 3
 
 def on_changed_line(site: str, changed: LineChanges | None) -> bool:
     """Whether a call site's text (``path:line in f``, maybe ``, from path:line in test``) names
-    a line that ``changed`` says was edited. Never raises: a tag is help, not a verdict."""
+    a line that ``changed`` says was edited: its inner line, the one that calls torch (the test's
+    line after ``from`` is the same for every site of a benchmark). Never raises: a tag is help,
+    not a verdict."""
     if changed is None:
         return False
     from ..engines.sites import chain_locations
 
     try:
-        return any(changed(path, line) for path, line in chain_locations(site))
+        return any(changed(path, line) for path, line in chain_locations(site)[:1])
     except Exception:  # noqa: BLE001 - git trouble must not hide the verdict it would explain
         return False
 

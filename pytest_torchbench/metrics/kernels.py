@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any, Callable, Mapping
 
 from ..core.text import safe_text
-from .base import LineChanges, MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json, sites_text
+from .base import LineChanges, MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json, on_changed_line, sites_text
 
 
 @dataclasses.dataclass
@@ -92,7 +92,9 @@ class Kernels(NamedCounts, Metric):
             if ops:
                 op = ops[0]
                 found = sites.get(op, [])
-                where = f" at {sites_text(found[:1] if changed is None else found, changed, 1)}" if found else ""
+                # one site, or those on edited lines when there are any
+                edited = [site for site in found if on_changed_line(site[0], changed)]
+                where = f" at {sites_text(found if edited else found[:1], changed, 1)}" if found else ""
                 line += f" (launched by {safe_text(op)}{where})"
             lines.append(line)
         return lines

@@ -5,100 +5,129 @@ Why: an op, a kernel or a Python function whose count changed is usually called 
 lines, and a baseline keeps counts, not call sites (a site's line number moves with every edit
 above it, and sites would make the committed files several times larger). The failure lists the
 lines that call it now; the one a reviewer wants is the one the change touched. git knows it:
-``git diff -U0 <commit>`` against the working tree gives the new side's line numbers of every
-edited hunk, uncommitted edits included (they are what ran). A file that did not exist at the
-commit is new in all its lines when git tracks it now; one git does not know (never added) is
-not changed in any: tagging all its lines would single none out.
+one ``git diff -U0 -M <commit>`` of the whole tree against the working tree gives every added
+line's number on the new side, uncommitted edits included (they are what ran). A file added since
+the commit and tracked now counts in every line; a moved file only in the lines that changed
+(renames are followed); a file git does not know (never added) in none, since tagging all its
+lines would single none out. Lines are read from the hunks' ``+`` lines, not their headers (a
+user's ``diff.interHunkContext`` widens headers over unchanged lines), ignoring a carriage return
+at the end of a line.
 
 Since when: ``--bench-compare=REV`` (or ``REV:SET``) gives REV's commit; a saved set name gives
 the last commit of that set's folder, when the folder has no uncommitted change (a set saved
-since its last commit came from code git cannot name, and nothing is tagged then).
+since its last commit came from code git cannot name) and the clone is deep enough to know it (a
+shallow clone's oldest commit stands for all the history it lacks).
 
-Never raises and never blocks a verdict: no git, a path outside the repository, a failing or slow
-git all mean "not changed", and the failure shows its sites untagged as before.
+Never raises and never blocks a verdict: no git, a commit git does not have, a path outside the
+repository, a failing git all mean "not changed", and the failure shows its sites untagged as
+before. git is asked once per run, with prompts and lazy fetches off and 30 s at most.
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from pathlib import Path
 
-from .refs import exists_at, git_toplevel
+from .refs import git_toplevel
 
 __all__ = ["ChangedLines", "for_revision", "for_saved_set"]
 
-#: A hunk header of ``git diff -U0``: the new side starts at line c and spans d lines (1 if absent).
-_HUNK = re.compile(rb"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
+#: A hunk header of ``git diff -U0``: where the new side starts.
+_HUNK = re.compile(rb"^@@ -\S+ \+(\d+)(?:,\d+)? @@")
 
 #: A full object id (SHA-1 or SHA-256).
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
-#: git's answer time, at most: a tag is not worth a stalled session.
+#: git's answer time, at most, for all it is asked in a run: a tag is not worth a stalled session.
 _GIT_SECONDS = 30.0
 
+#: git never waits for a person (a credential prompt on the terminal) nor fetches a missing object
+#: of a partial clone from its remote; what it cannot answer at once it answers with an error.
+_QUIET_GIT = {"GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
+              "GIT_PAGER": "cat", "GIT_EXTERNAL_DIFF": ""}
 
-class _Everything(frozenset[int]):
-    """Every line: a file new since the commit."""
 
-    def __contains__(self, item: object) -> bool:
-        return True
+def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes] | None:
+    """git's answer, or None when it could not give one in time."""
+    env = {**os.environ, **_QUIET_GIT}
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL,
+                              timeout=_GIT_SECONDS, check=False, env=env)
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def added_lines(diff: bytes) -> dict[str, frozenset[int]]:
+    """The new side's added lines of each file of a ``git diff -U0`` written with ``b/`` as its
+    new prefix (path relative to the top folder -> line numbers). A path git had to quote (tabs,
+    quotes, control characters in the name) is skipped: no call site names such a file."""
+    found: dict[str, set[int]] = {}
+    lines: set[int] | None = None
+    number = 0
+    for raw in diff.split(b"\n"):
+        if raw.startswith(b"+++ "):
+            name = raw[4:].rstrip(b"\r")
+            name = name[:-1] if name.endswith(b"\t") else name  # git ends a name holding a space with a tab
+            lines = None
+            if name.startswith(b"b/"):
+                try:
+                    lines = found.setdefault(name[2:].decode("utf-8"), set())
+                except UnicodeDecodeError:
+                    lines = None
+        elif raw.startswith(b"@@"):
+            match = _HUNK.match(raw)
+            number = int(match[1]) if match else 0
+        elif raw.startswith(b"diff --git "):
+            lines = None
+        elif lines is not None and number:
+            if raw.startswith(b"+"):
+                lines.add(number)
+                number += 1
+            elif raw.startswith(b" "):
+                number += 1
+    return {path: frozenset(numbers) for path, numbers in found.items()}
 
 
 class ChangedLines:
     """The lines of files under ``toplevel`` that differ from ``commit`` in the working tree;
     ``label`` says since when ("since HEAD~1"). Paths may be absolute or relative to ``root``
-    (the rootdir, as call sites show them). Each file is asked of git once."""
+    (the rootdir, as call sites show them), or to its ``src/`` (a site inside the project as
+    installed is named from its import path). git is asked at the first question."""
 
     def __init__(self, toplevel: Path, commit: str, label: str, root: Path) -> None:
         self.toplevel = toplevel.resolve()
         self.commit = commit
         self.label = label
         self.root = root
-        self._files: dict[str, frozenset[int]] = {}
+        self._files: dict[str, frozenset[int]] | None = None
 
     def __call__(self, path: str, line: int) -> bool:
         relative = self._relative(path)
         if relative is None:
             return False
-        if relative not in self._files:
-            self._files[relative] = self._changed(relative)
-        return line in self._files[relative]
+        if self._files is None:
+            self._files = self._ask_git()
+        return line in self._files.get(relative, ())
 
     def _relative(self, path: str) -> str | None:
-        try:
-            absolute = (self.root / path).resolve()  # an absolute path stays itself
-            relative = absolute.relative_to(self.toplevel).as_posix()
-        except (OSError, ValueError, RuntimeError):
-            return None
-        if relative.startswith("-") or "\0" in relative or not absolute.is_file():
-            return None
-        return relative
+        for candidate in (Path(self.root) / path, Path(self.root) / "src" / path):  # absolute stays itself
+            try:
+                if candidate.is_file():
+                    return candidate.resolve().relative_to(self.toplevel).as_posix()
+            except (OSError, ValueError, RuntimeError):
+                continue
+        return None
 
-    def _changed(self, relative: str) -> frozenset[int]:
+    def _ask_git(self) -> dict[str, frozenset[int]]:
         if not _COMMIT.fullmatch(self.commit):
-            return frozenset()  # only an object id reaches git (one handed down by environment too)
-        try:
-            if not exists_at(self.commit, relative, self.toplevel):
-                # new since the commit when git tracks it now; a file git does not know (never
-                # added) says nothing: tagging all its lines would single none out
-                tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "--", relative], cwd=self.toplevel,
-                                         capture_output=True, stdin=subprocess.DEVNULL, timeout=_GIT_SECONDS,
-                                         check=False).returncode == 0
-                return _Everything() if tracked else frozenset()
-            done = subprocess.run(
-                ["git", "diff", "--no-color", "--no-ext-diff", "--no-renames", "--no-textconv", "-U0",
-                 self.commit, "--", relative],
-                cwd=self.toplevel, capture_output=True, stdin=subprocess.DEVNULL, timeout=_GIT_SECONDS,
-                check=False)
-        except (OSError, subprocess.SubprocessError):
-            return frozenset()
-        if done.returncode != 0:
-            return frozenset()
-        lines: set[int] = set()
-        for match in _HUNK.finditer(done.stdout):
-            start, count = int(match[1]), int(match[2]) if match[2] is not None else 1
-            lines.update(range(start, start + count))
-        return frozenset(lines)
+            return {}  # only an object id reaches git (one handed down by environment too)
+        done = _git(["-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
+                     "-U0", "--inter-hunk-context=0", "--find-renames", "--ignore-cr-at-eol",
+                     "--src-prefix=a/", "--dst-prefix=b/", self.commit], self.toplevel)
+        if done is None or done.returncode != 0:
+            return {}
+        return added_lines(done.stdout)
 
 
 def for_revision(toplevel: Path, commit: str, revision: str, root: Path) -> ChangedLines:
@@ -108,23 +137,32 @@ def for_revision(toplevel: Path, commit: str, revision: str, root: Path) -> Chan
 
 def for_saved_set(folder: Path, root: Path) -> ChangedLines | None:
     """The lines changed since the last commit of a saved set's folder, or None when it is not in
-    git, never committed, or changed since (then no commit names the code it came from)."""
+    git, never committed, changed since (then no commit names the code it came from), or when
+    that commit is where a shallow clone's history starts (the set may be older)."""
     toplevel = git_toplevel(folder)
     if toplevel is None:
         return None
-    try:
-        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "."],
-                                cwd=folder, capture_output=True, stdin=subprocess.DEVNULL,
-                                timeout=_GIT_SECONDS, check=False)
-        last = subprocess.run(["git", "log", "-1", "--format=%H", "--", "."], cwd=folder,
-                              capture_output=True, stdin=subprocess.DEVNULL, timeout=_GIT_SECONDS, check=False)
-    except (OSError, subprocess.SubprocessError):
+    status = _git(["status", "--porcelain", "--untracked-files=all", "--", "."], folder)
+    last = _git(["log", "-1", "--format=%H", "--", "."], folder)
+    if status is None or last is None or status.returncode != 0 or status.stdout.strip() or last.returncode != 0:
         return None
     commit = last.stdout.decode("ascii", "replace").strip()
-    if status.returncode != 0 or status.stdout.strip() or last.returncode != 0 or not commit:
+    if not _COMMIT.fullmatch(commit) or commit in _shallow_boundary(folder):
         return None
     try:
         shown = folder.resolve().relative_to(Path(toplevel).resolve()).as_posix()
     except ValueError:
         shown = folder.name
     return ChangedLines(Path(toplevel), commit, f"since {shown} was committed", root)
+
+
+def _shallow_boundary(folder: Path) -> set[str]:
+    """The commits a shallow clone's history starts at (none for a full clone)."""
+    done = _git(["rev-parse", "--git-path", "shallow"], folder)
+    if done is None or done.returncode != 0:
+        return set()
+    path = Path(done.stdout.decode("utf-8", "replace").strip())
+    try:
+        return set((path if path.is_absolute() else folder / path).read_text("ascii").split())
+    except (OSError, ValueError):
+        return set()
