@@ -81,6 +81,15 @@ def test_the_users_git_settings_do_not_widen_the_lines(repo: tuple[Path, str], g
     assert [n for n in range(1, 8) if lines("lib/ops.py", n)] == [5]
 
 
+def test_an_added_line_that_reads_like_a_header_is_a_line(repo: tuple[Path, str]) -> None:
+    """In a hunk, an added line ``++ b/lib/other.py`` is written ``+++ b/lib/other.py``: still a
+    line of this file, not the start of another's."""
+    root, base = repo
+    (root / "lib" / "ops.py").write_text(LIB + "++ b/lib/other.py\n--- a/x\nz = 1\n")
+    lines = changes.ChangedLines(root, base, "since main", root)
+    assert [n for n in range(1, 11) if lines("lib/ops.py", n)] == [7, 8, 9]
+
+
 def test_names_reach_git_as_no_pattern(repo: tuple[Path, str], git: Callable[..., str]) -> None:
     root, base = repo
     for name in ("t1.py", "t[12].py", "dir with space.py"):

@@ -65,8 +65,9 @@ def added_lines(diff: bytes) -> dict[str, frozenset[int]]:
     found: dict[str, set[int]] = {}
     lines: set[int] | None = None
     number = 0
+    header = False  # between "diff --git" and the file's first hunk: an added line "++ x" reads "+++ x"
     for raw in diff.split(b"\n"):
-        if raw.startswith(b"+++ "):
+        if header and raw.startswith(b"+++ "):
             name = raw[4:].rstrip(b"\r")
             name = name[:-1] if name.endswith(b"\t") else name  # git ends a name holding a space with a tab
             lines = None
@@ -76,10 +77,11 @@ def added_lines(diff: bytes) -> dict[str, frozenset[int]]:
                 except UnicodeDecodeError:
                     lines = None
         elif raw.startswith(b"@@"):
+            header = False
             match = _HUNK.match(raw)
             number = int(match[1]) if match else 0
         elif raw.startswith(b"diff --git "):
-            lines = None
+            header, lines, number = True, None, 0
         elif lines is not None and number:
             if raw.startswith(b"+"):
                 lines.add(number)
