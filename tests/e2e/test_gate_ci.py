@@ -382,9 +382,10 @@ def test_measure_needs_a_revision(pytester: pytest.Pytester, run_bench) -> None:
 def test_under_xdist_the_measured_base_also_explains_the_regression(
         pytester: pytest.Pytester, run_bench, project) -> None:  # type: ignore[no-untyped-def]
     """Under xdist the controller judges, and explains a failure by re-running the test at the end:
-    that re-run judges against the measured base too (its folder), so the call sites are found."""
+    that re-run judges against the measured base too (its folder), so the call sites are found,
+    and the line the change edited is tagged (the revision is handed to the re-run)."""
     project()
     result = run_bench("-p", "xdist", "-n", "2", "--bench-mode=ops", "--bench-compare=HEAD~1")
     assert result.ret == 1, result.stdout.str()
-    result.stdout.fnmatch_lines(["*aten::clone 0 -> 1 per call (mylib/__init__.py:5 in work)*"])
+    assert "aten::clone 0 -> 1 per call (mylib/__init__.py:5 in work [changed since HEAD~1])" in result.stdout.str()
     assert "compared with nothing" not in result.stdout.str()
