@@ -10,6 +10,7 @@ the private API is gone. Imports torch and pytest lazily: importing this module 
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any, Callable, Mapping
 
 #: The versions these shims were checked against (major, minor).
@@ -287,3 +288,16 @@ def terminal_width(terminalreporter: Any, default: int = 100) -> int:
     writer = getattr(terminalreporter, "_tw", None)
     width = getattr(writer, "fullwidth", None)
     return width if isinstance(width, int) and width > 0 else default
+
+
+# -- pytest-xdist -------------------------------------------------------------------------------
+
+
+def xdist_worker_sys_path() -> list[str] | None:
+    """The copy of ``sys.path`` that xdist hands its local (popen) workers as their whole
+    ``sys.path`` (``xdist.plugin._sys_path``, private; taken when its plugin is imported, checked
+    with xdist 3.5-3.8), for an entry that must reach them as it reaches this process; None
+    where xdist is not imported or keeps no such copy."""
+    plugin = sys.modules.get("xdist.plugin")
+    found = getattr(plugin, "_sys_path", None)
+    return found if isinstance(found, list) else None

@@ -62,6 +62,7 @@ from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
 from ..core.text import one_line, safe_text
 from ..engines import duet
+from .importpath import first_import_outside, inside, map_pythonpath, tree_entries
 from .turns import PAIR_ENV, turns_wanted
 from .workers import worker_args
 
@@ -187,14 +188,6 @@ def selection_args(args: Sequence[str], positional: Sequence[str]) -> tuple[list
     return options, [str(p) for p in positional]
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.relative_to(folder)
-    except ValueError:
-        return False
-    return True
-
-
 def _map_path(value: str, toplevel: Path, worktree: Path) -> str:
     """An absolute path into the checkout, as the same path in the worktree; anything else as is."""
     if not os.path.isabs(value):
@@ -249,11 +242,11 @@ def wrong_import(modules: Mapping[str, str], worktree: Path, checkout: Path) -> 
             path = path.resolve()
         except OSError:
             continue
-        if _inside(path, worktree):
+        if inside(path, worktree):
             continue
         if name.partition(".")[0] in own:
             return name, file
-        if _inside(path, checkout) and not any(_inside(path, f) for f in interpreter):
+        if inside(path, checkout) and not any(inside(path, f) for f in interpreter):
             return name, file
     return None
 
@@ -301,9 +294,13 @@ def cache_key(revision: Revision, environment: Mapping[str, Any], modes: Sequenc
         "commit": revision.commit, "environment": dict(environment), "interpreter": sys.executable,
         "modes": list(modes), "options": list(options), "paths": list(paths), "where": where,
         "prepare": prepare, "plugin": __version__, "set": revision.set_name,
+        # what the child imports, and its sys.path[0]: PYTHONPATH, its checkout entries named alike
+        "pythonpath": map_pythonpath(os.environ.get("PYTHONPATH", ""), revision.toplevel, Path("<tree>")),
+        "launcher": pytest_launcher()[1:],
         # 2: a base in which a benchmark test measured nothing is no longer cached (entries of
-        # format 1 may lack such a test silently, and would pass it as new)
-        "format": 2,
+        # format 1 may lack such a test silently, and would pass it as new); 3: the base imports
+        # through the same import path as the head (importpath)
+        "format": 3,
     }, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -346,14 +343,25 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
                           stdin=subprocess.DEVNULL, check=False)
 
 
-def _child_environment(worktree: Path, modules_dir: Path) -> dict[str, str]:
+def _child_environment(checkout: Path, tree: Path, modules_dir: Path) -> dict[str, str]:
+    """A child's environment: this process's, with ``PYTHONPATH``'s entries in the checkout moved
+    into ``tree`` (REV's worktree; the checkout itself for a round's head run). This run put the
+    checkout first there (``importpath``); the child puts its own tree first the same way, so
+    both sides import their own code through import paths of the same shape."""
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_STEP_SUMMARY", RERUN_ENV)}
-    front = [str(worktree / "src")] if (worktree / "src").is_dir() else []
-    front.append(str(worktree))
-    existing = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = os.pathsep.join([*front, *([existing] if existing else [])])
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = map_pythonpath(env["PYTHONPATH"], checkout, tree)
     env[MODULES_ENV] = str(modules_dir)
     return env
+
+
+def _prepare_environment(env: Mapping[str, str], worktree: Path) -> dict[str, str]:
+    """The build step's environment: the child's, with the worktree first on ``PYTHONPATH``
+    (the step runs before any pytest could put it there)."""
+    entries = tree_entries(worktree)
+    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    front = [] if parts[:len(entries)] == entries else entries
+    return {**env, "PYTHONPATH": os.pathsep.join([*front, *parts])}
 
 
 def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], invocation_dir: Path,
@@ -381,6 +389,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
     except ValueError:
         raise BaseError(f"{shown}: pytest was started in {invocation_dir}, outside the repository {toplevel}; "
                         "start it inside the repository to measure the base revision") from None
+    check_head_imports(toplevel, shown)
     options, paths = selection_args(args, positional)
     key = cache_key(revision, environment, modes, options, paths, where.as_posix(), prepare)
     entry = cache_root / (key[:24] if rounds <= 1 else f"alternated-{key[:24]}")
@@ -397,7 +406,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             return MeasuredBase(revision, loaded, set_folder, True, 0.0, unmeasured=skipped)
     started = time.monotonic()
     cache_root.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="torchbench-base-"))
+    scratch = Path(tempfile.mkdtemp(prefix="torchbench-base-")).resolve()  # as git names the worktree
     worktree = _worktree_path(scratch, toplevel)
     try:
         added = _git(["worktree", "add", "--detach", "--quiet", str(worktree), revision.commit], toplevel)
@@ -407,10 +416,10 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                             f"{safe_text(message)}")
         modules_dir = scratch / "modules-base"
         modules_dir.mkdir()
-        env = _child_environment(worktree, modules_dir)
+        env = _child_environment(toplevel, worktree, modules_dir)
         cwd = worktree / where
         if prepare:
-            _prepare(prepare, worktree, env, scratch / "prepare.txt", shown, revision, cache_root)
+            _prepare(prepare, worktree, _prepare_environment(env, worktree), scratch / "prepare.txt", shown, revision, cache_root)
         child_paths = []
         for value in paths:
             mapped = _map_path(value, toplevel, worktree)
@@ -445,7 +454,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                 raise BaseError(f"{shown}: {exc}") from None
             head_modules = scratch / "modules-head"
             head_modules.mkdir()
-            head_env = _child_environment(toplevel, head_modules)
+            head_env = _child_environment(toplevel, toplevel, head_modules)
 
             def one_round(number: int, head_paths: Sequence[str], base_paths: Sequence[str]) -> None:
                 base_child = _Child(revision, base_options, base_paths, cwd, env, scratch / f"r{number}-base",
@@ -461,6 +470,11 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                 base_set, head_set = base_child.result(), head_child.result()
                 base_failures(base_child)
                 _check_imports(modules_dir, worktree, toplevel, shown, revision)  # before more rounds
+                culprit = wrong_import(_read_imported_modules(head_modules), toplevel, toplevel)
+                if culprit is not None:
+                    raise BaseError(f"{shown}: a head run imported {culprit[0]} from {safe_text(culprit[1])}, not "
+                                    f"from this checkout ({toplevel}); install the project editable from this "
+                                    "checkout (pip install -e .), or use --bench-base=stored")
                 paired.append((base_set, head_set))
 
             for number in range(1, rounds + 1):
@@ -511,6 +525,35 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         _git(["worktree", "remove", "--force", str(worktree)], toplevel)
         shutil.rmtree(scratch, ignore_errors=True)
         _git(["worktree", "prune"], toplevel)
+
+
+def pytest_launcher() -> list[str]:
+    """How this pytest was started, to start a child the same way: ``[python, *flags, script]``
+    for the ``pytest`` script, ``[python, *flags, "-m", "pytest"]`` for ``python -m pytest``.
+    Why: it decides ``sys.path[0]`` (the script's folder, or the current one), which the two sides
+    of a comparison must share. Anything else (``pytest.main`` in a program) starts ``-m pytest``."""
+    orig = list(getattr(sys, "orig_argv", []))
+    extra = len(orig) - len(sys.argv)
+    prefix = orig[1:extra + 1] if extra >= 1 and orig[extra + 1:] == sys.argv[1:] else []
+    script = bool(prefix) and os.path.basename(prefix[-1]).startswith(("pytest", "py.test")) \
+        and os.path.isfile(prefix[-1])
+    if prefix[-2:] == ["-m", "pytest"] or prefix[-1:] == ["-mpytest"] or script:
+        return [sys.executable, *prefix]
+    return [sys.executable, "-m", "pytest"]
+
+
+def check_head_imports(toplevel: Path, shown: str) -> None:
+    """Refuse to compare this run with a measured base when it imports a package of the project
+    from outside the checkout: it would not measure the code the base is compared with."""
+    culprit = first_import_outside(project_packages(toplevel), toplevel)
+    if culprit is not None:
+        name, file = culprit
+        raise BaseError(
+            f"{shown}: this run imports {name} from {safe_text(file)}, not from this checkout "
+            f"({safe_text(str(toplevel))}), so it would not measure the code the base is compared with: an "
+            "installed copy imported before pytest started (a .pth file, sitecustomize) or an import hook "
+            "ahead of sys.path shadows it; install the project editable from this checkout "
+            "(pip install -e .), or use --bench-base=stored")
 
 
 def _check_imports(modules_dir: Path, worktree: Path, toplevel: Path, shown: str, revision: Revision) -> None:
@@ -594,7 +637,7 @@ class _Child:
         # its own output folder and basetemp: the two children of a round run at the same time
         own = self.results_dir.name
         return [
-            sys.executable, "-m", "pytest", *self.options, "-p", "no:cacheprovider",
+            *pytest_launcher(), *self.options, "-p", "no:cacheprovider",
             f"--bench-save={SET_NAME}", f"--bench-baselines-dir={self.results_dir}", f"--bench-json={self.report_path}",
             "--maxfail=0",  # the user's -x or --maxfail would leave the benchmarks after a failure unmeasured
             f"--bench-output={self.scratch / ('output-' + own)}", f"--basetemp={self.scratch / ('basetemp-' + own)}",

@@ -23,7 +23,7 @@ from typing import Any, Generator
 import pytest
 
 from ..core import explain
-from . import extensions
+from . import extensions, importpath
 from .._compat import fixture_argnames
 from . import options as options_module
 from .controller import REPORT_ATTRIBUTE, Controller
@@ -139,12 +139,20 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     Also: in a process this plugin started without the cache plugin (a base run, a re-run), the
     cache plugin's options that came from the user's ``PYTEST_ADDOPTS`` or ini ``addopts``
     (``--sw``, ``--lf``...) are dropped from ``args`` before pytest parses them for good: it
-    would refuse them as unknown, and the whole run would end there."""
+    would refuse them as unknown, and the whole run would end there.
+
+    And: the project's own git tree goes first on the import path, before any conftest imports
+    the project (``importpath``: the run measures the checkout's code, as a base run measures
+    its worktree's)."""
     if (os.environ.get(MODULES_ENV) or explain.in_rerun()) and not early_config.pluginmanager.has_plugin("cacheprovider"):
         args[:] = explain.remove_options(args, explain.CACHE_OPTIONS)
     opt = early_config.known_args_namespace
     if not options_module.is_active(opt):
         return
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # workers take the order from their controller
+        tree = importpath.own_tree(Path(early_config.rootpath))
+        if tree is not None:
+            importpath.put_first(importpath.tree_entries(tree))
     for name in options_module.mode_names(getattr(opt, "bench_mode", None)):  # a wrong one: reported at configure
         found = registry.find(name)
         if found is not None:
