@@ -73,7 +73,8 @@ def test_ctrl_c():
 """)
     bench.pytester.makeconftest(SECOND_CTRL_C)
     result = bench.run(OPS, "--bench-save=main", "--bench-json=run.json")
-    assert result.ret != pytest.ExitCode.OK
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()  # the second one was not raised again
     assert not (bench.path / "baselines" / "main").exists(), result.stdout.str()
     assert not (bench.path / "run.json").exists()
     result.stdout.fnmatch_lines(["*torchbench: run interrupted: baselines were not written*"])
