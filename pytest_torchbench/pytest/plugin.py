@@ -604,3 +604,39 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 def _warn(message: str) -> None:
     warnings.warn(TorchbenchWarning(message), stacklevel=2)
+
+
+#: A worker's count of the tests it deselected (``-k``, ``-m``), sent to the controller.
+DESELECTED_OUTPUT = "torchbench_deselected"
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    """In an xdist worker of a benchmarking run: count what it deselected, for the controller."""
+    if not items:
+        return
+    config = items[0].config
+    output = getattr(config, "workeroutput", None)
+    if isinstance(output, dict) and options_module.is_active(config.option):
+        output[DESELECTED_OUTPUT] = output.get(DESELECTED_OUTPUT, 0) + len(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object | None) -> None:
+    """The controller's summary says "N deselected" as a serial run's does: xdist collects in the
+    workers and drops the count, and instructions mode always runs its tests in workers. Every
+    worker deselects the same tests: the first to report is counted."""
+    config = node.config
+    count = getattr(node, "workeroutput", {}).get(DESELECTED_OUTPUT)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if not isinstance(count, int) or count <= 0 or reporter is None or not options_module.is_active(config.option):
+        return
+    if not config.stash.get(deselected_counted_key, False):
+        config.stash[deselected_counted_key] = True
+        reporter.stats.setdefault("deselected", []).extend([_Deselected()] * count)
+
+
+deselected_counted_key = pytest.StashKey[bool]()
+
+
+class _Deselected:
+    """Stands for a test a worker deselected in the terminal's count (only the count is read)."""

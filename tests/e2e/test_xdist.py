@@ -44,3 +44,16 @@ def test_xdist_save_writes_once_and_warns_once(bench):
     assert "missing (2):" in out
     assert "test_bench.py::test_add[5]: time: in the baseline" in out
     assert "test_bench.py::test_fixture: time: in the baseline" in out
+
+
+def test_the_summary_counts_what_the_workers_deselected(bench):
+    """xdist collects in its workers and drops their deselected count; a benchmarking run keeps it."""
+    bench.pytester.makepyfile(test_bench="""
+        import pytest, torch
+        @pytest.mark.parametrize("n", range(4))
+        @pytest.mark.benchmark
+        def test_add(n):
+            torch.ones(16) + n
+    """)
+    result = bench.run("-n", "2", "--bench-mode=ops", "-k", "1 or 2")
+    result.stdout.fnmatch_lines(["*= 2 passed, 2 deselected in *"])
