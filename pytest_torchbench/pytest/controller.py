@@ -121,6 +121,21 @@ def narrowed_modules(args: Sequence[str], invocation_dir: Path, rootpath: Path) 
     return modules
 
 
+#: Written into the output folder the first time a run leaves it behind, as pytest does for
+#: ``.pytest_cache``: measured bases, traces and plans are this machine's, never the project's.
+OUTPUT_GITIGNORE = "# Created by pytest-torchbench: caches and traces of this machine, not for git.\n*\n"
+
+
+def ignore_in_git(folder: Path | None) -> None:
+    """Put a ``.gitignore`` that ignores everything into ``folder`` when it exists and has none."""
+    if folder is None or not folder.is_dir() or (folder / ".gitignore").exists():
+        return
+    try:
+        (folder / ".gitignore").write_text(OUTPUT_GITIGNORE, encoding="utf-8")
+    except OSError:
+        pass  # a read-only folder keeps what it has; nothing else depends on it
+
+
 class InterruptWatch:
     """Notes every SIGINT the process receives, whatever becomes of the KeyboardInterrupt it raises.
 
@@ -601,6 +616,7 @@ class Controller:
 
     def pytest_unconfigure(self) -> None:
         self._sigint.uninstall()
+        ignore_in_git(self.settings.output_dir)
 
     # -- the end ---------------------------------------------------------------------------------
 

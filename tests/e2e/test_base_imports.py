@@ -42,7 +42,7 @@ def repository(pytester: pytest.Pytester, git: Callable[..., str]) -> Callable[[
         (root / "mylib/__init__.py").write_text(OPTIONAL_IMPORT)
         (root / "tests").mkdir()
         (root / "tests/test_work.py").write_text(TEST)
-        (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n")
+        (root / ".gitignore").write_text("__pycache__/\n")  # .torchbench/ ignores itself
         git(root, "init", "-q", "-b", "main")
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", "base")
@@ -74,7 +74,7 @@ def _pytest_script() -> str:
 @pytest.mark.parametrize("started_as", [["-m", "pytest"], ["script"]])
 def test_an_unchanged_commit_counts_alike_against_its_measured_base(
         pytester: pytest.Pytester, repository, bench_env: None, monkeypatch: pytest.MonkeyPatch,
-        started_as: list[str]) -> None:
+        git: Callable[..., str], started_as: list[str]) -> None:
     """Fresh interpreters (not the test suite's forked ones, whose sys.path is rebuilt by hand),
     started as ``python -m pytest`` (sys.path[0]: the folder) and as the ``pytest`` script."""
     repository(OPTIONAL_IMPORT)
@@ -83,6 +83,8 @@ def test_an_unchanged_commit_counts_alike_against_its_measured_base(
     result = _run(pytester, [*command, "--bench-mode=calls,ops"])
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*1 benchmark(s) against baseline 'HEAD~1': 1 unchanged*"])
+    assert (pytester.path / ".torchbench" / "bases").is_dir()  # the cached base is there, yet git sees nothing
+    assert ".torchbench" not in git(pytester.path, "status", "--porcelain", "--untracked-files=all")
 
 
 def test_an_installed_copy_does_not_stand_in_for_the_checkout(
