@@ -63,6 +63,7 @@ from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
 from ..core.text import one_line, safe_text
 from ..engines import duet
 from .importpath import first_import_outside, inside, map_pythonpath, tree_entries
+from .progress import PROGRESS_ENV, ProgressLines
 from .turns import PAIR_ENV, turns_wanted
 from .workers import worker_args
 
@@ -368,7 +369,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             modes: Sequence[str], environment: Mapping[str, Any], cache_root: Path,
             prepare: str | None = None, option: str = "--bench-compare", rounds: int = 1,
             undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None = None,
-            ) -> MeasuredBase:
+            progress: ProgressLines | None = None) -> MeasuredBase:
     """Measure ``revision`` with the user's selection (or take it from the cache); BaseError with
     one line when it cannot be done or was measured from the wrong code.
 
@@ -381,7 +382,9 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
     the tests (node ids, relative to the invocation folder or absolute) that they could not
     decide; those alone are measured in as many rounds again, continuing the order, so that a
     benchmark the machine disturbed in a round or two is judged on more rounds, not called too
-    noisy at once; up to :data:`EXTRA_PASSES` times, each pass given all the rounds so far."""
+    noisy at once; up to :data:`EXTRA_PASSES` times, each pass given all the rounds so far.
+    ``progress`` prints a line now and then while the children run."""
+    progress = progress or ProgressLines(None)
     toplevel = revision.toplevel.resolve()
     shown = f"{option}={revision.ref}"
     try:
@@ -444,7 +447,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         elif rounds <= 1:
             base_child = _Child(revision, base_options, child_paths, cwd, env, results_dir, scratch, shown,
                                 cache_root, "base")
-            base_child.run()
+            base_child.run(progress, f"the base {revision.revision} ({revision.commit[:12]})")
             measured = base_child.result()
             base_failures(base_child)
         else:
@@ -456,17 +459,17 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             head_modules.mkdir()
             head_env = _child_environment(toplevel, toplevel, head_modules)
 
-            def one_round(number: int, head_paths: Sequence[str], base_paths: Sequence[str]) -> None:
+            def one_round(number: int, head_paths: Sequence[str], base_paths: Sequence[str], what: str) -> None:
                 base_child = _Child(revision, base_options, base_paths, cwd, env, scratch / f"r{number}-base",
                                     scratch, shown, cache_root, "base")
                 head_child = _Child(revision, options, head_paths, invocation_dir, head_env,
                                     scratch / f"r{number}-head", scratch, shown, cache_root, "head")
                 first, second = (base_child, head_child) if number % 2 else (head_child, base_child)
                 if in_turns:
-                    _run_pair(first, second)
+                    _run_pair(first, second, progress, what)
                 else:
-                    first.run()
-                    second.run()
+                    first.run(progress, what)
+                    second.run(progress, what)
                 base_set, head_set = base_child.result(), head_child.result()
                 base_failures(base_child)
                 _check_imports(modules_dir, worktree, toplevel, shown, revision)  # before more rounds
@@ -478,14 +481,15 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                 paired.append((base_set, head_set))
 
             for number in range(1, rounds + 1):
-                one_round(number, paths, child_paths)
+                one_round(number, paths, child_paths, f"round {number} of {rounds}")
             for _ in range(EXTRA_PASSES):
                 again = list(undecided(list(paired))) if undecided is not None else []
                 if not again:
                     break
                 mapped_again = [_map_path(test, toplevel, worktree) for test in again]
                 for number in range(len(paired) + 1, len(paired) + rounds + 1):
-                    one_round(number, again, mapped_again)
+                    one_round(number, again, mapped_again,
+                              f"round {number}, for the {len(again)} test(s) not decided yet")
             # The first round's base, and for a benchmark it lacks (its test failed there) the
             # first later round's: a copy, so that no round gains pairs it did not measure.
             measured = dataclasses.replace(paired[0][0], entries=dict(paired[0][0].entries))
@@ -605,6 +609,10 @@ class _Child:
         return f"the base run of {self.revision.commit[:12]}" if self.side == "base" else "a head run of this checkout"
 
     @property
+    def progress_path(self) -> Path:
+        return self.results_dir.with_name(self.results_dir.name + "-progress")
+
+    @property
     def report_path(self) -> Path:
         return self.results_dir.with_name(self.results_dir.name + "-report.json")
 
@@ -646,16 +654,17 @@ class _Child:
 
     def start(self, pair: str | None = None, pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
         env = dict(self.env)
+        env[PROGRESS_ENV] = str(self.progress_path)
         if pair is not None:
             env[PAIR_ENV] = pair
         with open(self.output_path, "wb") as output:  # a file, not a pipe: see explain.rerun
             return subprocess.Popen(self.command(), cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=output,
                                     stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds))
 
-    def run(self) -> None:
+    def run(self, progress: ProgressLines, what: str) -> None:
         process = self.start()
         try:
-            self.returncode = process.wait()
+            self.returncode = _wait([process], [self], progress, what)[0]
         except BaseException:  # interrupted: the child does not outlive its worktree
             _stop(process)
             raise
@@ -672,7 +681,23 @@ class _Child:
         return _load(self.results_dir / SET_NAME, self.revision)
 
 
-def _run_pair(first: _Child, second: _Child) -> None:
+def _wait(processes: Sequence[subprocess.Popen[bytes]], children: Sequence[_Child], progress: ProgressLines,
+          what: str) -> list[int]:
+    """Wait for every process (``children``: theirs, for progress lines), polling every second."""
+    while True:
+        codes = [process.poll() for process in processes]
+        if all(code is not None for code in codes):
+            return [int(code) for code in codes if code is not None]
+        progress.poll(what, [(_side(child), child.progress_path) for child, code in zip(children, codes)
+                             if code is None])
+        time.sleep(1.0)
+
+
+def _side(child: _Child) -> str:
+    return "base" if child.side == "base" else "this checkout"
+
+
+def _run_pair(first: _Child, second: _Child, progress: ProgressLines, what: str) -> None:
     """Both children at once, measuring in turns (``engines/duet.py``): ``first`` takes the
     first turn; both measure on the same CPU. Each holds one end of a socket pair; when either
     exits, the other measures alone."""
@@ -686,8 +711,7 @@ def _run_pair(first: _Child, second: _Child) -> None:
             pair = duet.describe(end.fileno(), os.getpid(), cpu, goes_first)
             processes.append(child.start(pair, pass_fds=[end.fileno()]))
             end.close()  # the child holds it: the end of file when one exits reaches the other
-        for child, process in zip((first, second), processes):
-            child.returncode = process.wait()
+        first.returncode, second.returncode = _wait(processes, [first, second], progress, what)
     except BaseException:  # a child that could not start, or an interrupt: neither outlives this
         for process in processes:
             _stop(process)

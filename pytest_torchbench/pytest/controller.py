@@ -20,6 +20,7 @@ import pytest
 from . import base, extensions
 from ..core import explain, gate
 from .base import BaseError, MeasuredBase
+from .progress import ProgressLines
 from .._compat import terminal_width
 from ..core.judgement import NEW, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict, failure_message
 from .marker import MARKER_NAME as MARKER
@@ -489,7 +490,9 @@ class Controller:
                 getattr(self.config.option, "file_or_dir", None) or (), Path(self.config.invocation_params.dir),
                 self.settings.modes, environment, self.settings.output_dir / "bases" if self.settings.output_dir
                 else self.settings.rootdir / ".torchbench" / "bases", self.settings.base_prepare, rounds=rounds,
-                undecided=self._undecided_tests)
+                undecided=self._undecided_tests,
+                progress=ProgressLines(reporter.write_line if reporter is not None and self.config.get_verbosity() >= 0
+                                       else None))
         except BaseError as exc:
             raise pytest.UsageError(safe_text(exc)) from None  # idempotent on escaped text
         if self.settings.base == "measure":

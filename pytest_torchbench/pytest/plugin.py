@@ -35,6 +35,7 @@ from .marker import (
 from .options import BenchSettings
 from .base import MODULES_ENV, write_imported_modules
 from ..store.refs import DEFAULT_SET, NoCommittedBaselines, Revision, compare_revision, resolve_compare
+from .progress import PROGRESS_ENV, ProgressFile
 from .session import BenchSession, Naming, IsolationGuard
 from .turns import join_pair
 from ..store.storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
@@ -226,6 +227,8 @@ def pytest_configure(config: pytest.Config) -> None:
         configure_controller(config, settings.modes, baseline.entries if baseline is not None else None)
         config.pluginmanager.register(Controller(config, settings, baseline, session, revision),
                                       "torchbench-controller")
+        if os.environ.get(PROGRESS_ENV):  # a child run whose parent waits for it: say how far it is
+            config.pluginmanager.register(ProgressFile(Path(os.environ[PROGRESS_ENV])), "torchbench-progress")
         if _is_xdist_controller(config) and "time" in settings.modes:
             config.issue_config_time_warning(
                 TorchbenchWarning(

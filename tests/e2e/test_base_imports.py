@@ -36,12 +36,12 @@ def repository(pytester: pytest.Pytester, git: Callable[..., str]) -> Callable[[
     """``repository(head_lib)``: mylib committed as OPTIONAL_IMPORT, then ``head_lib``, in a real
     repository; its tests in ``tests/`` (so that no entry of sys.path is the checkout by accident)."""
 
-    def make(head_lib: str) -> Path:
+    def make(head_lib: str, test: str = TEST) -> Path:
         root = pytester.path
         (root / "mylib").mkdir()
         (root / "mylib/__init__.py").write_text(OPTIONAL_IMPORT)
         (root / "tests").mkdir()
-        (root / "tests/test_work.py").write_text(TEST)
+        (root / "tests/test_work.py").write_text(test)
         (root / ".gitignore").write_text("__pycache__/\n")  # .torchbench/ ignores itself
         git(root, "init", "-q", "-b", "main")
         git(root, "add", "-A")
@@ -118,3 +118,30 @@ def test_a_copy_imported_before_pytest_started_is_refused(
     assert len(errors) == 1, result.stderr.str()
     assert f"this run imports mylib from {installed / 'mylib' / '__init__.py'}, not from this checkout" in errors[0]
     assert "measured in this job" not in result.stdout.str()
+
+
+SLOW_TESTS = '''import time
+import pytest
+import mylib
+
+
+@pytest.mark.parametrize("n", range(4))
+@pytest.mark.benchmark
+def test_work(n):
+    time.sleep(0.2)
+    mylib.work()
+'''
+
+
+def test_a_long_base_run_shows_its_progress_and_q_hides_it(
+        pytester: pytest.Pytester, run_bench, repository, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    repository(OPTIONAL_IMPORT, SLOW_TESTS)
+    monkeypatch.setenv("TORCHBENCH_PROGRESS_SECONDS", "0.5")
+    result = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-base=measure", "tests")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["torchbench: the base HEAD~1 (*): base [1-3]/4 tests (about * left of it); * so far"])
+    quiet = run_bench("-q", "--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-base=measure", "tests",
+                      "--bench-output=elsewhere")  # another cache: measured again
+    assert quiet.ret == 0, quiet.stdout.str()
+    assert "measured in this job" in quiet.stdout.str()
+    assert " so far" not in quiet.stdout.str()
