@@ -195,6 +195,8 @@ class Controller:
         #: --bench-compare's git revision when its base may be measured (auto / measure), else None.
         self.revision = revision
         self.measured: MeasuredBase | None = None
+        #: Why the base was measured in this job (auto mode: the first committed entry that could not serve).
+        self.measure_reason = ""
         #: Where each judged benchmark's baseline came from (key -> words), with a revision only.
         self.origins: dict[str, str] = {}
         self._exists_at_revision: dict[str, bool] = {}
@@ -410,10 +412,13 @@ class Controller:
         if self.revision is None or self.baseline is None or result.key in self.origins:
             return
         committed_words = f"committed at {self.revision.revision} ({self.revision.commit[:12]})"
-        if self.settings.base == "auto" and not self._needs_measuring(result):
+        why = self._needs_measuring(result) if self.settings.base == "auto" else "--bench-base=measure"
+        if not why:
             if self.committed is not None and result.key in self.committed.entries:
                 self.origins[result.key] = committed_words
             return
+        if self.measured is None:
+            self.measure_reason = why
         measured = self._measure_base()
         entry = measured.entries.get(result.key)
         if entry is not None:
@@ -436,21 +441,27 @@ class Controller:
                     f"the base run of {self.revision.revision} ({self.revision.commit[:12]}) measured nothing "
                     f"for it: {unmeasured}{measured.failure_log}")
 
-    def _needs_measuring(self, result: BenchmarkResult) -> bool:
-        """Whether the committed entry of ``result`` is missing (and its test file exists at REV:
-        a benchmark new in this change has no base to measure) or lacks a metric, or was measured
-        where the environment facts that decide comparability differ."""
+    def _needs_measuring(self, result: BenchmarkResult) -> str:
+        """Why the committed entry of ``result`` cannot serve ("" when it can): it is missing (and
+        its test file exists at REV: a benchmark new in this change has no base to measure), it
+        lacks a metric, or it was measured where the environment facts that decide comparability
+        differ (named, so that the run can say why it measured the base)."""
         from ..core.judgement import environment_differences
 
         entry = self.committed.entries.get(result.key) if self.committed is not None else None
         if entry is None:
-            return self._module_at_revision(result.module)
+            if not self._module_at_revision(result.module):
+                return ""
+            return ("no baselines are committed there" if self.committed is None or not self.committed.entries
+                    else f"{result.key} has no committed entry")
         for metric in result.metrics:
             if metric not in entry.metrics:
-                return True
-            if environment_differences(metric, result.environments.get(metric), entry.environments.get(metric)):
-                return True
-        return False
+                return f"the committed entry of {result.key} has no {metric}"
+            differences = environment_differences(metric, result.environments.get(metric),
+                                                  entry.environments.get(metric))
+            if differences:
+                return f"the committed {metric} baselines are not comparable ({'; '.join(differences)})"
+        return ""
 
     def _module_at_revision(self, module: str) -> bool:
         assert self.revision is not None
@@ -473,7 +484,8 @@ class Controller:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(f"torchbench: the base {safe_text(self.revision.revision)} ({self.revision.commit[:12]}): "
-                                "measuring it in a temporary git worktree (or taking it from the cache)")
+                                "measuring it in a temporary git worktree (or taking it from the cache)"
+                                + self._because())
         environment = {}
         if self.session is not None:
             for mode in self.settings.modes:
@@ -514,8 +526,15 @@ class Controller:
         else:
             how = f"measured in this job in {self.measured.seconds:.1f} s, cached in {self.measured.folder.parent.parent}"
         self.notes.append(f"the base {self.revision.revision} ({self.revision.commit[:12]}): {how}, "
-                          f"{len(self.measured.entries.entries)} benchmark result(s)")
+                          f"{len(self.measured.entries.entries)} benchmark result(s){self._because()}")
         return self.measured
+
+    def _because(self) -> str:
+        """Why auto mode measured the base rather than use what is committed at REV (escaped:
+        test ids and facts come from files)."""
+        if self.settings.base != "auto" or not self.measure_reason:
+            return ""
+        return f"; because {safe_text(self.measure_reason)}"
 
     def _undecided_tests(self, rounds: list[tuple[BaselineSet, BaselineSet]]) -> list[str]:
         """The tests (node ids, their file relative to the folder pytest was started in) of the

@@ -160,6 +160,12 @@ def test_not_comparable_base_is_measured_and_the_regression_caught(
     result.stdout.fnmatch_lines(["*aten::clone*", "*1 failed*"])
     assert "compared with nothing" not in out
     assert "measured in this job in" in out, out
+    # and it says why it did not use what is committed (issue 48 item 4)
+    result.stdout.fnmatch_lines(["torchbench: the base HEAD~1 (*): measuring it in a temporary git worktree (or taking "
+                                 "it from the cache); because the committed ops baselines are not comparable "
+                                 "(user.runner: laptop -> ci)",
+                                 "torchbench: the base HEAD~1 (*): measured in this job in *; because the committed "
+                                 "ops baselines are not comparable (user.runner: laptop -> ci)"])
     head = pytester.run("git", "rev-parse", "HEAD~1").stdout.str().strip()
     document = _json(pytester)
     assert document["baseline_origins"] == {KEY: f"measured from HEAD~1 ({head[:12]}) in this job"}
