@@ -12,7 +12,8 @@ Exit status: 0 no failing verdict, 1 a failing verdict (regression), 4 usage err
 arguments, unknown reference, corrupt baseline, a report path that is not a regular file or is
 a symlink) with one ``torchbench: error:`` line, as pytest's usage errors, before anything is
 compared; ``merge`` also exits 4 on shards that are not parts of one run, one line per
-conflict, and, as the gate does, 6 in CI when a benchmark was compared with nothing. A report
+conflict; ``compare`` and ``merge`` exit 6 in CI when a benchmark was compared with nothing, as
+the gate does (``--allow-incomparable`` accepts it). A report
 that still cannot be written (a missing folder, no permission) is an ERROR line after the table
 and exit status 4 as well: the report is what a CI step runs this command for.
 """
@@ -31,6 +32,7 @@ from .core.judgement import LimitSpecError, Policy, Verdict, parse_limits
 from .metrics import registry
 from .store.refs import resolve_compare, save_stamp
 from .reports import jsonreport, markdown, publish, shards, terminal
+from .reports.common import count_tests
 from .reports.paths import ReportPathError, check_report_paths
 from .core.results import BenchmarkResult
 from .store.storage import BaselineError, BaselineSet, check_save_folder, save_set, validate_set_name
@@ -71,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
                          + ", ".join(f"{m} {v * 100:g}%%" for m, v in registry.default_limits().items()) + ")")
     compare.add_argument("--strict", action="store_true", help="fail benchmarks from different environments")
     compare.add_argument("--fail-stale", action="store_true", help="fail counts that improved beyond the limit")
+    compare.add_argument("--allow-incomparable", action="store_true",
+                         help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing")
     show = commands.add_parser("show", help="print the table of one baseline set")
     show.add_argument("baseline", metavar="A", help="set name, git revision or path")
     merge = commands.add_parser(
@@ -237,7 +241,26 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
         print(f"torchbench: {len(failed)} failing verdict(s)")
     if not written:  # a CI step that uploads the report must not pass without it
         return EXIT_USAGE
-    return EXIT_REGRESSION if failed else EXIT_OK
+    if failed:
+        return EXIT_REGRESSION
+    return _incomparable_exit(verdicts, args.allow_incomparable, "comparison")
+
+
+def _incomparable_exit(verdicts: Sequence[Verdict], allowed: bool, what: str) -> int:
+    """EXIT_INCOMPARABLE in CI when a benchmark was compared with nothing, as the gate does
+    (a line naming them either way), unless ``allowed``; else EXIT_OK."""
+    from .pytest.controller import in_ci, uncompared
+
+    nothing = uncompared(list(verdicts))
+    if not nothing:
+        return EXIT_OK
+    print(f"torchbench: {len(nothing)} verdict(s) compared with nothing (a baseline from another environment): "
+          + ", ".join(sorted({safe_text(v.key) for v in nothing})))
+    if in_ci() and not allowed:
+        print(f"torchbench: ERROR: in CI this fails the {what} (exit {EXIT_INCOMPARABLE}), as it fails the gate; "
+              "accept it with --allow-incomparable", file=sys.stderr)
+        return EXIT_INCOMPARABLE
+    return EXIT_OK
 
 
 def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
@@ -247,8 +270,6 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
     none), and the verdict the unsharded
     run would have had: 1 on a failing verdict or a failed benchmark test; in CI, 6 when a
     benchmark was compared with nothing, as the gate does."""
-    from .pytest.controller import in_ci, uncompared
-
     folder = None
     if args.save is not None or args.save_dir is not None:
         try:
@@ -290,20 +311,14 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
         print(f"torchbench: {safe_text(note)}", file=sys.stderr if note.startswith("ERROR") else sys.stdout)
     failed = [v for v in merged.verdicts if v.failed]
     if failed or merged.failed_tests:
-        print(f"torchbench: {len(failed)} failing verdict(s), {len(merged.failed_tests)} failed benchmark test(s)")
+        tests = count_tests(merged.results, merged.verdicts, merged.failed_tests)["failed"]
+        print(f"torchbench: {tests} test(s) failed ({len(failed)} failing verdict(s), "
+              f"{len(merged.failed_tests)} benchmark test(s) failed by pytest)")
     if any(note.startswith("ERROR") for note in notes):
         return EXIT_USAGE
     if failed or merged.failed_tests:
         return EXIT_REGRESSION
-    nothing = uncompared(merged.verdicts)
-    if nothing:
-        print(f"torchbench: {len(nothing)} verdict(s) compared with nothing (a baseline from another environment): "
-              + ", ".join(sorted({safe_text(v.key) for v in nothing})))
-        if in_ci() and not args.allow_incomparable:
-            print(f"torchbench: ERROR: in CI this fails the merge (exit {EXIT_INCOMPARABLE}), as it fails the gate; "
-                  "accept it with --allow-incomparable", file=sys.stderr)
-            return EXIT_INCOMPARABLE
-    return EXIT_OK
+    return _incomparable_exit(merged.verdicts, args.allow_incomparable, "merge")
 
 
 class MergeConflict(UsageError):

@@ -236,5 +236,30 @@ def test_merge_in_ci_fails_when_a_benchmark_was_compared_with_nothing(
     assert "in CI this fails the merge (exit 6)" in capsys.readouterr().err
     assert main(["merge", "out.json", "a.json", "b.json", "--allow-incomparable"]) == 0
     _shard(tmp_path / "b.json", ["u.py::test_b"], failed_tests=["u.py::test_c"])
-    assert main(["merge", "out.json", "a.json", "b.json"]) == 1
-    capsys.readouterr()
+    assert main(["merge", "out.json", "a.json", "b.json", "--markdown", "s.md"]) == 1
+    # one count of failed tests, as the Markdown has it
+    assert "torchbench: 1 test(s) failed (0 failing verdict(s), 1 benchmark test(s) failed by pytest)" \
+        in capsys.readouterr().out
+    assert "1 test(s) failed" in (tmp_path / "s.md").read_text()
+
+
+def test_compare_in_ci_fails_when_a_benchmark_was_compared_with_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """As the gate and merge: exit 6 in CI, 0 outside it or with --allow-incomparable."""
+    from conftest import make_result
+
+    from pytest_torchbench.core.vocabulary import Environment
+
+    monkeypatch.chdir(tmp_path)
+    for name, torch_version in (("main", "2.13.0+cpu"), ("same", "2.13.0+cpu"), ("other", "2.5.1")):
+        result = make_result("t.py::test_a", ops={"aten::add": 1})
+        result.environments["ops"] = Environment({"torch": torch_version, "num_threads": "1"})
+        save_set(tmp_path / "baselines" / name, [result])
+    monkeypatch.delenv("CI", raising=False)
+    assert main(["compare", "main", "other"]) == 0
+    assert "verdict(s) compared with nothing" in capsys.readouterr().out
+    monkeypatch.setenv("CI", "true")
+    assert main(["compare", "main", "other"]) == 6
+    assert "in CI this fails the comparison (exit 6)" in capsys.readouterr().err
+    assert main(["compare", "main", "other", "--allow-incomparable"]) == 0
+    assert main(["compare", "main", "same"]) == 0
