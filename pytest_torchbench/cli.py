@@ -36,7 +36,7 @@ from .reports.common import count_tests
 from .reports.paths import ReportPathError, check_report_paths
 from .core.results import BenchmarkResult
 from .store.storage import BaselineError, BaselineSet, check_save_folder, save_set, validate_set_name
-from .core.text import safe_text
+from .core.text import natural_key, safe_text
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 4
 #: The gate's exit in CI when a benchmark was compared with nothing (``--bench-allow-incomparable``).
@@ -217,7 +217,7 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
         return _merge(args, baselines_dir)
     if args.command == "show":
         shown = _resolve(args.baseline, "show", baselines_dir)
-        results = [shown.entries[k] for k in sorted(shown.entries)]
+        results = [shown.entries[k] for k in sorted(shown.entries, key=natural_key)]
         print(f"baseline set '{safe_text(shown.name)}' ({safe_text(shown.source)}): {len(results)} benchmark(s)")
         _print_table(results, [], None)
         written = _write_reports(args, results, [], None, {"set": shown.name, "source": shown.source})
@@ -229,7 +229,7 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
     policy = Policy(limits=limits, strict_environment=args.strict, fail_stale=args.fail_stale)
     baseline = _resolve(args.baseline, "baseline", baselines_dir)
     current = _resolve(args.current, "current", baselines_dir)
-    results = [current.entries[k] for k in sorted(current.entries)]
+    results = [current.entries[k] for k in sorted(current.entries, key=natural_key)]
     verdicts = compare_sets(baseline, current, policy)
     print(f"comparing '{safe_text(current.shown_as)}' ({safe_text(current.source)}) with baseline "
           f"'{safe_text(baseline.shown_as)}' ({safe_text(baseline.source)})")

@@ -72,3 +72,15 @@ def test_git_revision_between_saved_name_and_path(layout):
     # a saved set name is found before a git revision of the same name
     git("tag", "main")
     assert sorted(resolve_compare("main", baselines, root).entries) == ["added-after-commit", "from-saved-set"]
+
+
+def test_a_revision_given_as_its_hash_is_named_once_and_short() -> None:
+    from pytest_torchbench.store.refs import revision_label, shown_ref
+
+    commit = "c6a49cbbb408" + "0" * 28
+    assert revision_label(commit, commit) == "c6a49cbbb408"
+    assert revision_label("c6a49cb", commit) == "c6a49cbbb408"
+    assert revision_label("HEAD~1", commit) == "HEAD~1 (c6a49cbbb408)"
+    assert revision_label("cafe", commit) == "cafe (c6a49cbbb408)"  # a branch named like hex, not the commit
+    assert shown_ref(f"{commit}:nightly", commit) == "c6a49cbbb408:nightly"
+    assert shown_ref("origin/main", commit) == "origin/main"

@@ -20,7 +20,8 @@ import math
 import re
 import unicodedata
 
-__all__ = ["safe_text", "markdown_text", "markdown_code_block", "safe_number", "finite", "safe_file_stem", "one_line"]
+__all__ = ["safe_text", "markdown_text", "markdown_code_block", "safe_number", "finite", "safe_file_stem", "one_line",
+           "natural_key"]
 
 # C0 and C1 controls, DEL, and the Unicode line/paragraph separators and bidi overrides that can
 # reorder or split what a reader sees; and lone surrogates (JSON's "\udc80" reads back as one), which
@@ -129,3 +130,12 @@ def safe_file_stem(test_id: str, *, max_length: int = _MAX_STEM) -> str:
     if not stem:
         return f"test-{digest}"
     return stem[: max_length - 9].rstrip("._-") + "-" + digest
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that orders the numbers in test ids by value: ``test_mm[2]`` before
+    ``test_mm[16]``, as pytest collects them, where plain string order puts ``[16]`` first."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(text) if part)

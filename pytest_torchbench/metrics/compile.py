@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Mapping
 
-from ..core.text import safe_text
+from ..core.text import safe_number, safe_text
 from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict
 from .base import MeasureContext, Metric
 
@@ -169,6 +169,11 @@ class Compile(Metric):
 
     def cell(self, value: Any, scale: float) -> str:
         return str(value.cell())
+
+    def format_value(self, number: float) -> str:
+        """The headline in Markdown and HTML columns, saying what it counts (a bare "0 | 0" read
+        as nothing compiled)."""
+        return f"{safe_number(number, 'g')} breaks + recompiles"
 
     def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
         return [(f"{prefix}compile.graphs", value.graphs), (f"{prefix}compile.graph_breaks", value.graph_breaks),

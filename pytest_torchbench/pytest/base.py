@@ -136,7 +136,7 @@ class MeasuredBase:
         return False
 
     def origin(self) -> str:
-        where = f"{self.revision.revision} ({self.revision.commit[:12]})"
+        where = f"{self.revision.label}"
         if self.rounds:
             first_pass, later = self.extra_rounds()
             again = f" (+{first_pass} for the benchmarks they found changed or could not decide" if first_pass else ""
@@ -447,7 +447,7 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         elif rounds <= 1:
             base_child = _Child(revision, base_options, child_paths, cwd, env, results_dir, scratch, shown,
                                 cache_root, "base")
-            base_child.run(progress, f"the base {revision.revision} ({revision.commit[:12]})")
+            base_child.run(progress, f"the base {revision.label}")
             measured = base_child.result()
             base_failures(base_child)
         else:

@@ -411,7 +411,7 @@ class Controller:
         for the whole selection, at the first result that needs it: :mod:`base`)."""
         if self.revision is None or self.baseline is None or result.key in self.origins:
             return
-        committed_words = f"committed at {self.revision.revision} ({self.revision.commit[:12]})"
+        committed_words = f"committed at {self.revision.label}"
         why = self._needs_measuring(result) if self.settings.base == "auto" else "--bench-base=measure"
         if not why:
             if self.committed is not None and result.key in self.committed.entries:
@@ -438,7 +438,7 @@ class Controller:
             unmeasured = measured.unmeasured.get(result.nodeid)
             if unmeasured is not None:  # not new: its test is at REV and measured nothing there
                 self.failed_at_base[result.key] = (
-                    f"the base run of {self.revision.revision} ({self.revision.commit[:12]}) measured nothing "
+                    f"the base run of {self.revision.label} measured nothing "
                     f"for it: {unmeasured}{measured.failure_log}")
 
     def _needs_measuring(self, result: BenchmarkResult) -> str:
@@ -483,7 +483,7 @@ class Controller:
         assert self.revision is not None and self.baseline is not None
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(f"torchbench: the base {safe_text(self.revision.revision)} ({self.revision.commit[:12]}): "
+            reporter.write_line(f"torchbench: the base {safe_text(self.revision.label)}: "
                                 "measuring it in a temporary git worktree (or taking it from the cache)"
                                 + self._because())
         environment = {}
@@ -525,7 +525,7 @@ class Controller:
                    f"{self.measured.tests_failed} of its tests failed")
         else:
             how = f"measured in this job in {self.measured.seconds:.1f} s, cached in {self.measured.folder.parent.parent}"
-        self.notes.append(f"the base {self.revision.revision} ({self.revision.commit[:12]}): {how}, "
+        self.notes.append(f"the base {self.revision.label}: {how}, "
                           f"{len(self.measured.entries.entries)} benchmark result(s){self._because()}")
         return self.measured
 
@@ -734,7 +734,7 @@ class Controller:
             return None
         if self.revision is None:
             return self.baseline.source
-        where = f"git {self.revision.revision} ({self.revision.commit[:12]})"
+        where = f"git {self.revision.label}"
         return f"{where}: {base.describe(self.origins.values()) or 'nothing compared'}"
 
     def _gate_held(self, session: pytest.Session) -> None:

@@ -34,7 +34,7 @@ from .marker import (
 )
 from .options import BenchSettings
 from .base import MODULES_ENV, write_imported_modules
-from ..store.refs import DEFAULT_SET, NoCommittedBaselines, Revision, compare_revision, resolve_compare
+from ..store.refs import DEFAULT_SET, NoCommittedBaselines, Revision, compare_revision, resolve_compare, shown_ref
 from .progress import PROGRESS_ENV, ProgressFile
 from .session import BenchSession, Naming, IsolationGuard
 from .turns import join_pair
@@ -191,8 +191,8 @@ def pytest_configure(config: pytest.Config) -> None:
                 if revision is None:
                     raise
                 baseline = BaselineSet(name=revision.set_name or DEFAULT_SET,
-                                       source=f"git {revision.revision} ({revision.commit[:12]}), nothing committed",
-                                       label=settings.compare)
+                                       source=f"git {revision.label}, nothing committed",
+                                       label=shown_ref(settings.compare, revision.commit))
         if settings.save is not None and not worker:
             # Parse the set we will write into now: a corrupt file stops the run before any
             # benchmark runs, instead of after, and is never overwritten.

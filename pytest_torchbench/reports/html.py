@@ -39,7 +39,7 @@ from .common import (
     count_tests, unmeasured_failures, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
     status_rank, top_ops_of, unjudged, verdicts_by_key, worst_status,
 )
-from ..core.text import finite, safe_number, safe_text
+from ..core.text import finite, natural_key, safe_number, safe_text
 
 _COLORS = {
     REGRESSION: "#c62828", IMPROVEMENT: "#2e7d32", UNCHANGED: "#607d8b",
@@ -359,7 +359,7 @@ def _overview(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], g
         ]
         rows.append((status_rank(verdict.status) - (1 if verdict.failed else 0), group, key, metric_rank(verdict.metric),
                      f'<tr data-s="{_e(verdict.status)}" data-g="{_e(group)}">' + "".join(cells) + "</tr>"))
-    rows.sort(key=lambda r: r[:4])
+    rows.sort(key=lambda r: (r[0], r[1], natural_key(r[2]), r[3]))
     head = ["benchmark", *(["group"] if grouped else []), "metric", "verdict", "baseline", "current", "delta"]
     return ('<div class="scroll"><table id="overview"><thead><tr>' + "".join(f'<th title="sort">{h}</th>' for h in head)
             + "</tr></thead><tbody>" + "".join(r[4] for r in rows) + "</tbody></table></div>")

@@ -24,7 +24,7 @@ from .common import (
     FAILED_BEFORE_MEASURING, count_tests, unmeasured_failures, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
     status_rank, top_ops_of, unjudged, verdicts_by_key,
 )
-from ..core.text import markdown_code_block, markdown_text
+from ..core.text import markdown_code_block, markdown_text, natural_key
 
 _ICONS = {
     REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:", NOT_COMPARABLE: ":grey_question:",
@@ -115,7 +115,7 @@ def _rows(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> li
                 pass
         rows.append((group_of(result), verdict.key, verdict))
     rows.extend((group_of(result), result.key, verdict) for result, verdict in unjudged(results, verdicts))
-    rows.sort(key=lambda r: (status_rank(r[2].status), r[0], r[1], metric_rank(r[2].metric)))
+    rows.sort(key=lambda r: (status_rank(r[2].status), r[0], natural_key(r[1]), metric_rank(r[2].metric)))
     return rows
 
 

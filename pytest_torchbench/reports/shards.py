@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..core.judgement import MISSING, Verdict
 from ..core.results import SCHEMA_VERSION, BenchmarkResult, UnknownMetricError
-from ..core.text import safe_text
+from ..core.text import natural_key, safe_text
 
 #: Environment facts that belong to one benchmark (the marker's ``num_threads=``), not to the
 #: machine: they may differ between shards.
@@ -157,7 +157,7 @@ def merge(shards: Sequence[Shard]) -> Merged:
     problems = conflicts(shards)
     if problems:
         raise ShardError(problems)
-    results = sorted((r for shard in shards for r in shard.results), key=lambda r: r.key)
+    results = sorted((r for shard in shards for r in shard.results), key=lambda r: natural_key(r.key))
     measured = {r.key for r in results}
     verdicts: list[Verdict] = []
     missing: dict[tuple[str, str], Verdict] = {}
@@ -169,7 +169,7 @@ def merge(shards: Sequence[Shard]) -> Merged:
                 missing.setdefault((verdict.key, verdict.metric), verdict)
     order = {r.key: i for i, r in enumerate(results)}
     verdicts.sort(key=lambda v: order.get(v.key, len(order)))  # stable: a result's metrics keep their order
-    verdicts += [missing[k] for k in sorted(missing)]
+    verdicts += [missing[k] for k in sorted(missing, key=lambda k: (natural_key(k[0]), k[1]))]
     entries: dict[str, BenchmarkResult] = {}
     for shard in shards:
         entries.update(shard.baseline_entries)

@@ -57,6 +57,29 @@ class Revision:
     commit: str
     toplevel: Path
 
+    @property
+    def label(self) -> str:
+        """``HEAD~1 (3f2a9c1e0b7d)``, or the short commit alone when REV is the commit itself."""
+        return revision_label(self.revision, self.commit)
+
+
+def revision_label(revision: str, commit: str) -> str:
+    """How messages name a revision: ``HEAD~1 (3f2a9c1e0b7d)``; a revision given as the commit's
+    hash (CI passes 40 of them) as its first 12, once, not the whole hash and again in brackets."""
+    if _is_hash_of(revision, commit):
+        return commit[:12]
+    return f"{revision} ({commit[:12]})"
+
+
+def shown_ref(ref: str, commit: str) -> str:
+    """A reference as reports name the baseline: as typed, a commit hash in it cut to 12."""
+    revision, sep, set_name = ref.partition(":")
+    return (commit[:12] if _is_hash_of(revision, commit) else revision) + sep + set_name
+
+
+def _is_hash_of(revision: str, commit: str) -> bool:
+    return len(revision) >= 7 and commit.startswith(revision.lower()) and all(c in "0123456789abcdefABCDEF" for c in revision)
+
 
 def compare_revision(ref: str, baselines_dir: Path, cwd: Path) -> Revision | None:
     """The git revision REF names, by :func:`resolve_compare`'s precedence (a saved set of that
@@ -163,7 +186,7 @@ def load_set_from_git(
     commit = _git_commit(revision, toplevel)
     if commit is None:
         return None
-    given = revision if set_name is None else f"{revision}:{set_name}"  # as typed, for reports
+    given = shown_ref(revision if set_name is None else f"{revision}:{set_name}", commit)  # as typed, for reports
     try:
         relative = baselines_dir.resolve().relative_to(toplevel.resolve()).as_posix()
     except ValueError:
@@ -206,7 +229,7 @@ def load_set_from_git(
             f"{set_name!r} (it has: {', '.join(sets)})"
         )
     prefix = f"{relative}/{set_name}/"
-    result = BaselineSet(name=set_name, source=f"git {revision} ({commit[:12]}):{prefix}",
+    result = BaselineSet(name=set_name, source=f"git {revision_label(revision, commit)}:{prefix}",
                          label=given)
     for path in files:
         if not path.startswith(prefix):
@@ -223,7 +246,7 @@ def load_set_from_git(
                 f"{option}={revision}: cannot read {path} at {commit[:12]}: "
                 f"{_first_line(shown.stderr.decode('utf-8', 'replace'))}"
             )
-        result.entries.update(parse_baseline_document(shown.stdout, f"{path} at {revision} ({commit[:12]})"))
+        result.entries.update(parse_baseline_document(shown.stdout, f"{path} at {revision_label(revision, commit)}"))
     return result
 
 

@@ -78,3 +78,16 @@ def test_a_hand_edited_baseline_with_more_events_or_longer_text_than_a_save_writ
         metric.from_json({**data, "recompile_reasons": [{"reason": "x" * 5000, "where": "m.py:1"}]})
     kept = [{"reason": "x" * 1000, "where": f"m.py:{i}", "count": 1} for i in range(50)]
     assert len(metric.from_json({**data, "breaks": kept}).breaks) == 50
+
+
+def test_report_columns_say_what_the_number_counts() -> None:
+    """Markdown and HTML show the headline: bare, a compiled function's "0 | 0" read as nothing compiled."""
+    from conftest import make_result
+
+    from pytest_torchbench.reports import markdown
+
+    verdict = _judge(_value(1), _value(1))
+    result = make_result("t.py::test_f")
+    result.metrics["compile"] = _value(1)
+    text = markdown.render([result], [verdict], "main")
+    assert "| compile | 0 breaks + recompiles | 0 breaks + recompiles |" in text

@@ -98,3 +98,11 @@ def test_writers_refuse_a_device_and_leave_the_link(tmp_path: Path, sample_compa
     os.mkfifo(fifo)
     with pytest.raises(OSError, match="is a FIFO"):  # checked before opening: appending would block
         markdown.write(fifo, "x", append=True)
+
+
+def test_natural_order_of_test_ids() -> None:
+    from pytest_torchbench.core.text import natural_key
+
+    ids = ["t.py::test_mm[16]", "t.py::test_mm[1]", "t.py::test_mm[2]", "t.py::test_add", "t.py::test_mm[x10]"]
+    assert sorted(ids, key=natural_key) == [
+        "t.py::test_add", "t.py::test_mm[1]", "t.py::test_mm[2]", "t.py::test_mm[16]", "t.py::test_mm[x10]"]
