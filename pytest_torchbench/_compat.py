@@ -301,3 +301,13 @@ def xdist_worker_sys_path() -> list[str] | None:
     plugin = sys.modules.get("xdist.plugin")
     found = getattr(plugin, "_sys_path", None)
     return found if isinstance(found, list) else None
+
+
+def quiet_xdist_status(config: Any) -> None:
+    """Under ``-q``, silence xdist's status lines on a terminal that is not a tty: its
+    ``TerminalDistReporter.ensure_show_status`` (registered as ``terminaldistreporter``; checked
+    with xdist 3.5-3.8) prints "bringing up nodes..." twice there, with nothing else to say.
+    Nothing happens where xdist's reporter is not registered or has no such method."""
+    reporter = config.pluginmanager.get_plugin("terminaldistreporter")
+    if reporter is not None and callable(getattr(reporter, "ensure_show_status", None)):
+        reporter.ensure_show_status = lambda: None

@@ -39,6 +39,7 @@ from typing import Any, Generator, Mapping, Sequence
 
 import pytest
 
+from .._compat import quiet_xdist_status
 from ..metrics import registry
 from ..metrics.base import LaunchUnavailable, WorkerLaunch
 
@@ -294,8 +295,11 @@ class LaunchedWorkers:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionstart(self, session: pytest.Session) -> Generator[None, None, None]:
-        """xdist starts the workers here; one that dies before answering raises from execnet."""
+        """xdist starts the workers here; one that dies before answering raises from execnet.
+        Under ``-q`` its status lines are left out: the user did not ask for workers."""
         self._install_signal_handlers()
+        if session.config.get_verbosity() < 0:
+            quiet_xdist_status(session.config)
         try:
             return (yield)
         except _START_ERRORS as exc:

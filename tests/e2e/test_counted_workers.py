@@ -106,3 +106,11 @@ def test_imports_between_regions_run_uninstrumented(bench):
     counts = {b["key"]: b["metrics"]["instructions"]["instructions_per_run"]
               for b in json.loads((bench.path / "out.json").read_text())["benchmarks"]}
     assert counts["test_bench.py::test_small"] > 0 and counts["test_bench.py::test_imports_a_module"] > 0
+
+
+def test_quiet_runs_do_not_show_the_workers_status(bench):
+    """Under -q xdist printed "bringing up nodes..." twice for workers the user never asked for."""
+    bench.pytester.makepyfile(test_bench="import pytest\n\n@pytest.mark.benchmark\ndef test_one():\n    pass\n")
+    result = bench.run("-q", "--bench-mode=instructions", timeout=300)
+    result.assert_outcomes(passed=1)
+    assert "bringing up nodes" not in result.stdout.str()
