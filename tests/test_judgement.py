@@ -548,3 +548,20 @@ def test_reference_round_trips_and_bad_references_are_named():
                 {"probe": True, "compute": 1e-6}, {"probe": 1, "compute": float("nan")}, {"compute": 1e-6}):
         with pytest.raises(ValueError, match="time.reference must be"):
             TimeMetric.from_json({**data, "reference": bad})
+
+
+def test_memory_saved_beside_instructions_compares_with_a_memory_only_run() -> None:
+    """Peak memory is torch's allocations, the same sizes whatever serves them: measured in the
+    counted worker (PYTHONMALLOC=malloc, the counting allocator, AVX2 under valgrind) it equalled
+    a memory-only run's on every example (docs/design/measurements.md). Only the facts that decide
+    it make it not comparable."""
+    from pytest_torchbench.core.judgement import environment_differences
+    from pytest_torchbench.core.vocabulary import Environment
+
+    counted = Environment({"torch": "2.13.0+cpu", "machine": "x86_64", "pythonmalloc": "malloc",
+                           "cpu_capability": "AVX2", "allocator": "torchbench-sizeclass:ab"})
+    native = Environment({"torch": "2.13.0+cpu", "machine": "x86_64", "pythonmalloc": "default",
+                          "cpu_capability": "AVX512"})
+    assert environment_differences("memory", native, counted) == []
+    other_torch = Environment({**native.facts, "torch": "2.9.1"})
+    assert environment_differences("memory", other_torch, counted) == ["torch: 2.13.0+cpu -> 2.9.1"]

@@ -34,7 +34,7 @@ class Memory(Metric):
     help = "peak bytes"
     default_limit = 0.10
     number_fields = ("peak_bytes",)
-    comparability_facts = ("torch", "torch_git", "machine", "gpu", "pythonmalloc")
+    comparability_facts = ("torch", "torch_git", "machine", "gpu")
     table_title = "peak bytes per call"
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> MemoryMetric:
