@@ -17,7 +17,8 @@ from .metrics.ops import OpsMetric  # noqa: E402
 from .metrics.time import TimeMetric  # noqa: E402
 from .core.results import BenchmarkResult  # noqa: E402
 from .core.vocabulary import (  # noqa: E402
-    IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Bars, Distribution, Environment,
+    ACCEPTED, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Bars, Distribution,
+    Environment,
     Heading, Policy, Verdict,
 )
 
@@ -25,7 +26,7 @@ __all__ = [
     "__version__",
     # results and verdicts (the arguments of the pytest_torchbench_* hooks)
     "BenchmarkResult", "Environment", "Verdict", "Policy",
-    "REGRESSION", "IMPROVEMENT", "UNCHANGED", "NEW", "MISSING", "NOT_COMPARABLE", "NOISY", "TOO_NOISY",
+    "REGRESSION", "IMPROVEMENT", "UNCHANGED", "NEW", "MISSING", "NOT_COMPARABLE", "NOISY", "TOO_NOISY", "ACCEPTED",
     # the built-in metrics' values
     "TimeMetric", "InstructionsMetric", "OpsMetric", "CallsMetric", "MemoryMetric",
     # writing a metric (pytest_torchbench_register_metrics)

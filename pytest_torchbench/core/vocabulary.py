@@ -30,6 +30,9 @@ NOISY = "noisy"
 #: limit: the gate cannot judge it at that limit. Not failed, not passed: in CI it counts as
 #: "could not judge", as a baseline that is not comparable does.
 TOO_NOISY = "too noisy"
+#: A regression the change accepts (a ``Bench-Accept:`` trailer, ``--bench-accept``): shown with its
+#: reason, not failed (core/accept.py).
+ACCEPTED = "accepted"
 
 DEFAULT_ALPHA = 0.001
 

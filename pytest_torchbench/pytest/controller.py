@@ -20,6 +20,7 @@ import pytest
 from . import base, extensions
 from ..core import explain, gate
 from .base import BaseError, MeasuredBase
+from ..core.accept import TRAILER, Acceptance, from_trailers
 from .progress import ProgressLines
 from .._compat import terminal_width
 from ..core.judgement import NEW, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict, failure_message
@@ -233,6 +234,7 @@ class Controller:
         #: The lines edited since the baseline's revision (asked of git at the first failure).
         self._changes: changes.ChangedLines | None = None
         self._changes_asked = False
+        self._acceptance: Acceptance | None = None
         #: The block that ends the run when benchmarks were compared with nothing (see
         #: :meth:`_gate_held`), and whether it turned the exit status.
         self.uncompared_block: list[str] = []
@@ -272,6 +274,19 @@ class Controller:
         if report.when == "call" and payload and payload.get("results"):
             self._judge_report(report, payload)
         return (yield)
+
+    def _accepting(self) -> Acceptance:
+        """The run's accepts: ``--bench-accept``, then the ``Bench-Accept:`` trailers of the
+        commits since the baseline's (the revision compared with, or a saved set's last commit);
+        git is asked once, at the first regression or at the end."""
+        if self._acceptance is None:
+            since = self._line_changes()
+            trailers = changes.trailers_since(since.toplevel, since.commit, TRAILER) if since is not None else []
+            from ..metrics import registry
+
+            specs, problems = from_trailers(trailers, registry.names())
+            self._acceptance = Acceptance([*self.settings.accepts, *specs], problems)
+        return self._acceptance
 
     def _line_changes(self) -> changes.ChangedLines | None:
         """Which lines changed since what ``--bench-compare`` names (its git revision, or a saved
@@ -317,6 +332,8 @@ class Controller:
                                                   self.rounds.get(result.key), self._rounds_unfinished(result.key))))
                           for result in results]
         self._confirm(report.nodeid, [v for _, judged in judged_results for v in judged])
+        if any(v.failed and v.status == REGRESSION for _, judged in judged_results for v in judged):
+            judged_results = [(result, self._accepting().apply(judged)) for result, judged in judged_results]
         for result, judged in judged_results:
             if self.session is not None and baseline is not None and any(v.failed for v in judged):
                 elsewhere += self.session.explain(result, judged, baseline.get(result.key), self.settings.rootdir,
@@ -654,6 +671,8 @@ class Controller:
                 self.notes.append("run interrupted: baselines were not written")
             return
         self._explain_elsewhere()
+        if self.baseline is not None and not explain.in_rerun():
+            self.notes.extend(self._accepting().closing_lines())
         self._gate_held(session)
         crashed = self.crashed_tests()
         measured = [r for r in self.results if r.metrics]  # a profile alone is no baseline

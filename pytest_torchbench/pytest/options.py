@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import pytest
 
 from ..core import explain
+from ..core.accept import AcceptError, AcceptSpec, parse_spec
 from ..core.judgement import LimitSpecError, Policy, parse_limits
 from ..metrics import registry
 from ..reports import benchmark_json
@@ -76,6 +77,10 @@ def addoption(parser: pytest.Parser) -> None:
                     "decide (and N more of those still "
                     "undecided), and judge each on the fastest call of each side per round (default "
                     f"{DEFAULT_ROUNDS}; 1: one base run, then this run, as for counting modes)")
+    group.addoption("--bench-accept", metavar="SPEC", action="append", default=None,
+                    help="accept an intended regression: 'TEST-IDS METRICS -- REASON' (test ids with * globs, "
+                    "comma-separated; metrics comma-separated or *), as a Bench-Accept: commit trailer between "
+                    "the baseline's commit and HEAD does; repeatable")
     group.addoption("--bench-allow-incomparable", action="store_true", default=False,
                     help="in CI (the CI variable set), do not fail the run when a benchmark's baseline "
                     "could not be compared and nothing was measured in its place (default: exit "
@@ -141,6 +146,7 @@ class BenchSettings:
     base: str = "auto"  # --bench-base: stored / measure / auto
     base_prepare: str | None = None  # --bench-base-prepare: a build step in REV's worktree
     allow_incomparable: bool = False  # --bench-allow-incomparable
+    accepts: tuple[AcceptSpec, ...] = ()  # --bench-accept
     rounds: int = DEFAULT_ROUNDS  # --bench-rounds: base and head alternately, in time mode
     only: bool = False  # --bench-only: skip tests that are not benchmarks
     skip: bool = False  # --bench-skip: skip the benchmarks
@@ -252,6 +258,7 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         base="stored" if rerun else (opt.bench_base or "auto"),
         base_prepare=opt.bench_base_prepare or None,
         allow_incomparable=bool(opt.bench_allow_incomparable),
+        accepts=_accepts(getattr(opt, "bench_accept", None)),
         rounds=opt.bench_rounds if opt.bench_rounds is not None else DEFAULT_ROUNDS,
         only=bool(opt.bench_only),
         skip=bool(opt.bench_skip),
@@ -367,3 +374,11 @@ def bench_option_given(config: pytest.Config) -> bool:
         name.startswith("bench_") and value is not None and value is not False
         for name, value in vars(config.option).items()
     )
+
+
+def _accepts(texts: list[str] | None) -> tuple[AcceptSpec, ...]:
+    """``--bench-accept`` values, read now: one that cannot be read is a usage error (exit 4)."""
+    try:
+        return tuple(parse_spec(text, "--bench-accept", registry.names()) for text in texts or ())
+    except AcceptError as exc:
+        raise pytest.UsageError(str(exc)) from None

@@ -392,7 +392,7 @@ CONTROLLER_ONLY_OPTIONS = {
     "--bench-markdown": True, "--bench-html": True, "--bench-baselines-dir": True,
     "--bench-strict": False, "--bench-fail-stale": False, "--benchmark-json": True,
     "--bench-base": True, "--bench-base-prepare": True, "--bench-allow-incomparable": False,
-    "--bench-rounds": True,
+    "--bench-rounds": True, "--bench-accept": True,
 }  # name -> takes a value
 
 #: xdist's own options: the controller spreads the tests, so workers never need them; left out, a

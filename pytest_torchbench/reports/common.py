@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Collection, Iterable, Mapping, Sequence
 
-from ..core.judgement import (
-    IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
+from ..core.vocabulary import (
+    ACCEPTED, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
 )
 from ..metrics import registry
 from ..core.results import BenchmarkResult, nodeid_of
@@ -16,7 +16,7 @@ from ..core.vocabulary import as_float
 from ..core.text import finite, safe_number
 
 #: Reading order: bad news first.
-STATUS_ORDER = (REGRESSION, TOO_NOISY, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)
+STATUS_ORDER = (REGRESSION, TOO_NOISY, NOISY, ACCEPTED, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)
 
 
 def status_rank(status: str) -> int:

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import Collection, Iterable, Mapping, Sequence
 
 from .. import __version__
-from ..core.judgement import (
-    IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
+from ..core.vocabulary import (
+    ACCEPTED, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
 )
 from ..metrics import registry
 from ..core.results import BenchmarkResult, nodeid_of
@@ -44,6 +44,7 @@ from ..core.text import finite, natural_key, safe_number, safe_text
 _COLORS = {
     REGRESSION: "#c62828", IMPROVEMENT: "#2e7d32", UNCHANGED: "#607d8b",
     NOT_COMPARABLE: "#8d6e63", NEW: "#1565c0", MISSING: "#6a1b9a", NOISY: "#ef6c00", TOO_NOISY: "#9e9d24",
+    ACCEPTED: "#00838f",
 }
 _CURRENT, _BASELINE = "#1f77b4", "#9e9e9e"
 _MORE, _LESS = "#d32f2f", "#388e3c"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..core.judgement import Verdict
+from ..core.vocabulary import ACCEPTED, Verdict
 from ..metrics import registry
 from ..core.results import BenchmarkResult, round_sig
 from ..core.text import safe_text
@@ -30,4 +30,6 @@ def properties(result: BenchmarkResult, verdicts: Sequence[Verdict], qualify: bo
         out.append((f"{prefix}verdict.{verdict.metric}", safe_text(verdict.status) + (" (failed)" if verdict.failed else "")))
         if verdict.delta is not None:
             out.append((f"{prefix}delta.{verdict.metric}", round_sig(verdict.delta, 4)))
+        if verdict.status == ACCEPTED and verdict.details:  # why, and where the change says so
+            out.append((f"{prefix}accepted.{verdict.metric}", safe_text(verdict.details[0])))
     return out

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
-from ..core.judgement import (
-    IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
+from ..core.vocabulary import (
+    ACCEPTED, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
 )
 from ..metrics import registry
 from ..core.results import BenchmarkResult
@@ -29,12 +29,12 @@ from ..core.text import markdown_code_block, markdown_text, natural_key
 _ICONS = {
     REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:", NOT_COMPARABLE: ":grey_question:",
     NEW: ":new:", MISSING: ":ghost:", UNCHANGED: ":white_circle:", NOISY: ":warning:",
-    TOO_NOISY: ":grey_exclamation:",
+    TOO_NOISY: ":grey_exclamation:", ACCEPTED: ":ballot_box_with_check:",
 }
 _WORDS = {
     REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
     MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)",
-    TOO_NOISY: "too noisy to judge", FAILED_BEFORE_MEASURING: FAILED_BEFORE_MEASURING,
+    TOO_NOISY: "too noisy to judge", FAILED_BEFORE_MEASURING: FAILED_BEFORE_MEASURING, ACCEPTED: "accepted",
 }
 
 #: GitHub rejects a pull-request comment (and truncates a job summary) over 65,536 characters;
@@ -230,7 +230,8 @@ def _render(
                      + (f"; :x: **{failed} test(s) failed**" if failed else "") + ".")
     else:
         state = ":x: **failed**" if failed else ":white_check_mark: passed"
-        parts = [f"{counts[s]} {_WORDS[s]}" for s in (FAILED_BEFORE_MEASURING, REGRESSION, TOO_NOISY, NOISY, IMPROVEMENT,
+        parts = [f"{counts[s]} {_WORDS[s]}" for s in (FAILED_BEFORE_MEASURING, REGRESSION, TOO_NOISY, NOISY, ACCEPTED,
+                                                      IMPROVEMENT,
                                                       NOT_COMPARABLE, NEW, MISSING, UNCHANGED) if counts.get(s)]
         lines.append(
             f"{state}: {counts['tests']} test(s) ({len(results)} benchmark(s) measured) against baseline "
@@ -269,14 +270,17 @@ def _render(
         lines += [f"### Why ({len(regressed)} regressed benchmark(s))", ""]
         for key, chosen in regressed.items():
             lines += _explanation(key, chosen, by_key)
+    accepted = [verdict for _, _, verdict in changed if verdict.status == ACCEPTED]
     noisy = [verdict for _, _, verdict in changed if verdict.status == NOISY]
     too_noisy = [verdict for _, _, verdict in changed if verdict.status == TOO_NOISY]
     if max_why is None:
         lines += _noisy(too_noisy, f"### Too noisy to judge ({len(too_noisy)}): measured alternately with the "
                         "base, its rounds decide nothing at the limit; neither failed nor passed")
         lines += _noisy(noisy)
-    elif noisy or too_noisy:
-        cut.append(f"the details of {len(noisy) + len(too_noisy)} noisy verdict(s)")
+        lines += _noisy(accepted, f"### Accepted ({len(accepted)}): slower as the change says it must be; "
+                        "not failed")
+    elif noisy or too_noisy or accepted:
+        cut.append(f"the details of {len(noisy) + len(too_noisy) + len(accepted)} noisy or accepted verdict(s)")
     if rest and not keep_rest:
         cut.append(f"{len(rest)} unchanged row(s)")
     elif rest:

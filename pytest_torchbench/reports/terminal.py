@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..core.judgement import IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict
+from ..core.vocabulary import (
+    ACCEPTED, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
+)
 from ..core.results import BenchmarkResult
 from ..metrics import registry
 from .common import STATUS_ORDER, count_tests, group_of, metric_rank, metric_value, profiles_of, safe_delta
 from ..core.text import finite, safe_number, safe_text
 
-_MARKS = {REGRESSION: "!", TOO_NOISY: "#", NOISY: "~", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
-_LEGEND = "! regression   # too noisy to judge   ~ noisy (not failed)   * improvement   ? not comparable   + new (no baseline)"
+_MARKS = {REGRESSION: "!", TOO_NOISY: "#", NOISY: "~", ACCEPTED: "^", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
+_LEGEND = ("! regression   # too noisy to judge   ~ noisy (not failed)   ^ accepted   * improvement   ? not comparable   "
+           "+ new (no baseline)")
 
 def _cell(metric_name: str, metric: object, scale: float, verdict: Verdict | None) -> str:
     """The metric's own cell text, then the delta against the baseline and the verdict's mark."""
@@ -147,7 +150,7 @@ DETAIL_LINES = 12
 
 def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
     """One line per verdict worth reading: regressions first, then improvements, new, missing."""
-    order = [REGRESSION, TOO_NOISY, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING]
+    order = [REGRESSION, TOO_NOISY, NOISY, ACCEPTED, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING]
     lines = []
     for status in order:
         chosen = [v for v in verdicts if v.status == status]
@@ -157,7 +160,7 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
         for verdict in chosen:
             flag = " FAILED" if verdict.failed else ""
             lines.append(f"  {safe_text(verdict.key)}: {safe_text(verdict.summary)}{flag}")
-            if status in (REGRESSION, TOO_NOISY, NOISY, IMPROVEMENT):
+            if status in (REGRESSION, TOO_NOISY, NOISY, ACCEPTED, IMPROVEMENT):
                 lines.extend(f"      {safe_text(d)}" for d in verdict.details[:DETAIL_LINES])
                 if len(verdict.details) > DETAIL_LINES:
                     lines.append(f"      ... {len(verdict.details) - DETAIL_LINES} more line(s): every line is "

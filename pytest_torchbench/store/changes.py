@@ -168,3 +168,23 @@ def _shallow_boundary(folder: Path) -> set[str]:
         return set((path if path.is_absolute() else folder / path).read_text("ascii").split())
     except (OSError, ValueError):
         return set()
+
+
+def trailers_since(toplevel: Path, commit: str, key: str) -> list[tuple[str, str, str]]:
+    """``(commit, subject, value)`` of each ``key:`` trailer (``Bench-Accept``) in the commits
+    after ``commit`` up to HEAD (those of the change: ``commit..HEAD``), oldest first; none when
+    git cannot answer. Values are unfolded to one line; text is decoded leniently."""
+    if not _COMMIT.fullmatch(commit) or not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", key):
+        return []
+    fmt = f"--format=%H%x1f%s%x1f%(trailers:key={key},valueonly,unfold,separator=%x1e)"
+    done = _git(["log", "--reverse", "--no-color", "-z", fmt, f"{commit}..HEAD"], toplevel)
+    if done is None or done.returncode != 0:
+        return []
+    found: list[tuple[str, str, str]] = []
+    for record in done.stdout.decode("utf-8", "replace").split("\0"):
+        fields = record.strip("\n").split("\x1f")
+        if len(fields) != 3:
+            continue
+        sha, subject, values = fields
+        found.extend((sha, subject, value.strip()) for value in values.split("\x1e") if value.strip())
+    return found
