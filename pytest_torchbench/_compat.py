@@ -311,3 +311,27 @@ def quiet_xdist_status(config: Any) -> None:
     reporter = config.pluginmanager.get_plugin("terminaldistreporter")
     if reporter is not None and callable(getattr(reporter, "ensure_show_status", None)):
         reporter.ensure_show_status = lambda: None
+
+
+def keyword_matcher(expression: str) -> Callable[[str], bool]:
+    """pytest's ``-k`` grammar (``and``, ``or``, ``not``, parentheses; names match as
+    case-insensitive substrings) over one string: ``_pytest.mark.expression.Expression`` (private,
+    pytest 7-9), else plain substring matching. ValueError for an expression pytest refuses."""
+    try:
+        from _pytest.mark.expression import Expression
+    except ImportError:  # pragma: no cover
+        return lambda text: expression.lower() in text.lower()
+    try:
+        compiled = Expression.compile(expression)
+    except Exception as exc:  # noqa: BLE001 - pytest's ParseError moved between versions
+        raise ValueError(str(exc)) from None
+
+    def matches(text: str) -> bool:
+        lowered = text.lower()
+
+        def name_in(name: str, /, **kwargs: Any) -> bool:
+            return name.lower() in lowered
+
+        return bool(compiled.evaluate(name_in))
+
+    return matches

@@ -87,6 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
     saving.add_argument("--save-dir", metavar="DIR", type=Path, help="also write them as a baseline set in DIR")
     merge.add_argument("--allow-incomparable", action="store_true",
                        help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing")
+    history = commands.add_parser(
+        "history", help="the trend of every benchmark and metric across the commits that changed a baseline set")
+    history.add_argument("set", metavar="SET", nargs="?", default="main", help="the baseline set (default: main)")
+    history.add_argument("--since", metavar="REV", help="only the commits after REV")
+    history.add_argument("-k", dest="keyword", metavar="EXPR",
+                         help="only benchmarks whose id matches EXPR (as pytest's -k: substrings, and, or, not)")
+    history.add_argument("--fail", metavar="SPEC", default=None, help="limits for steps and creep, as --bench-fail")
+    history.add_argument("--html", metavar="PATH", type=Path, help="write one self-contained HTML page")
+    history.add_argument("--json", metavar="PATH", type=Path, help="write the series as JSON")
+    history.add_argument("--csv", metavar="PATH", type=Path, help="write one row per point as CSV")
+    history.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    history.add_argument("-p", dest="sub_plugins", metavar="PLUGIN", action="append", default=[], help=argparse.SUPPRESS)
     for sub in (compare, show, merge):
         sub.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         sub.add_argument("-p", dest="sub_plugins", metavar="PLUGIN", action="append", default=[],
@@ -212,6 +224,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
+    if args.command == "history":
+        return _history(args, baselines_dir)
     _check_report_targets(args)
     if args.command == "merge":
         return _merge(args, baselines_dir)
@@ -319,6 +333,61 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
     if failed or merged.failed_tests:
         return EXIT_REGRESSION
     return _incomparable_exit(merged.verdicts, args.allow_incomparable, "merge")
+
+
+def _history(args: argparse.Namespace, baselines_dir: Path) -> int:
+    """``torchbench history``: the set as every commit that changed it saved it; steps beyond the
+    limit, creep and environment breaks printed, and drawn or written where asked."""
+    from .core.history import series_of
+    from .reports import history as report
+    from .store.history import HistoryError, commits_of, snapshots
+
+    try:
+        validate_set_name(args.set, "history")
+        check_report_paths({"--html": args.html, "--json": args.json, "--csv": args.csv})
+        limits = parse_limits(args.fail, "--fail") if args.fail is not None else {}
+        toplevel, commits = commits_of(baselines_dir, args.set, args.since)
+    except (BaselineError, ReportPathError, LimitSpecError) as exc:
+        raise UsageError(str(exc)) from None
+    if not commits:
+        raise UsageError(f"history: no commit changed {baselines_dir / args.set}: commit the set where it is "
+                         "saved (docs/ci.md, \"Keeping the history\")")
+    found, skipped = [], []
+    for commit, entries, why in snapshots(baselines_dir, args.set, toplevel, commits):
+        if entries is None:
+            skipped.append(f"{commit.sha[:12]} skipped: {why}")
+        else:
+            found.append((commit, entries))
+    keys = {key for _, entries in found for key in entries}
+    if args.keyword:
+        keys = {key for key in keys if _keyword_matches(args.keyword, key)}
+    series = series_of(found, Policy(limits=limits), keys)
+    for line in [*report.text_lines(series, args.set, len(commits)), *skipped]:
+        print(safe_text(line))
+    written = []
+    for path, text in ((args.html, lambda: report.to_html(series, args.set, len(commits), skipped)),
+                       (args.json, lambda: report.to_json(series, args.set, skipped)),
+                       (args.csv, lambda: report.to_csv(series))):
+        if path is not None:
+            try:
+                path.write_text(text(), encoding="utf-8")
+                written.append(str(path))
+            except OSError as exc:
+                print(f"torchbench: ERROR: {path}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+                return EXIT_USAGE
+    if written:
+        print(f"torchbench: written: {', '.join(written)}")
+    return EXIT_OK
+
+
+def _keyword_matches(expression: str, key: str) -> bool:
+    """pytest's ``-k``: names are substrings of the benchmark's id (case-insensitive)."""
+    from ._compat import keyword_matcher
+
+    try:
+        return keyword_matcher(expression)(key)
+    except ValueError as exc:
+        raise UsageError(f"history: -k {expression!r}: {exc}") from None
 
 
 class MergeConflict(UsageError):

@@ -219,6 +219,8 @@ class Controller:
         self.nodeids_run: set[str] = set()
         self.collected: set[str] = set()  # before -k/-m deselection: a test not here was removed
         self.saved: list[Path] = []
+        #: What the reports say of a save when nothing was compared (a record job's summary).
+        self.saved_as: str | None = None
         #: Benchmark tests that pytest failed or errored (any phase, with or without results).
         self.failed_tests: set[str] = set()
         #: Every test that failed, benchmark or not (a crashed xdist worker's report has no
@@ -689,6 +691,7 @@ class Controller:
                 self.notes.append(f"ERROR: baselines not written: {exc}")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
             else:
+                self.saved_as = f"saved as baseline set '{self.settings.save}' ({len(self.saved)} file(s) changed)"
                 self.notes.append(
                     f"saved {len(measured)} benchmark result(s) to baseline set "
                     f"'{self.settings.save}' ({folder}; {len(self.saved)} file(s) changed)"
@@ -737,7 +740,7 @@ class Controller:
             self.results, self.verdicts,
             self.baseline.entries if self.baseline is not None else None,
             self.baseline.shown_as if self.baseline is not None else None,
-            self._source(),
+            self._source() if self.baseline is not None else self.saved_as,
             self.settings.markdown_path, self.settings.html_path, markdown.step_summary_path(),
             failed_tests=self.failed_tests,
         ))

@@ -429,14 +429,14 @@ def render(
     measured = f"{len(results)} benchmark(s) measured in {len({nodeid_of(r.key) for r in results})} test(s)"
     subtitle = (f"{measured}, compared with baseline <b>{_e(baseline_name)}</b>"
                 + (f" ({_e(baseline_source)})" if baseline_source else "") + "; badges count tests"
-                if baseline_name else f"{measured}; no baseline")
+                if baseline_name else f"{measured}; no baseline" + (f"; {_e(baseline_source)}" if baseline_source else ""))
     words = {REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
              MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)",
-             TOO_NOISY: "too noisy to judge"}
+             TOO_NOISY: "too noisy to judge", ACCEPTED: "accepted"}
     pills = "".join(
         f'<span style="background:{_COLORS.get(s, "#607d8b")}" title="tests whose worst verdict is {s}">'
         f'{counts[s]} {words[s]}</span>'
-        for s in (REGRESSION, TOO_NOISY, NOISY, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED, "measured")
+        for s in (REGRESSION, TOO_NOISY, NOISY, ACCEPTED, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED, "measured")
         if counts.get(s)
     )
     if counts.get("failed"):

@@ -227,6 +227,7 @@ def _render(
     lines = [f"## {_escape(title)}", ""]
     if baseline_name is None:
         lines.append(f"{counts['tests']} test(s) ({len(results)} benchmark(s)) measured; no baseline to compare with"
+                     + (f"; {_escape(baseline_source)}" if baseline_source else "")
                      + (f"; :x: **{failed} test(s) failed**" if failed else "") + ".")
     else:
         state = ":x: **failed**" if failed else ":white_check_mark: passed"

@@ -439,7 +439,13 @@ def origin(pytester: pytest.Pytester, git: Callable[..., str], bench_env: None) 
         git(root, "merge", "-q", "--no-ff", branch, "-m", f"Merge {branch} into main")
         git(root, "branch", f"pull/{number}/merge")
     git(root, "checkout", "-q", "main")
+    git(root, "config", "receive.denyCurrentBranch", "updateInstead")  # a server takes the record's push
     return root
+
+
+def _git_log(origin: Path) -> str:
+    return subprocess.run(["git", "log", "--format=%s", "main"], cwd=origin, capture_output=True, text=True,
+                          check=True).stdout
 
 
 def _sha(origin: Path, ref: str) -> str:
@@ -478,7 +484,7 @@ def test_github_actions_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     slow = run_github(workflow, "pull_request", origin, "pull/1/merge", workspace, cache, pull)
     assert slow.status == 1 and slow.failed_step == "gate", slow.log
     assert f"FAILED {KEY}" in slow.log and "aten::clone 0 -> 1 per call" in slow.log, slow.log
-    assert f"the base {main} ({main[:12]}): measured in this job" in slow.log, slow.log
+    assert f"the base {main[:12]}: measured in this job" in slow.log, slow.log
     assert slow.cache_hit is False and list(cache) == [f"torchbench-base-Linux-{main}"], slow.log
     assert "test\\_work.py::test\\_work" in slow.summary and "aten::clone" in slow.summary, slow.summary
     assert slow.artifacts == {"benchmarks": ["bench.html", "bench.json", "bench.md"]}, slow.log
@@ -487,17 +493,24 @@ def test_github_actions_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     notes = run_github(workflow, "pull_request", origin, "pull/2/merge", workspace, cache,
                        {**pull, "GITHUB_REF": "refs/pull/2/merge", "GITHUB_HEAD_REF": "notes"})
     assert notes.status == 0, notes.log
-    assert notes.cache_hit is True and f"the base {main} ({main[:12]}): taken from the cache" in notes.log, notes.log
+    assert notes.cache_hit is True and f"the base {main[:12]}: taken from the cache" in notes.log, notes.log
     assert "measured in this job" not in notes.log and "compared with nothing" not in notes.log
     assert "no changes beyond the limits" in notes.log, notes.log
     print(notes.log)  # the cache hit, as the job's log says it
 
-    push = run_github(workflow, "push", origin, "main", workspace, cache, {"GITHUB_REF": "refs/heads/main"})
+    push = run_github(workflow, "push", origin, "main", workspace, cache,
+                      {"GITHUB_REF": "refs/heads/main", "GITHUB_REF_NAME": "main", "GITHUB_SHA": main})
     assert push.status == 0, push.log
     assert "gate" not in push.ran and "record" in push.ran, push.ran
-    assert push.artifacts == {"baselines": ["baselines/main"]}, push.log
     saved = json.loads((workspace / "baselines/main/test_work.json").read_text(encoding="utf-8"))
     assert KEY in json.dumps(saved), saved
+    # the set is committed and pushed: origin keeps the history, and says it saved
+    assert f"benchmark baselines of {main} [skip ci]" in _git_log(origin), push.log
+    assert "saved as baseline set 'main'" in push.summary, push.summary
+    again = run_github(workflow, "push", origin, "main", workspace, cache,
+                       {"GITHUB_REF": "refs/heads/main", "GITHUB_REF_NAME": "main", "GITHUB_SHA": _sha(origin, "main")})
+    assert again.status == 0, again.log  # the same counts: nothing to commit, nothing pushed
+    assert _git_log(origin).count("[skip ci]") == 1
 
 
 @pytest.mark.slow
@@ -524,7 +537,7 @@ def test_gitlab_ci_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     notes = run_gitlab(config, "benchmarks", origin, "notes", workspace, cache,
                        {**request, "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "notes"})
     assert notes is not None and notes.status == 0, notes and notes.log
-    assert notes.cache_hit is True and f"the base {main} ({main[:12]}): taken from the cache" in notes.log, notes.log
+    assert notes.cache_hit is True and f"the base {main[:12]}: taken from the cache" in notes.log, notes.log
     print(notes.log)
 
     pipeline = {"CI_PIPELINE_SOURCE": "push", "CI_DEFAULT_BRANCH": "main", "CI_COMMIT_BRANCH": "main"}
