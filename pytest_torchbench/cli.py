@@ -99,6 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("--csv", metavar="PATH", type=Path, help="write one row per point as CSV")
     history.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     history.add_argument("-p", dest="sub_plugins", metavar="PLUGIN", action="append", default=[], help=argparse.SUPPRESS)
+    bisecting = commands.add_parser(
+        "bisect", help="the first commit whose value moved beyond the limit: torchbench bisect GOOD BAD "
+        "[--bench-mode=MODES] -- PYTEST-ARGS")
+    bisecting.add_argument("good", metavar="GOOD", help="a commit measured within the limit")
+    bisecting.add_argument("bad", metavar="BAD", help="a later commit measured beyond it")
+    bisecting.add_argument("--bench-mode", dest="modes", metavar="MODES", default="instructions",
+                           help="what to measure, as pytest's --bench-mode (default: instructions)")
+    bisecting.add_argument("--fail", metavar="SPEC", default=None, help="limits, as --bench-fail")
+    bisecting.add_argument("--bench-base-prepare", dest="prepare", metavar="CMD", default=None,
+                           help="a command that builds each revision's worktree before it is measured")
     for sub in (compare, show, merge):
         sub.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         sub.add_argument("-p", dest="sub_plugins", metavar="PLUGIN", action="append", default=[],
@@ -209,7 +219,10 @@ def _write_reports(args: argparse.Namespace, results: list[BenchmarkResult], ver
 def run(argv: Sequence[str] | None = None) -> int:
     """The CLI without sys.exit: returns the exit status (tests call this)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pytest_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args.pytest_args = pytest_args
     if args.command is None:
         raise UsageError("name a command: torchbench compare A B, torchbench show A or torchbench merge OUT.json SHARD.json... (see torchbench --help)")
     baselines_dir = Path(args.baselines_dir).absolute()
@@ -224,6 +237,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
+    if args.command == "bisect":
+        return _bisect(args)
     if args.command == "history":
         return _history(args, baselines_dir)
     _check_report_targets(args)
@@ -378,6 +393,26 @@ def _history(args: argparse.Namespace, baselines_dir: Path) -> int:
     if written:
         print(f"torchbench: written: {', '.join(written)}")
     return EXIT_OK
+
+
+def _bisect(args: argparse.Namespace) -> int:
+    """``torchbench bisect``: 0 when each regression between GOOD and BAD was traced to a commit,
+    1 when nothing regressed between them (nothing to find), 4 on bad input or a failed measurement."""
+    from . import bisect
+
+    try:
+        limits = parse_limits(args.fail, "--fail") if args.fail is not None else {}
+        modes = tuple(m for m in args.modes.split(",") if m)
+        unknown = [m for m in modes if registry.find(m) is None]
+        if unknown or not modes:
+            raise UsageError(f"bisect: --bench-mode={args.modes}: unknown mode(s) {', '.join(unknown) or '(none)'} "
+                             f"(known: {', '.join(registry.names())})")
+        found = bisect.bisect(args.good, args.bad, modes, args.pytest_args, Policy(limits=limits),
+                              lambda line: print(line, flush=True), args.prepare)
+    except (LimitSpecError, BaselineError) as exc:
+        raise UsageError(str(exc)) from None
+    bisect.report(found, print)
+    return EXIT_REGRESSION if found.unchanged else EXIT_OK
 
 
 def _keyword_matches(expression: str, key: str) -> bool:

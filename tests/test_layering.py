@@ -39,6 +39,7 @@ LAYERS = (
     ("pytest glue and the command line", (
         "pytest_torchbench.pytest",
         "pytest_torchbench.cli",
+        "pytest_torchbench.bisect",
         "pytest_torchbench.__main__",
     )),
 )

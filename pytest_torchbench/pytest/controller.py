@@ -516,6 +516,7 @@ class Controller:
         alternate = any(getattr(registry.find(m), "alternates", False) for m in self.settings.modes)
         rounds = self.settings.rounds if alternate else 1
         try:
+            base.check_head_imports(self.revision.toplevel.resolve(), f"--bench-compare={self.revision.ref}")
             self.measured = base.measure(
                 self.revision, self.config.invocation_params.args,
                 getattr(self.config.option, "file_or_dir", None) or (), Path(self.config.invocation_params.dir),

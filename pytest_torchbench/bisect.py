@@ -1,0 +1,166 @@
+"""``torchbench bisect GOOD BAD [--bench-mode=MODES] -- PYTEST-ARGS``: the first commit whose value
+moved beyond the limit, measured in worktrees.
+
+How: GOOD and BAD are measured with the user's selection (the measured-base machinery of
+``--bench-compare=REV``: a worktree per revision, the project imported from it, the cache under
+``.torchbench/bases``, ``--bench-base-prepare``); each (benchmark, metric) that regressed from GOOD
+to BAD is then searched for on the first-parent line between them, a commit counting as "after"
+when its value against GOOD's is a regression. Measurements are shared between the searches and
+kept in the cache, so a second bisect over the same range measures nothing again. The commit found
+is explained by judging it against its parent, which the search measured: the metric's own
+details (functions for instructions, ops for ops, calls for calls). Cost for one regression: GOOD,
+BAD and at most ceil(log2(n)) commits between them for n commits.
+
+Why counts bisect well here: instruction, op and call counts repeat across processes (within
+hundredths of a percent for instructions), so one measurement per commit decides. Wall time does
+not; a time bisect measures each commit once too and says so: a step much larger than the noise
+(a 2x slowdown) is found, a few percent is not a question one measurement per commit can answer.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .core.gate import judge
+from .core.text import safe_text
+from .core.vocabulary import REGRESSION, Policy, Verdict
+from .pytest.base import BaseError, measure
+from .pytest.progress import ProgressLines
+from .store.refs import Revision, git_toplevel, revision_label
+from .store.storage import BaselineSet
+
+__all__ = ["BisectError", "Bisection", "bisect", "first_parent_line"]
+
+
+class BisectError(BaseError):
+    """Bisect cannot start or go on: one line, exit 4."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Found:
+    """The first commit of ``key``'s ``metric`` beyond the limit, and its verdict against its parent."""
+
+    key: str
+    metric: str
+    commit: str
+    subject: str
+    parent_verdict: Verdict
+    overall: Verdict  # BAD against GOOD
+
+
+@dataclasses.dataclass
+class Bisection:
+    """What a bisect found, and what it cost."""
+
+    commits: int
+    measured: list[str]
+    found: list[Found]
+    unchanged: bool  # nothing regressed from GOOD to BAD
+
+
+def first_parent_line(good: str, bad: str, toplevel: Path) -> list[tuple[str, str]]:
+    """(commit, subject) from GOOD (first) to BAD (last) along BAD's first parents."""
+    done = subprocess.run(["git", "log", "--first-parent", "--reverse", "-z", "--format=%H%x1f%s", f"{good}..{bad}"],
+                          cwd=toplevel, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL,
+                          check=False)
+    if done.returncode != 0:
+        raise BisectError(f"bisect: git log {good}..{bad} failed: {safe_text(done.stderr.strip()[:200])}")
+    line = [tuple(r.strip("\n").split("\x1f", 1)) for r in done.stdout.split("\0") if r.strip("\n")]
+    subject = subprocess.run(["git", "log", "-1", "--format=%s", good], cwd=toplevel, capture_output=True, text=True,
+                             errors="replace", check=False).stdout.strip()
+    return [(good, subject), *[(sha, text) for sha, text in line]]  # type: ignore[misc]
+
+
+def _commit(ref: str, toplevel: Path) -> str:
+    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=toplevel,
+                          capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    if done.returncode != 0 or ref.startswith("-"):
+        raise BisectError(f"bisect: {safe_text(ref)!r} is not a commit of {toplevel}")
+    return done.stdout.strip()
+
+
+def _environment(modes: Sequence[str]) -> dict[str, str]:
+    """What a measured commit's cache entry is keyed by beside the commit: the interpreter and
+    the versions that move counts (the run's own fingerprint is not known outside pytest)."""
+    found = {"python": platform.python_version(), "machine": platform.machine(), "modes": ",".join(modes)}
+    for name in ("torch", "numpy", "pytest"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def bisect(good: str, bad: str, modes: Sequence[str], pytest_args: Sequence[str], policy: Policy,
+           write: Callable[[str], None], prepare: str | None = None) -> Bisection:
+    """Measure GOOD and BAD, then bisect each regression between them (see the module docstring)."""
+    cwd = Path.cwd()
+    toplevel = git_toplevel(cwd)
+    if toplevel is None:
+        raise BisectError(f"bisect: {cwd} is not in a git repository: run it from the project's checkout")
+    good_commit, bad_commit = _commit(good, toplevel), _commit(bad, toplevel)
+    line = first_parent_line(good_commit, bad_commit, toplevel)
+    if len(line) < 2:
+        raise BisectError(f"bisect: {safe_text(bad)} is not after {safe_text(good)} on its first-parent line")
+    args = [f"--bench-mode={','.join(modes)}", *pytest_args]
+    cache_root = cwd / ".torchbench" / "bases"
+    measured: dict[str, BaselineSet] = {}
+    progress = ProgressLines(write)
+    order: list[str] = []
+
+    def at(index: int) -> BaselineSet:
+        sha, subject = line[index]
+        if sha not in measured:
+            revision = Revision(sha, sha, None, sha, toplevel)
+            write(f"torchbench bisect: measuring {revision_label(sha, sha)} ({safe_text(subject[:60])}), "
+                  f"{index} of {len(line) - 1} commits after GOOD")
+            measured[sha] = measure(revision, args, [], cwd, modes, _environment(modes), cache_root, prepare,
+                                    option="bisect", progress=progress).entries
+            order.append(sha)
+        return measured[sha]
+
+    first, last = at(0), at(len(line) - 1)
+    targets = [v for key, result in sorted(last.entries.items())
+               for v in judge(result, first.entries, policy) if v.status == REGRESSION]
+    found = []
+    for target in targets:
+        low, high = 0, len(line) - 1  # low: not beyond the limit against GOOD; high: beyond it
+        while high - low > 1:
+            middle = (low + high) // 2
+            if _regressed(at(middle), first, target, policy):
+                high = middle
+            else:
+                low = middle
+        parent = at(low).entries.get(target.key)
+        here = at(high).entries[target.key]
+        against_parent = next((v for v in judge(here, {target.key: parent} if parent else {}, policy)
+                               if v.metric == target.metric), target)
+        found.append(Found(target.key, target.metric, line[high][0], line[high][1], against_parent, target))
+    return Bisection(len(line) - 1, order, found, not targets)
+
+
+def _regressed(measured: BaselineSet, good: BaselineSet, target: Verdict, policy: Policy) -> bool:
+    result = measured.entries.get(target.key)
+    if result is None:  # the benchmark is not there yet: not after the change
+        return False
+    return any(v.metric == target.metric and v.status == REGRESSION for v in judge(result, good.entries, policy))
+
+
+def report(found: Bisection, write: Callable[[str], None]) -> None:
+    """The answer: per regression, the first commit beyond the limit and why; then the cost."""
+    if found.unchanged:
+        write("torchbench bisect: nothing regressed beyond its limit between GOOD and BAD: nothing to bisect")
+    for item in found.found:
+        write(f"torchbench bisect: {safe_text(item.key)} [{item.metric}]: {safe_text(item.overall.summary)} from GOOD "
+              f"to BAD; first beyond the limit: {item.commit[:12]} ({safe_text(item.subject[:72])})")
+        write(f"    against its parent: {safe_text(item.parent_verdict.summary)}")
+        for detail in item.parent_verdict.details[:12]:
+            write(f"      {safe_text(detail)}")
+    bound = math.ceil(math.log2(max(found.commits, 1))) + 2
+    write(f"torchbench bisect: measured {len(found.measured)} revision(s) for {found.commits} commit(s) "
+          f"(at most {bound} for one regression)")
