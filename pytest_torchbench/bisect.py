@@ -7,7 +7,7 @@ How: GOOD and BAD are measured with the user's selection (the measured-base mach
 to BAD is then searched for on the first-parent line between them, a commit counting as "after"
 when its value against GOOD's is a regression. Measurements are shared between the searches and
 kept in the cache, so a second bisect over the same range measures nothing again. The commit found
-is explained by judging it against its parent, which the search measured: the metric's own
+is explained by judging it against its parent, which the search has measured too, by the metric's own
 details (functions for instructions, ops for ops, calls for calls). Cost for one regression: GOOD,
 BAD and at most ceil(log2(n)) commits between them for n commits.
 
