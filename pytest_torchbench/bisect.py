@@ -51,6 +51,8 @@ class Found:
     subject: str
     parent_verdict: Verdict
     overall: Verdict  # BAD against GOOD
+    #: BAD against the commit found, when it is a regression too: more came after it.
+    later: Verdict | None = None
 
 
 @dataclasses.dataclass
@@ -61,6 +63,7 @@ class Bisection:
     measured: list[str]
     found: list[Found]
     unchanged: bool  # nothing regressed from GOOD to BAD
+    from_cache: int = 0  # of ``measured``, those the cache served
 
 
 def first_parent_line(good: str, bad: str, toplevel: Path) -> list[tuple[str, str]]:
@@ -112,6 +115,7 @@ def bisect(good: str, bad: str, modes: Sequence[str], pytest_args: Sequence[str]
     measured: dict[str, BaselineSet] = {}
     progress = ProgressLines(write)
     order: list[str] = []
+    cached: list[str] = []
 
     def at(index: int) -> BaselineSet:
         sha, subject = line[index]
@@ -119,9 +123,11 @@ def bisect(good: str, bad: str, modes: Sequence[str], pytest_args: Sequence[str]
             revision = Revision(sha, sha, None, sha, toplevel)
             write(f"torchbench bisect: measuring {revision_label(sha, sha)} ({safe_text(subject[:60])}), "
                   f"{index} of {len(line) - 1} commits after GOOD")
-            measured[sha] = measure(revision, args, [], cwd, modes, _environment(modes), cache_root, prepare,
-                                    option="bisect", progress=progress).entries
+            base = measure(revision, args, [], cwd, modes, _environment(modes), cache_root, prepare,
+                           option="bisect", progress=progress)
+            measured[sha] = base.entries
             order.append(sha)
+            cached.extend([sha] if base.cached else [])
         return measured[sha]
 
     first, last = at(0), at(len(line) - 1)
@@ -140,8 +146,10 @@ def bisect(good: str, bad: str, modes: Sequence[str], pytest_args: Sequence[str]
         here = at(high).entries[target.key]
         against_parent = next((v for v in judge(here, {target.key: parent} if parent else {}, policy)
                                if v.metric == target.metric), target)
-        found.append(Found(target.key, target.metric, line[high][0], line[high][1], against_parent, target))
-    return Bisection(len(line) - 1, order, found, not targets)
+        later = next((v for v in judge(last.entries[target.key], {target.key: here}, policy)
+                      if v.metric == target.metric and v.status == REGRESSION), None)
+        found.append(Found(target.key, target.metric, line[high][0], line[high][1], against_parent, target, later))
+    return Bisection(len(line) - 1, order, found, not targets, len(cached))
 
 
 def _regressed(measured: BaselineSet, good: BaselineSet, target: Verdict, policy: Policy) -> bool:
@@ -161,6 +169,10 @@ def report(found: Bisection, write: Callable[[str], None]) -> None:
         write(f"    against its parent: {safe_text(item.parent_verdict.summary)}")
         for detail in item.parent_verdict.details[:12]:
             write(f"      {safe_text(detail)}")
+        if item.later is not None:
+            write(f"    and more after it: {safe_text(item.later.summary)} from {item.commit[:12]} to BAD; "
+                  f"bisect {item.commit[:12]} BAD for the next")
     bound = math.ceil(math.log2(max(found.commits, 1))) + 2
+    cache = f", {found.from_cache} of them from the cache" if found.from_cache else ""
     write(f"torchbench bisect: measured {len(found.measured)} revision(s) for {found.commits} commit(s) "
-          f"(at most {bound} for one regression)")
+          f"(at most {bound} for one regression){cache}")

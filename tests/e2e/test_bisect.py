@@ -60,6 +60,8 @@ def test_ops_bisect_finds_the_commit_in_seven_measurements(tmp_path: Path, git: 
     again = _bisect(root, "HEAD~32", "HEAD", "--bench-mode=ops", "--", "test_perf.py")
     assert again.returncode == 0 and "first beyond the limit" in again.stdout
     assert "measured in this job" not in again.stdout + again.stderr
+    assert f"measured {measured} revision(s) for 32 commit(s) (at most 7 for one regression), {measured} of them " \
+        "from the cache" in again.stdout, again.stdout
 
 
 def test_nothing_to_find_and_bad_input(tmp_path: Path, git: Callable[..., str]) -> None:
