@@ -4,8 +4,9 @@
 Why here, pure: reading the commits is storage's (``store/history.py``), drawing is the reports'
 (``reports/history.py``); what counts as a step or as creep is judging, and is tested on numbers.
 
-- A **step**: from one saved value to the next, a change beyond the metric's limit (the
-  benchmark's own limit where its marker set one), in one environment.
+- A **step**: from one saved value to the next, what the gate would call a regression or an
+  improvement (the metric's own judge, at the benchmark's limit): exact counts by name, so an op
+  mix that changed at an equal total is a step too; in one environment.
 - **Creep**: within one environment, the product of the changes that each stayed within the
   limit, beyond it: changes that pass the gate one by one, and add up.
 - A **break**: the facts that decide the metric's comparability changed (another torch, another
@@ -18,9 +19,9 @@ import math
 from typing import Iterable, Mapping, Sequence
 
 from ..metrics import registry
-from .judgement import limit_for
+from .judgement import judge_result, limit_for
 from .results import BenchmarkResult
-from .vocabulary import Environment, Policy
+from .vocabulary import IMPROVEMENT, REGRESSION, Environment, Policy
 
 __all__ = ["Commit", "Point", "Series", "series_of", "UP", "DOWN"]
 
@@ -100,6 +101,7 @@ def _series(key: str, metric: str, found: Sequence[tuple[Commit, BenchmarkResult
     creep: list[tuple[Commit, Commit, float]] = []
     within = 1.0
     segment_start: Point | None = None
+    previous_result: BenchmarkResult | None = None
     for commit, result in found:
         value = result.metrics[metric]
         try:
@@ -116,22 +118,28 @@ def _series(key: str, metric: str, found: Sequence[tuple[Commit, BenchmarkResult
             segment_start, within = point, 1.0
         else:
             change = number / previous.value - 1.0 if previous.value else (0.0 if number == 0 else math.inf)
-            beyond = abs(change) > limit and _apart(number, spread, previous.value, previous.spread)
-            if not beyond and math.isfinite(change):
+            step = _step(result, previous_result, metric, limit)
+            if step is None and math.isfinite(change):
                 within *= 1.0 + change
-            point = Point(commit, number, spread, facts, step=(UP if change > 0 else DOWN) if beyond else None,
-                          change=change)
+            point = Point(commit, number, spread, facts, step=step, change=change)
         points.append(point)
+        previous_result = result
     if points and segment_start is not None:
         creep.extend(_creep(segment_start, points[-1], within, limit))
     return Series(key, metric, limit, tuple(points), tuple(creep))
 
 
-def _apart(now: float, now_spread: float | None, then: float, then_spread: float | None) -> bool:
-    """Whether two values with spreads (time: IQRs) do not overlap; exact counts always are."""
-    if now_spread is None or then_spread is None:
-        return True
-    return now - now_spread / 2 > then + then_spread / 2 or now + now_spread / 2 < then - then_spread / 2
+def _step(result: BenchmarkResult, previous: BenchmarkResult | None, metric: str, limit: float) -> str | None:
+    """UP or DOWN where the metric's judge calls ``result`` a regression or an improvement
+    against ``previous`` at ``limit``; None where it does not (or cannot judge)."""
+    if previous is None:
+        return None
+    try:
+        verdicts = judge_result(result, previous, Policy(limits={metric: limit}))
+    except (TypeError, ValueError, ArithmeticError, AttributeError, KeyError):
+        return None
+    status = next((v.status for v in verdicts if v.metric == metric), None)
+    return UP if status == REGRESSION else DOWN if status == IMPROVEMENT else None
 
 
 def _creep(start: Point, end: Point, within: float, limit: float) -> list[tuple[Commit, Commit, float]]:
