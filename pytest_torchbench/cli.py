@@ -109,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
     bisecting.add_argument("--fail", metavar="SPEC", default=None, help="limits, as --bench-fail")
     bisecting.add_argument("--bench-base-prepare", dest="prepare", metavar="CMD", default=None,
                            help="a command that builds each revision's worktree before it is measured")
+    commenting = commands.add_parser(
+        "comment", help="post a Markdown summary as the pull request's one benchmark comment, edited in place")
+    commenting.add_argument("summary", metavar="SUMMARY.md", type=Path, help="the --bench-markdown file")
+    commenting.add_argument("--pr", metavar="N", help="the pull (merge) request (default: from the CI variables)")
     for sub in (compare, show, merge):
         sub.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         sub.add_argument("-p", dest="sub_plugins", metavar="PLUGIN", action="append", default=[],
@@ -239,6 +243,8 @@ def run(argv: Sequence[str] | None = None) -> int:
 def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
     if args.command == "bisect":
         return _bisect(args)
+    if args.command == "comment":
+        return _comment(args)
     if args.command == "history":
         return _history(args, baselines_dir)
     _check_report_targets(args)
@@ -413,6 +419,24 @@ def _bisect(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     bisect.report(found, print)
     return EXIT_REGRESSION if found.unchanged else EXIT_OK
+
+
+def _comment(args: argparse.Namespace) -> int:
+    """``torchbench comment``: 0 when the comment was created or updated, 4 otherwise (one line)."""
+    import os
+
+    from .comment import CommentError, post, target_from
+
+    try:
+        summary = args.summary.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"comment: cannot read {args.summary}: {exc}") from None
+    try:
+        done = post(summary, target_from(os.environ, args.pr))
+    except CommentError as exc:
+        raise UsageError(str(exc)) from None
+    print(f"torchbench: {done}")
+    return EXIT_OK
 
 
 def _keyword_matches(expression: str, key: str) -> bool:

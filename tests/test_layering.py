@@ -40,6 +40,7 @@ LAYERS = (
         "pytest_torchbench.pytest",
         "pytest_torchbench.cli",
         "pytest_torchbench.bisect",
+        "pytest_torchbench.comment",
         "pytest_torchbench.__main__",
     )),
 )

@@ -271,7 +271,7 @@ def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, wor
     env = {**_base_env(workspace), "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event,
            "GITHUB_WORKSPACE": str(workspace), "RUNNER_OS": "Linux", "GITHUB_STEP_SUMMARY": str(summary),
            **variables}
-    contexts: dict[str, Any] = {"github.event_name": event, "runner.os": "Linux",
+    contexts: dict[str, Any] = {"github.event_name": event, "runner.os": "Linux", "github.token": "job-token",
                                 "github.base_ref": variables.get("GITHUB_BASE_REF", ""), "strategy.job-index": index,
                                 **{f"matrix.{k}": v for k, v in (matrix or {}).items()}}
     outputs: dict[str, dict[str, str]] = {}
@@ -312,7 +312,8 @@ def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, wor
                 continue
             env_file = workspace.parent / "github_env"
             env_file.write_text("")
-            step_env = {**env, "GITHUB_ENV": str(env_file), **{k: str(v) for k, v in (step.get("env") or {}).items()}}
+            step_env = {**env, "GITHUB_ENV": str(env_file),
+                        **{k: substitute(str(v), lookup) for k, v in (step.get("env") or {}).items()}}
             status, output = _shell(command, workspace, step_env)
             job.log += f"--- {title} (exit {status})\n{output}"
             for line in env_file.read_text().splitlines():
@@ -443,6 +444,36 @@ def origin(pytester: pytest.Pytester, git: Callable[..., str], bench_env: None) 
     return root
 
 
+GH_STUB = r'''#!PYTHON
+"""`gh api` as the recipe calls it: comments per pull request in $STUB_STATE, with the token seen."""
+import json, os, re, sys
+args = sys.argv[1:]
+state = os.environ["STUB_STATE"]
+comments = json.load(open(state)) if os.path.exists(state) else []
+method = args[args.index("--method") + 1] if "--method" in args else "GET"
+body = next((a.partition("=")[2] for a in args if a.startswith("body=")), None)
+path = args[-1]
+if method == "GET":
+    issue = re.search(r"issues/(\d+)/comments$", path).group(1)
+    print(json.dumps([{"id": c["id"], "body": c["body"]} for c in comments if c["issue"] == issue]))
+elif method == "POST":
+    issue = re.search(r"issues/(\d+)/comments$", path).group(1)
+    comments.append({"id": len(comments) + 1, "issue": issue, "body": body, "token": os.environ.get("GH_TOKEN")})
+else:
+    number = int(path.rsplit("/", 1)[1])
+    next(c for c in comments if c["id"] == number).update(body=body, token=os.environ.get("GH_TOKEN"))
+json.dump(comments, open(state, "w"))
+'''
+
+
+def _gh_stub(folder: Path) -> dict[str, str]:
+    """A `gh` on PATH for the recipe's comment step; the variables that point the runner at it."""
+    folder.mkdir(parents=True)
+    (folder / "gh").write_text(GH_STUB.replace("PYTHON", sys.executable))
+    (folder / "gh").chmod(0o755)
+    return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "STUB_STATE": str(folder / "comments.json")}
+
+
 def _git_log(origin: Path) -> str:
     return subprocess.run(["git", "log", "--format=%s", "main"], cwd=origin, capture_output=True, text=True,
                           check=True).stdout
@@ -478,7 +509,9 @@ def test_github_actions_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     workflow = MiniYaml.parse(recipe(CI_DOC, "github-actions"))
     workspace = pytester.path / "runner" / "repo"
     cache: dict[str, Path] = {}
-    pull = {"GITHUB_BASE_REF": "main", "GITHUB_REF": "refs/pull/1/merge", "GITHUB_HEAD_REF": "slow"}
+    gh = _gh_stub(pytester.path / "stub")
+    pull = {"GITHUB_BASE_REF": "main", "GITHUB_REF": "refs/pull/1/merge", "GITHUB_HEAD_REF": "slow",
+            "GITHUB_REPOSITORY": "team/project", **gh}
     main = _sha(origin, "main")
 
     slow = run_github(workflow, "pull_request", origin, "pull/1/merge", workspace, cache, pull)
@@ -497,6 +530,14 @@ def test_github_actions_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     assert "measured in this job" not in notes.log and "compared with nothing" not in notes.log
     assert "no changes beyond the limits" in notes.log, notes.log
     print(notes.log)  # the cache hit, as the job's log says it
+    # one comment per pull request, edited in place when the pull request is pushed again
+    shutil.rmtree(pytester.path / "artifacts-pull-1-merge")  # another workflow run of the same ref
+    again = run_github(workflow, "pull_request", origin, "pull/1/merge", workspace, cache, pull)
+    assert again.status == 1, again.log
+    comments = json.loads(Path(gh["STUB_STATE"]).read_text())
+    assert [c["issue"] for c in comments] == ["1", "2"], comments
+    assert "aten::clone" in comments[0]["body"] and "no changes" not in comments[0]["body"]
+    assert [c["token"] for c in comments] == ["job-token", "job-token"]
 
     push = run_github(workflow, "push", origin, "main", workspace, cache,
                       {"GITHUB_REF": "refs/heads/main", "GITHUB_REF_NAME": "main", "GITHUB_SHA": main})
