@@ -1,4 +1,4 @@
-"""``torchbench bisect GOOD BAD [--bench-mode=MODES] -- PYTEST-ARGS``: the first commit whose value
+"""``torchbench bisect GOOD BAD --bench-mode=MODES -- PYTEST-ARGS``: the first commit whose value
 moved beyond the limit, measured in worktrees.
 
 How: GOOD and BAD are measured with the user's selection (the measured-base machinery of

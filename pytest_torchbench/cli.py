@@ -104,8 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
         "[--bench-mode=MODES] -- PYTEST-ARGS")
     bisecting.add_argument("good", metavar="GOOD", help="a commit measured within the limit")
     bisecting.add_argument("bad", metavar="BAD", help="a later commit measured beyond it")
-    bisecting.add_argument("--bench-mode", dest="modes", metavar="MODES", default="instructions",
-                           help="what to measure, as pytest's --bench-mode (default: instructions)")
+    bisecting.add_argument("--bench-mode", dest="modes", metavar="MODES", required=True,
+                           help="what to measure, as pytest's --bench-mode (counting modes decide with one "
+                           "measurement per commit)")
     bisecting.add_argument("--fail", metavar="SPEC", default=None, help="limits, as --bench-fail")
     bisecting.add_argument("--bench-base-prepare", dest="prepare", metavar="CMD", default=None,
                            help="a command that builds each revision's worktree before it is measured")
@@ -224,9 +225,10 @@ def run(argv: Sequence[str] | None = None) -> int:
     """The CLI without sys.exit: returns the exit status (tests call this)."""
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    pytest_args = argv[argv.index("--") + 1:] if "--" in argv else []
-    args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    args.pytest_args = pytest_args
+    # bisect's own arguments end at "--"; pytest's follow (elsewhere "--" ends options, as usual)
+    split = argv.index("--") if "--" in argv and "bisect" in argv[:argv.index("--")] else None
+    args = parser.parse_args(argv[:split] if split is not None else argv)
+    args.pytest_args = argv[split + 1:] if split is not None else []
     if args.command is None:
         raise UsageError("name a command: torchbench compare A B, torchbench show A or torchbench merge OUT.json SHARD.json... (see torchbench --help)")
     baselines_dir = Path(args.baselines_dir).absolute()
