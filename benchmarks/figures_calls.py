@@ -7,6 +7,7 @@ are identical run to run, serially and under ``-n 2``, and catch one extra helpe
 Prints one Markdown table per figure. Run it with the project's virtualenv (torch, pytest-xdist);
 an interpreter without torch measures the hook's cost on the pure-Python lookup only.
 """
+
 from __future__ import annotations
 
 import functools
@@ -16,8 +17,9 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 try:
     import torch
@@ -26,7 +28,7 @@ except ImportError:  # another interpreter, without torch: the pure-Python figur
 
 from pytest_torchbench.engines import pycalls
 
-LOOKUP = '''
+LOOKUP = """
 import os
 
 FLAG = os.path.join(os.path.dirname(__file__), "extra.flag")
@@ -60,9 +62,9 @@ def lookup_all(box, keys):
             key = normalise(key)
         total += box.get(key)
     return total
-'''
+"""
 
-TESTS = '''
+TESTS = """
 import pytest
 import torch
 
@@ -85,7 +87,7 @@ def test_mlp(benchmark, n):
 def test_mm(benchmark):
     x = torch.ones(4, 4)
     benchmark(torch.mm, x, x)
-'''
+"""
 
 
 def per_call(fn: Callable[[], Any], seconds: float = 0.3) -> float:
@@ -127,12 +129,18 @@ def overhead() -> None:
     cases = {"48-key lookup (pure Python)": functools.partial(lookup_all, box, list(range(48)))}
     if torch is not None:
         torch.manual_seed(0)
-        model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16))
+        model = torch.nn.Sequential(
+            torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16)
+        )
         cases["MLP of 3 modules, 8x16"] = functools.partial(model, torch.ones(8, 16))
         cases["torch.mm 4x4"] = functools.partial(torch.mm, torch.ones(4, 4), torch.ones(4, 4))
-    print(f"\n{pycalls.HOOK} on Python {sys.version.split()[0]}, torch {getattr(torch, '__version__', 'none')}, "
-          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n")
-    print("| callable | Python calls per call | plain, us per call | counted, us per call | x | count_calls total, ms |")
+    print(
+        f"\n{pycalls.HOOK} on Python {sys.version.split()[0]}, torch {getattr(torch, '__version__', 'none')}, "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n"
+    )
+    print(
+        "| callable | Python calls per call | plain, us per call | counted, us per call | x | count_calls total, ms |"
+    )
     print("| --- | --- | --- | --- | --- | --- |")
     for name, fn in cases.items():
         counts = pycalls.count_calls(fn)
@@ -140,26 +148,50 @@ def overhead() -> None:
         start = time.perf_counter()
         pycalls.count_calls(fn)
         total = time.perf_counter() - start
-        print(f"| {name} | {sum(counts.values()):g} | {plain * 1e6:.1f} | {counted * 1e6:.1f} | "
-              f"{counted / plain:.1f} | {total * 1e3:.2f} |")
+        print(
+            f"| {name} | {sum(counts.values()):g} | {plain * 1e6:.1f} | {counted * 1e6:.1f} | "
+            f"{counted / plain:.1f} | {total * 1e3:.2f} |"
+        )
 
 
 def pytest_run(*args: str) -> tuple[int, float, str]:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:benchmark", "-p", "no:cacheprovider", *args],
-                          cwd=project, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+    )
     return done.returncode, time.perf_counter() - start, done.stdout
 
 
 def sessions() -> None:
     print("\n| session (6 benchmarks) | exit | wall s |")
     print("| --- | --- | --- |")
-    for label, args in [("plain pytest (no --bench-*)", ()),
-                        ("--bench-mode=calls --bench-save=main", ("--bench-mode=calls", "--bench-save=main")),
-                        ("--bench-mode=ops --bench-save=ops", ("--bench-mode=ops", "--bench-save=ops")),
-                        ("--bench-mode=calls --bench-compare=main (A/A)", ("--bench-mode=calls", "--bench-compare=main")),
-                        ("... -n 2 (A/A)", ("--bench-mode=calls", "--bench-compare=main", "-n", "2")),
-                        ("... -k mlp (A/A of a subset)", ("--bench-mode=calls", "--bench-compare=main", "-k", "mlp"))]:
+    for label, args in [
+        ("plain pytest (no --bench-*)", ()),
+        ("--bench-mode=calls --bench-save=main", ("--bench-mode=calls", "--bench-save=main")),
+        ("--bench-mode=ops --bench-save=ops", ("--bench-mode=ops", "--bench-save=ops")),
+        (
+            "--bench-mode=calls --bench-compare=main (A/A)",
+            ("--bench-mode=calls", "--bench-compare=main"),
+        ),
+        ("... -n 2 (A/A)", ("--bench-mode=calls", "--bench-compare=main", "-n", "2")),
+        (
+            "... -k mlp (A/A of a subset)",
+            ("--bench-mode=calls", "--bench-compare=main", "-k", "mlp"),
+        ),
+    ]:
         code, wall, out = pytest_run(*args)
         print(f"| {label} | {code} | {wall:.1f} |")
     (project / "store" / "extra.flag").write_text("")

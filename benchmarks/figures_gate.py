@@ -17,6 +17,7 @@ printed with every line.
 Run from the repository root: ``python benchmarks/figures_gate.py [--modes ops,time,instructions]``
 (instructions needs valgrind and takes a few minutes).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@e", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@e"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@e",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@e",
+    }
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
 
 
@@ -42,11 +48,28 @@ def _session(cwd: Path, *args: str) -> tuple[float, int]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CI", None)
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:benchmark", "-p", "no:cacheprovider",
-                           *args], cwd=cwd, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider",
+            *args,
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.monotonic() - started
     if done.returncode not in (0, 1):
-        sys.exit(f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+        sys.exit(
+            f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+        )
     return seconds, done.returncode
 
 
@@ -56,7 +79,9 @@ def main() -> None:
     modes = parser.parse_args().modes.split(",")
     with tempfile.TemporaryDirectory(prefix="figures-gate-") as folder:
         repo = Path(folder) / "project"
-        shutil.copytree(ROOT / "examples", repo / "examples", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(
+            ROOT / "examples", repo / "examples", ignore=shutil.ignore_patterns("__pycache__")
+        )
         (repo / ".gitignore").write_text(".torchbench/\n__pycache__/\n")
         _git(repo, "init", "-q", "-b", "main")
         _git(repo, "add", "-A")
@@ -71,19 +96,32 @@ def main() -> None:
             rows = [("head only", plain)]
             verdict = ""
             for label in ("base measured (cold)", "base cached"):
-                seconds, code = _session(repo, "examples", f"--bench-mode={mode}", "--bench-compare=HEAD~1",
-                                         "--bench-base=measure", f"--bench-json={repo / 'out.json'}")
+                seconds, code = _session(
+                    repo,
+                    "examples",
+                    f"--bench-mode={mode}",
+                    "--bench-compare=HEAD~1",
+                    "--bench-base=measure",
+                    f"--bench-json={repo / 'out.json'}",
+                )
                 rows.append((label, seconds))
                 if not verdict:
                     verdicts = json.loads((repo / "out.json").read_text())["verdicts"]
-                    deltas = [abs(v["current"] / v["baseline"] - 1) for v in verdicts
-                              if v.get("current") is not None and v.get("baseline")]
-                    verdict = (f"A/A exit {code}, {len(verdicts)} verdicts, worst |delta| "
-                               f"{max(deltas, default=0) * 100:.3f}%, statuses "
-                               f"{sorted({v['status'] for v in verdicts})}")
+                    deltas = [
+                        abs(v["current"] / v["baseline"] - 1)
+                        for v in verdicts
+                        if v.get("current") is not None and v.get("baseline")
+                    ]
+                    verdict = (
+                        f"A/A exit {code}, {len(verdicts)} verdicts, worst |delta| "
+                        f"{max(deltas, default=0) * 100:.3f}%, statuses "
+                        f"{sorted({v['status'] for v in verdicts})}"
+                    )
             for label, seconds in rows:
-                print(f"{mode:>12}  {label:<22} {seconds:7.1f} s  {seconds / plain:4.2f}x  "
-                      f"(load {os.getloadavg()[0]:.1f})")
+                print(
+                    f"{mode:>12}  {label:<22} {seconds:7.1f} s  {seconds / plain:4.2f}x  "
+                    f"(load {os.getloadavg()[0]:.1f})"
+                )
             print(f"{mode:>12}  {verdict}")
 
 

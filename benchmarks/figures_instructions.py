@@ -24,6 +24,7 @@ CPU time of the pytest process tree (user + system, what the load does not infla
 beside wall time. Run: ``python benchmarks/figures_instructions.py [--only small,heavy,...]``
 from the repository root (needs valgrind).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,28 +38,45 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SMALL_STATEMENTS = [
-    "x + y", "x * y", "x - y", "x / y", "x.sum()", "x.mean()", "torch.mm(x, y)", "x @ y", "x.t()",
-    "x.clone()", "x.relu()", "torch.exp(x)", "x.max()", "torch.cat([x, y])", "x.view(16)",
-    "x.reshape(2, 8)", "x[0]", "x.abs()", "torch.softmax(x, 0)", "x.pow(2)",
+    "x + y",
+    "x * y",
+    "x - y",
+    "x / y",
+    "x.sum()",
+    "x.mean()",
+    "torch.mm(x, y)",
+    "x @ y",
+    "x.t()",
+    "x.clone()",
+    "x.relu()",
+    "torch.exp(x)",
+    "x.max()",
+    "torch.cat([x, y])",
+    "x.view(16)",
+    "x.reshape(2, 8)",
+    "x[0]",
+    "x.abs()",
+    "torch.softmax(x, 0)",
+    "x.pow(2)",
 ]
 
-REVERSE_CONFTEST = '''
+REVERSE_CONFTEST = """
 def pytest_addoption(parser):
     parser.addoption("--reverse-items", action="store_true")
 
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--reverse-items"):
         items.reverse()
-'''
+"""
 
-HEAVY_MODULE = '''
+HEAVY_MODULE = """
 import pytest, torch
 
 
@@ -108,14 +126,21 @@ def test_convnet_forward_1x3x64x64(benchmark):
 
 def test_grayscale_32x3x512x512(benchmark):
     benchmark(rgb_to_grayscale, torch.rand(32, 3, 512, 512))
-'''
+"""
 
-def heavy_suite(blur_sizes: list[int], batches: list[int], conv_batches: list[int], conv_seeds: int = 1) -> str:
+
+def heavy_suite(
+    blur_sizes: list[int], batches: list[int], conv_batches: list[int], conv_seeds: int = 1
+) -> str:
     """The heavy module's operations over several sizes, as a library's parametrised tests
     (``conv_seeds`` > 1: the conv-net also over that many initialisations, as a config would)."""
-    seeds = f'@pytest.mark.parametrize("seed", {list(range(conv_seeds))!r})\n' if conv_seeds > 1 else ""
+    seeds = (
+        f'@pytest.mark.parametrize("seed", {list(range(conv_seeds))!r})\n' if conv_seeds > 1 else ""
+    )
     seed_arg, seed = (", seed", "seed") if conv_seeds > 1 else ("", "0")
-    return HEAVY_MODULE.split("def test_blur_1x3x128x128")[0] + f'''
+    return (
+        HEAVY_MODULE.split("def test_blur_1x3x128x128")[0]
+        + f"""
 
 @pytest.mark.parametrize("size", {blur_sizes!r})
 def test_blur(benchmark, size):
@@ -133,7 +158,8 @@ def test_convnet_forward(benchmark, batch{seed_arg}):
     net = SmallNet().eval()
     with torch.no_grad():
         benchmark(net, torch.rand(batch, 3, 64, 64))
-'''
+"""
+    )
 
 
 #: The xdist figure's suite: 24 heavy benchmarks, so that the work, not each worker's fixed cost
@@ -142,9 +168,11 @@ HEAVY_SUITE = heavy_suite(list(range(96, 209, 16)), list(range(2, 17, 2)), list(
 #: xdist_large's: 72, about 3x the work (blurs 96-211 px, brightness on 1-24 images, the conv-net
 #: on 1-8 images with 3 initialisations): a library's heavy suite, where each worker's start is a
 #: smaller share of the session.
-LARGE_HEAVY_SUITE = heavy_suite(list(range(96, 212, 5)), list(range(1, 25)), list(range(1, 9)), conv_seeds=3)
+LARGE_HEAVY_SUITE = heavy_suite(
+    list(range(96, 212, 5)), list(range(1, 25)), list(range(1, 9)), conv_seeds=3
+)
 
-CPU_CONFTEST = '''
+CPU_CONFTEST = """
 import os, time, pytest
 
 @pytest.hookimpl(wrapper=True)
@@ -155,7 +183,7 @@ def pytest_runtest_call(item):
     finally:
         with open(os.environ["TORCHBENCH_FIGURES_CPU"], "a") as out:
             out.write(f"{item.name} {time.process_time() - started:.3f}\\n")
-'''
+"""
 
 HEAVY_TARGETS = {
     "test_blur_1x3x128x128": 2.0,
@@ -164,7 +192,7 @@ HEAVY_TARGETS = {
     "test_grayscale_32x3x512x512": 60.0,
 }
 
-SENSITIVITY_MODULE = '''
+SENSITIVITY_MODULE = """
 import torch
 
 def test_mm(benchmark):
@@ -174,7 +202,7 @@ def test_mm(benchmark):
 def test_mm_clone(benchmark):
     x = torch.ones(4, 4); y = torch.ones(4, 4)
     benchmark(lambda: torch.mm(x, y).clone())
-'''
+"""
 
 
 def small_module(n: int) -> str:
@@ -185,7 +213,8 @@ def small_module(n: int) -> str:
             f"def test_s{i:02d}(benchmark):",
             "    x = torch.ones(4, 4); y = torch.ones(4, 4)",
             f"    benchmark(lambda: {stmt})",
-            "", "",
+            "",
+            "",
         ]
     return "\n".join(lines)
 
@@ -197,19 +226,45 @@ def load() -> str:
 class Session:
     """One pytest run in --bench-mode=instructions: wall, CPU of the process tree, results."""
 
-    def __init__(self, cwd: Path, *args: str, json_name: str = "out.json", timeout: float = 1800,
-                 extra_env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cwd: Path,
+        *args: str,
+        json_name: str = "out.json",
+        timeout: float = 1800,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
         json_path = cwd.parent / f"{cwd.name}-{json_name}"  # outside the suite's folder
         json_path.unlink(missing_ok=True)
         cpu_path = cwd.parent / f"{cwd.name}-cpu.txt"
         cpu_path.unlink(missing_ok=True)
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "TORCHBENCH_FIGURES_CPU": str(cpu_path), **(extra_env or {})}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "TORCHBENCH_FIGURES_CPU": str(cpu_path),
+            **(extra_env or {}),
+        }
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q",
-             "--bench-mode=instructions", f"--bench-json={json_path}", *args],
-            cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:benchmark",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--bench-mode=instructions",
+                f"--bench-json={json_path}",
+                *args,
+            ],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         self.wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -262,10 +317,14 @@ def figure_small(work: Path) -> None:
     one = Session(_project(work, "one", small_module(1)))
     many = Session(_project(work, "many", small_module(64)))
     for name, s in (("1 statement", one), ("64 statements", many)):
-        print(f"  {name:<14} wall {s.wall:6.1f} s, CPU {s.cpu:6.1f} s, exit {s.rc}, {len(s.counts)} results ({s.load})")
-    print(f"  ratio 64/1: wall {many.wall / one.wall:.2f}x, CPU {many.cpu / one.cpu:.2f}x -> "
-          f"{met(many.wall / one.wall <= 2.0)} (wall), {met(many.cpu / one.cpu <= 2.0)} (CPU); "
-          f"marginal per statement: wall {(many.wall - one.wall) / 63:.2f} s, CPU {(many.cpu - one.cpu) / 63:.2f} s")
+        print(
+            f"  {name:<14} wall {s.wall:6.1f} s, CPU {s.cpu:6.1f} s, exit {s.rc}, {len(s.counts)} results ({s.load})"
+        )
+    print(
+        f"  ratio 64/1: wall {many.wall / one.wall:.2f}x, CPU {many.cpu / one.cpu:.2f}x -> "
+        f"{met(many.wall / one.wall <= 2.0)} (wall), {met(many.cpu / one.cpu <= 2.0)} (CPU); "
+        f"marginal per statement: wall {(many.wall - one.wall) / 63:.2f} s, CPU {(many.cpu - one.cpu) / 63:.2f} s"
+    )
 
 
 def figure_heavy(work: Path) -> None:
@@ -273,24 +332,32 @@ def figure_heavy(work: Path) -> None:
     folder = _project(work, "heavy", HEAVY_MODULE, CPU_CONFTEST)
     first = Session(folder, "--durations=0", "--durations-min=0", "--bench-save=main")
     durations = first.durations()
-    print(f"  session wall {first.wall:.1f} s, CPU {first.cpu:.1f} s, exit {first.rc} ({first.load}); "
-          "per test: wall of the call phase, and its CPU time in the worker (what the load inflates less)")
+    print(
+        f"  session wall {first.wall:.1f} s, CPU {first.cpu:.1f} s, exit {first.rc} ({first.load}); "
+        "per test: wall of the call phase, and its CPU time in the worker (what the load inflates less)"
+    )
     for name, target in HEAVY_TARGETS.items():
         seconds, cpu = durations.get(name), first.test_cpu.get(name)
         shown = f"wall {seconds:5.1f} s" if seconds is not None else "wall n/a"
         shown += f", CPU {cpu:5.1f} s" if cpu is not None else ""
-        print(f"  {name:<32} {shown} (target <= {target:g} s: wall {met(seconds is not None and seconds <= target)}, "
-              f"CPU {met(cpu is not None and cpu <= target)}), number {first.numbers.get(name)}, "
-              f"{first.counts.get(name, 0):,.0f} instructions per call")
+        print(
+            f"  {name:<32} {shown} (target <= {target:g} s: wall {met(seconds is not None and seconds <= target)}, "
+            f"CPU {met(cpu is not None and cpu <= target)}), number {first.numbers.get(name)}, "
+            f"{first.counts.get(name, 0):,.0f} instructions per call"
+        )
     again = Session(folder, "--bench-compare=main")
     same = again.counts == first.counts and again.numbers == first.numbers and bool(first.counts)
-    print(f"  rerun: counts and numbers {'bit-identical' if same else 'DIFFER'} -> {met(same)} "
-          f"(exit {again.rc}, {again.load})")
+    print(
+        f"  rerun: counts and numbers {'bit-identical' if same else 'DIFFER'} -> {met(same)} "
+        f"(exit {again.rc}, {again.load})"
+    )
     for name, count in first.counts.items():
         if again.counts.get(name) != count or again.numbers.get(name) != first.numbers[name]:
-            print(f"    {name}: {count:,.1f} -> {again.counts.get(name, 0):,.1f} per call "
-                  f"({(again.counts.get(name, 0) / count - 1) * 100:+.4f}%), number {first.numbers[name]} -> "
-                  f"{again.numbers.get(name)}")
+            print(
+                f"    {name}: {count:,.1f} -> {again.counts.get(name, 0):,.1f} per call "
+                f"({(again.counts.get(name, 0) / count - 1) * 100:+.4f}%), number {first.numbers[name]} -> "
+                f"{again.numbers.get(name)}"
+            )
 
 
 def figure_sensitivity(work: Path) -> None:
@@ -298,8 +365,10 @@ def figure_sensitivity(work: Path) -> None:
     s = Session(_project(work, "sensitivity", SENSITIVITY_MODULE))
     if "test_mm" in s.counts and "test_mm_clone" in s.counts:
         change = s.counts["test_mm_clone"] / s.counts["test_mm"] - 1
-        print(f"  mm {s.counts['test_mm']:,.0f}, mm + clone {s.counts['test_mm_clone']:,.0f} instructions per call: "
-              f"{change * 100:+.1f}% (numbers {s.numbers['test_mm']}, {s.numbers['test_mm_clone']}) -> {met(change >= 0.8)}")
+        print(
+            f"  mm {s.counts['test_mm']:,.0f}, mm + clone {s.counts['test_mm_clone']:,.0f} instructions per call: "
+            f"{change * 100:+.1f}% (numbers {s.numbers['test_mm']}, {s.numbers['test_mm_clone']}) -> {met(change >= 0.8)}"
+        )
     else:
         print(f"  no results (exit {s.rc})")
 
@@ -311,7 +380,11 @@ def figure_reruns(work: Path) -> None:
     setups = [
         ("full rerun", (), 0.0),
         ("second rerun", (), 0.0),
-        ("-k subset (7 of 20)", ("-k", " or ".join(f"test_s{i:02d}" for i in (1, 4, 6, 9, 13, 16, 19))), 0.001),
+        (
+            "-k subset (7 of 20)",
+            ("-k", " or ".join(f"test_s{i:02d}" for i in (1, 4, 6, 9, 13, 16, 19))),
+            0.001,
+        ),
         ("reversed order", ("--reverse-items",), 0.001),
         ("-n 2", ("-n", "2"), 0.001),
     ]
@@ -327,14 +400,18 @@ def figure_reruns(work: Path) -> None:
             if drift >= worst:
                 worst, worst_key = drift, key
         ok = bool(s.counts) and (differing == 0 if limit == 0 else worst <= limit)
-        print(f"  {name:<20} {len(s.counts):>2} results, exit {s.rc}, {differing} differ, worst |delta| "
-              f"{worst * 100:.4f}% ({worst_key}) -> {met(ok)} ({s.load})")
+        print(
+            f"  {name:<20} {len(s.counts):>2} results, exit {s.rc}, {differing} differ, worst |delta| "
+            f"{worst * 100:.4f}% ({worst_key}) -> {met(ok)} ({s.load})"
+        )
     if len(reruns) == 2 and reruns[0]:
         # the save run differs from the compare runs only in controller-only options: a rerun of the
         # very same command shows what is left of run-to-run nondeterminism alone
         differing = sorted(k for k in reruns[0] if reruns[1].get(k) != reruns[0][k])
-        print(f"  second rerun vs full rerun (one command twice): {len(differing)} of {len(reruns[0])} differ "
-              f"{differing[:4]} -> {met(not differing)}")
+        print(
+            f"  second rerun vs full rerun (one command twice): {len(differing)} of {len(reruns[0])} differ "
+            f"{differing[:4]} -> {met(not differing)}"
+        )
 
 
 def _entry_sizes(baseline_dir: Path) -> list[int]:
@@ -352,12 +429,16 @@ def figure_baseline_size(work: Path) -> None:
     print("== baseline size: bytes per benchmark, median (target <= 8 KB) ==")
     from pytest_torchbench.core.results import InstructionsMetric
 
-    folder = _project(work, "size", small_module(20) + HEAVY_MODULE.replace("import pytest, torch", ""))
+    folder = _project(
+        work, "size", small_module(20) + HEAVY_MODULE.replace("import pytest, torch", "")
+    )
     s = Session(folder, "--bench-save=main", "-k", "not grayscale")
     sizes = _entry_sizes(folder / "baselines" / "main")
     if sizes:
-        print(f"  saved now: {len(sizes)} benchmarks, median {statistics.median(sizes) / 1024:.1f} KB, "
-              f"max {max(sizes) / 1024:.1f} KB -> {met(statistics.median(sizes) <= 8192)} (exit {s.rc})")
+        print(
+            f"  saved now: {len(sizes)} benchmarks, median {statistics.median(sizes) / 1024:.1f} KB, "
+            f"max {max(sizes) / 1024:.1f} KB -> {met(statistics.median(sizes) <= 8192)} (exit {s.rc})"
+        )
     committed = ROOT / "baselines" / "main"
     entries = []
     for path in committed.rglob("*.json"):
@@ -367,29 +448,39 @@ def figure_baseline_size(work: Path) -> None:
                 entries.append(metric)
     if not entries:
         return
-    print(f"  trade-off on the committed example baselines ({len(entries)} benchmarks, full function lists "
-          f"at 99% coverage): share of the instructions named, and bytes of the functions map")
+    print(
+        f"  trade-off on the committed example baselines ({len(entries)} benchmarks, full function lists "
+        f"at 99% coverage): share of the instructions named, and bytes of the functions map"
+    )
     for cap in (10, 20, 40, 64, 80, 10_000):
         named, sizes_cap = [], []
         for metric in entries:
             functions = metric["functions"]
             total = metric["instructions_per_run"]
-            raw = {name: int(round(count * metric["number_per_run"])) for name, count in functions.items()}
+            raw = {
+                name: int(round(count * metric["number_per_run"]))
+                for name, count in functions.items()
+            }
             old_cap = InstructionsMetric.MAX_FUNCTIONS
             InstructionsMetric.MAX_FUNCTIONS = cap
             try:
-                cut = InstructionsMetric.from_counts(raw, int(round(total * metric["number_per_run"])),
-                                                     metric["number_per_run"]).functions
+                cut = InstructionsMetric.from_counts(
+                    raw, int(round(total * metric["number_per_run"])), metric["number_per_run"]
+                ).functions
             finally:
                 InstructionsMetric.MAX_FUNCTIONS = old_cap
             named.append(1 - cut.get(InstructionsMetric.OTHER, 0.0) / total)
             sizes_cap.append(len(json.dumps(cut, indent=1)))
         label = f"at most {cap}" if cap < 10_000 else "no cap"
-        print(f"    {label:<12} functions: median {statistics.median(sizes_cap) / 1024:5.1f} KB, "
-              f"named share median {statistics.median(named) * 100:.1f}%, min {min(named) * 100:.1f}%")
+        print(
+            f"    {label:<12} functions: median {statistics.median(sizes_cap) / 1024:5.1f} KB, "
+            f"named share median {statistics.median(named) * 100:.1f}%, min {min(named) * 100:.1f}%"
+        )
 
 
-def figure_xdist(work: Path, name: str = "xdist", suite: str = HEAVY_SUITE, dists: tuple[str, ...] = ("load",)) -> None:
+def figure_xdist(
+    work: Path, name: str = "xdist", suite: str = HEAVY_SUITE, dists: tuple[str, ...] = ("load",)
+) -> None:
     print(f"== {name}: -n 2 on a heavy suite (speed-up, counts identical to serial) ==")
     folder = _project(work, name, suite)
     serial = Session(folder, json_name="serial.json")
@@ -405,14 +496,20 @@ def figure_xdist(work: Path, name: str = "xdist", suite: str = HEAVY_SUITE, dist
         # the throughput a suite large enough to hide that start gets.
         throughput = work_s / max(parallel.wall - fixed, 1e-9)
         differing = sum(parallel.counts.get(k) != v for k, v in serial.counts.items())
-        drifts = sorted((abs(parallel.counts[k] / v - 1.0), k) for k, v in serial.counts.items() if k in parallel.counts)
+        drifts = sorted(
+            (abs(parallel.counts[k] / v - 1.0), k)
+            for k, v in serial.counts.items()
+            if k in parallel.counts
+        )
         worst, worst_key = drifts[-1] if drifts else (0.0, "")
-        print(f"  {len(serial.counts)} benchmarks; serial {serial.wall:.1f} s ({serial.load}), -n 2 --dist {dist} "
-              f"{parallel.wall:.1f} s ({parallel.load}): speed-up {serial.wall / parallel.wall:.2f}x on 2 cores (a "
-              f"session of one benchmark {fixed:.1f} s: with that fixed cost per worker the most -n 2 can give is "
-              f"{ideal:.2f}x; the work beyond it ran {throughput:.2f}x as fast); counts "
-              f"{'identical' if same else f'DIFFER in {differing}, worst |delta| {worst * 100:.4f}% ({worst_key})'} "
-              f"-> {met(same)}")
+        print(
+            f"  {len(serial.counts)} benchmarks; serial {serial.wall:.1f} s ({serial.load}), -n 2 --dist {dist} "
+            f"{parallel.wall:.1f} s ({parallel.load}): speed-up {serial.wall / parallel.wall:.2f}x on 2 cores (a "
+            f"session of one benchmark {fixed:.1f} s: with that fixed cost per worker the most -n 2 can give is "
+            f"{ideal:.2f}x; the work beyond it ran {throughput:.2f}x as fast); counts "
+            f"{'identical' if same else f'DIFFER in {differing}, worst |delta| {worst * 100:.4f}% ({worst_key})'} "
+            f"-> {met(same)}"
+        )
 
 
 def figure_xdist_large(work: Path) -> None:
@@ -420,18 +517,24 @@ def figure_xdist_large(work: Path) -> None:
 
 
 def figure_collect_callgrind(work: Path, k: int = 2) -> None:
-    print("== collect_callgrind: 20 small statements in one session vs torch's Timer.collect_callgrind ==")
+    print(
+        "== collect_callgrind: 20 small statements in one session vs torch's Timer.collect_callgrind =="
+    )
     from torch.utils.benchmark import Timer
 
     s = Session(_project(work, "twenty", small_module(20)))
     seconds = []
     for stmt in SMALL_STATEMENTS[:k]:
         started = time.perf_counter()
-        Timer(stmt, setup="import torch; x = torch.ones(4, 4); y = torch.ones(4, 4)").collect_callgrind(number=100)
+        Timer(
+            stmt, setup="import torch; x = torch.ones(4, 4); y = torch.ones(4, 4)"
+        ).collect_callgrind(number=100)
         seconds.append(time.perf_counter() - started)
     twenty = statistics.mean(seconds) * 20
-    print(f"  session {s.wall:.1f} s; 20 collect_callgrind calls {twenty:.0f} s (extrapolated from {k}); "
-          f"ratio 1/{twenty / s.wall:.0f} -> {met(s.wall <= twenty / 20)} ({load()})")
+    print(
+        f"  session {s.wall:.1f} s; 20 collect_callgrind calls {twenty:.0f} s (extrapolated from {k}); "
+        f"ratio 1/{twenty / s.wall:.0f} -> {met(s.wall <= twenty / 20)} ({load()})"
+    )
 
 
 def figure_parser(work: Path) -> None:
@@ -439,33 +542,63 @@ def figure_parser(work: Path) -> None:
     from pytest_torchbench.engines import callgrind as cg
 
     dump = work / "callgrind.out.real"
-    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={dump}", sys.executable, "-c",
-                    "import json, re; json.dumps({'a': [1, 2, 3]}); re.compile('a+b')"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "valgrind",
+            "--tool=callgrind",
+            f"--callgrind-out-file={dump}",
+            sys.executable,
+            "-c",
+            "import json, re; json.dumps({'a': [1, 2, 3]}); re.compile('a+b')",
+        ],
+        check=True,
+        capture_output=True,
+    )
     started = time.perf_counter()
     theirs = cg.annotate_counts(dump)
     annotate_s = time.perf_counter() - started
     started = time.perf_counter()
-    ours = {row.function: row.count for row in cg.function_counts(cg.parse_callgrind_file(dump), inclusive=False)}
+    ours = {
+        row.function: row.count
+        for row in cg.function_counts(cg.parse_callgrind_file(dump), inclusive=False)
+    }
     ours_s = time.perf_counter() - started
     differing = sorted(f for f in set(ours) | set(theirs) if ours.get(f) != theirs.get(f))
-    print(f"  dump {dump.stat().st_size / 1024:.0f} KB, {len(theirs)} functions: "
-          f"{'identical' if not differing else f'DIFFER in {len(differing)}'}; ours {ours_s * 1000:.0f} ms, "
-          f"callgrind_annotate {annotate_s * 1000:.0f} ms")
+    print(
+        f"  dump {dump.stat().st_size / 1024:.0f} KB, {len(theirs)} functions: "
+        f"{'identical' if not differing else f'DIFFER in {len(differing)}'}; ours {ours_s * 1000:.0f} ms, "
+        f"callgrind_annotate {annotate_s * 1000:.0f} ms"
+    )
 
 
 CI_VARIABLES = [
-    {"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
-     "GITHUB_RUN_ID": "7301234567", "GITHUB_RUN_NUMBER": "41", "GITHUB_REF": "refs/pull/12/merge",
-     "BUILD_NUMBER": "1041", "RUNNER_NAME": "runner-a"},
-    {"CI": "1", "GITHUB_ACTIONS": "true", "GITHUB_SHA": "fedcba9876543210fedcba9876543210fedcba98",
-     "GITHUB_RUN_ID": "7309999999999", "GITHUB_RUN_NUMBER": "1342", "GITHUB_REF": "refs/pull/1234/merge",
-     "BUILD_NUMBER": "7", "RUNNER_NAME": "a-much-longer-runner-name-07"},
+    {
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
+        "GITHUB_RUN_ID": "7301234567",
+        "GITHUB_RUN_NUMBER": "41",
+        "GITHUB_REF": "refs/pull/12/merge",
+        "BUILD_NUMBER": "1041",
+        "RUNNER_NAME": "runner-a",
+    },
+    {
+        "CI": "1",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_SHA": "fedcba9876543210fedcba9876543210fedcba98",
+        "GITHUB_RUN_ID": "7309999999999",
+        "GITHUB_RUN_NUMBER": "1342",
+        "GITHUB_REF": "refs/pull/1234/merge",
+        "BUILD_NUMBER": "7",
+        "RUNNER_NAME": "a-much-longer-runner-name-07",
+    },
 ]
 
 
 def figure_environment(work: Path) -> None:
-    print("== environment: unrelated and CI variables (worst |delta| vs the saved run; target <= 0.1%) ==")
+    print(
+        "== environment: unrelated and CI variables (worst |delta| vs the saved run; target <= 0.1%) =="
+    )
     folder = _project(work, "environment", small_module(20))
     saved = Session(folder, "--bench-save=main")
     setups = [
@@ -483,9 +616,14 @@ def figure_environment(work: Path) -> None:
         if not extra:
             rerun = s.counts
         worst, worst_key = max((abs(c / saved.counts[k] - 1.0), k) for k, c in s.counts.items())
-        versus_rerun = max((abs(c / rerun[k] - 1.0) for k, c in s.counts.items() if k in rerun), default=float("nan"))
-        print(f"  {name:<24} {len(s.counts):>2} results, exit {s.rc}, worst |delta| vs saved {worst * 100:.4f}% "
-              f"({worst_key}), vs the plain rerun {versus_rerun * 100:.4f}% -> {met(worst <= 0.001)} ({s.load})")
+        versus_rerun = max(
+            (abs(c / rerun[k] - 1.0) for k, c in s.counts.items() if k in rerun),
+            default=float("nan"),
+        )
+        print(
+            f"  {name:<24} {len(s.counts):>2} results, exit {s.rc}, worst |delta| vs saved {worst * 100:.4f}% "
+            f"({worst_key}), vs the plain rerun {versus_rerun * 100:.4f}% -> {met(worst <= 0.001)} ({s.load})"
+        )
 
 
 FIGURES: dict[str, Callable[[Path], None]] = {
@@ -508,9 +646,12 @@ OPT_IN = ("xdist_large",)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     default = [name for name in FIGURES if name not in OPT_IN]
-    parser.add_argument("--only", default=",".join(default),
-                        help=f"comma-separated figures to print (default: {', '.join(default)}; "
-                             f"also: {', '.join(OPT_IN)})")
+    parser.add_argument(
+        "--only",
+        default=",".join(default),
+        help=f"comma-separated figures to print (default: {', '.join(default)}; "
+        f"also: {', '.join(OPT_IN)})",
+    )
     args = parser.parse_args()
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FIGURES]

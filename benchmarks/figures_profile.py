@@ -3,6 +3,7 @@ and whether op counts are identical across runs and with -n 2.
 
 Run: ``python benchmarks/figures_profile.py`` from the repository root.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,15 +16,29 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 10
-STATEMENTS = ["x + y", "x.sum()", "torch.mm(x, y)", "x.relu()", "x.clone()", "torch.exp(x)", "x @ y",
-              "x.t()", "torch.cat([x, y])", "x.pow(2)"][:N]
+STATEMENTS = [
+    "x + y",
+    "x.sum()",
+    "torch.mm(x, y)",
+    "x.relu()",
+    "x.clone()",
+    "torch.exp(x)",
+    "x @ y",
+    "x.t()",
+    "torch.cat([x, y])",
+    "x.pow(2)",
+][:N]
 
 
 def module() -> str:
     lines = ["import torch", ""]
     for i, stmt in enumerate(STATEMENTS):
-        lines += [f"def test_s{i:02d}(benchmark):", "    x = torch.ones(4, 4); y = torch.ones(4, 4)",
-                  f"    benchmark(lambda: {stmt})", ""]
+        lines += [
+            f"def test_s{i:02d}(benchmark):",
+            "    x = torch.ones(4, 4); y = torch.ones(4, 4)",
+            f"    benchmark(lambda: {stmt})",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -32,13 +47,33 @@ def run(cwd: Path, *args: str) -> tuple[float, int, dict]:
     json_path.unlink(missing_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q",
-                           f"--bench-json={json_path}", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--bench-json={json_path}",
+            *args,
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     wall = time.perf_counter() - started
     if done.returncode != 0:
         print(done.stdout[-3000:], done.stderr[-2000:])
     data = json.loads(json_path.read_text()) if json_path.exists() else {"benchmarks": []}
-    return wall, done.returncode, {r["key"]: r["metrics"].get("ops", {}).get("ops") for r in data["benchmarks"]}
+    return (
+        wall,
+        done.returncode,
+        {r["key"]: r["metrics"].get("ops", {}).get("ops") for r in data["benchmarks"]},
+    )
 
 
 def main() -> None:
@@ -46,25 +81,35 @@ def main() -> None:
     bench = work / "bench"
     bench.mkdir()
     (bench / "test_small.py").write_text(module())
-    print(f"== --bench-profile cost, {N} small benchmarks, --bench-mode=ops (median of 3 sessions each) ==")
+    print(
+        f"== --bench-profile cost, {N} small benchmarks, --bench-mode=ops (median of 3 sessions each) =="
+    )
     plain, profiled = [], []
     ops_runs = []
     for _ in range(3):
         wall, rc, ops = run(bench, "--bench-mode=ops")
         plain.append(wall)
         ops_runs.append(ops)
-        wall, rc2, _ = run(bench, "--bench-mode=ops", "--bench-profile", f"--bench-output={work / 'prof'}")
+        wall, rc2, _ = run(
+            bench, "--bench-mode=ops", "--bench-profile", f"--bench-output={work / 'prof'}"
+        )
         profiled.append(wall)
     p, q = sorted(plain)[1], sorted(profiled)[1]
     traces = len(list((work / "prof" / "traces").iterdir()))
     added = (q - p) / N
-    print(f"  --bench-mode=ops: {p:.2f} s; with --bench-profile: {q:.2f} s ({traces} traces written)")
-    print(f"  added per benchmark: {added * 1000:.0f} ms (target <= 1 s: {'met' if added <= 1 else 'NOT met'})")
+    print(
+        f"  --bench-mode=ops: {p:.2f} s; with --bench-profile: {q:.2f} s ({traces} traces written)"
+    )
+    print(
+        f"  added per benchmark: {added * 1000:.0f} ms (target <= 1 s: {'met' if added <= 1 else 'NOT met'})"
+    )
     print()
     print("== op counts: identical across runs and with -n 2 ==")
     _, rc, xdist = run(bench, "--bench-mode=ops", "-n", "2")
     same_runs = all(o == ops_runs[0] for o in ops_runs[1:])
-    print(f"  {len(ops_runs[0])} benchmarks; 3 serial runs identical: {same_runs}; -n 2 identical: {xdist == ops_runs[0]}")
+    print(
+        f"  {len(ops_runs[0])} benchmarks; 3 serial runs identical: {same_runs}; -n 2 identical: {xdist == ops_runs[0]}"
+    )
     example = ops_runs[0].get("test_small.py::test_s02")
     print(f"  e.g. torch.mm(x, y): {example}")
 

@@ -41,6 +41,7 @@ under pytest 9: "'Function' object has no attribute '_nodeid'"); by default the 
 one (this interpreter, then the system python3). Subprocesses import the package of this checkout
 (PYTHONPATH is set to it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,14 +53,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-ENV = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-       "OMP_NUM_THREADS": "1"}
+ENV = {
+    **os.environ,
+    "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    "OMP_NUM_THREADS": "1",
+}
 ENV.pop("PYTEST_ADDOPTS", None)
+
 
 def _work_folder(prefix: str) -> Path:
     """A temporary folder for one figure's sessions, removed when the script exits (a run of every
@@ -71,7 +76,7 @@ def _work_folder(prefix: str) -> Path:
     return folder
 
 
-TRIVIAL = '''
+TRIVIAL = """
 import pytest, torch
 
 @pytest.mark.parametrize("i", range(10))
@@ -82,16 +87,23 @@ def test_noop(benchmark, i):
 def test_add16(benchmark, i):
     x, y = torch.ones(16), torch.ones(16)
     benchmark(lambda: x + y)
-'''
+"""
 
 
 def pytest_seconds(folder: Path, *args: str) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=folder, env=ENV, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=folder,
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"pytest {' '.join(args)} failed in {folder}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+        raise SystemExit(
+            f"pytest {' '.join(args)} failed in {folder}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
     return elapsed
 
 
@@ -105,12 +117,16 @@ def figure_a(reps: int) -> dict:
     for rep in range(reps):
         timings["plain"].append(pytest_seconds(folder, *ours_off))
         out = folder / f"run{rep}.json"
-        timings["time"].append(pytest_seconds(folder, *ours_off, "--bench-mode=time", f"--bench-json={out}"))
+        timings["time"].append(
+            pytest_seconds(folder, *ours_off, "--bench-mode=time", f"--bench-json={out}")
+        )
         for bench in json.loads(out.read_text())["benchmarks"]:
             metric = bench["metrics"]["time"]
             spreads.append(metric["iqr"] / metric["median"])
         if rep == 0 or reps <= 3:
-            timings["pb_disabled"].append(pytest_seconds(folder, "-p", "no:torchbench", "--benchmark-disable"))
+            timings["pb_disabled"].append(
+                pytest_seconds(folder, "-p", "no:torchbench", "--benchmark-disable")
+            )
             timings["pb"].append(pytest_seconds(folder, "-p", "no:torchbench"))
     med = {k: statistics.median(v) for k, v in timings.items()}
     return {
@@ -148,17 +164,17 @@ def _iterations_for(target: float, size: int) -> int:
 
 
 def _judged(fn, baseline) -> tuple[str, object]:
-    from pytest_torchbench.engines import walltime
     from pytest_torchbench.core.judgement import Policy, judge_metric
     from pytest_torchbench.core.results import TimeMetric
+    from pytest_torchbench.engines import walltime
 
     metric = TimeMetric.from_measurement(walltime.measure(fn))
     return judge_metric("k", "time", metric, baseline, Policy()).status, metric
 
 
 def _baseline(fn):
-    from pytest_torchbench.engines import walltime
     from pytest_torchbench.core.results import TimeMetric
+    from pytest_torchbench.engines import walltime
 
     fn()
     return TimeMetric.from_measurement(walltime.measure(fn))
@@ -198,9 +214,17 @@ def figure_power(count: int, hogs: int = 0) -> dict:
         for hog in spinning:
             hog.kill()
             hog.wait()
-    return {**found, "count": count, "hogs": hogs, "base_median": baseline.median, "iterations": base_n,
-            "baseline_share": baseline.cpu_share, "cpu_share": _median(shares),
-            "load": (load_start, os.getloadavg()[0]), "ratio_median": _median(ratios)}
+    return {
+        **found,
+        "count": count,
+        "hogs": hogs,
+        "base_median": baseline.median,
+        "iterations": base_n,
+        "baseline_share": baseline.cpu_share,
+        "cpu_share": _median(shares),
+        "load": (load_start, os.getloadavg()[0]),
+        "ratio_median": _median(ratios),
+    }
 
 
 GATE_MODULE = """
@@ -233,7 +257,9 @@ def figure_gate(rounds: int) -> dict:
     settings.write_text(json.dumps({"n": _iterations_for(1e-3, 64), "factors": {}}))
     ours = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark"]
     load_start = os.getloadavg()[0]
-    subprocess.run([*ours, "--bench-save=main"], cwd=folder, env=ENV, capture_output=True, check=True)
+    subprocess.run(
+        [*ours, "--bench-save=main"], cwd=folder, env=ENV, capture_output=True, check=True
+    )
     data = json.loads(settings.read_text())
     data["factors"] = {"slower20": 1.2, "slower2x": 2.0}
     settings.write_text(json.dumps(data))
@@ -243,15 +269,24 @@ def figure_gate(rounds: int) -> dict:
     for _ in range(rounds):
         out = folder / "compare.json"
         start = time.perf_counter()
-        subprocess.run([*ours, "--bench-compare=main", f"--bench-json={out}"], cwd=folder, env=ENV,
-                       capture_output=True)
+        subprocess.run(
+            [*ours, "--bench-compare=main", f"--bench-json={out}"],
+            cwd=folder,
+            env=ENV,
+            capture_output=True,
+        )
         seconds.append(time.perf_counter() - start)
         for verdict in json.loads(out.read_text())["verdicts"]:
             name = verdict["key"].rsplit("[", 1)[-1].rstrip("]")
             failed[name] += bool(verdict["failed"])
             unconfirmed += "not confirmed" in verdict.get("summary", "")
-    return {"rounds": rounds, "failed": failed, "unconfirmed": unconfirmed, "seconds": _median(seconds),
-            "load": (load_start, os.getloadavg()[0])}
+    return {
+        "rounds": rounds,
+        "failed": failed,
+        "unconfirmed": unconfirmed,
+        "seconds": _median(seconds),
+        "load": (load_start, os.getloadavg()[0]),
+    }
 
 
 CLASSES = (("10 us", 10e-6, 16), ("1 ms", 1e-3, 64), ("100 ms", 100e-3, 128))
@@ -285,9 +320,15 @@ def figure_classes(rounds: int) -> dict:
             for scale, fn in slowed.items():
                 caught[scale] += _judged(fn, baseline)[0] == REGRESSION
         smallest = next((s for s in SLOWDOWNS if caught[s] == class_rounds), None)
-        found[label] = {"rounds": class_rounds, "aa": aa, "caught": caught, "smallest": smallest,
-                        "median": baseline.median, "load": (load_start, os.getloadavg()[0]),
-                        "cpu_share": _median([s for s in shares if s is not None])}
+        found[label] = {
+            "rounds": class_rounds,
+            "aa": aa,
+            "caught": caught,
+            "smallest": smallest,
+            "median": baseline.median,
+            "load": (load_start, os.getloadavg()[0]),
+            "cpu_share": _median([s for s in shares if s is not None]),
+        }
     return found
 
 
@@ -321,22 +362,32 @@ def figure_c(reps: int) -> dict:
 SUITE = ROOT / "benchmarks" / "suites" / "images"
 
 
-def _suite_run(args: list[str], python: str = sys.executable
-               ) -> tuple[float, subprocess.CompletedProcess, tuple[float, float]]:
+def _suite_run(
+    args: list[str], python: str = sys.executable
+) -> tuple[float, subprocess.CompletedProcess, tuple[float, float]]:
     """One pytest session over the image suite; returns (seconds, process, load before/after)."""
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    done = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=SUITE, env=ENV, capture_output=True, text=True)
+    done = subprocess.run(
+        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+        cwd=SUITE,
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - start
     if done.returncode not in (0, 1):
-        raise SystemExit(f"pytest {' '.join(args)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+        raise SystemExit(
+            f"pytest {' '.join(args)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+        )
     return elapsed, done, (load, os.getloadavg()[0])
 
 
 def _time_entries(path: Path) -> dict[str, dict]:
-    return {b["key"] if "key" in b else b["name"]: b["metrics"]["time"]
-            for b in json.loads(path.read_text())["benchmarks"]}
+    return {
+        b["key"] if "key" in b else b["name"]: b["metrics"]["time"]
+        for b in json.loads(path.read_text())["benchmarks"]
+    }
 
 
 def _fastest(entry: dict) -> float:
@@ -348,8 +399,12 @@ def _fastest(entry: dict) -> float:
 def _deltas(earlier: dict[str, dict], later: dict[str, dict]) -> dict:
     deltas = sorted(_fastest(later[k]) / _fastest(earlier[k]) - 1 for k in earlier if k in later)
     n = len(deltas) or 1
-    return {"n": len(deltas), "up10": sum(d > 0.1 for d in deltas) / n, "down10": sum(d < -0.1 for d in deltas) / n,
-            "median": deltas[len(deltas) // 2] if deltas else 0.0}
+    return {
+        "n": len(deltas),
+        "up10": sum(d > 0.1 for d in deltas) / n,
+        "down10": sum(d < -0.1 for d in deltas) / n,
+        "median": deltas[len(deltas) // 2] if deltas else 0.0,
+    }
 
 
 def _shares(entries: dict[str, dict]) -> float | None:
@@ -367,9 +422,14 @@ def figure_suite(selection: list[str], pb_python: str | None, again: bool) -> di
         out = folder / f"{name}.json"
         seconds, _, load = _suite_run([*ours, *extra, f"--bench-json={out}"])
         entries = _time_entries(out)
-        found[name] = {"seconds": seconds, "load": load, "n": len(entries), "entries": entries,
-                       "share": _shares(entries),
-                       "iqr_median": _median([e["iqr"] / e["median"] for e in entries.values()])}
+        found[name] = {
+            "seconds": seconds,
+            "load": load,
+            "n": len(entries),
+            "entries": entries,
+            "share": _shares(entries),
+            "iqr_median": _median([e["iqr"] / e["median"] for e in entries.values()]),
+        }
         if name == "compare":
             counts: dict[str, int] = {}
             for verdict in json.loads(out.read_text())["verdicts"]:
@@ -382,18 +442,27 @@ def figure_suite(selection: list[str], pb_python: str | None, again: bool) -> di
         found["compare_vs_again"] = _deltas(found["again"]["entries"], found["compare"]["entries"])
     if pb_python:
         out = folder / "pb.json"
-        seconds, _, load = _suite_run(["-p", "no:torchbench", f"--benchmark-json={out}", *selection],
-                                      python=pb_python)
+        seconds, _, load = _suite_run(
+            ["-p", "no:torchbench", f"--benchmark-json={out}", *selection], python=pb_python
+        )
         stats = [b["stats"] for b in json.loads(out.read_text())["benchmarks"]]
-        found["pb"] = {"seconds": seconds, "load": load, "n": len(stats),
-                       "iqr_median": _median([s["iqr"] / s["median"] for s in stats])}
+        found["pb"] = {
+            "seconds": seconds,
+            "load": load,
+            "n": len(stats),
+            "iqr_median": _median([s["iqr"] / s["median"] for s in stats]),
+        }
     return found
 
 
-def _compare_session(ours: list[str], out: Path) -> tuple[tuple[float, float], list[dict], dict[str, int]]:
+def _compare_session(
+    ours: list[str], out: Path
+) -> tuple[tuple[float, float], list[dict], dict[str, int]]:
     """A ``--bench-compare=main`` session: its load, its time verdicts and how many of each status."""
     _, _, load = _suite_run([*ours, "--bench-compare=main", f"--bench-json={out}"])
-    verdicts = [v for v in json.loads(out.read_text())["verdicts"] if v.get("metric", "time") == "time"]
+    verdicts = [
+        v for v in json.loads(out.read_text())["verdicts"] if v.get("metric", "time") == "time"
+    ]
     counts: dict[str, int] = {}
     for verdict in verdicts:
         counts[verdict["status"]] = counts.get(verdict["status"], 0) + 1
@@ -419,8 +488,13 @@ def figure_loaded(selection: list[str], seconds: float = 60.0, saves: int = 1) -
     ours = ["-p", "no:benchmark", f"--bench-baselines-dir={folder / 'baselines'}", *selection]
     for _ in range(saves):
         _, _, save_load = _suite_run([*ours, "--bench-save=main"])
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
-    hogs.append(subprocess.Popen([sys.executable, "-c", MEMORY_HOG.format(seconds=seconds, blocks=96)]))
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(os.cpu_count() or 1)
+    ]
+    hogs.append(
+        subprocess.Popen([sys.executable, "-c", MEMORY_HOG.format(seconds=seconds, blocks=96)])
+    )
     try:
         time.sleep(seconds)
     finally:
@@ -430,8 +504,12 @@ def figure_loaded(selection: list[str], seconds: float = 60.0, saves: int = 1) -
     peak_load = os.getloadavg()[0]
     out = folder / "compare.json"
     load, verdicts, counts = _compare_session(ours, out)
-    return {"n": len(verdicts), "counts": counts, "load": (save_load[0], peak_load, load[0]),
-            "share": _shares(_time_entries(out))}
+    return {
+        "n": len(verdicts),
+        "counts": counts,
+        "load": (save_load[0], peak_load, load[0]),
+        "share": _shares(_time_entries(out)),
+    }
 
 
 def figure_band(selection: list[str], saves: int = 4) -> dict:
@@ -444,17 +522,27 @@ def figure_band(selection: list[str], saves: int = 4) -> dict:
         loads.append(load[0])
     out = folder / "compare.json"
     load, verdicts, counts = _compare_session(ours, out)
-    return {"n": len(verdicts), "counts": counts, "saves": saves, "load": (min(loads), max(loads), load[0]),
-            "share": _shares(_time_entries(out))}
+    return {
+        "n": len(verdicts),
+        "counts": counts,
+        "saves": saves,
+        "load": (min(loads), max(loads), load[0]),
+        "share": _shares(_time_entries(out)),
+    }
 
 
 #: The rules the machine figure compares: (name, fails(delta, reference ratio - 1)) on fastest calls.
 MACHINE_RULES: list[tuple[str, Callable[[float, float], bool]]] = [
     ("the limit alone", lambda d, r: d > 0.1),
-    ("limit scaled when the reference is > 25% slower (the gate's)",
-     lambda d, r: d > (1.1 * (1 + r) - 1 if r > 0.25 else 0.1)),
+    (
+        "limit scaled when the reference is > 25% slower (the gate's)",
+        lambda d, r: d > (1.1 * (1 + r) - 1 if r > 0.25 else 0.1),
+    ),
     ("the same at > 10%", lambda d, r: d > (1.1 * (1 + r) - 1 if r > 0.10 else 0.1)),
-    ("every time divided by the reference ratio, both ways", lambda d, r: (1 + d) / (1 + r) - 1 > 0.1),
+    (
+        "every time divided by the reference ratio, both ways",
+        lambda d, r: (1 + d) / (1 + r) - 1 > 0.1,
+    ),
 ]
 
 
@@ -489,17 +577,28 @@ def figure_machine(selection: list[str], sessions: int = 3) -> dict:
                 counts[name][1] += fails((1 + delta) * 1.2 - 1, ratio)
                 counts[name][2] += fails((1 + delta) * 2 - 1, ratio)
     ratios.sort()
-    return {"pairs": pairs, "counts": counts, "loads": loads,
-            "reference_spread": (ratios[len(ratios) // 20], ratios[len(ratios) * 19 // 20]) if ratios else (0.0, 0.0)}
+    return {
+        "pairs": pairs,
+        "counts": counts,
+        "loads": loads,
+        "reference_spread": (ratios[len(ratios) // 20], ratios[len(ratios) * 19 // 20])
+        if ratios
+        else (0.0, 0.0),
+    }
 
 
 def _find_pb_python(given: str | None) -> str | None:
     """An interpreter that has pytest-benchmark and torch (and pytest < 9, which it needs)."""
-    check = ("import pytest, pytest_benchmark, torch, sys; "
-             "sys.exit(int(pytest.__version__.split('.')[0]) >= 9)")
-    for python in ([given] if given else [sys.executable, "/usr/bin/python3", "python3"]):
+    check = (
+        "import pytest, pytest_benchmark, torch, sys; "
+        "sys.exit(int(pytest.__version__.split('.')[0]) >= 9)"
+    )
+    for python in [given] if given else [sys.executable, "/usr/bin/python3", "python3"]:
         try:
-            if subprocess.run([python, "-c", check], capture_output=True, timeout=120).returncode == 0:
+            if (
+                subprocess.run([python, "-c", check], capture_output=True, timeout=120).returncode
+                == 0
+            ):
                 return python
         except (OSError, subprocess.TimeoutExpired):
             continue
@@ -512,75 +611,150 @@ def _share(value: float | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fast", action="store_true",
-                        help="half the image suite (-k float32, 104 benchmarks) and fewer rounds: about 5 minutes")
-    parser.add_argument("--only", default="suite,gate,power,classes,hogs",
-                        help="figures: suite, again (a second save session in the suite figure), machine (3 save "
-                             "sessions: the reference workload's rule), band, loaded, gate, power, classes, hogs, "
-                             "trivial, overhead")
-    parser.add_argument("--suite-k", default=None, help="-k expression for the image suite (overrides --fast's)")
-    parser.add_argument("--power-count", type=int, default=0, help="power, hogs: rounds (default 30, --fast 20)")
-    parser.add_argument("--class-rounds", type=int, default=0, help="classes: rounds (default 10, --fast 5)")
-    parser.add_argument("--loaded-saves", type=int, default=1, help="loaded: save sessions before the hogs (4: a band)")
-    parser.add_argument("--gate-rounds", type=int, default=0, help="gate: compare sessions (default 10, --fast 5)")
-    parser.add_argument("--pb-python", default=None, help="suite: interpreter with pytest-benchmark 5.2.3, pytest 8, torch")
+    parser.add_argument(
+        "--fast",
+        action="store_true",
+        help="half the image suite (-k float32, 104 benchmarks) and fewer rounds: about 5 minutes",
+    )
+    parser.add_argument(
+        "--only",
+        default="suite,gate,power,classes,hogs",
+        help="figures: suite, again (a second save session in the suite figure), machine (3 save "
+        "sessions: the reference workload's rule), band, loaded, gate, power, classes, hogs, "
+        "trivial, overhead",
+    )
+    parser.add_argument(
+        "--suite-k", default=None, help="-k expression for the image suite (overrides --fast's)"
+    )
+    parser.add_argument(
+        "--power-count", type=int, default=0, help="power, hogs: rounds (default 30, --fast 20)"
+    )
+    parser.add_argument(
+        "--class-rounds", type=int, default=0, help="classes: rounds (default 10, --fast 5)"
+    )
+    parser.add_argument(
+        "--loaded-saves",
+        type=int,
+        default=1,
+        help="loaded: save sessions before the hogs (4: a band)",
+    )
+    parser.add_argument(
+        "--gate-rounds", type=int, default=0, help="gate: compare sessions (default 10, --fast 5)"
+    )
+    parser.add_argument(
+        "--pb-python",
+        default=None,
+        help="suite: interpreter with pytest-benchmark 5.2.3, pytest 8, torch",
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
-    unknown = only - {"suite", "again", "machine", "band", "loaded", "gate", "power", "classes", "hogs", "trivial",
-                      "overhead"}
+    unknown = only - {
+        "suite",
+        "again",
+        "machine",
+        "band",
+        "loaded",
+        "gate",
+        "power",
+        "classes",
+        "hogs",
+        "trivial",
+        "overhead",
+    }
     if unknown:
         parser.error(f"unknown figure(s) {', '.join(sorted(unknown))}")
     suite_k = args.suite_k if args.suite_k is not None else ("float32" if args.fast else "")
     power_count = args.power_count or (20 if args.fast else 30)
     class_rounds = args.class_rounds or (5 if args.fast else 10)
     started = time.perf_counter()
-    print(f"pytest-torchbench wall-time figures  (python {sys.version.split()[0]}, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f} at start)", flush=True)
-    rows: list[tuple[str, str, str, bool | None, str]] = []  # figure, measured, target, met, conditions
+    print(
+        f"pytest-torchbench wall-time figures  (python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f} at start)",
+        flush=True,
+    )
+    rows: list[
+        tuple[str, str, str, bool | None, str]
+    ] = []  # figure, measured, target, met, conditions
     if "suite" in only:
         pb_python = _find_pb_python(args.pb_python)
         if pb_python is None:
-            print("(suite) no interpreter with pytest-benchmark, pytest < 9 and torch: no comparison with it")
+            print(
+                "(suite) no interpreter with pytest-benchmark, pytest < 9 and torch: no comparison with it"
+            )
         selection = ["-k", suite_k] if suite_k else []
         d = figure_suite(selection, pb_python, again="again" in only)
         n = d["save"]["n"]
         subset = f" (-k {suite_k})" if suite_k else ""
         for name in [n for n in ("save", "again", "compare") if n in d]:
             r = d[name]
-            print(f"(suite{subset}) {name}: {r['n']} benchmarks, {r['seconds']:.0f} s, load "
-                  f"{r['load'][0]:.1f}->{r['load'][1]:.1f}, CPU share median {_share(r['share'])}"
-                  + (f", verdicts {r['counts']}" if "counts" in r else ""), flush=True)
-        for name, words in (("again_vs_save", "second save vs first save (separate sessions, no compare)"),
-                            ("compare_vs_save", "compare session vs first save"),
-                            ("compare_vs_again", "compare session vs second save")):
+            print(
+                f"(suite{subset}) {name}: {r['n']} benchmarks, {r['seconds']:.0f} s, load "
+                f"{r['load'][0]:.1f}->{r['load'][1]:.1f}, CPU share median {_share(r['share'])}"
+                + (f", verdicts {r['counts']}" if "counts" in r else ""),
+                flush=True,
+            )
+        for name, words in (
+            ("again_vs_save", "second save vs first save (separate sessions, no compare)"),
+            ("compare_vs_save", "compare session vs first save"),
+            ("compare_vs_again", "compare session vs second save"),
+        ):
             if name not in d:
                 continue
             x = d[name]
-            print(f"(suite) fastest-call deltas, {words}: median {x['median']:+.1%}, > +10% {x['up10']:.1%}, "
-                  f"< -10% {x['down10']:.1%}")
+            print(
+                f"(suite) fastest-call deltas, {words}: median {x['median']:+.1%}, > +10% {x['up10']:.1%}, "
+                f"< -10% {x['down10']:.1%}"
+            )
         c = d["compare"]
         regressions = c["counts"].get("regression", 0)
-        conditions = (f"load {d['save']['load'][0]:.1f}/{c['load'][0]:.1f}, CPU share "
-                      f"{_share(d['save']['share'])}/{_share(c['share'])}")
-        rows.append((f"A/A false regressions, image suite{subset}, compare straight after save",
-                     f"{regressions}/{n} ({regressions / max(n, 1):.1%}), noisy {c['counts'].get('noisy', 0)}",
-                     "<= 1%", regressions <= n / 100, conditions))
+        conditions = (
+            f"load {d['save']['load'][0]:.1f}/{c['load'][0]:.1f}, CPU share "
+            f"{_share(d['save']['share'])}/{_share(c['share'])}"
+        )
+        rows.append(
+            (
+                f"A/A false regressions, image suite{subset}, compare straight after save",
+                f"{regressions}/{n} ({regressions / max(n, 1):.1%}), noisy {c['counts'].get('noisy', 0)}",
+                "<= 1%",
+                regressions <= n / 100,
+                conditions,
+            )
+        )
         x = d["compare_vs_save"]
         value = f"{x['up10']:.1%} / {x['down10']:.1%}"
         if "again_vs_save" in d:
             y = d["again_vs_save"]
             value += f"; 2nd save vs save {y['up10']:.1%} / {y['down10']:.1%}"
-        rows.append(("lopsidedness: fastest-call deltas > +10% / < -10%, compare vs save", value,
-                     "symmetric", None, conditions))
+        rows.append(
+            (
+                "lopsidedness: fastest-call deltas > +10% / < -10%, compare vs save",
+                value,
+                "symmetric",
+                None,
+                conditions,
+            )
+        )
         if "pb" in d:
             pb = d["pb"]
             cond = f"load {d['save']['load'][0]:.1f} / {pb['load'][0]:.1f}"
-            rows.append((f"session time, image suite{subset}: torchbench save / pytest-benchmark defaults",
-                         f"{d['save']['seconds']:.0f} s / {pb['seconds']:.0f} s", "<= 1x",
-                         d["save"]["seconds"] <= pb["seconds"], cond))
-            rows.append(("IQR/median, median over benchmarks: torchbench / pytest-benchmark",
-                         f"{d['save']['iqr_median'] * 100:.1f}% / {pb['iqr_median'] * 100:.1f}%", "no worse",
-                         d["save"]["iqr_median"] <= pb["iqr_median"], cond))
+            rows.append(
+                (
+                    f"session time, image suite{subset}: torchbench save / pytest-benchmark defaults",
+                    f"{d['save']['seconds']:.0f} s / {pb['seconds']:.0f} s",
+                    "<= 1x",
+                    d["save"]["seconds"] <= pb["seconds"],
+                    cond,
+                )
+            )
+            rows.append(
+                (
+                    "IQR/median, median over benchmarks: torchbench / pytest-benchmark",
+                    f"{d['save']['iqr_median'] * 100:.1f}% / {pb['iqr_median'] * 100:.1f}%",
+                    "no worse",
+                    d["save"]["iqr_median"] <= pb["iqr_median"],
+                    cond,
+                )
+            )
     if "machine" in only:
         selection = ["-k", suite_k] if suite_k else []
         subset = f" (-k {suite_k})" if suite_k else ""
@@ -589,95 +763,198 @@ def main() -> None:
         low, high = m["reference_spread"]
         cond = f"load {', '.join(f'{x:.1f}' for x in m['loads'])}; reference ratio 5th-95th percentile {low:+.0%}/{high:+.0%}"
         for name, (false, caught20, caught2x) in m["counts"].items():
-            print(f"(machine{subset}) {name}: A/A {false}/{m['pairs']} ({false / pairs:.1%}), +20% caught "
-                  f"{caught20 / pairs:.1%}, 2x caught {caught2x / pairs:.1%}; {cond}", flush=True)
+            print(
+                f"(machine{subset}) {name}: A/A {false}/{m['pairs']} ({false / pairs:.1%}), +20% caught "
+                f"{caught20 / pairs:.1%}, 2x caught {caught2x / pairs:.1%}; {cond}",
+                flush=True,
+            )
         alone = m["counts"][MACHINE_RULES[0][0]]
         chosen = m["counts"][MACHINE_RULES[1][0]]
-        rows.append((f"fastest-call A/A beyond the limit, {m['pairs']} session pairs{subset}: limit alone / scaled by a slower reference",
-                     f"{alone[0] / pairs:.1%} / {chosen[0] / pairs:.1%} (2x caught {alone[2] / pairs:.1%} / {chosen[2] / pairs:.1%})",
-                     "fewer, 2x still caught", chosen[0] <= alone[0] and chosen[2] >= 0.99 * alone[2], cond))
+        rows.append(
+            (
+                f"fastest-call A/A beyond the limit, {m['pairs']} session pairs{subset}: limit alone / scaled by a slower reference",
+                f"{alone[0] / pairs:.1%} / {chosen[0] / pairs:.1%} (2x caught {alone[2] / pairs:.1%} / {chosen[2] / pairs:.1%})",
+                "fewer, 2x still caught",
+                chosen[0] <= alone[0] and chosen[2] >= 0.99 * alone[2],
+                cond,
+            )
+        )
     if "band" in only:
         selection = ["-k", suite_k] if suite_k else []
         subset = f" (-k {suite_k})" if suite_k else ""
         e = figure_band(selection)
         regressions = e["counts"].get("regression", 0)
-        cond = (f"load {e['load'][0]:.1f}-{e['load'][1]:.1f} saving, {e['load'][2]:.1f} comparing, "
-                f"CPU share {_share(e['share'])}")
-        print(f"(band{subset}) {e['saves']} saves then a compare: verdicts {e['counts']}; {cond}", flush=True)
-        rows.append((f"A/A false regressions, image suite{subset}, against a band of {e['saves']} saved sessions",
-                     f"{regressions}/{e['n']} ({regressions / max(e['n'], 1):.1%}), noisy {e['counts'].get('noisy', 0)}",
-                     "<= 1%", regressions <= e["n"] / 100, cond))
+        cond = (
+            f"load {e['load'][0]:.1f}-{e['load'][1]:.1f} saving, {e['load'][2]:.1f} comparing, "
+            f"CPU share {_share(e['share'])}"
+        )
+        print(
+            f"(band{subset}) {e['saves']} saves then a compare: verdicts {e['counts']}; {cond}",
+            flush=True,
+        )
+        rows.append(
+            (
+                f"A/A false regressions, image suite{subset}, against a band of {e['saves']} saved sessions",
+                f"{regressions}/{e['n']} ({regressions / max(e['n'], 1):.1%}), noisy {e['counts'].get('noisy', 0)}",
+                "<= 1%",
+                regressions <= e["n"] / 100,
+                cond,
+            )
+        )
     if "loaded" in only:
         selection = ["-k", suite_k] if suite_k else []
         subset = f" (-k {suite_k})" if suite_k else ""
         f = figure_loaded(selection, saves=args.loaded_saves)
         regressions = f["counts"].get("regression", 0)
-        cond = (f"load {f['load'][0]:.1f} saving, {f['load'][1]:.1f} after the hogs, {f['load'][2]:.1f} comparing, "
-                f"CPU share {_share(f['share'])}")
-        print(f"(loaded{subset}) {args.loaded_saves} save(s), 60 s of CPU and memory hogs, compare: verdicts {f['counts']}; {cond}", flush=True)
+        cond = (
+            f"load {f['load'][0]:.1f} saving, {f['load'][1]:.1f} after the hogs, {f['load'][2]:.1f} comparing, "
+            f"CPU share {_share(f['share'])}"
+        )
+        print(
+            f"(loaded{subset}) {args.loaded_saves} save(s), 60 s of CPU and memory hogs, compare: verdicts {f['counts']}; {cond}",
+            flush=True,
+        )
         saved = "one save" if args.loaded_saves == 1 else f"a band of {args.loaded_saves} saves"
-        rows.append((f"A/A false regressions, image suite{subset}, {saved}, machine loaded, then compare",
-                     f"{regressions}/{f['n']} ({regressions / max(f['n'], 1):.1%}), noisy {f['counts'].get('noisy', 0)}",
-                     "<= 1%", regressions <= f["n"] / 100, cond))
+        rows.append(
+            (
+                f"A/A false regressions, image suite{subset}, {saved}, machine loaded, then compare",
+                f"{regressions}/{f['n']} ({regressions / max(f['n'], 1):.1%}), noisy {f['counts'].get('noisy', 0)}",
+                "<= 1%",
+                regressions <= f["n"] / 100,
+                cond,
+            )
+        )
     if "gate" in only:
         g = figure_gate(args.gate_rounds or (5 if args.fast else 10))
         count, cond = g["rounds"], f"load {g['load'][0]:.1f}->{g['load'][1]:.1f}"
-        print(f"(gate) {count} compare sessions, median {g['seconds']:.1f} s each; failed {g['failed']}; "
-              f"not confirmed by the fresh process: {g['unconfirmed']}; {cond}", flush=True)
+        print(
+            f"(gate) {count} compare sessions, median {g['seconds']:.1f} s each; failed {g['failed']}; "
+            f"not confirmed by the fresh process: {g['unconfirmed']}; {cond}",
+            flush=True,
+        )
         rows += [
-            ("whole gate (pytest sessions, confirmation): A/A, ~1 ms", f"{g['failed']['same']}/{count}", "0",
-             g["failed"]["same"] == 0, cond),
-            ("whole gate: 20% slowdown of ~1 ms caught", f"{g['failed']['slower20']}/{count}", f"{count}/{count}",
-             g["failed"]["slower20"] == count, cond),
-            ("whole gate: 2x slowdown caught", f"{g['failed']['slower2x']}/{count}", f"{count}/{count}",
-             g["failed"]["slower2x"] == count, cond),
+            (
+                "whole gate (pytest sessions, confirmation): A/A, ~1 ms",
+                f"{g['failed']['same']}/{count}",
+                "0",
+                g["failed"]["same"] == 0,
+                cond,
+            ),
+            (
+                "whole gate: 20% slowdown of ~1 ms caught",
+                f"{g['failed']['slower20']}/{count}",
+                f"{count}/{count}",
+                g["failed"]["slower20"] == count,
+                cond,
+            ),
+            (
+                "whole gate: 2x slowdown caught",
+                f"{g['failed']['slower2x']}/{count}",
+                f"{count}/{count}",
+                g["failed"]["slower2x"] == count,
+                cond,
+            ),
         ]
     for figure, hogs in (("power", 0), ("hogs", 2 * (os.cpu_count() or 1))):
         if figure not in only:
             continue
         b = figure_power(power_count, hogs)
         count = b["count"]
-        cond = (f"load {b['load'][0]:.1f}->{b['load'][1]:.1f}, CPU share {_share(b['cpu_share'])}"
-                + (f", {hogs} CPU hogs" if hogs else ""))
-        print(f"({figure}) {b['iterations']} x 64x64 mm, median {b['base_median'] * 1e3:.3f} ms; slow/base "
-              f"fastest-call ratio median {b['ratio_median']:.3f}; noisy: A/A {b['aa_noisy']}, 20% "
-              f"{b['slow_noisy']}, 2x {b['double_noisy']}; {cond}", flush=True)
+        cond = (
+            f"load {b['load'][0]:.1f}->{b['load'][1]:.1f}, CPU share {_share(b['cpu_share'])}"
+            + (f", {hogs} CPU hogs" if hogs else "")
+        )
+        print(
+            f"({figure}) {b['iterations']} x 64x64 mm, median {b['base_median'] * 1e3:.3f} ms; slow/base "
+            f"fastest-call ratio median {b['ratio_median']:.3f}; noisy: A/A {b['aa_noisy']}, 20% "
+            f"{b['slow_noisy']}, 2x {b['double_noisy']}; {cond}",
+            flush=True,
+        )
         tag = " (CPU hogs running)" if hogs else ""
         rows += [
-            (f"A/A false regressions, ~1 ms workload{tag}", f"{b['aa']}/{count}", f"<= {max(1, count // 100)}",
-             b["aa"] <= max(1, count // 100), cond),
-            (f"20% slowdown of ~1 ms caught{tag}", f"{b['slow']}/{count}", f">= {-(-count * 95 // 100)}",
-             None if hogs else b["slow"] >= -(-count * 95 // 100), cond),
-            (f"2x slowdown caught{tag}", f"{b['double']}/{count}", f"{count}/{count}", b["double"] == count, cond),
+            (
+                f"A/A false regressions, ~1 ms workload{tag}",
+                f"{b['aa']}/{count}",
+                f"<= {max(1, count // 100)}",
+                b["aa"] <= max(1, count // 100),
+                cond,
+            ),
+            (
+                f"20% slowdown of ~1 ms caught{tag}",
+                f"{b['slow']}/{count}",
+                f">= {-(-count * 95 // 100)}",
+                None if hogs else b["slow"] >= -(-count * 95 // 100),
+                cond,
+            ),
+            (
+                f"2x slowdown caught{tag}",
+                f"{b['double']}/{count}",
+                f"{count}/{count}",
+                b["double"] == count,
+                cond,
+            ),
         ]
     if "classes" in only:
         k = figure_classes(class_rounds)
         for label, r in k.items():
-            cond = f"load {r['load'][0]:.1f}->{r['load'][1]:.1f}, CPU share {_share(r['cpu_share'])}"
-            print(f"(classes) {label} (median {r['median'] * 1e3:.3f} ms): A/A {r['aa']}/{r['rounds']}; caught "
-                  + ", ".join(f"+{(s - 1) * 100:.0f}% {c}/{r['rounds']}" for s, c in r["caught"].items())
-                  + f"; {cond}", flush=True)
-            smallest = "none up to 2x" if r["smallest"] is None else f"+{(r['smallest'] - 1) * 100:.0f}%"
-            rows.append((f"smallest slowdown caught in {r['rounds']}/{r['rounds']} rounds, {label} class",
-                         f"{smallest} (A/A {r['aa']}/{r['rounds']})", "report", None, cond))
+            cond = (
+                f"load {r['load'][0]:.1f}->{r['load'][1]:.1f}, CPU share {_share(r['cpu_share'])}"
+            )
+            print(
+                f"(classes) {label} (median {r['median'] * 1e3:.3f} ms): A/A {r['aa']}/{r['rounds']}; caught "
+                + ", ".join(
+                    f"+{(s - 1) * 100:.0f}% {c}/{r['rounds']}" for s, c in r["caught"].items()
+                )
+                + f"; {cond}",
+                flush=True,
+            )
+            smallest = (
+                "none up to 2x" if r["smallest"] is None else f"+{(r['smallest'] - 1) * 100:.0f}%"
+            )
+            rows.append(
+                (
+                    f"smallest slowdown caught in {r['rounds']}/{r['rounds']} rounds, {label} class",
+                    f"{smallest} (A/A {r['aa']}/{r['rounds']})",
+                    "report",
+                    None,
+                    cond,
+                )
+            )
     if "trivial" in only:
         a = figure_a(3)
-        rows.append(("session cost per trivial benchmark: torchbench / pytest-benchmark",
-                     f"{a['ours_per_bench']:.3f} s / {a['pb_per_bench']:.3f} s", "<= 0.3 s",
-                     a["ours_per_bench"] <= 0.3, f"load {os.getloadavg()[0]:.1f}"))
+        rows.append(
+            (
+                "session cost per trivial benchmark: torchbench / pytest-benchmark",
+                f"{a['ours_per_bench']:.3f} s / {a['pb_per_bench']:.3f} s",
+                "<= 0.3 s",
+                a["ours_per_bench"] <= 0.3,
+                f"load {os.getloadavg()[0]:.1f}",
+            )
+        )
     if "overhead" in only:
         for with_torch, (on, off, _, _) in figure_c(7).items():
             overhead = on / off - 1
-            rows.append((f"plugin overhead, 2,000 tests{', torch imported' if with_torch else ', no torch'}",
-                         f"{overhead * 100:+.1f}%", "<= 2%", overhead <= 0.02, f"load {os.getloadavg()[0]:.1f}"))
+            rows.append(
+                (
+                    f"plugin overhead, 2,000 tests{', torch imported' if with_torch else ', no torch'}",
+                    f"{overhead * 100:+.1f}%",
+                    "<= 2%",
+                    overhead <= 0.02,
+                    f"load {os.getloadavg()[0]:.1f}",
+                )
+            )
     if not rows:
         return
     width = max(len(r[0]) for r in rows)
     print()
     print(f"{'figure'.ljust(width)}  {'measured':<32} {'target':<10} {'met':<4} conditions")
     for name, value, target, ok, cond in rows:
-        print(f"{name.ljust(width)}  {value:<32} {target:<10} {'-' if ok is None else 'yes' if ok else 'NO':<4} {cond}")
-    print(f"\n{time.perf_counter() - started:.0f} s in all; load average now {os.getloadavg()[0]:.1f}")
+        print(
+            f"{name.ljust(width)}  {value:<32} {target:<10} {'-' if ok is None else 'yes' if ok else 'NO':<4} {cond}"
+        )
+    print(
+        f"\n{time.perf_counter() - started:.0f} s in all; load average now {os.getloadavg()[0]:.1f}"
+    )
 
 
 if __name__ == "__main__":

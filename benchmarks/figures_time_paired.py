@@ -25,6 +25,7 @@ defaults are a scaled run. Run from the repository root, e.g.::
 
     python benchmarks/figures_time_paired.py --benchmarks 40 --aa 3 --ab 2 --rounds 4
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,7 +68,7 @@ def run(kind, n):
     return None
 '''
 
-TESTS = '''import pytest
+TESTS = """import pytest
 
 from suite import lib
 
@@ -75,7 +76,7 @@ from suite import lib
 @pytest.mark.parametrize("kind,n", lib.CASES, ids=[f"{{k}}-{{n}}" for k, n in lib.CASES])
 def test_case(benchmark, kind, n):
     benchmark(lib.run, kind, n)
-'''
+"""
 
 
 def cases(count: int) -> list[tuple[str, int]]:
@@ -91,7 +92,9 @@ def cases(count: int) -> list[tuple[str, int]]:
         elif kind == "add":
             n = max(int((target - 2e-6) / 0.6e-9), 16)  # about 2 us a call, 0.6 ns an element
         else:
-            n = max(int(round((max(target - 3e-6, 0.0) / 0.15e-9) ** (1 / 3))), 2)  # about 0.15 ns a multiply-add
+            n = max(
+                int(round((max(target - 3e-6, 0.0) / 0.15e-9) ** (1 / 3))), 2
+            )  # about 0.15 ns a multiply-add
         while (kind, n) in found:  # a large suite's shortest targets round to the same size
             n += 1
         found.append((kind, n))
@@ -99,8 +102,13 @@ def cases(count: int) -> list[tuple[str, int]]:
 
 
 def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@e", "GIT_COMMITTER_NAME": "b",
-           "GIT_COMMITTER_EMAIL": "b@e"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@e",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@e",
+    }
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=env)
 
 
@@ -108,8 +116,9 @@ def _write(repo: Path, reps: int, all_cases: list[tuple[str, int]], comment: str
     (repo / "suite" / "lib.py").write_text(comment + LIB.format(reps=reps, cases=all_cases))
 
 
-def _compare(repo: Path, rounds: int, limit: str, extra: list[str], label: str,
-             keep: Path | None = None) -> dict[str, object]:
+def _compare(
+    repo: Path, rounds: int, limit: str, extra: list[str], label: str, keep: Path | None = None
+) -> dict[str, object]:
     """One pytest session comparing HEAD with HEAD~1 measured alternately: its verdicts and cost."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("CI", None)
@@ -118,10 +127,29 @@ def _compare(repo: Path, rounds: int, limit: str, extra: list[str], label: str,
     load_before = os.getloadavg()[0]
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:benchmark", "-p", "no:cacheprovider", "suite",
-         "--bench-mode=time", "--bench-compare=HEAD~1", "--bench-base=measure", f"--bench-rounds={rounds}",
-         f"--bench-fail=time:{limit}", f"--bench-json={out}", *extra],
-        cwd=repo, env=env, capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider",
+            "suite",
+            "--bench-mode=time",
+            "--bench-compare=HEAD~1",
+            "--bench-base=measure",
+            f"--bench-rounds={rounds}",
+            f"--bench-fail=time:{limit}",
+            f"--bench-json={out}",
+            *extra,
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     seconds = time.monotonic() - started
     if done.returncode not in (0, 1) or not out.is_file():
         sys.exit(f"pytest exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
@@ -130,44 +158,65 @@ def _compare(repo: Path, rounds: int, limit: str, extra: list[str], label: str,
         (keep / f"{label}.json").write_bytes(out.read_bytes())
     document = json.loads(out.read_text())
     verdicts = [v for v in document["verdicts"] if v["metric"] == "time"]
-    judged_on = [int(found.group(1)) for v in verdicts
-                 if (found := re.search(r"over (\d+) alternated rounds", v.get("summary", "")))]
+    judged_on = [
+        int(found.group(1))
+        for v in verdicts
+        if (found := re.search(r"over (\d+) alternated rounds", v.get("summary", "")))
+    ]
     again = sum(1 for n in judged_on if n > rounds)  # sent to a pass of extra rounds
     twice = sum(1 for n in judged_on if n > 2 * rounds)  # and to the second pass
     for verdict in verdicts:  # the false failures and too noisy ones, with their rounds
         if verdict["status"] in ("regression", "too noisy") and label.startswith("aa"):
             print(f"    {verdict['status']}: {verdict['key']}: {verdict['summary'][:160]}")
-            print("      " + "; ".join(verdict.get("details", [])[:2 * rounds]))
+            print("      " + "; ".join(verdict.get("details", [])[: 2 * rounds]))
     statuses: dict[str, list[str]] = {}
     for verdict in verdicts:
         statuses.setdefault(verdict["status"], []).append(verdict["key"])
-    ratios = sorted(v["current"] / v["baseline"] for v in verdicts if v.get("current") and v.get("baseline"))
-    return {"exit": done.returncode, "statuses": statuses, "count": len(verdicts), "seconds": seconds,
-            "again": again, "twice": twice, "rounds_again": document.get("base_rounds_again") or 0,
-            "load": (load_before + os.getloadavg()[0]) / 2, "ratios": ratios,
-            "times": sorted(v["baseline"] for v in verdicts if v.get("baseline"))}
+    ratios = sorted(
+        v["current"] / v["baseline"] for v in verdicts if v.get("current") and v.get("baseline")
+    )
+    return {
+        "exit": done.returncode,
+        "statuses": statuses,
+        "count": len(verdicts),
+        "seconds": seconds,
+        "again": again,
+        "twice": twice,
+        "rounds_again": document.get("base_rounds_again") or 0,
+        "load": (load_before + os.getloadavg()[0]) / 2,
+        "ratios": ratios,
+        "times": sorted(v["baseline"] for v in verdicts if v.get("baseline")),
+    }
 
 
 def _line(kind: str, number: int, run: dict[str, object]) -> str:
     statuses: dict[str, list[str]] = run["statuses"]  # type: ignore[assignment]
     ratios: list[float] = run["ratios"]  # type: ignore[assignment]
     median = ratios[len(ratios) // 2] if ratios else float("nan")
-    return (f"{kind} run {number}: exit {run['exit']}, {run['count']} verdicts: "
-            + ", ".join(f"{len(keys)} {status}" for status, keys in sorted(statuses.items()))
-            + f"; paired change median {(median - 1) * 100:+.1f}%; {run['again']} measured again, "
-            f"{run['twice']} of them twice ({run['rounds_again']} more rounds in all); session {run['seconds']:.0f} s, "
-            f"load {run['load']:.1f}")
+    return (
+        f"{kind} run {number}: exit {run['exit']}, {run['count']} verdicts: "
+        + ", ".join(f"{len(keys)} {status}" for status, keys in sorted(statuses.items()))
+        + f"; paired change median {(median - 1) * 100:+.1f}%; {run['again']} measured again, "
+        f"{run['twice']} of them twice ({run['rounds_again']} more rounds in all); session {run['seconds']:.0f} s, "
+        f"load {run['load']:.1f}"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--benchmarks", type=int, default=40, help="benchmarks in the suite (target: about 300)")
+    parser.add_argument(
+        "--benchmarks", type=int, default=40, help="benchmarks in the suite (target: about 300)"
+    )
     parser.add_argument("--aa", type=int, default=3, help="A/A comparisons (target: 20)")
-    parser.add_argument("--ab", type=int, default=2, help="A/B comparisons, every benchmark 20%% slower")
+    parser.add_argument(
+        "--ab", type=int, default=2, help="A/B comparisons, every benchmark 20%% slower"
+    )
     parser.add_argument("--rounds", type=int, default=4, help="--bench-rounds")
     parser.add_argument("--limit", default="10%", help="the time limit (--bench-fail=time:LIMIT)")
     parser.add_argument("--min-run-time", default=None, help="--bench-min-run-time, if any")
-    parser.add_argument("--keep", type=Path, default=None, help="a folder to keep each run's --bench-json in")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="a folder to keep each run's --bench-json in"
+    )
     args = parser.parse_args()
     extra = [f"--bench-min-run-time={args.min_run_time}"] if args.min_run_time else []
     all_cases = cases(args.benchmarks)
@@ -187,21 +236,29 @@ def main() -> None:
         _write(repo, 6, all_cases)
         _git(repo, "commit", "-q", "-am", "A/B: every benchmark 20% slower")
         _git(repo, "tag", "ab")
-        print(f"suite: {args.benchmarks} benchmarks, --bench-rounds={args.rounds}, limit {args.limit}, "
-              f"{os.cpu_count()} cores, {sys.executable}")
+        print(
+            f"suite: {args.benchmarks} benchmarks, --bench-rounds={args.rounds}, limit {args.limit}, "
+            f"{os.cpu_count()} cores, {sys.executable}"
+        )
         aa_runs, ab_runs = [], []
         _git(repo, "checkout", "-q", "aa")
         for number in range(1, args.aa + 1):
-            aa_runs.append(_compare(repo, args.rounds, args.limit, extra, f"aa-{number}", args.keep))
+            aa_runs.append(
+                _compare(repo, args.rounds, args.limit, extra, f"aa-{number}", args.keep)
+            )
             print(_line("A/A", number, aa_runs[-1]), flush=True)
         _git(repo, "checkout", "-q", "ab")
         for number in range(1, args.ab + 1):
-            ab_runs.append(_compare(repo, args.rounds, args.limit, extra, f"ab-{number}", args.keep))
+            ab_runs.append(
+                _compare(repo, args.rounds, args.limit, extra, f"ab-{number}", args.keep)
+            )
             print(_line("A/B", number, ab_runs[-1]), flush=True)
     times: list[float] = (aa_runs or ab_runs)[0]["times"] if (aa_runs or ab_runs) else []  # type: ignore[assignment]
     if times:
-        print(f"fastest call per benchmark (the base's median over rounds): {times[0] * 1e6:.1f} us .. "
-              f"{times[-1] * 1e3:.2f} ms")
+        print(
+            f"fastest call per benchmark (the base's median over rounds): {times[0] * 1e6:.1f} us .. "
+            f"{times[-1] * 1e3:.2f} ms"
+        )
 
     def total(runs: list[dict[str, object]], status: str) -> int:
         return sum(len(run["statuses"].get(status, [])) for run in runs)  # type: ignore[attr-defined]
@@ -211,24 +268,38 @@ def main() -> None:
         false = total(aa_runs, "regression")
         green = sum(1 for run in aa_runs if not run["statuses"].get("regression"))  # type: ignore[attr-defined]
         rate = false / judged if judged else 0.0
-        bound = 1 - 0.05 ** (1 / judged) if judged and not false else None  # 95% upper bound with none seen
-        print(f"A/A: {false} false failure(s) in {judged} benchmark comparisons ({rate * 100:.3f}% per benchmark"
-              + (f"; none seen: below {bound * 100:.2f}% at 95% confidence" if bound is not None else "")
-              + f"); green runs {green}/{len(aa_runs)}; too noisy {total(aa_runs, 'too noisy')}, "
-              f"improvements {total(aa_runs, 'improvement')}")
+        bound = (
+            1 - 0.05 ** (1 / judged) if judged and not false else None
+        )  # 95% upper bound with none seen
+        print(
+            f"A/A: {false} false failure(s) in {judged} benchmark comparisons ({rate * 100:.3f}% per benchmark"
+            + (
+                f"; none seen: below {bound * 100:.2f}% at 95% confidence"
+                if bound is not None
+                else ""
+            )
+            + f"); green runs {green}/{len(aa_runs)}; too noisy {total(aa_runs, 'too noisy')}, "
+            f"improvements {total(aa_runs, 'improvement')}"
+        )
         at_300 = (1 - rate) ** 300
-        print(f"     target: per-benchmark false rate <= 0.02% (a 300-benchmark suite green in >= 19/20 runs); "
-              f"at the observed rate a 300-benchmark suite is green in {at_300 * 100:.0f}% of runs")
+        print(
+            f"     target: per-benchmark false rate <= 0.02% (a 300-benchmark suite green in >= 19/20 runs); "
+            f"at the observed rate a 300-benchmark suite is green in {at_300 * 100:.0f}% of runs"
+        )
     if ab_runs:
         judged = sum(int(run["count"]) for run in ab_runs)  # type: ignore[call-overload]
         caught = total(ab_runs, "regression")
-        print(f"A/B (+20% everywhere): caught {caught}/{judged} ({caught / max(judged, 1) * 100:.1f}%; target >= 95%); "
-              f"too noisy {total(ab_runs, 'too noisy')}, unchanged {total(ab_runs, 'unchanged')}, "
-              f"improvements {total(ab_runs, 'improvement')}")
+        print(
+            f"A/B (+20% everywhere): caught {caught}/{judged} ({caught / max(judged, 1) * 100:.1f}%; target >= 95%); "
+            f"too noisy {total(ab_runs, 'too noisy')}, unchanged {total(ab_runs, 'unchanged')}, "
+            f"improvements {total(ab_runs, 'improvement')}"
+        )
     seconds = [float(run["seconds"]) for run in aa_runs + ab_runs]  # type: ignore[arg-type]
     if seconds:
-        print(f"session time: {min(seconds):.0f}-{max(seconds):.0f} s per comparison "
-              f"({args.rounds} rounds = {2 * args.rounds} child sessions + the session itself)")
+        print(
+            f"session time: {min(seconds):.0f}-{max(seconds):.0f} s per comparison "
+            f"({args.rounds} rounds = {2 * args.rounds} child sessions + the session itself)"
+        )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ ratio would be 1. Run from the repository root::
 
     python benchmarks/figures_turns.py --reps 100
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,9 +72,14 @@ def pair(kind: str, size: int, reps: int, slices: str, pinned: bool) -> list[flo
     try:
         for end, first in zip(ends, (True, False)):
             description = duet.describe(end.fileno(), os.getpid(), cpu, first)
-            children.append(subprocess.Popen(
-                [sys.executable, "-c", CHILD, description, kind, str(size), str(reps), slices],
-                pass_fds=[end.fileno()], stdout=subprocess.PIPE, text=True))
+            children.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", CHILD, description, kind, str(size), str(reps), slices],
+                    pass_fds=[end.fileno()],
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            )
     finally:
         for end in ends:
             end.close()
@@ -84,11 +90,17 @@ def pair(kind: str, size: int, reps: int, slices: str, pinned: bool) -> list[flo
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--reps", type=int, default=100, help="paired measurements per way and workload")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--reps", type=int, default=100, help="paired measurements per way and workload"
+    )
     parser.add_argument("--repeat", type=int, default=1, help="runs of every way (interleaved)")
     args = parser.parse_args()
-    print(f"{args.reps} paired measurements of 0.1 s per way, workload and run; load {os.getloadavg()[0]:.2f}")
+    print(
+        f"{args.reps} paired measurements of 0.1 s per way, workload and run; load {os.getloadavg()[0]:.2f}"
+    )
     totals: dict[str, list[int]] = {way: [0, 0] for way in WAYS}
     started = time.monotonic()
     for run in range(args.repeat):
@@ -98,11 +110,16 @@ def main() -> None:
                 beyond = sum(abs(r - 1) > 0.10 for r in ratios)
                 totals[way][0] += beyond
                 totals[way][1] += len(ratios)
-                print(f"run {run + 1} {name:4} {way:30} beyond 10%: {beyond:3}/{len(ratios)}   ratios "
-                      f"{ratios[0]:.3f} .. median {statistics.median(ratios):.3f} .. {ratios[-1]:.3f}", flush=True)
+                print(
+                    f"run {run + 1} {name:4} {way:30} beyond 10%: {beyond:3}/{len(ratios)}   ratios "
+                    f"{ratios[0]:.3f} .. median {statistics.median(ratios):.3f} .. {ratios[-1]:.3f}",
+                    flush=True,
+                )
     print(f"\ntotal ({time.monotonic() - started:.0f} s, load {os.getloadavg()[0]:.2f}):")
     for way, (beyond, count) in totals.items():
-        print(f"  {way:30} {beyond:4}/{count} paired ratios beyond 10% ({100 * beyond / count:.1f}%)")
+        print(
+            f"  {way:30} {beyond:4}/{count} paired ratios beyond 10% ({100 * beyond / count:.1f}%)"
+        )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ benchmarks of ``figures_instructions.py --only xdist``), or a folder of your own
 Run from the repository root (needs valgrind; 10-40 minutes on a loaded 2-core machine):
 ``python benchmarks/figures_xdist.py [--suite containers] [--rounds 1] [-k EXPR]``
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,9 +50,24 @@ class Run:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider", "-q",
-             "--bench-mode=instructions", f"--bench-json={report}", *args],
-            cwd=folder, env=env, capture_output=True, text=True, timeout=7200,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:benchmark",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--bench-mode=instructions",
+                f"--bench-json={report}",
+                *args,
+            ],
+            cwd=folder,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=7200,
         )
         self.wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -70,8 +86,10 @@ class Run:
         return self.rc in (0, 1) and bool(self.counts)
 
     def line(self, name: str) -> str:
-        return (f"  {name:<7} wall {self.wall:7.1f} s, CPU {self.cpu:7.1f} s, exit {self.rc}, "
-                f"{len(self.counts)} results (load {self.load_before} -> {self.load_after})")
+        return (
+            f"  {name:<7} wall {self.wall:7.1f} s, CPU {self.cpu:7.1f} s, exit {self.rc}, "
+            f"{len(self.counts)} results (load {self.load_before} -> {self.load_after})"
+        )
 
 
 def suite_folder(name: str) -> Path:
@@ -91,7 +109,9 @@ def suite_folder(name: str) -> Path:
 
 def compare(serial: dict[str, float], other: dict[str, float]) -> tuple[int, float, str]:
     differing = [key for key, count in serial.items() if other.get(key) != count]
-    worst = max(((abs(other[k] / serial[k] - 1.0), k) for k in serial if k in other), default=(0.0, ""))
+    worst = max(
+        ((abs(other[k] / serial[k] - 1.0), k) for k in serial if k in other), default=(0.0, "")
+    )
     return len(differing), worst[0], worst[1]
 
 
@@ -104,10 +124,14 @@ def main() -> None:
     source = suite_folder(args.suite)
     work = Path(tempfile.mkdtemp(prefix="torchbench-xdist-"))
     folder = work / "suite"
-    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("__pycache__", "baselines", ".pytest_cache"))
+    shutil.copytree(
+        source, folder, ignore=shutil.ignore_patterns("__pycache__", "baselines", ".pytest_cache")
+    )
     extra = ["-k", args.k] if args.k else []
-    print(f"== -n 2 against serial, suite {args.suite!r}{' -k ' + args.k if args.k else ''}, "
-          f"{os.cpu_count()} CPUs (targets: speed-up >= {SPEED_UP_TARGET}x, counts identical) ==")
+    print(
+        f"== -n 2 against serial, suite {args.suite!r}{' -k ' + args.k if args.k else ''}, "
+        f"{os.cpu_count()} CPUs (targets: speed-up >= {SPEED_UP_TARGET}x, counts identical) =="
+    )
     try:
         for round_ in range(args.rounds):
             serial = Run(folder, f"serial-{round_}", extra)
@@ -115,18 +139,32 @@ def main() -> None:
             parallel = Run(folder, f"n2-{round_}", ["-n", "2", *extra])
             print(parallel.line("-n 2"), flush=True)
             if not (serial.usable() and parallel.usable()):
-                raise SystemExit("a run failed or recorded no result: no figures (its output is above)")
+                raise SystemExit(
+                    "a run failed or recorded no result: no figures (its output is above)"
+                )
             wall = serial.wall / parallel.wall
             cpu = serial.cpu / (parallel.cpu / 2) if parallel.cpu else 0.0
             differing, worst, key = compare(serial.counts, parallel.counts)
-            identical = differing == 0 and bool(serial.counts) and set(serial.counts) == set(parallel.counts)
-            print(f"  speed-up: wall {wall:.2f}x ({'met' if wall >= SPEED_UP_TARGET else 'NOT met'}; "
-                  f"wall time on a loaded machine is only indicative), from CPU {cpu:.2f}x (what 2 free cores "
-                  f"would give if the workers split the work evenly: "
-                  f"{'met' if cpu >= SPEED_UP_TARGET else 'NOT met'})")
-            print(f"  counts: {len(serial.counts)} benchmarks, "
-                  + ("identical -> met" if identical else
-                     f"{differing} differ, worst |delta| {worst * 100:.4f}% ({key}) -> NOT met"), flush=True)
+            identical = (
+                differing == 0
+                and bool(serial.counts)
+                and set(serial.counts) == set(parallel.counts)
+            )
+            print(
+                f"  speed-up: wall {wall:.2f}x ({'met' if wall >= SPEED_UP_TARGET else 'NOT met'}; "
+                f"wall time on a loaded machine is only indicative), from CPU {cpu:.2f}x (what 2 free cores "
+                f"would give if the workers split the work evenly: "
+                f"{'met' if cpu >= SPEED_UP_TARGET else 'NOT met'})"
+            )
+            print(
+                f"  counts: {len(serial.counts)} benchmarks, "
+                + (
+                    "identical -> met"
+                    if identical
+                    else f"{differing} differ, worst |delta| {worst * 100:.4f}% ({key}) -> NOT met"
+                ),
+                flush=True,
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -14,6 +14,7 @@ Each step's time bound can be set (``GPU_CHECK_SAVE_SECONDS``, ``_AA_``, ``_INJE
 
 Writes logs and JSON under ``$OUT`` (or a temporary folder) and ends with one table.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,20 +39,34 @@ def row(figure: str, value: str, target: str, ok: bool | None) -> None:
     print(f"[figure] {figure}: {value} (target {target})", flush=True)
 
 
-def pytest(name: str, *args: str, env: dict[str, str] | None = None, cwd: Path = SUITE,
-           timeout: float = 150, keep: bool = False) -> tuple[int, str, float]:
+def pytest(
+    name: str,
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path = SUITE,
+    timeout: float = 150,
+    keep: bool = False,
+) -> tuple[int, str, float]:
     """One pytest session; its output goes to <name>.log, under $OUT when ``keep`` (the device tool
     brings back a few files only), else in a scratch folder. Returns (exit code, output, seconds)."""
     command = [sys.executable, "-m", "pytest", *args]
     start = time.perf_counter()
     try:
-        done = subprocess.run(command, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True,
-                              text=True, timeout=timeout)
+        done = subprocess.run(
+            command,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         code, output = done.returncode, done.stdout + done.stderr
     except subprocess.TimeoutExpired as exc:
         code, output = 124, f"{exc.stdout or ''}{exc.stderr or ''}\nTIMED OUT after {timeout} s"
     seconds = time.perf_counter() - start
-    (OUT if keep else SCRATCH).joinpath(f"{name}.log").write_text(f"$ {' '.join(command)}\n{output}")
+    (OUT if keep else SCRATCH).joinpath(f"{name}.log").write_text(
+        f"$ {' '.join(command)}\n{output}"
+    )
     tail = output.strip().splitlines()[-1:] or [""]
     print(f"[session] {name}: exit {code} in {seconds:.1f} s: {tail[0][:160]}", flush=True)
     return code, output, seconds
@@ -76,28 +91,68 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     import torch
 
-    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
-          f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU'}, Python {sys.version.split()[0]}",
-          flush=True)
+    print(
+        f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
+        f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU'}, Python {sys.version.split()[0]}",
+        flush=True,
+    )
     baselines = SCRATCH / "baselines"
-    common = ["-p", "no:randomly", "--bench-baselines-dir", str(baselines), "--bench-min-run-time=0.1"]
+    common = [
+        "-p",
+        "no:randomly",
+        "--bench-baselines-dir",
+        str(baselines),
+        "--bench-min-run-time=0.1",
+    ]
     # 1. save; 2. A/A in a second process, and a third process for the device-time spread
-    code, _, seconds = pytest("save", f"--bench-mode={MODES}", "--bench-save=gpu",
-                              f"--bench-json={OUT / 's1.json'}", *common, timeout=float(os.environ.get("GPU_CHECK_SAVE_SECONDS", "120")))
+    code, _, seconds = pytest(
+        "save",
+        f"--bench-mode={MODES}",
+        "--bench-save=gpu",
+        f"--bench-json={OUT / 's1.json'}",
+        *common,
+        timeout=float(os.environ.get("GPU_CHECK_SAVE_SECONDS", "120")),
+    )
     row("save, all modes (9 benchmarks)", f"exit {code}, {seconds:.0f} s", "exit 0", code == 0)
-    code, _, _ = pytest("aa", f"--bench-mode={MODES}", "--bench-compare=gpu", f"--bench-json={OUT / 's2.json'}", *common,
-                    timeout=float(os.environ.get("GPU_CHECK_AA_SECONDS", "90")))
+    code, _, _ = pytest(
+        "aa",
+        f"--bench-mode={MODES}",
+        "--bench-compare=gpu",
+        f"--bench-json={OUT / 's2.json'}",
+        *common,
+        timeout=float(os.environ.get("GPU_CHECK_AA_SECONDS", "90")),
+    )
     failed = [v for v in verdicts_of(OUT / "s2.json") if v.get("failed")]
-    unjudged = [f"{v['key'].split('::')[-1]} {v['metric']}: {v.get('summary', '')}"
-                for v in verdicts_of(OUT / "s2.json") if v.get("status") == "not comparable"]
-    row("A/A, all modes: not judged (GPU clocks apart, or else)", f"{len(unjudged)}: {unjudged}", "(reported)", None)
-    counting = [f"{v['key'].split('::')[-1]} {v['metric']}" for v in failed if v.get("metric") != "time"]
+    unjudged = [
+        f"{v['key'].split('::')[-1]} {v['metric']}: {v.get('summary', '')}"
+        for v in verdicts_of(OUT / "s2.json")
+        if v.get("status") == "not comparable"
+    ]
+    row(
+        "A/A, all modes: not judged (GPU clocks apart, or else)",
+        f"{len(unjudged)}: {unjudged}",
+        "(reported)",
+        None,
+    )
+    counting = [
+        f"{v['key'].split('::')[-1]} {v['metric']}" for v in failed if v.get("metric") != "time"
+    ]
     compared = len(verdicts_of(OUT / "s2.json"))
-    row("A/A, all modes: failed verdicts", f"{len(failed)} of {compared} ({len(counting)} outside wall time: {counting})",
-        "0 outside wall time", compared > 0 and not counting)
+    row(
+        "A/A, all modes: failed verdicts",
+        f"{len(failed)} of {compared} ({len(counting)} outside wall time: {counting})",
+        "0 outside wall time",
+        compared > 0 and not counting,
+    )
     processes = 3 if os.environ.get("GPU_CHECK_THIRD", "1") != "0" else 2
     if processes == 3:
-        code, _, _ = pytest("third", "--bench-mode=time,gpu_time", f"--bench-json={OUT / 's3.json'}", *common, timeout=60)
+        code, _, _ = pytest(
+            "third",
+            "--bench-mode=time,gpu_time",
+            f"--bench-json={OUT / 's3.json'}",
+            *common,
+            timeout=60,
+        )
         row("third process (time, gpu_time)", f"exit {code}", "exit 0", code == 0)
     runs = [results(OUT / f"s{i}.json") for i in range(1, processes + 1)]
     worst_device = worst_wall = 0.0
@@ -109,7 +164,12 @@ def main() -> int:
         if len(wall) == processes:
             worst_wall = max(worst_wall, spread(wall))
         if len(gpu) != processes:
-            row(f"device time {name}", f"measured in {len(gpu)} of {processes} processes", "all", False)
+            row(
+                f"device time {name}",
+                f"measured in {len(gpu)} of {processes} processes",
+                "all",
+                False,
+            )
             continue
         fastest = [g["device_seconds"] for g in gpu]
         median = [g["device_median"] for g in gpu]
@@ -117,26 +177,52 @@ def main() -> int:
         clocks = "/".join(f"{g['sm_clock_mhz']:.0f}" if g.get("sm_clock_mhz") else "?" for g in gpu)
         if min(fastest) == 0:
             # Only the allocation has no device work; anything else reading 0 lost its activities.
-            row(f"device time {name}", "no device work", "0 for the allocation only", max(fastest) == 0 and "alloc" in name)
+            row(
+                f"device time {name}",
+                "no device work",
+                "0 for the allocation only",
+                max(fastest) == 0 and "alloc" in name,
+            )
             continue
         measured += 1
         worst_device = max(worst_device, spread(fastest))
-        row(f"device time {name}",
+        row(
+            f"device time {name}",
             f"{fastest[0] * 1e6:.2f} us, spread {spread(fastest) * 100:.2f}% (median spread "
             f"{spread(median) * 100:.2f}%; wall {wall[0] * 1e6 if wall else float('nan'):.2f} us, spread "
             f"{spread(wall) * 100:.1f}%; host {min(host) * 1e6:.1f} us per call; SM clock {clocks} MHz)",
-            "spread <= 1%", spread(fastest) <= 0.01)
-    row(f"device time, worst spread over {processes} processes", f"{worst_device * 100:.2f}% ({measured} benchmarks)", "<= 1%",
-        measured > 0 and worst_device <= 0.01)
-    row(f"wall time, worst spread over {processes} processes", f"{worst_wall * 100:.1f}%", "(for comparison)", None)
-    kernels = [{k: m["kernels"]["kernels"] for k, m in r.items() if "kernels" in m} for r in runs[:2]]
+            "spread <= 1%",
+            spread(fastest) <= 0.01,
+        )
+    row(
+        f"device time, worst spread over {processes} processes",
+        f"{worst_device * 100:.2f}% ({measured} benchmarks)",
+        "<= 1%",
+        measured > 0 and worst_device <= 0.01,
+    )
+    row(
+        f"wall time, worst spread over {processes} processes",
+        f"{worst_wall * 100:.1f}%",
+        "(for comparison)",
+        None,
+    )
+    kernels = [
+        {k: m["kernels"]["kernels"] for k, m in r.items() if "kernels" in m} for r in runs[:2]
+    ]
     same = len(kernels[0]) == len(runs[0]) > 0 and kernels[0] == kernels[1]
     row("kernel counts identical across processes", str(same), "True", same)
 
     # 3. one injected regression per metric
-    code, _, _ = pytest("inject", f"--bench-mode={MODES}", "--bench-compare=gpu",
-                             f"--bench-json={OUT / 's4.json'}", *common, env={"TORCHBENCH_GPU_INJECT": "1"},
-                    timeout=float(os.environ.get("GPU_CHECK_INJECT_SECONDS", "120")), keep=True)
+    code, _, _ = pytest(
+        "inject",
+        f"--bench-mode={MODES}",
+        "--bench-compare=gpu",
+        f"--bench-json={OUT / 's4.json'}",
+        *common,
+        env={"TORCHBENCH_GPU_INJECT": "1"},
+        timeout=float(os.environ.get("GPU_CHECK_INJECT_SECONDS", "120")),
+        keep=True,
+    )
     expected = {
         "gpu_time (matmul twice)": ("test_matmul_bf16", "gpu_time"),
         "time (matmul twice)": ("test_matmul_bf16", "time"),
@@ -147,35 +233,97 @@ def main() -> int:
     }
     verdicts = verdicts_of(OUT / "s4.json")
     for label, (test, metric) in expected.items():
-        hit = [v for v in verdicts if v.get("key", "").endswith(test) and v.get("metric") == metric and v.get("failed")]
-        row(f"injected {label}", hit[0].get("summary", "failed") if hit else "not failed", "fails", bool(hit))
-    named = [d for v in verdicts if v.get("metric") == "kernels" for d in v.get("details", []) if "launched by" in d]
-    row("injected kernel named with op and line", named[0][:150] if named else "no line", "launched by ... at test_gpu.py:N",
-        bool(named) and "test_gpu.py:" in named[0])
-    bystanders = [v for v in verdicts if v.get("failed") and not any(
-        v.get("key", "").endswith(t) for t, _ in expected.values())]
-    row("injected: failures elsewhere (counting modes)",
-        str(len([v for v in bystanders if v.get("metric") != "time"])), "0",
-        bool(verdicts) and not [v for v in bystanders if v.get("metric") != "time"])
+        hit = [
+            v
+            for v in verdicts
+            if v.get("key", "").endswith(test) and v.get("metric") == metric and v.get("failed")
+        ]
+        row(
+            f"injected {label}",
+            hit[0].get("summary", "failed") if hit else "not failed",
+            "fails",
+            bool(hit),
+        )
+    named = [
+        d
+        for v in verdicts
+        if v.get("metric") == "kernels"
+        for d in v.get("details", [])
+        if "launched by" in d
+    ]
+    row(
+        "injected kernel named with op and line",
+        named[0][:150] if named else "no line",
+        "launched by ... at test_gpu.py:N",
+        bool(named) and "test_gpu.py:" in named[0],
+    )
+    bystanders = [
+        v
+        for v in verdicts
+        if v.get("failed") and not any(v.get("key", "").endswith(t) for t, _ in expected.values())
+    ]
+    row(
+        "injected: failures elsewhere (counting modes)",
+        str(len([v for v in bystanders if v.get("metric") != "time"])),
+        "0",
+        bool(verdicts) and not [v for v in bystanders if v.get("metric") != "time"],
+    )
 
     # 4. the project's tests: the GPU paths first, then the rest of the fast tests (xdist, per-test timeout)
-    gpu_tests = ["tests/engines/test_kernels_recorded.py", "tests/engines/test_profiler.py",
-                 "tests/engines/test_walltime.py", "tests/metrics", "tests/e2e/test_ops_memory.py"]
+    gpu_tests = [
+        "tests/engines/test_kernels_recorded.py",
+        "tests/engines/test_profiler.py",
+        "tests/engines/test_walltime.py",
+        "tests/metrics",
+        "tests/e2e/test_ops_memory.py",
+    ]
     import importlib.util
 
     bounded = ["--timeout=100"] if importlib.util.find_spec("pytest_timeout") else []
     parallel = ["-n", "12"] if importlib.util.find_spec("xdist") else []
-    code, output, seconds = pytest("tests_gpu", "-q", "-p", "no:cacheprovider", *parallel, *bounded,
-                                   "--durations=10", *gpu_tests, cwd=ROOT,
-                                   timeout=float(os.environ.get("GPU_CHECK_TESTS_SECONDS", "200")), keep=True)
+    code, output, seconds = pytest(
+        "tests_gpu",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *parallel,
+        *bounded,
+        "--durations=10",
+        *gpu_tests,
+        cwd=ROOT,
+        timeout=float(os.environ.get("GPU_CHECK_TESTS_SECONDS", "200")),
+        keep=True,
+    )
     row("GPU-path tests", (output.strip().splitlines() or ["?"])[-1][:120], "all pass", code == 0)
     budget = float(os.environ.get("GPU_CHECK_REST_SECONDS", "0"))
     if budget <= 0:
-        row("fast tests (-m 'not slow')", "not run (GPU_CHECK_REST_SECONDS=0)", "set GPU_CHECK_REST_SECONDS to run", None)
+        row(
+            "fast tests (-m 'not slow')",
+            "not run (GPU_CHECK_REST_SECONDS=0)",
+            "set GPU_CHECK_REST_SECONDS to run",
+            None,
+        )
     else:
-        code, output, seconds = pytest("tests_rest", "-q", "-p", "no:cacheprovider", "-m", "not slow", *parallel,
-                                       *bounded, "tests", cwd=ROOT, timeout=budget, keep=True)
-        row("fast tests (-m 'not slow', -n 12)", (output.strip().splitlines() or ["?"])[-1][:120], "all pass", code == 0)
+        code, output, seconds = pytest(
+            "tests_rest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "not slow",
+            *parallel,
+            *bounded,
+            "tests",
+            cwd=ROOT,
+            timeout=budget,
+            keep=True,
+        )
+        row(
+            "fast tests (-m 'not slow', -n 12)",
+            (output.strip().splitlines() or ["?"])[-1][:120],
+            "all pass",
+            code == 0,
+        )
 
     print("\n| figure | value | target | |\n| --- | --- | --- | --- |")
     for figure, value, target, ok in ROWS:

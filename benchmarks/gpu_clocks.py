@@ -12,12 +12,13 @@ after 20 s of sustained 8192^3 matmuls. For each it prints the fastest call, the
 median clock and the median of time x clock (cycles): the spread across states of each tells
 whether device time or cycles is the stable quantity, and for which kind of work.
 """
+
 from __future__ import annotations
 
 import statistics
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -33,9 +34,12 @@ def main() -> int:
         return 2
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
-    print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, "
-          f"max SM clock {pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)} MHz, "
-          f"power limit {pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000:.0f} W", flush=True)
+    print(
+        f"{torch.cuda.get_device_name()}, torch {torch.__version__}, "
+        f"max SM clock {pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)} MHz, "
+        f"power limit {pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000:.0f} W",
+        flush=True,
+    )
 
     def sm_clock() -> int:
         return int(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
@@ -43,8 +47,10 @@ def main() -> int:
     def state() -> str:
         temp = pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)
         power = pynvml.nvmlDeviceGetPowerUsage(handle) / 1000
-        reasons_of = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        reasons_of = (
+            getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+            or pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        )
         return f"{temp} C, {power:.0f} W, SM {sm_clock()} MHz, reasons 0x{reasons_of(handle):x}"
 
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -83,27 +89,42 @@ def main() -> int:
         return times, clocks
 
     rows: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in workloads}
-    for label, idle, sustained in (("after 3 s idle", 3.0, 0.0), ("after 5 s sustained", 0.0, 5.0),
-                                   ("after 20 s sustained", 0.0, 20.0)):
+    for label, idle, sustained in (
+        ("after 3 s idle", 3.0, 0.0),
+        ("after 5 s sustained", 0.0, 5.0),
+        ("after 20 s sustained", 0.0, 20.0),
+    ):
         time.sleep(idle)
         heat(sustained)
         print(f"\n{label}: {state()}", flush=True)
         for name, fn in workloads.items():
             times, clocks = timed(fn)
             cycles = [t * c for t, c in zip(times, clocks)]  # us x MHz = cycles
-            row = (min(times), statistics.median(times), statistics.median(clocks), statistics.median(cycles))
+            row = (
+                min(times),
+                statistics.median(times),
+                statistics.median(clocks),
+                statistics.median(cycles),
+            )
             rows[name].append(row)
-            print(f"  {name}: fastest {row[0]:.2f} us, median {row[1]:.2f} us, median clock {row[2]:.0f} MHz, "
-                  f"median cycles {row[3]:.0f} (clock range {min(clocks)}-{max(clocks)} MHz)", flush=True)
+            print(
+                f"  {name}: fastest {row[0]:.2f} us, median {row[1]:.2f} us, median clock {row[2]:.0f} MHz, "
+                f"median cycles {row[3]:.0f} (clock range {min(clocks)}-{max(clocks)} MHz)",
+                flush=True,
+            )
 
     def spread(values: list[float]) -> float:
         return (max(values) / min(values) - 1) * 100
 
-    print("\n| workload | fastest: spread | median: spread | clock: spread | cycles (median): spread |")
+    print(
+        "\n| workload | fastest: spread | median: spread | clock: spread | cycles (median): spread |"
+    )
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, found in rows.items():
-        print(f"| {name} | {spread([r[0] for r in found]):.2f}% | {spread([r[1] for r in found]):.2f}% | "
-              f"{spread([r[2] for r in found]):.2f}% | {spread([r[3] for r in found]):.2f}% |")
+        print(
+            f"| {name} | {spread([r[0] for r in found]):.2f}% | {spread([r[1] for r in found]):.2f}% | "
+            f"{spread([r[2] for r in found]):.2f}% | {spread([r[3] for r in found]):.2f}% |"
+        )
     return 0
 
 

@@ -16,6 +16,7 @@ Power is checked by scaling the current session's times by 1.2 and 2.0 (the same
 
 Run from the repository root:  python benchmarks/time_designs.py [--sessions 4] [--hog-session 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,10 +42,12 @@ def _benchmarks(shapes: list[str]) -> dict:
     for shape in shapes:
         for group in (imaging.COLOUR, imaging.GEOMETRY, imaging.FILTERS):
             for name, op in group.items():
-                cases[f"{name}[{shape}]"] = (lambda op=op, shape=shape: (op, (imaging.image(shape),)))
+                cases[f"{name}[{shape}]"] = lambda op=op, shape=shape: (op, (imaging.image(shape),))
         for name, op in imaging.AUGMENTATIONS.items():
-            cases[f"{name}[{shape}]"] = (lambda op=op, shape=shape: (
-                op, (imaging.image(shape), torch.Generator().manual_seed(1))))
+            cases[f"{name}[{shape}]"] = lambda op=op, shape=shape: (
+                op,
+                (imaging.image(shape), torch.Generator().manual_seed(1)),
+            )
     return cases
 
 
@@ -62,13 +65,16 @@ def worker(out: Path, shapes: list[str], max_run_time: float) -> None:
         found["rounds"][round_name] = {}
         for name, make in cases.items():
             op, args = make()
-            fn = lambda: op(*args)  # noqa: E731
+            fn = lambda op=op, args=args: op(*args)  # noqa: E731
             fn()
             wall0, cpu0 = time.perf_counter(), time.thread_time()
             m = walltime.measure(fn, spec)
             wall, cpu = time.perf_counter() - wall0, time.thread_time() - cpu0
             found["rounds"][round_name][name] = {
-                "number": m.number_per_run, "raw": list(m.raw_times), "cpu_share": cpu / wall}
+                "number": m.number_per_run,
+                "raw": list(m.raw_times),
+                "cpu_share": cpu / wall,
+            }
     found["load_end"] = os.getloadavg()[0]
     out.write_text(json.dumps(found))
 
@@ -76,11 +82,15 @@ def worker(out: Path, shapes: list[str], max_run_time: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=4)
-    parser.add_argument("--hog-session", type=int, default=3, help="0-based session run beside a CPU hog; -1: none")
+    parser.add_argument(
+        "--hog-session", type=int, default=3, help="0-based session run beside a CPU hog; -1: none"
+    )
     parser.add_argument("--shapes", default="3x64x64,3x256x256,8x3x256x256")
     parser.add_argument("--max-run-time", type=float, default=0.5)
     parser.add_argument("--worker", type=Path)
-    parser.add_argument("--analyse", type=Path, help="a folder of session JSON files already measured")
+    parser.add_argument(
+        "--analyse", type=Path, help="a folder of session JSON files already measured"
+    )
     args = parser.parse_args()
     shapes = args.shapes.split(",")
     if args.worker:
@@ -93,9 +103,20 @@ def main() -> None:
             if s == args.hog_session:
                 hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
             try:
-                subprocess.run([sys.executable, __file__, "--worker", str(folder / f"s{s}.json"),
-                                "--shapes", args.shapes, "--max-run-time", str(args.max_run_time)],
-                               check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+                subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--worker",
+                        str(folder / f"s{s}.json"),
+                        "--shapes",
+                        args.shapes,
+                        "--max-run-time",
+                        str(args.max_run_time),
+                    ],
+                    check=True,
+                    env={**os.environ, "OMP_NUM_THREADS": "1"},
+                )
             finally:
                 if hog:
                     hog.kill()
@@ -120,24 +141,37 @@ def analyse(folder: Path) -> None:
 
     limit = 0.10
     names = list(sessions[0]["rounds"]["1"])
-    print(f"{len(sessions)} sessions x {len(names)} benchmarks; load at start: "
-          + ", ".join(f"{s['load']:.1f}" for s in sessions) + "; CPU share (median): "
-          + ", ".join(f"{med([s['rounds']['1'][n]['cpu_share'] for n in names]):.2f}" for s in sessions))
+    print(
+        f"{len(sessions)} sessions x {len(names)} benchmarks; load at start: "
+        + ", ".join(f"{s['load']:.1f}" for s in sessions)
+        + "; CPU share (median): "
+        + ", ".join(
+            f"{med([s['rounds']['1'][n]['cpu_share'] for n in names]):.2f}" for s in sessions
+        )
+    )
 
     def verdicts(i: int, j: int, name: str, scale: float) -> dict[str, bool]:
         base, cur = sessions[i]["rounds"], sessions[j]["rounds"]
-        b, c1, c2 = times(base["1"][name]), times(cur["1"][name], scale), times(cur["2"][name], scale)
+        b, c1, c2 = (
+            times(base["1"][name]),
+            times(cur["1"][name], scale),
+            times(cur["2"][name], scale),
+        )
         share = min(base["1"][name]["cpu_share"], cur["1"][name]["cpu_share"])
         allowed = time_allowance(limit, share if share < 0.9 else None)
         r_med = med(c1) / med(b) - 1
         r_min, r_min2 = min(c1) / min(b) - 1, min(c2) / min(b) - 1
         mw = r_med > limit and mann_whitney_greater(c1, b) < 0.001
         others = [k for k in range(len(sessions)) if k not in (i, j)]
-        band_min = max([min(b)] + [min(times(sessions[k]["rounds"]["1"][name])) for k in others[:1]])
+        band_min = max(
+            [min(b)] + [min(times(sessions[k]["rounds"]["1"][name])) for k in others[:1]]
+        )
         return {
             "median+MW (old)": mw,
             "median": r_med > limit,
-            "median+MW+confirm": mw and med(c2) / med(b) - 1 > limit and mann_whitney_greater(c2, b) < 0.001,
+            "median+MW+confirm": mw
+            and med(c2) / med(b) - 1 > limit
+            and mann_whitney_greater(c2, b) < 0.001,
             "fastest": r_min > limit,
             "fastest+confirm": r_min > limit and r_min2 > limit,
             "fastest+band": min(c1) / band_min - 1 > limit if others else False,
@@ -148,7 +182,9 @@ def analyse(folder: Path) -> None:
             > (allowed if min(b) >= 1e-4 else limit),
         }
 
-    def rates(scale: float, classes: tuple[float, float] = (0.0, 1e9), pairs=None) -> tuple[dict, int]:
+    def rates(
+        scale: float, classes: tuple[float, float] = (0.0, 1e9), pairs=None
+    ) -> tuple[dict, int]:
         counts: dict[str, int] = {}
         total = 0
         for i, j in pairs or itertools.permutations(range(len(sessions)), 2):
@@ -169,25 +205,47 @@ def analyse(folder: Path) -> None:
     for scale in (1.2, 2.0):
         got, total = rates(scale)
         print(f"  x{scale}: " + ", ".join(f"{d} {got[d] / total:.0%}" for d in designs))
-    print("\nsmallest slowdown caught >= 95% (and A/A rate) by size class of the fastest call, per design:")
-    for label, bounds in (("< 100 us", (0, 1e-4)), ("100 us - 10 ms", (1e-4, 1e-2)), (">= 10 ms", (1e-2, 1e9))):
+    print(
+        "\nsmallest slowdown caught >= 95% (and A/A rate) by size class of the fastest call, per design:"
+    )
+    for label, bounds in (
+        ("< 100 us", (0, 1e-4)),
+        ("100 us - 10 ms", (1e-4, 1e-2)),
+        (">= 10 ms", (1e-2, 1e9)),
+    ):
         aa_c, n_c = rates(1.0, bounds)
         if not n_c:
             continue
         cells = []
         for d in ("median+MW (old)", "fastest", "fastest+allowance>=100us"):
-            smallest = next((s for s in (1.1, 1.15, 1.2, 1.3, 1.5, 2.0, 3.0, 5.0)
-                             if rates(s, bounds)[0][d] >= 0.95 * n_c), None)
-            cells.append(f"{d}: {'>5x' if smallest is None else f'+{(smallest - 1) * 100:.0f}%'} "
-                         f"(A/A {aa_c[d]}/{n_c})")
+            smallest = next(
+                (
+                    s
+                    for s in (1.1, 1.15, 1.2, 1.3, 1.5, 2.0, 3.0, 5.0)
+                    if rates(s, bounds)[0][d] >= 0.95 * n_c
+                ),
+                None,
+            )
+            cells.append(
+                f"{d}: {'>5x' if smallest is None else f'+{(smallest - 1) * 100:.0f}%'} "
+                f"(A/A {aa_c[d]}/{n_c})"
+            )
         print(f"  {label:15s} " + "; ".join(cells))
     for s, session in enumerate(sessions):
-        r = [med(times(session["rounds"]["2"][n])) / med(times(session["rounds"]["1"][n])) - 1 for n in names]
-        f = [min(times(session["rounds"]["2"][n])) / min(times(session["rounds"]["1"][n])) - 1 for n in names]
-        print(f"session {s}: load {session['load']:.1f}->{session['load_end']:.1f}; round 2 vs round 1 "
-              f"(later, fresh inputs): median of medians {med(r):+.1%} ({sum(x > 0.1 for x in r)} > +10%, "
-              f"{sum(x < -0.1 for x in r)} < -10%), median of fastest {med(f):+.1%} "
-              f"({sum(x > 0.1 for x in f)} > +10%, {sum(x < -0.1 for x in f)} < -10%)")
+        r = [
+            med(times(session["rounds"]["2"][n])) / med(times(session["rounds"]["1"][n])) - 1
+            for n in names
+        ]
+        f = [
+            min(times(session["rounds"]["2"][n])) / min(times(session["rounds"]["1"][n])) - 1
+            for n in names
+        ]
+        print(
+            f"session {s}: load {session['load']:.1f}->{session['load_end']:.1f}; round 2 vs round 1 "
+            f"(later, fresh inputs): median of medians {med(r):+.1%} ({sum(x > 0.1 for x in r)} > +10%, "
+            f"{sum(x < -0.1 for x in r)} < -10%), median of fastest {med(f):+.1%} "
+            f"({sum(x > 0.1 for x in f)} > +10%, {sum(x < -0.1 for x in f)} < -10%)"
+        )
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
 """The project's own benchmark suite: real torch workloads, gated in CI against baselines/main."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,10 +1,10 @@
 """A training step: forward, backward and an optimizer update."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 from torch import nn
-
 
 # Python-heavy (nn.Module dispatch): its count follows heap addresses through CPython's dict and
 # type caches, which moved it by up to ~1% between otherwise identical runs (README, Figures);

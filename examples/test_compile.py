@@ -5,6 +5,7 @@ backend="eager": dynamo captures the graph and runs it with eager kernels, so th
 breaks and recompilations without a C++ compiler (inductor needs one, and compiling with it under
 valgrind, in instructions mode's counted workers, would take minutes).
 """
+
 from __future__ import annotations
 
 import pytest

@@ -1,4 +1,5 @@
 """A small nn.Module forward: the layer stack a library author ships."""
+
 from __future__ import annotations
 
 import pytest

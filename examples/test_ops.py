@@ -1,4 +1,5 @@
 """Tensor ops on small inputs: where Python and dispatcher overhead dominate, and regress first."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,10 +24,14 @@ def test_reduction(benchmark, generator, op):
 @pytest.mark.parametrize("n", [4, 32])
 def test_mm(bench_timer, n):
     """Compare-style: one Timer per size, columns by description."""
-    bench_timer("torch.mm(x, y)", setup=f"x = torch.ones({n}, {n}); y = torch.ones({n}, {n})",
-                description="mm").adaptive_autorange()
-    bench_timer("x @ y", setup=f"x = torch.ones({n}, {n}); y = torch.ones({n}, {n})",
-                description="matmul").adaptive_autorange()
+    bench_timer(
+        "torch.mm(x, y)",
+        setup=f"x = torch.ones({n}, {n}); y = torch.ones({n}, {n})",
+        description="mm",
+    ).adaptive_autorange()
+    bench_timer(
+        "x @ y", setup=f"x = torch.ones({n}, {n}); y = torch.ones({n}, {n})", description="matmul"
+    ).adaptive_autorange()
 
 
 @pytest.mark.benchmark(label="softmax", description="dim=-1")

@@ -1,4 +1,5 @@
 """``python -m pytest_torchbench``: the ``torchbench`` command line tool (see cli.py)."""
+
 from __future__ import annotations
 
 import sys

@@ -7,11 +7,13 @@ pytest 9 (``TESTED_TORCH``/``TESTED_PYTEST``), and against torch 2.5.1 and 2.9.1
 ``benchmarks/torch_versions.sh`` (docs/torch-versions.md); each function says what it does when
 the private API is gone. Imports torch and pytest lazily: importing this module costs nothing.
 """
+
 from __future__ import annotations
 
 import re
 import sys
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 #: The versions these shims were checked against (major, minor).
 TESTED_TORCH = (2, 13)
@@ -38,12 +40,17 @@ def function_counts_from_dict(counts: Mapping[str, int], inclusive: bool = False
 
     ``FunctionCounts._from_dict`` is private (torch 1.8-2.13 at least; seen in 2.5.1 and 2.9.1); without it the public
     constructor is called with the same tuple of ``FunctionCount`` it builds."""
-    from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import FunctionCount, FunctionCounts
+    from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
+        FunctionCount,
+        FunctionCounts,
+    )
 
     from_dict = getattr(FunctionCounts, "_from_dict", None)
     if from_dict is not None:
         return from_dict(dict(counts), inclusive=inclusive)
-    ordered = tuple(sorted((FunctionCount(c, f) for f, c in counts.items()), reverse=True))  # pragma: no cover
+    ordered = tuple(
+        sorted((FunctionCount(c, f) for f, c in counts.items()), reverse=True)
+    )  # pragma: no cover
     return FunctionCounts(ordered, inclusive=inclusive)  # pragma: no cover
 
 
@@ -131,8 +138,11 @@ def dynamo_cache_entries(code: Any) -> bool | None:
     import sys
 
     torch = sys.modules.get("torch")
-    entries = getattr(getattr(getattr(getattr(torch, "_C", None), "_dynamo", None), "eval_frame", None),
-                      "_debug_get_cache_entry_list", None)
+    entries = getattr(
+        getattr(getattr(getattr(torch, "_C", None), "_dynamo", None), "eval_frame", None),
+        "_debug_get_cache_entry_list",
+        None,
+    )
     if entries is None:
         return None
     try:
@@ -162,8 +172,15 @@ def _dynamo_utils() -> Any:
         import torch._dynamo
         from torch._dynamo import utils
     except Exception as exc:  # noqa: BLE001 - any import failure means "no dynamo here"
-        raise DynamoUnavailable(f"--bench-mode=compile needs torch._dynamo, which cannot be imported: {exc}") from None
-    for name in ("counters", "graph_break_reasons", "get_compilation_metrics", "clear_compilation_metrics"):
+        raise DynamoUnavailable(
+            f"--bench-mode=compile needs torch._dynamo, which cannot be imported: {exc}"
+        ) from None
+    for name in (
+        "counters",
+        "graph_break_reasons",
+        "get_compilation_metrics",
+        "clear_compilation_metrics",
+    ):
         if not hasattr(utils, name):
             import torch
 
@@ -203,8 +220,11 @@ def _record_recompile_reasons() -> None:
 
     utils = _dynamo_utils()
     metrics = getattr(utils, "CompilationMetrics", None)
-    if metrics is None or not dataclasses.is_dataclass(metrics) or any(
-            f.name == "recompile_reason" for f in dataclasses.fields(metrics)):
+    if (
+        metrics is None
+        or not dataclasses.is_dataclass(metrics)
+        or any(f.name == "recompile_reason" for f in dataclasses.fields(metrics))
+    ):
         return
     try:
         from torch._dynamo import convert_frame
@@ -221,11 +241,13 @@ def _record_recompile_reasons() -> None:
             key = (code.co_filename, code.co_firstlineno, code.co_name)
             first = str(reasons[0]) if reasons else "Unable to find recompilation reasons"
             # 2.5.1 names a local L['x'] where later torch says x: told as later torch tells it.
-            _recompile_reasons.setdefault(key, []).append(re.sub(r"\bL\['([^'\]]+)'\]", r"\1", first))
+            _recompile_reasons.setdefault(key, []).append(
+                re.sub(r"\bL\['([^'\]]+)'\]", r"\1", first)
+            )
         return reasons
 
-    setattr(recording, "_torchbench_records", True)
-    setattr(convert_frame, "get_and_maybe_log_recompilation_reason", recording)
+    recording._torchbench_records = True
+    convert_frame.get_and_maybe_log_recompilation_reason = recording
 
 
 def dynamo_graph_count() -> int:
@@ -240,8 +262,14 @@ def dynamo_graph_breaks() -> list[tuple[str, list[tuple[str, int, str]]]]:
     every ``GraphCompileReason(graph_break=True)`` appends itself to (cleared by ``reset``)."""
     found = []
     for reason in list(_dynamo_utils().graph_break_reasons):
-        stack = [(str(getattr(frame, "filename", "?")), int(getattr(frame, "lineno", 0) or 0),
-                  str(getattr(frame, "name", "?"))) for frame in getattr(reason, "user_stack", None) or []]
+        stack = [
+            (
+                str(getattr(frame, "filename", "?")),
+                int(getattr(frame, "lineno", 0) or 0),
+                str(getattr(frame, "name", "?")),
+            )
+            for frame in getattr(reason, "user_stack", None) or []
+        ]
         found.append((str(getattr(reason, "reason", reason)), stack))
     return found
 
@@ -257,12 +285,25 @@ def dynamo_take_frame_compiles() -> list[dict[str, Any]]:
     for record in records:
         if getattr(record, "is_runtime", False) or getattr(record, "co_name", None) is None:
             continue
-        frame: dict[str, Any] = {name: getattr(record, name, None) for name in (
-            "compile_id", "co_name", "co_filename", "co_firstlineno", "cache_size", "recompile_reason",
-            "fail_type", "fail_reason", "fail_user_frame_filename", "fail_user_frame_lineno",
-        )}
+        frame: dict[str, Any] = {
+            name: getattr(record, name, None)
+            for name in (
+                "compile_id",
+                "co_name",
+                "co_filename",
+                "co_firstlineno",
+                "cache_size",
+                "recompile_reason",
+                "fail_type",
+                "fail_reason",
+                "fail_user_frame_filename",
+                "fail_user_frame_lineno",
+            )
+        }
         if frame["recompile_reason"] is None and (frame["cache_size"] or 0) > 0:
-            recorded = _recompile_reasons.get((frame["co_filename"], frame["co_firstlineno"], frame["co_name"]))
+            recorded = _recompile_reasons.get(
+                (frame["co_filename"], frame["co_firstlineno"], frame["co_name"])
+            )
             if recorded:
                 frame["recompile_reason"] = recorded.pop(0)
         taken.append(frame)
@@ -280,7 +321,9 @@ def fixture_argnames(item: Any) -> tuple[str, ...]:
         return tuple(info.argnames)
     import inspect  # pragma: no cover
 
-    return tuple(p for p in inspect.signature(item.obj).parameters if p in item.funcargs)  # pragma: no cover
+    return tuple(
+        p for p in inspect.signature(item.obj).parameters if p in item.funcargs
+    )  # pragma: no cover
 
 
 def terminal_width(terminalreporter: Any, default: int = 100) -> int:

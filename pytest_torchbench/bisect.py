@@ -16,15 +16,16 @@ hundredths of a percent for instructions), so one measurement per commit decides
 not; a time bisect measures each commit once too and says so: a step much larger than the noise
 (a 2x slowdown) is found, a few percent is not a question one measurement per commit can answer.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import platform
 import subprocess
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Callable, Sequence
 
 from .core.gate import judge
 from .core.text import safe_text
@@ -68,20 +69,40 @@ class Bisection:
 
 def first_parent_line(good: str, bad: str, toplevel: Path) -> list[tuple[str, str]]:
     """(commit, subject) from GOOD (first) to BAD (last) along BAD's first parents."""
-    done = subprocess.run(["git", "log", "--first-parent", "--reverse", "-z", "--format=%H%x1f%s", f"{good}..{bad}"],
-                          cwd=toplevel, capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL,
-                          check=False)
+    done = subprocess.run(
+        ["git", "log", "--first-parent", "--reverse", "-z", "--format=%H%x1f%s", f"{good}..{bad}"],
+        cwd=toplevel,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     if done.returncode != 0:
-        raise BisectError(f"bisect: git log {good}..{bad} failed: {safe_text(done.stderr.strip()[:200])}")
+        raise BisectError(
+            f"bisect: git log {good}..{bad} failed: {safe_text(done.stderr.strip()[:200])}"
+        )
     line = [tuple(r.strip("\n").split("\x1f", 1)) for r in done.stdout.split("\0") if r.strip("\n")]
-    subject = subprocess.run(["git", "log", "-1", "--format=%s", good], cwd=toplevel, capture_output=True, text=True,
-                             errors="replace", check=False).stdout.strip()
+    subject = subprocess.run(
+        ["git", "log", "-1", "--format=%s", good],
+        cwd=toplevel,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
+    ).stdout.strip()
     return [(good, subject), *[(sha, text) for sha, text in line]]  # type: ignore[misc]
 
 
 def _commit(ref: str, toplevel: Path) -> str:
-    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=toplevel,
-                          capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        cwd=toplevel,
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
     if done.returncode != 0 or ref.startswith("-"):
         raise BisectError(f"bisect: {safe_text(ref)!r} is not a commit of {toplevel}")
     return done.stdout.strip()
@@ -90,7 +111,11 @@ def _commit(ref: str, toplevel: Path) -> str:
 def _environment(modes: Sequence[str]) -> dict[str, str]:
     """What a measured commit's cache entry is keyed by beside the commit: the interpreter and
     the versions that move counts (the run's own fingerprint is not known outside pytest)."""
-    found = {"python": platform.python_version(), "machine": platform.machine(), "modes": ",".join(modes)}
+    found = {
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "modes": ",".join(modes),
+    }
     for name in ("torch", "numpy", "pytest"):
         try:
             found[name] = metadata.version(name)
@@ -99,17 +124,28 @@ def _environment(modes: Sequence[str]) -> dict[str, str]:
     return found
 
 
-def bisect(good: str, bad: str, modes: Sequence[str], pytest_args: Sequence[str], policy: Policy,
-           write: Callable[[str], None], prepare: str | None = None) -> Bisection:
+def bisect(
+    good: str,
+    bad: str,
+    modes: Sequence[str],
+    pytest_args: Sequence[str],
+    policy: Policy,
+    write: Callable[[str], None],
+    prepare: str | None = None,
+) -> Bisection:
     """Measure GOOD and BAD, then bisect each regression between them (see the module docstring)."""
     cwd = Path.cwd()
     toplevel = git_toplevel(cwd)
     if toplevel is None:
-        raise BisectError(f"bisect: {cwd} is not in a git repository: run it from the project's checkout")
+        raise BisectError(
+            f"bisect: {cwd} is not in a git repository: run it from the project's checkout"
+        )
     good_commit, bad_commit = _commit(good, toplevel), _commit(bad, toplevel)
     line = first_parent_line(good_commit, bad_commit, toplevel)
     if len(line) < 2:
-        raise BisectError(f"bisect: {safe_text(bad)} is not after {safe_text(good)} on its first-parent line")
+        raise BisectError(
+            f"bisect: {safe_text(bad)} is not after {safe_text(good)} on its first-parent line"
+        )
     args = [f"--bench-mode={','.join(modes)}", *pytest_args]
     cache_root = cwd / ".torchbench" / "bases"
     measured: dict[str, BaselineSet] = {}
@@ -121,18 +157,34 @@ def bisect(good: str, bad: str, modes: Sequence[str], pytest_args: Sequence[str]
         sha, subject = line[index]
         if sha not in measured:
             revision = Revision(sha, sha, None, sha, toplevel)
-            write(f"torchbench bisect: measuring {revision_label(sha, sha)} ({safe_text(subject[:60])}), "
-                  f"{index} of {len(line) - 1} commits after GOOD")
-            base = measure(revision, args, [], cwd, modes, _environment(modes), cache_root, prepare,
-                           option="bisect", progress=progress)
+            write(
+                f"torchbench bisect: measuring {revision_label(sha, sha)} ({safe_text(subject[:60])}), "
+                f"{index} of {len(line) - 1} commits after GOOD"
+            )
+            base = measure(
+                revision,
+                args,
+                [],
+                cwd,
+                modes,
+                _environment(modes),
+                cache_root,
+                prepare,
+                option="bisect",
+                progress=progress,
+            )
             measured[sha] = base.entries
             order.append(sha)
             cached.extend([sha] if base.cached else [])
         return measured[sha]
 
     first, last = at(0), at(len(line) - 1)
-    targets = [v for key, result in sorted(last.entries.items())
-               for v in judge(result, first.entries, policy) if v.status == REGRESSION]
+    targets = [
+        v
+        for key, result in sorted(last.entries.items())
+        for v in judge(result, first.entries, policy)
+        if v.status == REGRESSION
+    ]
     found = []
     for target in targets:
         low, high = 0, len(line) - 1  # low: not beyond the limit against GOOD; high: beyond it
@@ -144,11 +196,33 @@ def bisect(good: str, bad: str, modes: Sequence[str], pytest_args: Sequence[str]
                 low = middle
         parent = at(low).entries.get(target.key)
         here = at(high).entries[target.key]
-        against_parent = next((v for v in judge(here, {target.key: parent} if parent else {}, policy)
-                               if v.metric == target.metric), target)
-        later = next((v for v in judge(last.entries[target.key], {target.key: here}, policy)
-                      if v.metric == target.metric and v.status == REGRESSION), None)
-        found.append(Found(target.key, target.metric, line[high][0], line[high][1], against_parent, target, later))
+        against_parent = next(
+            (
+                v
+                for v in judge(here, {target.key: parent} if parent else {}, policy)
+                if v.metric == target.metric
+            ),
+            target,
+        )
+        later = next(
+            (
+                v
+                for v in judge(last.entries[target.key], {target.key: here}, policy)
+                if v.metric == target.metric and v.status == REGRESSION
+            ),
+            None,
+        )
+        found.append(
+            Found(
+                target.key,
+                target.metric,
+                line[high][0],
+                line[high][1],
+                against_parent,
+                target,
+                later,
+            )
+        )
     return Bisection(len(line) - 1, order, found, not targets, len(cached))
 
 
@@ -156,23 +230,34 @@ def _regressed(measured: BaselineSet, good: BaselineSet, target: Verdict, policy
     result = measured.entries.get(target.key)
     if result is None:  # the benchmark is not there yet: not after the change
         return False
-    return any(v.metric == target.metric and v.status == REGRESSION for v in judge(result, good.entries, policy))
+    return any(
+        v.metric == target.metric and v.status == REGRESSION
+        for v in judge(result, good.entries, policy)
+    )
 
 
 def report(found: Bisection, write: Callable[[str], None]) -> None:
     """The answer: per regression, the first commit beyond the limit and why; then the cost."""
     if found.unchanged:
-        write("torchbench bisect: nothing regressed beyond its limit between GOOD and BAD: nothing to bisect")
+        write(
+            "torchbench bisect: nothing regressed beyond its limit between GOOD and BAD: nothing to bisect"
+        )
     for item in found.found:
-        write(f"torchbench bisect: {safe_text(item.key)} [{item.metric}]: {safe_text(item.overall.summary)} from GOOD "
-              f"to BAD; first beyond the limit: {item.commit[:12]} ({safe_text(item.subject[:72])})")
+        write(
+            f"torchbench bisect: {safe_text(item.key)} [{item.metric}]: {safe_text(item.overall.summary)} from GOOD "
+            f"to BAD; first beyond the limit: {item.commit[:12]} ({safe_text(item.subject[:72])})"
+        )
         write(f"    against its parent: {safe_text(item.parent_verdict.summary)}")
         for detail in item.parent_verdict.details[:12]:
             write(f"      {safe_text(detail)}")
         if item.later is not None:
-            write(f"    and more after it: {safe_text(item.later.summary)} from {item.commit[:12]} to BAD; "
-                  f"bisect {item.commit[:12]} BAD for the next")
+            write(
+                f"    and more after it: {safe_text(item.later.summary)} from {item.commit[:12]} to BAD; "
+                f"bisect {item.commit[:12]} BAD for the next"
+            )
     bound = math.ceil(math.log2(max(found.commits, 1))) + 2
     cache = f", {found.from_cache} of them from the cache" if found.from_cache else ""
-    write(f"torchbench bisect: measured {len(found.measured)} revision(s) for {found.commits} commit(s) "
-          f"(at most {bound} for one regression){cache}")
+    write(
+        f"torchbench bisect: measured {len(found.measured)} revision(s) for {found.commits} commit(s) "
+        f"(at most {bound} for one regression){cache}"
+    )

@@ -17,6 +17,7 @@ the gate does (``--allow-incomparable`` accepts it). A report
 that still cannot be written (a missing folder, no permission) is an ERROR line after the table
 and exit status 4 as well: the report is what a CI step runs this command for.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,19 +25,26 @@ import importlib
 import importlib.util
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn, Sequence
+from typing import NoReturn
 
 from .core import gate
 from .core.judgement import LimitSpecError, Policy, Verdict, parse_limits
+from .core.results import BenchmarkResult
+from .core.text import natural_key, safe_text
 from .metrics import registry
-from .store.refs import resolve_compare, save_stamp
 from .reports import jsonreport, markdown, publish, shards, terminal
 from .reports.common import count_tests
 from .reports.paths import ReportPathError, check_report_paths
-from .core.results import BenchmarkResult
-from .store.storage import BaselineError, BaselineSet, check_save_folder, save_set, validate_set_name
-from .core.text import natural_key, safe_text
+from .store.refs import resolve_compare, save_stamp
+from .store.storage import (
+    BaselineError,
+    BaselineSet,
+    check_save_folder,
+    save_set,
+    validate_set_name,
+)
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 4
 #: The gate's exit in CI when a benchmark was compared with nothing (``--bench-allow-incomparable``).
@@ -59,69 +67,164 @@ def build_parser() -> argparse.ArgumentParser:
         "A reference is a saved set name in the baselines folder, else a git revision (REV or "
         "REV:SET, read from git without a checkout), else a path to a set folder or baseline file.",
     )
-    parser.add_argument("--baselines-dir", metavar="DIR", default="baselines",
-                        help="the baselines folder (default: ./baselines)")
-    parser.add_argument("-p", dest="plugins", metavar="PLUGIN", action="append", default=[],
-                        help="load the metrics that PLUGIN registers (a module name or a .py file such as "
-                        "tests/conftest.py, defining pytest_torchbench_register_metrics); repeatable")
+    parser.add_argument(
+        "--baselines-dir",
+        metavar="DIR",
+        default="baselines",
+        help="the baselines folder (default: ./baselines)",
+    )
+    parser.add_argument(
+        "-p",
+        dest="plugins",
+        metavar="PLUGIN",
+        action="append",
+        default=[],
+        help="load the metrics that PLUGIN registers (a module name or a .py file such as "
+        "tests/conftest.py, defining pytest_torchbench_register_metrics); repeatable",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    compare = commands.add_parser("compare", help="compare B (current) with A (baseline); exit 1 on regressions")
-    compare.add_argument("baseline", metavar="A", help="the baseline: set name, git revision or path")
-    compare.add_argument("current", metavar="B", help="the current results: set name, git revision or path")
-    compare.add_argument("--fail", metavar="SPEC", default=None,
-                         help="limits, e.g. 'instructions:1%%,time:10%%' (defaults: "
-                         + ", ".join(f"{m} {v * 100:g}%%" for m, v in registry.default_limits().items()) + ")")
-    compare.add_argument("--strict", action="store_true", help="fail benchmarks from different environments")
-    compare.add_argument("--fail-stale", action="store_true", help="fail counts that improved beyond the limit")
-    compare.add_argument("--allow-incomparable", action="store_true",
-                         help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing")
+    compare = commands.add_parser(
+        "compare", help="compare B (current) with A (baseline); exit 1 on regressions"
+    )
+    compare.add_argument(
+        "baseline", metavar="A", help="the baseline: set name, git revision or path"
+    )
+    compare.add_argument(
+        "current", metavar="B", help="the current results: set name, git revision or path"
+    )
+    compare.add_argument(
+        "--fail",
+        metavar="SPEC",
+        default=None,
+        help="limits, e.g. 'instructions:1%%,time:10%%' (defaults: "
+        + ", ".join(f"{m} {v * 100:g}%%" for m, v in registry.default_limits().items())
+        + ")",
+    )
+    compare.add_argument(
+        "--strict", action="store_true", help="fail benchmarks from different environments"
+    )
+    compare.add_argument(
+        "--fail-stale", action="store_true", help="fail counts that improved beyond the limit"
+    )
+    compare.add_argument(
+        "--allow-incomparable",
+        action="store_true",
+        help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing",
+    )
     show = commands.add_parser("show", help="print the table of one baseline set")
     show.add_argument("baseline", metavar="A", help="set name, git revision or path")
     merge = commands.add_parser(
-        "merge", help="combine the --bench-json files of CI shards into one result; exit 1 on regressions")
-    merge.add_argument("out", metavar="OUT.json", type=Path, help="the merged --bench-json file to write")
-    merge.add_argument("shards", metavar="SHARD.json", type=Path, nargs="+", help="the shards' --bench-json files")
+        "merge",
+        help="combine the --bench-json files of CI shards into one result; exit 1 on regressions",
+    )
+    merge.add_argument(
+        "out", metavar="OUT.json", type=Path, help="the merged --bench-json file to write"
+    )
+    merge.add_argument(
+        "shards", metavar="SHARD.json", type=Path, nargs="+", help="the shards' --bench-json files"
+    )
     saving = merge.add_mutually_exclusive_group()
-    saving.add_argument("--save", metavar="NAME", help="also write the merged results as baseline set NAME "
-                        "in the baselines folder")
-    saving.add_argument("--save-dir", metavar="DIR", type=Path, help="also write them as a baseline set in DIR")
-    merge.add_argument("--allow-incomparable", action="store_true",
-                       help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing")
+    saving.add_argument(
+        "--save",
+        metavar="NAME",
+        help="also write the merged results as baseline set NAME in the baselines folder",
+    )
+    saving.add_argument(
+        "--save-dir", metavar="DIR", type=Path, help="also write them as a baseline set in DIR"
+    )
+    merge.add_argument(
+        "--allow-incomparable",
+        action="store_true",
+        help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing",
+    )
     history = commands.add_parser(
-        "history", help="the trend of every benchmark and metric across the commits that changed a baseline set")
-    history.add_argument("set", metavar="SET", nargs="?", default="main", help="the baseline set (default: main)")
+        "history",
+        help="the trend of every benchmark and metric across the commits that changed a baseline set",
+    )
+    history.add_argument(
+        "set", metavar="SET", nargs="?", default="main", help="the baseline set (default: main)"
+    )
     history.add_argument("--since", metavar="REV", help="only the commits after REV")
-    history.add_argument("-k", dest="keyword", metavar="EXPR",
-                         help="only benchmarks whose id matches EXPR (as pytest's -k: substrings, and, or, not)")
-    history.add_argument("--fail", metavar="SPEC", default=None, help="limits for steps and creep, as --bench-fail")
-    history.add_argument("--html", metavar="PATH", type=Path, help="write one self-contained HTML page")
+    history.add_argument(
+        "-k",
+        dest="keyword",
+        metavar="EXPR",
+        help="only benchmarks whose id matches EXPR (as pytest's -k: substrings, and, or, not)",
+    )
+    history.add_argument(
+        "--fail", metavar="SPEC", default=None, help="limits for steps and creep, as --bench-fail"
+    )
+    history.add_argument(
+        "--html", metavar="PATH", type=Path, help="write one self-contained HTML page"
+    )
     history.add_argument("--json", metavar="PATH", type=Path, help="write the series as JSON")
     history.add_argument("--csv", metavar="PATH", type=Path, help="write one row per point as CSV")
-    history.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-    history.add_argument("-p", dest="sub_plugins", metavar="PLUGIN", action="append", default=[], help=argparse.SUPPRESS)
+    history.add_argument(
+        "--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+    history.add_argument(
+        "-p",
+        dest="sub_plugins",
+        metavar="PLUGIN",
+        action="append",
+        default=[],
+        help=argparse.SUPPRESS,
+    )
     bisecting = commands.add_parser(
-        "bisect", help="the first commit whose value moved beyond the limit: torchbench bisect GOOD BAD "
-        "[--bench-mode=MODES] -- PYTEST-ARGS")
+        "bisect",
+        help="the first commit whose value moved beyond the limit: torchbench bisect GOOD BAD "
+        "[--bench-mode=MODES] -- PYTEST-ARGS",
+    )
     bisecting.add_argument("good", metavar="GOOD", help="a commit measured within the limit")
     bisecting.add_argument("bad", metavar="BAD", help="a later commit measured beyond it")
-    bisecting.add_argument("--bench-mode", dest="modes", metavar="MODES", required=True,
-                           help="what to measure, as pytest's --bench-mode (counting modes decide with one "
-                           "measurement per commit)")
+    bisecting.add_argument(
+        "--bench-mode",
+        dest="modes",
+        metavar="MODES",
+        required=True,
+        help="what to measure, as pytest's --bench-mode (counting modes decide with one "
+        "measurement per commit)",
+    )
     bisecting.add_argument("--fail", metavar="SPEC", default=None, help="limits, as --bench-fail")
-    bisecting.add_argument("--bench-base-prepare", dest="prepare", metavar="CMD", default=None,
-                           help="a command that builds each revision's worktree before it is measured")
+    bisecting.add_argument(
+        "--bench-base-prepare",
+        dest="prepare",
+        metavar="CMD",
+        default=None,
+        help="a command that builds each revision's worktree before it is measured",
+    )
     commenting = commands.add_parser(
-        "comment", help="post a Markdown summary as the pull request's one benchmark comment, edited in place")
-    commenting.add_argument("summary", metavar="SUMMARY.md", type=Path, help="the --bench-markdown file")
-    commenting.add_argument("--pr", metavar="N", help="the pull (merge) request (default: from the CI variables)")
+        "comment",
+        help="post a Markdown summary as the pull request's one benchmark comment, edited in place",
+    )
+    commenting.add_argument(
+        "summary", metavar="SUMMARY.md", type=Path, help="the --bench-markdown file"
+    )
+    commenting.add_argument(
+        "--pr", metavar="N", help="the pull (merge) request (default: from the CI variables)"
+    )
     for sub in (compare, show, merge):
-        sub.add_argument("--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-        sub.add_argument("-p", dest="sub_plugins", metavar="PLUGIN", action="append", default=[],
-                         help=argparse.SUPPRESS)
-        sub.add_argument("--markdown", metavar="PATH", type=Path, help="also write a Markdown summary")
-        sub.add_argument("--html", metavar="PATH", type=Path, help="also write a self-contained HTML report")
+        sub.add_argument(
+            "--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
+        sub.add_argument(
+            "-p",
+            dest="sub_plugins",
+            metavar="PLUGIN",
+            action="append",
+            default=[],
+            help=argparse.SUPPRESS,
+        )
+        sub.add_argument(
+            "--markdown", metavar="PATH", type=Path, help="also write a Markdown summary"
+        )
+        sub.add_argument(
+            "--html", metavar="PATH", type=Path, help="also write a self-contained HTML report"
+        )
         if sub is not merge:
-            sub.add_argument("--json", metavar="PATH", type=Path, help="also write results and verdicts as JSON")
+            sub.add_argument(
+                "--json", metavar="PATH", type=Path, help="also write results and verdicts as JSON"
+            )
     return parser
 
 
@@ -136,12 +239,16 @@ def load_plugin_metrics(plugin: str) -> list[str]:
         if plugin.endswith(".py") or path.is_file():
             if not path.is_file():
                 raise UsageError(f"-p {plugin}: no such file")
-            name = "torchbench_plugin_" + "_".join(path.resolve().with_suffix("").parts[-3:]).replace("-", "_")
+            name = "torchbench_plugin_" + "_".join(
+                path.resolve().with_suffix("").parts[-3:]
+            ).replace("-", "_")
             spec = importlib.util.spec_from_file_location(name, path)
             if spec is None or spec.loader is None:
                 raise UsageError(f"-p {plugin}: cannot import this file")
             module = importlib.util.module_from_spec(spec)
-            sys.path.insert(0, str(path.resolve().parent))  # as pytest does for a conftest's siblings
+            sys.path.insert(
+                0, str(path.resolve().parent)
+            )  # as pytest does for a conftest's siblings
             sys.modules[name] = module
             spec.loader.exec_module(module)
         else:
@@ -160,9 +267,13 @@ def load_plugin_metrics(plugin: str) -> list[str]:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # noqa: BLE001
-        raise UsageError(f"-p {plugin}: pytest_torchbench_register_metrics failed: {type(exc).__name__}: {exc}") from None
+        raise UsageError(
+            f"-p {plugin}: pytest_torchbench_register_metrics failed: {type(exc).__name__}: {exc}"
+        ) from None
     try:
-        return registry.register_returned(returned, f"-p {plugin}: pytest_torchbench_register_metrics")
+        return registry.register_returned(
+            returned, f"-p {plugin}: pytest_torchbench_register_metrics"
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -180,35 +291,62 @@ def compare_sets(baseline: BaselineSet, current: BaselineSet, policy: Policy) ->
     return gate.gate(list(current.entries.values()), baseline.entries, policy)
 
 
-def _print_table(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline: BaselineSet | None) -> None:
+def _print_table(
+    results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline: BaselineSet | None
+) -> None:
     width = min(shutil.get_terminal_size((100, 24)).columns, 120)
-    for line in terminal.render_tables(results, verdicts, baseline.shown_as if baseline else None, width=width):
+    for line in terminal.render_tables(
+        results, verdicts, baseline.shown_as if baseline else None, width=width
+    ):
         print(line)
     if baseline is not None:
         shown = [v for v in verdicts if v.status != "unchanged"]
         for line in terminal.render_verdict_lines(shown):
             print(line)
         if not shown and results:
-            print(f"no changes beyond the limits against baseline '{safe_text(baseline.shown_as)}' ({safe_text(baseline.source)})")
+            print(
+                f"no changes beyond the limits against baseline '{safe_text(baseline.shown_as)}' ({safe_text(baseline.source)})"
+            )
 
 
 def _check_report_targets(args: argparse.Namespace) -> None:
     """Before reading anything: a report path that is a device, a FIFO, a folder or a symlink is a
     usage error (the report is what this command was run for; finding out afterwards is late)."""
     try:
-        check_report_paths({"--markdown": args.markdown, "--html": args.html, "--json": getattr(args, "json", None),
-                            **({"OUT.json": args.out, "GITHUB_STEP_SUMMARY": markdown.step_summary_path()}
-                               if args.command == "merge" else {})})
+        check_report_paths(
+            {
+                "--markdown": args.markdown,
+                "--html": args.html,
+                "--json": getattr(args, "json", None),
+                **(
+                    {"OUT.json": args.out, "GITHUB_STEP_SUMMARY": markdown.step_summary_path()}
+                    if args.command == "merge"
+                    else {}
+                ),
+            }
+        )
     except ReportPathError as exc:
         raise UsageError(str(exc)) from None
 
 
-def _write_reports(args: argparse.Namespace, results: list[BenchmarkResult], verdicts: list[Verdict],
-                   baseline: BaselineSet | None, meta: dict[str, object]) -> bool:
+def _write_reports(
+    args: argparse.Namespace,
+    results: list[BenchmarkResult],
+    verdicts: list[Verdict],
+    baseline: BaselineSet | None,
+    meta: dict[str, object],
+) -> bool:
     """Write the reports asked for; False when one could not be written (its ERROR line printed)."""
     notes = publish.write_reports(
-        results, verdicts, baseline.entries if baseline else None, baseline.shown_as if baseline else None,
-        baseline.source if baseline else None, args.markdown, args.html, None, option_prefix="--",
+        results,
+        verdicts,
+        baseline.entries if baseline else None,
+        baseline.shown_as if baseline else None,
+        baseline.source if baseline else None,
+        args.markdown,
+        args.html,
+        None,
+        option_prefix="--",
     )
     if getattr(args, "json", None) is not None:
         try:
@@ -217,7 +355,10 @@ def _write_reports(args: argparse.Namespace, results: list[BenchmarkResult], ver
         except OSError as exc:
             notes.append(f"ERROR: --json={args.json}: cannot write ({exc.strerror or exc})")
     for note in notes:
-        print(f"torchbench: {safe_text(note)}", file=sys.stderr if note.startswith("ERROR") else sys.stdout)
+        print(
+            f"torchbench: {safe_text(note)}",
+            file=sys.stderr if note.startswith("ERROR") else sys.stdout,
+        )
     return not any(note.startswith("ERROR") for note in notes)
 
 
@@ -226,15 +367,19 @@ def run(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     # bisect's own arguments end at "--"; pytest's follow (elsewhere "--" ends options, as usual)
-    split = argv.index("--") if "--" in argv and "bisect" in argv[:argv.index("--")] else None
+    split = argv.index("--") if "--" in argv and "bisect" in argv[: argv.index("--")] else None
     args = parser.parse_args(argv[:split] if split is not None else argv)
-    args.pytest_args = argv[split + 1:] if split is not None else []
+    args.pytest_args = argv[split + 1 :] if split is not None else []
     if args.command is None:
-        raise UsageError("name a command: torchbench compare A B, torchbench show A or torchbench merge OUT.json SHARD.json... (see torchbench --help)")
+        raise UsageError(
+            "name a command: torchbench compare A B, torchbench show A or torchbench merge OUT.json SHARD.json... (see torchbench --help)"
+        )
     baselines_dir = Path(args.baselines_dir).absolute()
     added: list[str] = []
     try:
-        for plugin in dict.fromkeys([*args.plugins, *getattr(args, "sub_plugins", [])]):  # -p X twice: once
+        for plugin in dict.fromkeys(
+            [*args.plugins, *getattr(args, "sub_plugins", [])]
+        ):  # -p X twice: once
             added += load_plugin_metrics(plugin)
         return _run_command(args, baselines_dir)
     finally:
@@ -255,9 +400,13 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
     if args.command == "show":
         shown = _resolve(args.baseline, "show", baselines_dir)
         results = [shown.entries[k] for k in sorted(shown.entries, key=natural_key)]
-        print(f"baseline set '{safe_text(shown.name)}' ({safe_text(shown.source)}): {len(results)} benchmark(s)")
+        print(
+            f"baseline set '{safe_text(shown.name)}' ({safe_text(shown.source)}): {len(results)} benchmark(s)"
+        )
         _print_table(results, [], None)
-        written = _write_reports(args, results, [], None, {"set": shown.name, "source": shown.source})
+        written = _write_reports(
+            args, results, [], None, {"set": shown.name, "source": shown.source}
+        )
         return EXIT_OK if written else EXIT_USAGE
     try:
         limits = parse_limits(args.fail, "--fail") if args.fail is not None else {}
@@ -268,11 +417,22 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
     current = _resolve(args.current, "current", baselines_dir)
     results = [current.entries[k] for k in sorted(current.entries, key=natural_key)]
     verdicts = compare_sets(baseline, current, policy)
-    print(f"comparing '{safe_text(current.shown_as)}' ({safe_text(current.source)}) with baseline "
-          f"'{safe_text(baseline.shown_as)}' ({safe_text(baseline.source)})")
+    print(
+        f"comparing '{safe_text(current.shown_as)}' ({safe_text(current.source)}) with baseline "
+        f"'{safe_text(baseline.shown_as)}' ({safe_text(baseline.source)})"
+    )
     _print_table(results, verdicts, baseline)
-    written = _write_reports(args, results, verdicts, baseline, {
-        "compared_with": baseline.source, "current": current.source, "modes": sorted({v.metric for v in verdicts})})
+    written = _write_reports(
+        args,
+        results,
+        verdicts,
+        baseline,
+        {
+            "compared_with": baseline.source,
+            "current": current.source,
+            "modes": sorted({v.metric for v in verdicts}),
+        },
+    )
     failed = [v for v in verdicts if v.failed]
     if failed:
         print(f"torchbench: {len(failed)} failing verdict(s)")
@@ -291,11 +451,16 @@ def _incomparable_exit(verdicts: Sequence[Verdict], allowed: bool, what: str) ->
     nothing = uncompared(list(verdicts))
     if not nothing:
         return EXIT_OK
-    print(f"torchbench: {len(nothing)} verdict(s) compared with nothing (a baseline from another environment): "
-          + ", ".join(sorted({safe_text(v.key) for v in nothing})))
+    print(
+        f"torchbench: {len(nothing)} verdict(s) compared with nothing (a baseline from another environment): "
+        + ", ".join(sorted({safe_text(v.key) for v in nothing}))
+    )
     if in_ci() and not allowed:
-        print(f"torchbench: ERROR: in CI this fails the {what} (exit {EXIT_INCOMPARABLE}), as it fails the gate; "
-              "accept it with --allow-incomparable", file=sys.stderr)
+        print(
+            f"torchbench: ERROR: in CI this fails the {what} (exit {EXIT_INCOMPARABLE}), as it fails the gate; "
+            "accept it with --allow-incomparable",
+            file=sys.stderr,
+        )
         return EXIT_INCOMPARABLE
     return EXIT_OK
 
@@ -312,7 +477,9 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
         try:
             if args.save is not None:
                 validate_set_name(args.save, "--save")
-            folder = args.save_dir.absolute() if args.save_dir is not None else baselines_dir / args.save
+            folder = (
+                args.save_dir.absolute() if args.save_dir is not None else baselines_dir / args.save
+            )
             check_save_folder(folder, "--save-dir" if args.save_dir is not None else "--save")
         except BaselineError as exc:
             raise UsageError(str(exc)) from None
@@ -320,16 +487,34 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
         merged = shards.merge([shards.read_shard(path) for path in args.shards])
     except shards.ShardError as exc:
         raise MergeConflict([f"merge: {line}" for line in exc.lines]) from None
-    print(f"merged {len(args.shards)} shard(s): {len(merged.results)} benchmark result(s)"
-          + (f", compared with baseline '{safe_text(merged.baseline_name)}' ({safe_text(merged.baseline_source or '')})"
-             if merged.baseline_name is not None else ""))
-    baseline = None if merged.baseline_name is None else BaselineSet(
-        merged.baseline_name, merged.baseline_source or "", merged.baseline_entries or {})
+    print(
+        f"merged {len(args.shards)} shard(s): {len(merged.results)} benchmark result(s)"
+        + (
+            f", compared with baseline '{safe_text(merged.baseline_name)}' ({safe_text(merged.baseline_source or '')})"
+            if merged.baseline_name is not None
+            else ""
+        )
+    )
+    baseline = (
+        None
+        if merged.baseline_name is None
+        else BaselineSet(
+            merged.baseline_name, merged.baseline_source or "", merged.baseline_entries or {}
+        )
+    )
     _print_table(merged.results, merged.verdicts, baseline)
-    notes = publish.write_reports(merged.results, merged.verdicts, merged.baseline_entries, merged.baseline_name,
-                                  merged.baseline_source, args.markdown, args.html, markdown.step_summary_path(),
-                                  option_prefix="--",
-                                  failed_tests=merged.failed_tests)
+    notes = publish.write_reports(
+        merged.results,
+        merged.verdicts,
+        merged.baseline_entries,
+        merged.baseline_name,
+        merged.baseline_source,
+        args.markdown,
+        args.html,
+        markdown.step_summary_path(),
+        option_prefix="--",
+        failed_tests=merged.failed_tests,
+    )
     measured = [r for r in merged.results if r.metrics]
     if folder is not None and measured:
         try:
@@ -338,19 +523,34 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
         except (BaselineError, OSError) as exc:
             notes.append(f"ERROR: baselines not written: {exc}")
     try:
-        jsonreport.write(args.out, merged.results, merged.verdicts, {
-            **merged.meta, "saved_as": args.save, "baseline_entries": {
-                k: e.to_json() for k, e in sorted((merged.baseline_entries or {}).items())} or None})
+        jsonreport.write(
+            args.out,
+            merged.results,
+            merged.verdicts,
+            {
+                **merged.meta,
+                "saved_as": args.save,
+                "baseline_entries": {
+                    k: e.to_json() for k, e in sorted((merged.baseline_entries or {}).items())
+                }
+                or None,
+            },
+        )
         notes.append(f"merged JSON written to {args.out}")
     except OSError as exc:
         notes.append(f"ERROR: OUT.json={args.out}: cannot write ({exc.strerror or exc})")
     for note in notes:
-        print(f"torchbench: {safe_text(note)}", file=sys.stderr if note.startswith("ERROR") else sys.stdout)
+        print(
+            f"torchbench: {safe_text(note)}",
+            file=sys.stderr if note.startswith("ERROR") else sys.stdout,
+        )
     failed = [v for v in merged.verdicts if v.failed]
     if failed or merged.failed_tests:
         tests = count_tests(merged.results, merged.verdicts, merged.failed_tests)["failed"]
-        print(f"torchbench: {tests} test(s) failed ({len(failed)} failing verdict(s), "
-              f"{len(merged.failed_tests)} benchmark test(s) failed by pytest)")
+        print(
+            f"torchbench: {tests} test(s) failed ({len(failed)} failing verdict(s), "
+            f"{len(merged.failed_tests)} benchmark test(s) failed by pytest)"
+        )
     if any(note.startswith("ERROR") for note in notes):
         return EXIT_USAGE
     if failed or merged.failed_tests:
@@ -363,7 +563,7 @@ def _history(args: argparse.Namespace, baselines_dir: Path) -> int:
     limit, creep and environment breaks printed, and drawn or written where asked."""
     from .core.history import series_of
     from .reports import history as report
-    from .store.history import HistoryError, commits_of, snapshots
+    from .store.history import commits_of, snapshots
 
     try:
         validate_set_name(args.set, "history")
@@ -373,8 +573,10 @@ def _history(args: argparse.Namespace, baselines_dir: Path) -> int:
     except (BaselineError, ReportPathError, LimitSpecError) as exc:
         raise UsageError(str(exc)) from None
     if not commits:
-        raise UsageError(f"history: no commit changed {baselines_dir / args.set}: commit the set where it is "
-                         "saved (docs/ci.md, \"Keeping the history\")")
+        raise UsageError(
+            f"history: no commit changed {baselines_dir / args.set}: commit the set where it is "
+            'saved (docs/ci.md, "Keeping the history")'
+        )
     found, skipped = [], []
     for commit, entries, why in snapshots(baselines_dir, args.set, toplevel, commits):
         if entries is None:
@@ -388,15 +590,20 @@ def _history(args: argparse.Namespace, baselines_dir: Path) -> int:
     for line in [*report.text_lines(series, args.set, len(commits)), *skipped]:
         print(safe_text(line))
     written = []
-    for path, text in ((args.html, lambda: report.to_html(series, args.set, len(commits), skipped)),
-                       (args.json, lambda: report.to_json(series, args.set, skipped)),
-                       (args.csv, lambda: report.to_csv(series))):
+    for path, text in (
+        (args.html, lambda: report.to_html(series, args.set, len(commits), skipped)),
+        (args.json, lambda: report.to_json(series, args.set, skipped)),
+        (args.csv, lambda: report.to_csv(series)),
+    ):
         if path is not None:
             try:
                 path.write_text(text(), encoding="utf-8")
                 written.append(str(path))
             except OSError as exc:
-                print(f"torchbench: ERROR: {path}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+                print(
+                    f"torchbench: ERROR: {path}: cannot write ({exc.strerror or exc})",
+                    file=sys.stderr,
+                )
                 return EXIT_USAGE
     if written:
         print(f"torchbench: written: {', '.join(written)}")
@@ -413,10 +620,19 @@ def _bisect(args: argparse.Namespace) -> int:
         modes = tuple(m for m in args.modes.split(",") if m)
         unknown = [m for m in modes if registry.find(m) is None]
         if unknown or not modes:
-            raise UsageError(f"bisect: --bench-mode={args.modes}: unknown mode(s) {', '.join(unknown) or '(none)'} "
-                             f"(known: {', '.join(registry.names())})")
-        found = bisect.bisect(args.good, args.bad, modes, args.pytest_args, Policy(limits=limits),
-                              lambda line: print(line, flush=True), args.prepare)
+            raise UsageError(
+                f"bisect: --bench-mode={args.modes}: unknown mode(s) {', '.join(unknown) or '(none)'} "
+                f"(known: {', '.join(registry.names())})"
+            )
+        found = bisect.bisect(
+            args.good,
+            args.bad,
+            modes,
+            args.pytest_args,
+            Policy(limits=limits),
+            lambda line: print(line, flush=True),
+            args.prepare,
+        )
     except (LimitSpecError, BaselineError) as exc:
         raise UsageError(str(exc)) from None
     bisect.report(found, print)

@@ -4,6 +4,7 @@ pytest-benchmark is installed on the development machines and defines the same `
 fixture, so every pytest run we start passes ``-p no:benchmark``; subprocess runs also get this
 checkout on PYTHONPATH so they import the code under test, not another installed copy.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -17,8 +18,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -36,7 +38,9 @@ FAST = "--bench-min-run-time=0.02"
 # prints it, 2.9.1 and 2.13 log it as a warning, prefixed "W1126 09:34:44.293000 18763
 # torch/utils/cpp_extension.py:117] ". PyPI has only CUDA builds of older torch releases
 # (benchmarks/torch_versions.sh), and the FACTS saw it on Python 3.12 too. Not the plugin's output.
-TORCH_IMPORT_NOISE = re.compile(r"^(.*cpp_extension\.py:\d+\] )?No CUDA runtime is found, using CUDA_HOME=")
+TORCH_IMPORT_NOISE = re.compile(
+    r"^(.*cpp_extension\.py:\d+\] )?No CUDA runtime is found, using CUDA_HOME="
+)
 
 
 class _ForkServer:
@@ -57,13 +61,25 @@ class _ForkServer:
     def _start(self) -> subprocess.Popen[bytes]:
         if self.process is None or self.process.poll() is not None:
             self.log.parent.mkdir(parents=True, exist_ok=True)
-            env = {k: v for k, v in os.environ.items()
-                   if not k.startswith("PYTEST_") and k != "PYTHONPATH" and k not in IMPORT_TIME_VARIABLES}
-            env.update({k: v for k, v in zip(IMPORT_TIME_VARIABLES, self.import_env) if v is not None})
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith("PYTEST_")
+                and k != "PYTHONPATH"
+                and k not in IMPORT_TIME_VARIABLES
+            }
+            env.update(
+                {k: v for k, v in zip(IMPORT_TIME_VARIABLES, self.import_env) if v is not None}
+            )
             with self.log.open("ab") as log:
                 self.process = subprocess.Popen(
                     [sys.executable, str(Path(__file__).with_name("zygote.py"))],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, cwd=ROOT)
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    env=env,
+                    cwd=ROOT,
+                )
             self.pending = b""
         return self.process
 
@@ -89,7 +105,9 @@ class _ForkServer:
             chunk = os.read(fd, 65536)
             if not chunk:
                 log = self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
-                raise RuntimeError(f"tests/zygote.py ended unexpectedly; its log ({self.log}):\n{log}")
+                raise RuntimeError(
+                    f"tests/zygote.py ended unexpectedly; its log ({self.log}):\n{log}"
+                )
             self.pending += chunk
         line, _, self.pending = self.pending.partition(b"\n")
         return json.loads(line)
@@ -133,8 +151,14 @@ class _ForkedRun:
 #: Before, the server took the environment of the first test that needed it: a test that set
 #: ``OMP_NUM_THREADS=1`` (``bench``) got torch's default thread count of a server started
 #: without it, as the test order decided (seen with ``--dist worksteal``).
-IMPORT_TIME_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TORCH_LOGS",
-                         "PYTHONHASHSEED", "PYTHONMALLOC")
+IMPORT_TIME_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "TORCH_LOGS",
+    "PYTHONHASHSEED",
+    "PYTHONMALLOC",
+)
 _FORK_SERVERS: dict[tuple[str | None, ...], _ForkServer] = {}
 
 
@@ -146,7 +170,7 @@ def _fork_server(env: dict[str, str]) -> _ForkServer:
     return _FORK_SERVERS[key]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _cuda_device_here() -> bool:
     """Whether this machine has an NVIDIA GPU: there, every run is a fresh interpreter.
 
@@ -172,19 +196,40 @@ def pytester(pytester: pytest.Pytester) -> pytest.Pytester:
     that need what only a fresh interpreter gives start one with
     ``pytester.run(sys.executable, "-m", "pytest", ...)``.
     """
-    if os.environ.get("TORCHBENCH_TESTS_FORK", "1") == "0" or not hasattr(os, "fork") or _cuda_device_here():
+    if (
+        os.environ.get("TORCHBENCH_TESTS_FORK", "1") == "0"
+        or not hasattr(os, "fork")
+        or _cuda_device_here()
+    ):
         return pytester
     fresh_popen = pytester.popen
 
-    def popen(cmdargs: Sequence[str | os.PathLike[str]], stdout: Any = subprocess.PIPE, stderr: Any = subprocess.PIPE,
-              stdin: Any = pytester.CLOSE_STDIN, **kw: Any) -> Any:
+    def popen(
+        cmdargs: Sequence[str | os.PathLike[str]],
+        stdout: Any = subprocess.PIPE,
+        stderr: Any = subprocess.PIPE,
+        stdin: Any = pytester.CLOSE_STDIN,
+        **kw: Any,
+    ) -> Any:
         argv = [os.fspath(arg) for arg in cmdargs]
-        if argv[:2] != [sys.executable, "-mpytest"] or kw or not hasattr(stdout, "name") or not hasattr(stderr, "name"):
+        if (
+            argv[:2] != [sys.executable, "-mpytest"]
+            or kw
+            or not hasattr(stdout, "name")
+            or not hasattr(stderr, "name")
+        ):
             return fresh_popen(cmdargs, stdout, stderr, stdin, **kw)
         env = os.environ.copy()  # as pytester.popen: the working directory leads PYTHONPATH
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH", "")]))
-        return _fork_server(env).start({"argv": argv[2:], "cwd": os.getcwd(), "env": env,
-                                   "stdout": stdout.name, "stderr": stderr.name})
+        return _fork_server(env).start(
+            {
+                "argv": argv[2:],
+                "cwd": os.getcwd(),
+                "env": env,
+                "stdout": stdout.name,
+                "stderr": stderr.name,
+            }
+        )
 
     pytester.popen = popen  # type: ignore[method-assign]
     return pytester
@@ -225,14 +270,21 @@ def run_bench(pytester: pytest.Pytester, bench_env: None) -> Callable[..., pytes
 
 def git(cwd: Path, *args: str) -> str:
     """Run git with a fixed identity; fail the test with git's message on error."""
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@e", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@e", "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@e",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@e",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "HOME": str(cwd),
+    }
     done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env)
     assert done.returncode == 0, f"git {' '.join(args)}: {done.stderr}"
     return done.stdout
 
 
-BENCH_MODULE = '''
+BENCH_MODULE = """
 import pytest, torch
 
 @pytest.mark.benchmark
@@ -241,15 +293,17 @@ def test_add():
 
 def test_mul(benchmark):
     benchmark(lambda: torch.ones(3) * 2)
-'''
+"""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def import_noise() -> frozenset[str]:
     """The lines this interpreter writes to stderr when it starts and imports torch: none on most
     machines; torch's CUDA build on a machine with a CUDA toolkit and no GPU prints
     ``No CUDA runtime is found, using CUDA_HOME=...``. Not ours, and in every run's stderr."""
-    done = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", "import torch"], capture_output=True, text=True, timeout=600
+    )
     return frozenset(line for line in done.stderr.splitlines() if line.strip())
 
 
@@ -257,8 +311,11 @@ def own_lines(stderr: str) -> list[str]:
     """The non-empty lines of ``stderr`` less what starting Python and importing torch print here
     (:func:`import_noise`): "one clear line" tests count these, so they hold wherever torch warns."""
     noise = import_noise()
-    return [line for line in stderr.splitlines()
-            if line.strip() and line not in noise and not TORCH_IMPORT_NOISE.match(line)]
+    return [
+        line
+        for line in stderr.splitlines()
+        if line.strip() and line not in noise and not TORCH_IMPORT_NOISE.match(line)
+    ]
 
 
 @pytest.fixture(name="git")
@@ -273,7 +330,9 @@ def bench_module() -> str:
     return BENCH_MODULE
 
 
-def profile_record(trace: str | None, source: str = "--bench-profile", error: str | None = None) -> dict:
+def profile_record(
+    trace: str | None, source: str = "--bench-profile", error: str | None = None
+) -> dict:
     """A profile as results carry it, made by the engine's own ``ProfileSummary.record`` (the one
     shape ``--bench-profile`` and ``bench_profiler`` write), not built by hand."""
     from pathlib import Path
@@ -282,17 +341,29 @@ def profile_record(trace: str | None, source: str = "--bench-profile", error: st
 
     top = [OpStat("aten::add", 3, 12.5, 20.0)]
     local = trace is not None and "://" not in trace and not trace.startswith("javascript:")
-    record = ProfileSummary(3, top, "table", Path(trace) if local and trace else None, error).record(source)
+    record = ProfileSummary(
+        3, top, "table", Path(trace) if local and trace else None, error
+    ).record(source)
     if trace is not None and not local:
         record["trace"] = trace  # e.g. a report hook that uploaded the trace and points at its URL
     return record
 
 
-def make_result(key: str, times: list[float] | None = None, instructions: float | None = None,
-                functions: dict[str, float] | None = None, ops: dict[str, float] | None = None,
-                extras: dict | None = None) -> BenchmarkResult:
+def make_result(
+    key: str,
+    times: list[float] | None = None,
+    instructions: float | None = None,
+    functions: dict[str, float] | None = None,
+    ops: dict[str, float] | None = None,
+    extras: dict | None = None,
+) -> BenchmarkResult:
     """A synthetic result (no measuring): reports and the CLI are tested on exact numbers."""
-    from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric, OpsMetric, TimeMetric
+    from pytest_torchbench.core.results import (
+        BenchmarkResult,
+        InstructionsMetric,
+        OpsMetric,
+        TimeMetric,
+    )
 
     metrics: dict = {}
     if times is not None:
@@ -302,8 +373,15 @@ def make_result(key: str, times: list[float] | None = None, instructions: float 
     if ops is not None:
         metrics["ops"] = OpsMetric(dict(ops))
     module, _, name = key.partition("::")
-    return BenchmarkResult(key=key, module=module, label=name, sub_label="", description="",
-                           metrics=metrics, extras=dict(extras or {}))
+    return BenchmarkResult(
+        key=key,
+        module=module,
+        label=name,
+        sub_label="",
+        description="",
+        metrics=metrics,
+        extras=dict(extras or {}),
+    )
 
 
 @pytest.fixture
@@ -319,19 +397,59 @@ def sample_data() -> tuple[list, list, dict]:
 
     base = {
         "bench/test_m.py::test_slow": make_result(
-            "bench/test_m.py::test_slow", times=[1.00e-5, 1.02e-5, 0.99e-5, 1.01e-5, 1.00e-5, 1.03e-5, 0.98e-5, 1.04e-5, 1.01e-5, 1.0e-5],
-            instructions=100_000, functions={"aten::add_impl": 60_000, "PyEval": 40_000},
-            ops={"aten::add": 1, "aten::empty": 1}),
+            "bench/test_m.py::test_slow",
+            times=[
+                1.00e-5,
+                1.02e-5,
+                0.99e-5,
+                1.01e-5,
+                1.00e-5,
+                1.03e-5,
+                0.98e-5,
+                1.04e-5,
+                1.01e-5,
+                1.0e-5,
+            ],
+            instructions=100_000,
+            functions={"aten::add_impl": 60_000, "PyEval": 40_000},
+            ops={"aten::add": 1, "aten::empty": 1},
+        ),
         "bench/test_m.py::test_fast": make_result(
-            "bench/test_m.py::test_fast", instructions=50_000, functions={"f": 50_000}, ops={"aten::mul": 2}),
-        "bench/test_m.py::test_gone": make_result("bench/test_m.py::test_gone", instructions=10_000, ops={"aten::mul": 1}),
+            "bench/test_m.py::test_fast",
+            instructions=50_000,
+            functions={"f": 50_000},
+            ops={"aten::mul": 2},
+        ),
+        "bench/test_m.py::test_gone": make_result(
+            "bench/test_m.py::test_gone", instructions=10_000, ops={"aten::mul": 1}
+        ),
     }
     current = [
-        make_result("bench/test_m.py::test_slow", times=[1.30e-5, 1.31e-5, 1.29e-5, 1.33e-5, 1.30e-5, 1.32e-5, 1.27e-5, 1.36e-5, 1.31e-5, 1.29e-5],
-                    instructions=130_000, functions={"aten::add_impl": 85_000, "PyEval": 40_000, "aten::copy_": 5_000},
-                    ops={"aten::add": 1, "aten::empty": 2, "aten::copy_": 1},
-                    extras={"profiles": [profile_record("/tmp/traces/test_slow.json.gz")]}),
-        make_result("bench/test_m.py::test_fast", instructions=40_000, functions={"f": 40_000}, ops={"aten::mul": 2}),
+        make_result(
+            "bench/test_m.py::test_slow",
+            times=[
+                1.30e-5,
+                1.31e-5,
+                1.29e-5,
+                1.33e-5,
+                1.30e-5,
+                1.32e-5,
+                1.27e-5,
+                1.36e-5,
+                1.31e-5,
+                1.29e-5,
+            ],
+            instructions=130_000,
+            functions={"aten::add_impl": 85_000, "PyEval": 40_000, "aten::copy_": 5_000},
+            ops={"aten::add": 1, "aten::empty": 2, "aten::copy_": 1},
+            extras={"profiles": [profile_record("/tmp/traces/test_slow.json.gz")]},
+        ),
+        make_result(
+            "bench/test_m.py::test_fast",
+            instructions=40_000,
+            functions={"f": 40_000},
+            ops={"aten::mul": 2},
+        ),
         make_result("bench/test_m.py::test_new", instructions=1_000, ops={"aten::sum": 1}),
     ]
     policy = Policy()
@@ -366,7 +484,9 @@ class BenchRunner:
 
 
 @pytest.fixture
-def bench(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, bench_env: None) -> BenchRunner:
+def bench(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, bench_env: None
+) -> BenchRunner:
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     # rootdir = pytester's folder, so baselines/ lands there

@@ -1,6 +1,7 @@
 """The pieces of a measured base (base.py) that the end-to-end tests (tests/e2e/test_gate_ci.py)
 cannot vary cheaply: which imports are refused, what the child run is given, what the cache key
 depends on."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,8 +18,15 @@ def _tree(root: Path, *files: str) -> None:
 
 
 def test_project_packages_flat_and_src_layouts(tmp_path: Path) -> None:
-    _tree(tmp_path, "flat/__init__.py", "src/srcpkg/__init__.py", "src/single.py", "setup.py", "notes/readme.txt",
-          "tests/__init__.py")
+    _tree(
+        tmp_path,
+        "flat/__init__.py",
+        "src/srcpkg/__init__.py",
+        "src/single.py",
+        "setup.py",
+        "notes/readme.txt",
+        "tests/__init__.py",
+    )
     assert project_packages(tmp_path) == {"flat", "srcpkg", "single", "tests"}
 
 
@@ -27,23 +35,55 @@ def test_imports_from_the_checkout_or_an_installed_copy_are_refused(tmp_path: Pa
     _tree(worktree, "src/mylib/__init__.py", "src/mylib/core.py", "conftest.py")
     _tree(checkout, "src/mylib/__init__.py", "helpers.py")
     _tree(site, "mylib/__init__.py", "numpy/__init__.py")
-    good = {"mylib": str(worktree / "src/mylib/__init__.py"), "mylib.core": str(worktree / "src/mylib/core.py"),
-            "conftest": str(worktree / "conftest.py"), "numpy": str(site / "numpy/__init__.py"),
-            "torch.classes": "_classes.py"}
+    good = {
+        "mylib": str(worktree / "src/mylib/__init__.py"),
+        "mylib.core": str(worktree / "src/mylib/core.py"),
+        "conftest": str(worktree / "conftest.py"),
+        "numpy": str(site / "numpy/__init__.py"),
+        "torch.classes": "_classes.py",
+    }
     assert wrong_import(good, worktree, checkout) is None
     editable = {**good, "mylib.core": str(checkout / "src/mylib/core.py")}
-    assert wrong_import(editable, worktree, checkout) == ("mylib.core", str(checkout / "src/mylib/core.py"))
+    assert wrong_import(editable, worktree, checkout) == (
+        "mylib.core",
+        str(checkout / "src/mylib/core.py"),
+    )
     installed = {**good, "mylib": str(site / "mylib/__init__.py")}
     assert wrong_import(installed, worktree, checkout) == ("mylib", str(site / "mylib/__init__.py"))
-    helper = {**good, "helpers": str(checkout / "helpers.py")}  # not a package, but the checkout's code
+    helper = {
+        **good,
+        "helpers": str(checkout / "helpers.py"),
+    }  # not a package, but the checkout's code
     assert wrong_import(helper, worktree, checkout) == ("helpers", str(checkout / "helpers.py"))
 
 
 def test_the_base_run_keeps_the_selection_and_drops_what_writes() -> None:
-    args = ["tests/test_a.py", "-k", "add and not slow", "-m", "benchmark", "--bench-mode=ops", "--bench-compare",
-            "HEAD~1", "--bench-json=out.json", "--bench-markdown", "s.md", "--bench-html=r.html",
-            "--junitxml=j.xml", "--bench-save=main", "--bench-output=out", "--bench-base=measure",
-            "--bench-base-prepare", "make", "--bench-allow-incomparable", "--bench-rounds", "4", "--lf", "-n", "2"]
+    args = [
+        "tests/test_a.py",
+        "-k",
+        "add and not slow",
+        "-m",
+        "benchmark",
+        "--bench-mode=ops",
+        "--bench-compare",
+        "HEAD~1",
+        "--bench-json=out.json",
+        "--bench-markdown",
+        "s.md",
+        "--bench-html=r.html",
+        "--junitxml=j.xml",
+        "--bench-save=main",
+        "--bench-output=out",
+        "--bench-base=measure",
+        "--bench-base-prepare",
+        "make",
+        "--bench-allow-incomparable",
+        "--bench-rounds",
+        "4",
+        "--lf",
+        "-n",
+        "2",
+    ]
     options, paths = selection_args(args, ["tests/test_a.py"])
     assert options == ["-k", "add and not slow", "-m", "benchmark", "--bench-mode=ops", "-n", "2"]
     assert paths == ["tests/test_a.py"]
@@ -54,8 +94,15 @@ def test_the_cache_key_changes_with_everything_a_base_depends_on(tmp_path: Path)
     key = cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "x"], [], ".", None)
     assert key == cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "x"], [], ".", None)
     others = [
-        cache_key(Revision("main", "main", None, "b" * 40, tmp_path), {"ops.torch": "2.13"}, ["ops"], ["-k", "x"],
-                  [], ".", None),
+        cache_key(
+            Revision("main", "main", None, "b" * 40, tmp_path),
+            {"ops.torch": "2.13"},
+            ["ops"],
+            ["-k", "x"],
+            [],
+            ".",
+            None,
+        ),
         cache_key(revision, {"ops.torch": "2.14"}, ["ops"], ["-k", "x"], [], ".", None),
         cache_key(revision, {"ops.torch": "2.13"}, ["ops", "time"], ["-k", "x"], [], ".", None),
         cache_key(revision, {"ops.torch": "2.13"}, ["ops"], ["-k", "y"], [], ".", None),
@@ -77,26 +124,52 @@ def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) ->
     def one(seconds: float | None) -> BaselineSet:
         entries = {}
         if seconds is not None:
-            entries["t.py::test_a"] = BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "",
-                                                      metrics={"time": TimeMetric(1, [seconds])})
+            entries["t.py::test_a"] = BenchmarkResult(
+                "t.py::test_a", "t.py", "test_a", "", "", metrics={"time": TimeMetric(1, [seconds])}
+            )
         return BaselineSet("base", "here", entries)
 
     revision = Revision("HEAD~1", "HEAD~1", None, "a" * 40, tmp_path)
-    measured = MeasuredBase(revision, one(1.0), tmp_path, False, 1.0,
-                            [(one(1.0), one(2.0)), (one(None), one(2.5)), (one(1.5), one(3.0))], 3)
-    assert [(b.fastest, h.fastest) for b, h in measured.pairs("t.py::test_a", "time", 0)] == [(1.0, 2.0), (1.5, 3.0)]
+    measured = MeasuredBase(
+        revision,
+        one(1.0),
+        tmp_path,
+        False,
+        1.0,
+        [(one(1.0), one(2.0)), (one(None), one(2.5)), (one(1.5), one(3.0))],
+        3,
+    )
+    assert [(b.fastest, h.fastest) for b, h in measured.pairs("t.py::test_a", "time", 0)] == [
+        (1.0, 2.0),
+        (1.5, 3.0),
+    ]
     assert measured.pairs("t.py::test_a", "time", 0).numbers == [1, 3]
-    assert measured.pairs("t.py::test_a", "ops", 0) == [] and measured.pairs("t.py::test_b", "time", 0) == []
-    assert measured.origin() == f"measured from HEAD~1 ({'a' * 12}) in this job alternately with this checkout, 3 rounds"
+    assert (
+        measured.pairs("t.py::test_a", "ops", 0) == []
+        and measured.pairs("t.py::test_b", "time", 0) == []
+    )
+    assert (
+        measured.origin()
+        == f"measured from HEAD~1 ({'a' * 12}) in this job alternately with this checkout, 3 rounds"
+    )
     measured.rounds_of_all = 2  # the third round measured only what two could not decide
-    assert measured.origin().endswith("2 rounds (+1 for the benchmarks they found changed or could not decide)")
+    assert measured.origin().endswith(
+        "2 rounds (+1 for the benchmarks they found changed or could not decide)"
+    )
     measured.rounds_of_all = 1  # a pass of one round, then one more of what was still undecided
-    assert measured.origin().endswith("1 rounds (+1 for the benchmarks they found changed or could not decide, "
-                                      "+1 for those still undecided)")
-    assert MeasuredBase(revision, one(1.0), tmp_path, False, 1.0).origin() == f"measured from HEAD~1 ({'a' * 12}) in this job"
+    assert measured.origin().endswith(
+        "1 rounds (+1 for the benchmarks they found changed or could not decide, "
+        "+1 for those still undecided)"
+    )
+    assert (
+        MeasuredBase(revision, one(1.0), tmp_path, False, 1.0).origin()
+        == f"measured from HEAD~1 ({'a' * 12}) in this job"
+    )
 
 
-def test_rounds_are_said_to_be_in_turns_only_where_their_measurements_took_turns(tmp_path: Path) -> None:
+def test_rounds_are_said_to_be_in_turns_only_where_their_measurements_took_turns(
+    tmp_path: Path,
+) -> None:
     """``MeasuredBase.in_turns`` reads what the children recorded (engines/duet.py), not what
     was asked: a round whose tests ran in xdist workers measured one side after the other."""
     from pytest_torchbench.core.results import BenchmarkResult
@@ -106,13 +179,24 @@ def test_rounds_are_said_to_be_in_turns_only_where_their_measurements_took_turns
 
     def one(turns: int | None) -> BaselineSet:
         metric = TimeMetric(1, [1e-3], turns=turns)
-        return BaselineSet("base", "here", {"t.py::test_a": BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "",
-                                                                            metrics={"time": metric})})
+        return BaselineSet(
+            "base",
+            "here",
+            {
+                "t.py::test_a": BenchmarkResult(
+                    "t.py::test_a", "t.py", "test_a", "", "", metrics={"time": metric}
+                )
+            },
+        )
 
     revision = Revision("HEAD~1", "HEAD~1", None, "a" * 40, tmp_path)
-    alone = MeasuredBase(revision, one(None), tmp_path, False, 1.0, [(one(None), one(None)), (one(0), one(0))], 2)
+    alone = MeasuredBase(
+        revision, one(None), tmp_path, False, 1.0, [(one(None), one(None)), (one(0), one(0))], 2
+    )
     assert not alone.in_turns
-    assert MeasuredBase(revision, one(None), tmp_path, False, 1.0, [(one(None), one(None)), (one(4), one(5))], 2).in_turns
+    assert MeasuredBase(
+        revision, one(None), tmp_path, False, 1.0, [(one(None), one(None)), (one(4), one(5))], 2
+    ).in_turns
     assert not MeasuredBase(revision, one(None), tmp_path, False, 1.0).in_turns  # one-shot
 
 
@@ -133,8 +217,10 @@ def test_the_extra_rounds_name_tests_relative_to_where_pytest_started(tmp_path: 
     outside = tmp_path / "bench" / "test_b.py"
     outside.parent.mkdir()
     outside.write_text("")
-    fake = SimpleNamespace(config=SimpleNamespace(invocation_params=SimpleNamespace(dir=repo / "tests")),
-                           revision=SimpleNamespace(toplevel=repo))
+    fake = SimpleNamespace(
+        config=SimpleNamespace(invocation_params=SimpleNamespace(dir=repo / "tests")),
+        revision=SimpleNamespace(toplevel=repo),
+    )
     assert Controller._test_argument(fake, link / "tests" / "test_a.py") == "test_a.py"  # type: ignore[arg-type]
     assert Controller._test_argument(fake, repo / "tests" / "test_a.py") == "test_a.py"  # type: ignore[arg-type]
     assert Controller._test_argument(fake, outside) == str(outside)  # type: ignore[arg-type]
@@ -142,7 +228,9 @@ def test_the_extra_rounds_name_tests_relative_to_where_pytest_started(tmp_path: 
     assert Controller._test_argument(fake, link / "tests" / "test_a.py") == "../tests/test_a.py"  # type: ignore[arg-type]
 
 
-def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide(tmp_path: Path) -> None:
+def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide(
+    tmp_path: Path,
+) -> None:
     """``Controller._undecided_tests``, the callback ``base.measure`` asks before each pass of
     extra rounds: after the first rounds, every benchmark they did not call unchanged with both
     views (a change too); after a pass, only benchmarks measured again that all their rounds,
@@ -156,26 +244,47 @@ def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide
     from pytest_torchbench.store.storage import BaselineSet
 
     def side(**seconds: float) -> BaselineSet:
-        return BaselineSet("base", "here", {
-            f"t.py::{name}": BenchmarkResult(f"t.py::{name}", "t.py", name, "", "", nodeid=f"t.py::{name}",
-                                             metrics={"time": TimeMetric(1, [value])})
-            for name, value in seconds.items()})
+        return BaselineSet(
+            "base",
+            "here",
+            {
+                f"t.py::{name}": BenchmarkResult(
+                    f"t.py::{name}",
+                    "t.py",
+                    name,
+                    "",
+                    "",
+                    nodeid=f"t.py::{name}",
+                    metrics={"time": TimeMetric(1, [value])},
+                )
+                for name, value in seconds.items()
+            },
+        )
 
     calm, slower, flipping = [(1.0, 1.0)] * 4, [(1.0, 2.0)] * 4, [(1.0, 2.0), (2.0, 1.0)] * 2
     # unchanged by the looser rule, not by the strict one (the pairs same, the sides undecided)
     gone = [(1.0, 1.3), (1.05, 1.0), (1.05, 1.0), (1.3, 1.6)]
-    first = [(side(test_calm=c[0], test_slower=s[0], test_flip=f[0], test_gone=g[0]),
-              side(test_calm=c[1], test_slower=s[1], test_flip=f[1], test_gone=g[1]))
-             for c, s, f, g in zip(calm, slower, flipping, gone)]
-    fake = SimpleNamespace(settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path), again_passes={},
-                           _test_argument=lambda path: path.relative_to(tmp_path).as_posix())
+    first = [
+        (
+            side(test_calm=c[0], test_slower=s[0], test_flip=f[0], test_gone=g[0]),
+            side(test_calm=c[1], test_slower=s[1], test_flip=f[1], test_gone=g[1]),
+        )
+        for c, s, f, g in zip(calm, slower, flipping, gone)
+    ]
+    fake = SimpleNamespace(
+        settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path),
+        again_passes={},
+        _test_argument=lambda path: path.relative_to(tmp_path).as_posix(),
+    )
     undecided = Controller._undecided_tests
     assert undecided(fake, first) == ["t.py::test_slower", "t.py::test_flip", "t.py::test_gone"]  # type: ignore[arg-type]
     # the first pass: the slowdown decided on eight rounds; the flipping one still undecided;
     # test_gone measured nothing there (its test failed), so its first rounds are still judged
     # strictly, as its verdict will be (``_rounds_unfinished``), and it is taken again
-    again = [(side(test_slower=s[0], test_flip=f[0]), side(test_slower=s[1], test_flip=f[1]))
-             for s, f in zip(slower, flipping)]
+    again = [
+        (side(test_slower=s[0], test_flip=f[0]), side(test_slower=s[1], test_flip=f[1]))
+        for s, f in zip(slower, flipping)
+    ]
     assert undecided(fake, first + again) == ["t.py::test_flip", "t.py::test_gone"]  # type: ignore[arg-type]
     assert fake.again_passes == {"t.py::test_slower": 1, "t.py::test_flip": 2, "t.py::test_gone": 2}
     fake.again_passes.pop("t.py::test_gone")
@@ -184,7 +293,9 @@ def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide
     assert undecided(fake, first + again) == []  # type: ignore[arg-type]
 
 
-def test_a_benchmark_measured_along_with_its_sibling_is_judged_on_its_own_rounds(tmp_path: Path) -> None:
+def test_a_benchmark_measured_along_with_its_sibling_is_judged_on_its_own_rounds(
+    tmp_path: Path,
+) -> None:
     """Two benchmarks recorded in one test: the first rounds pass one and send the other to be
     measured again. A pass re-runs the whole test, so the passed one is measured along; it is
     judged on the rounds that were for it (``MeasuredBase.pairs``) and never taken for another
@@ -199,35 +310,86 @@ def test_a_benchmark_measured_along_with_its_sibling_is_judged_on_its_own_rounds
     from pytest_torchbench.store.storage import BaselineSet
 
     def side(calm: float, flip: float) -> BaselineSet:
-        return BaselineSet("base", "here", {
-            key: BenchmarkResult(key, "t.py", "test_two", "", "", nodeid="t.py::test_two",
-                                 metrics={"time": TimeMetric(1, [value])})
-            for key, value in (("t.py::test_two::calm", calm), ("t.py::test_two::flip", flip))})
+        return BaselineSet(
+            "base",
+            "here",
+            {
+                key: BenchmarkResult(
+                    key,
+                    "t.py",
+                    "test_two",
+                    "",
+                    "",
+                    nodeid="t.py::test_two",
+                    metrics={"time": TimeMetric(1, [value])},
+                )
+                for key, value in (("t.py::test_two::calm", calm), ("t.py::test_two::flip", flip))
+            },
+        )
 
     first = [(side(1.0, 1.0), side(1.0, 2.0)), (side(1.0, 2.0), side(1.0, 1.0))] * 2
     burst = [(side(1.0, 1.0), side(2.0, 2.0)), (side(1.0, 2.0), side(2.0, 1.0))] * 2
-    fake = SimpleNamespace(settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path), again_passes={},
-                           _test_argument=lambda path: path.relative_to(tmp_path).as_posix())
+    fake = SimpleNamespace(
+        settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path),
+        again_passes={},
+        _test_argument=lambda path: path.relative_to(tmp_path).as_posix(),
+    )
     assert Controller._undecided_tests(fake, first) == ["t.py::test_two"]  # type: ignore[arg-type]
     assert fake.again_passes == {"t.py::test_two::flip": 1}
     assert Controller._undecided_tests(fake, first + burst) == ["t.py::test_two"]  # type: ignore[arg-type]
-    assert fake.again_passes == {"t.py::test_two::flip": 2}  # the calm one is not judged on the burst
+    assert fake.again_passes == {
+        "t.py::test_two::flip": 2
+    }  # the calm one is not judged on the burst
 
-    measured = MeasuredBase(SimpleNamespace(), BaselineSet("base", "here"), tmp_path, False, 1.0,  # type: ignore[arg-type]
-                            first + burst + burst, 4)
-    calm = measured.pairs("t.py::test_two::calm", "time", fake.again_passes.get("t.py::test_two::calm", 0))
+    measured = MeasuredBase(
+        SimpleNamespace(),
+        BaselineSet("base", "here"),
+        tmp_path,
+        False,
+        1.0,  # type: ignore[arg-type]
+        first + burst + burst,
+        4,
+    )
+    calm = measured.pairs(
+        "t.py::test_two::calm", "time", fake.again_passes.get("t.py::test_two::calm", 0)
+    )
     assert [head.fastest / base.fastest for base, head in calm] == [1.0] * 4
-    assert len(measured.pairs("t.py::test_two::flip", "time", fake.again_passes["t.py::test_two::flip"])) == 12
+    assert (
+        len(
+            measured.pairs(
+                "t.py::test_two::flip", "time", fake.again_passes["t.py::test_two::flip"]
+            )
+        )
+        == 12
+    )
     # sent for the first pass only, measured along in the second: its first eight rounds
     assert measured.pairs("t.py::test_two::flip", "time", 1).numbers == list(range(1, 9))
 
     # a benchmark its test recorded only in the passes' rounds keeps those: all it has
     late = [(side(1.0, 1.0), side(1.0, 1.0))] * 4 + [
-        (BaselineSet("base", "here", {**b.entries, "t.py::test_two::late": b.entries["t.py::test_two::calm"]}),
-         BaselineSet("head", "here", {**h.entries, "t.py::test_two::late": h.entries["t.py::test_two::calm"]}))
-        for b, h in burst]
-    measured = MeasuredBase(SimpleNamespace(), BaselineSet("base", "here"), tmp_path, False, 1.0,  # type: ignore[arg-type]
-                            late, 4)
+        (
+            BaselineSet(
+                "base",
+                "here",
+                {**b.entries, "t.py::test_two::late": b.entries["t.py::test_two::calm"]},
+            ),
+            BaselineSet(
+                "head",
+                "here",
+                {**h.entries, "t.py::test_two::late": h.entries["t.py::test_two::calm"]},
+            ),
+        )
+        for b, h in burst
+    ]
+    measured = MeasuredBase(
+        SimpleNamespace(),
+        BaselineSet("base", "here"),
+        tmp_path,
+        False,
+        1.0,  # type: ignore[arg-type]
+        late,
+        4,
+    )
     assert measured.pairs("t.py::test_two::late", "time", 0).numbers == [5, 6, 7, 8]
 
 
@@ -248,7 +410,10 @@ def test_the_order_of_a_rounds_two_children_is_read_from_the_environment(monkeyp
     monkeypatch.setenv(ROUNDS_ENV, "sequential")
     assert turns_wanted() is False
     monkeypatch.setenv(ROUNDS_ENV, "sequentail\x1b[31m")
-    with pytest.raises(ValueError, match=r"^TORCHBENCH_ROUNDS='sequentail.*' is neither 'turns' \(the default\) nor 'sequential'") as caught:
+    with pytest.raises(
+        ValueError,
+        match=r"^TORCHBENCH_ROUNDS='sequentail.*' is neither 'turns' \(the default\) nor 'sequential'",
+    ) as caught:
         turns_wanted()
     assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
 
@@ -263,16 +428,35 @@ def test_a_base_runs_report_is_read_defensively(tmp_path: Path) -> None:
     from pytest_torchbench.pytest.base import _Child
 
     revision = Revision("HEAD~1", "HEAD~1", "main", "a" * 40, tmp_path)
+
     def child() -> _Child:  # a child reads its report once: a fresh one for each report written
-        return _Child(revision, [], [], tmp_path, {}, tmp_path / "r1-base", tmp_path, "--bench-compare=HEAD~1",
-                      tmp_path, "base")
+        return _Child(
+            revision,
+            [],
+            [],
+            tmp_path,
+            {},
+            tmp_path / "r1-base",
+            tmp_path,
+            "--bench-compare=HEAD~1",
+            tmp_path,
+            "base",
+        )
 
     assert child().unmeasured_tests() == {}  # no report written
-    child().report_path.write_text(json.dumps({
-        "failed_test_errors": {"t.py::a": "OSError: [Errno 98] Address already in use\nsecond line",
-                               "t.py::b": "\x1b[2J::error::forged " + "\x1b" * 1000, "t.py::c": 3, "t.py::d": None},
-        "skipped_tests": {"t.py::e": "Skipped: no server", "t.py::a": "later"},
-    }))
+    child().report_path.write_text(
+        json.dumps(
+            {
+                "failed_test_errors": {
+                    "t.py::a": "OSError: [Errno 98] Address already in use\nsecond line",
+                    "t.py::b": "\x1b[2J::error::forged " + "\x1b" * 1000,
+                    "t.py::c": 3,
+                    "t.py::d": None,
+                },
+                "skipped_tests": {"t.py::e": "Skipped: no server", "t.py::a": "later"},
+            }
+        )
+    )
     found = child().unmeasured_tests()
     assert found["t.py::a"] == "failed: OSError: [Errno 98] Address already in use"
     assert found["t.py::b"].startswith("failed: \\x1b[2J") and "\x1b" not in found["t.py::b"]

@@ -1,9 +1,10 @@
 """The lines changed since a revision (``store/changes.py``), read from a real git repository:
 they tag the call sites of a failed verdict, so a wrong answer points the reader at the wrong line."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -26,10 +27,13 @@ def repo(tmp_path: Path, git: Callable[..., str]) -> tuple[Path, str]:
 
 
 def test_an_edited_and_an_added_line_are_changed_and_the_others_not(
-        repo: tuple[Path, str], git: Callable[..., str]) -> None:
+    repo: tuple[Path, str], git: Callable[..., str]
+) -> None:
     root, base = repo
     # line 5 edited, a line inserted after it (6); the old line 6 is now line 7, unchanged
-    (root / "lib" / "ops.py").write_text(LIB.replace("    y = x * 2\n", "    y = x * 3\n    y = y.clone()\n"))
+    (root / "lib" / "ops.py").write_text(
+        LIB.replace("    y = x * 2\n", "    y = x * 3\n    y = y.clone()\n")
+    )
     git(root, "commit", "-q", "-am", "head")
     lines = changes.for_revision(root, base, "HEAD~1", root)
     assert lines.label == "since HEAD~1"
@@ -46,16 +50,21 @@ def test_uncommitted_edits_count_since_they_are_what_ran(repo: tuple[Path, str])
 
 
 def test_a_file_new_since_the_commit_is_changed_in_every_line_once_git_tracks_it(
-        repo: tuple[Path, str], git: Callable[..., str]) -> None:
+    repo: tuple[Path, str], git: Callable[..., str]
+) -> None:
     root, base = repo
     (root / "lib" / "new.py").write_text("x = 1\ny = 2\n")
-    assert not changes.ChangedLines(root, base, "since main", root)("lib/new.py", 1)  # untracked: unknown
+    assert not changes.ChangedLines(root, base, "since main", root)(
+        "lib/new.py", 1
+    )  # untracked: unknown
     git(root, "add", "lib/new.py")
     lines = changes.ChangedLines(root, base, "since main", root)
     assert lines("lib/new.py", 1) and lines("lib/new.py", 2)
 
 
-def test_a_moved_file_is_changed_only_where_it_was_edited(repo: tuple[Path, str], git: Callable[..., str]) -> None:
+def test_a_moved_file_is_changed_only_where_it_was_edited(
+    repo: tuple[Path, str], git: Callable[..., str]
+) -> None:
     root, base = repo
     (root / "lib" / "core").mkdir()
     git(root, "mv", "lib/ops.py", "lib/core/ops.py")
@@ -66,17 +75,28 @@ def test_a_moved_file_is_changed_only_where_it_was_edited(repo: tuple[Path, str]
     assert [n for n in range(1, 8) if lines("lib/core/ops.py", n)] == [5]
 
 
-def test_the_users_git_settings_do_not_widen_the_lines(repo: tuple[Path, str], git: Callable[..., str]) -> None:
+def test_the_users_git_settings_do_not_widen_the_lines(
+    repo: tuple[Path, str], git: Callable[..., str]
+) -> None:
     """Hunks merged over unchanged lines (diff.interHunkContext), other prefixes, colours, an
     external diff tool, CRLF endings in the working tree: the lines are still the edited ones."""
     root, base = repo
-    for key, value in (("diff.interHunkContext", "5"), ("diff.noprefix", "true"), ("color.ui", "always"),
-                       ("diff.external", "/bin/false"), ("diff.mnemonicPrefix", "true")):
+    for key, value in (
+        ("diff.interHunkContext", "5"),
+        ("diff.noprefix", "true"),
+        ("color.ui", "always"),
+        ("diff.external", "/bin/false"),
+        ("diff.mnemonicPrefix", "true"),
+    ):
         git(root, "config", key, value)
-    (root / "lib" / "ops.py").write_text(LIB.replace("import torch", "import torch as t").replace("x * 2", "x * 7"))
+    (root / "lib" / "ops.py").write_text(
+        LIB.replace("import torch", "import torch as t").replace("x * 2", "x * 7")
+    )
     lines = changes.ChangedLines(root, base, "since main", root)
     assert [n for n in range(1, 8) if lines("lib/ops.py", n)] == [1, 5]
-    (root / "lib" / "ops.py").write_bytes(LIB.replace("x * 2", "x * 7").replace("\n", "\r\n").encode())
+    (root / "lib" / "ops.py").write_bytes(
+        LIB.replace("x * 2", "x * 7").replace("\n", "\r\n").encode()
+    )
     lines = changes.ChangedLines(root, base, "since main", root)
     assert [n for n in range(1, 8) if lines("lib/ops.py", n)] == [5]
 
@@ -104,7 +124,9 @@ def test_names_reach_git_as_no_pattern(repo: tuple[Path, str], git: Callable[...
     assert lines("lib/dir with space.py", 1) and not lines("lib/dir with space.py", 2)
 
 
-def test_a_site_in_the_installed_project_is_found_in_src(tmp_path: Path, git: Callable[..., str]) -> None:
+def test_a_site_in_the_installed_project_is_found_in_src(
+    tmp_path: Path, git: Callable[..., str]
+) -> None:
     """CI installs the project (``pip install .``): its sites are named from their import path
     (``pkg/mod.py``), and in a src layout that file is ``src/pkg/mod.py``."""
     root = tmp_path / "proj"
@@ -118,8 +140,10 @@ def test_a_site_in_the_installed_project_is_found_in_src(tmp_path: Path, git: Ca
     lines = changes.ChangedLines(root, base, "since main", root)
     assert lines("pkg/mod.py", 2) and not lines("pkg/mod.py", 1)
     # the test's line after "from" is the same for every site: only the inner line tags
-    assert sites_text([("pkg/mod.py:1 in f, from tests/test_a.py:2 in t", 1.0)], lines, 1) == \
-        "pkg/mod.py:1 in f, from tests/test_a.py:2 in t"
+    assert (
+        sites_text([("pkg/mod.py:1 in f, from tests/test_a.py:2 in t", 1.0)], lines, 1)
+        == "pkg/mod.py:1 in f, from tests/test_a.py:2 in t"
+    )
 
 
 def test_what_git_cannot_answer_is_not_changed(repo: tuple[Path, str], tmp_path: Path) -> None:
@@ -138,7 +162,8 @@ def test_what_git_cannot_answer_is_not_changed(repo: tuple[Path, str], tmp_path:
 
 
 def test_a_saved_set_dates_from_its_last_commit_and_not_when_saved_since(
-        repo: tuple[Path, str], git: Callable[..., str]) -> None:
+    repo: tuple[Path, str], git: Callable[..., str]
+) -> None:
     root, _ = repo
     folder = root / "baselines" / "main"
     folder.mkdir(parents=True)
@@ -155,7 +180,8 @@ def test_a_saved_set_dates_from_its_last_commit_and_not_when_saved_since(
 
 
 def test_a_shallow_clone_whose_history_starts_after_the_set_tags_nothing(
-        repo: tuple[Path, str], git: Callable[..., str], tmp_path: Path) -> None:
+    repo: tuple[Path, str], git: Callable[..., str], tmp_path: Path
+) -> None:
     """``actions/checkout`` clones one commit deep: the set's last commit git finds there is
     where the clone starts, not when the set was committed."""
     root, _ = repo
@@ -174,11 +200,21 @@ def test_a_shallow_clone_whose_history_starts_after_the_set_tags_nothing(
 
 def test_sites_on_changed_lines_come_first_tagged(repo: tuple[Path, str]) -> None:
     root, base = repo
-    (root / "lib" / "ops.py").write_text(LIB.replace("    y = x * 2\n", "    y = x * 2\n    y = y / 1\n"))
+    (root / "lib" / "ops.py").write_text(
+        LIB.replace("    y = x * 2\n", "    y = x * 2\n    y = y / 1\n")
+    )
     lines = changes.ChangedLines(root, base, "since HEAD~1", root)
-    sites = [("lib/ops.py:5 in f", 3.0), ("lib/ops.py:7 in f", 2.0), ("lib/ops.py:6 in f, from test_a.py:9 in t", 1.0),
-             ("site unknown: only torch", 1.0)]
+    sites = [
+        ("lib/ops.py:5 in f", 3.0),
+        ("lib/ops.py:7 in f", 2.0),
+        ("lib/ops.py:6 in f, from test_a.py:9 in t", 1.0),
+        ("site unknown: only torch", 1.0),
+    ]
     assert sites_text(sites, lines, 2, counted=True) == (
-        "lib/ops.py:6 in f, from test_a.py:9 in t x1 [changed since HEAD~1], lib/ops.py:5 in f x3, +2 more")
+        "lib/ops.py:6 in f, from test_a.py:9 in t x1 [changed since HEAD~1], lib/ops.py:5 in f x3, +2 more"
+    )
     # without git's answer: as before, the most calls first
-    assert sites_text(sites, None, 2, counted=True) == "lib/ops.py:5 in f x3, lib/ops.py:7 in f x2, +2 more"
+    assert (
+        sites_text(sites, None, 2, counted=True)
+        == "lib/ops.py:5 in f x3, lib/ops.py:7 in f x2, +2 more"
+    )

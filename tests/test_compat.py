@@ -1,4 +1,5 @@
 """_compat: the private torch and pytest APIs behind one module, and their fallbacks."""
+
 from __future__ import annotations
 
 import types
@@ -18,7 +19,9 @@ def test_version_tuple() -> None:
 def test_function_counts_from_dict_is_torchs_type() -> None:
     counts = _compat.function_counts_from_dict({"a.c:f": 10, "b.c:g": 3})
     assert type(counts).__name__ == "FunctionCounts" and counts.sum() == 13
-    assert (counts - _compat.function_counts_from_dict({"a.c:f": 4})).sum() == 9  # FunctionCounts arithmetic
+    assert (
+        counts - _compat.function_counts_from_dict({"a.c:f": 4})
+    ).sum() == 9  # FunctionCounts arithmetic
 
 
 def test_kineto_events_none_when_missing_and_profiler_enabled_false_outside_a_profile() -> None:
@@ -34,15 +37,29 @@ def test_pytest_private_attributes_with_fallbacks() -> None:
     assert _compat.fixture_argnames(item) == ("benchmark", "n")
 
 
-@pytest.mark.parametrize("public", ["Metric", "Verdict", "BenchmarkResult", "Policy", "Environment",
-                                    "TimeMetric", "InstructionsMetric", "OpsMetric", "MemoryMetric"])
+@pytest.mark.parametrize(
+    "public",
+    [
+        "Metric",
+        "Verdict",
+        "BenchmarkResult",
+        "Policy",
+        "Environment",
+        "TimeMetric",
+        "InstructionsMetric",
+        "OpsMetric",
+        "MemoryMetric",
+    ],
+)
 def test_public_api_names(public: str) -> None:
     import pytest_torchbench
 
     assert public in pytest_torchbench.__all__ and getattr(pytest_torchbench, public) is not None
 
 
-def test_recompile_reasons_recovered_where_compilation_metrics_lack_them(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_recompile_reasons_recovered_where_compilation_metrics_lack_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """torch 2.5.1's CompilationMetrics has no recompile_reason: dynamo's reason function is wrapped
     and its first answer kept for the record of the same code (checked for real with 2.5.1 by
     benchmarks/torch_versions.sh; here with stand-ins, on any torch)."""
@@ -61,13 +78,17 @@ def test_recompile_reasons_recovered_where_compilation_metrics_lack_them(monkeyp
         return ["tensor 'L['x']' size mismatch at index 0. expected 4, actual 5", "a later guard"]
 
     monkeypatch.setattr(utils, "CompilationMetrics", OldMetrics)
-    monkeypatch.setattr(convert_frame, "get_and_maybe_log_recompilation_reason", reasons, raising=False)
+    monkeypatch.setattr(
+        convert_frame, "get_and_maybe_log_recompilation_reason", reasons, raising=False
+    )
     monkeypatch.setattr(_compat, "_recompile_reasons", {})
     _compat._record_recompile_reasons()
     wrapped = convert_frame.get_and_maybe_log_recompilation_reason
     assert wrapped is not reasons
     code = types.SimpleNamespace(co_filename="/m.py", co_firstlineno=3, co_name="f")
-    assert wrapped(None, types.SimpleNamespace(f_code=code)) == reasons(None, None)  # answers as before
+    assert wrapped(None, types.SimpleNamespace(f_code=code)) == reasons(
+        None, None
+    )  # answers as before
     _compat._record_recompile_reasons()
     assert convert_frame.get_and_maybe_log_recompilation_reason is wrapped  # wrapped once
     records = [OldMetrics("f", "/m.py", 3, 0), OldMetrics("f", "/m.py", 3, 1)]

@@ -8,6 +8,7 @@
   with decimals, a signed change, a range, "about 10 s"), dates, issue numbers and references to
   FACTS.md or README sections belong in docs/design/, where they keep their date.
 """
+
 from __future__ import annotations
 
 import ast
@@ -35,7 +36,10 @@ def _anchor(heading: str) -> str:
 
 
 def _anchors(path: Path) -> set[str]:
-    return {_anchor(m.group(1)) for m in re.finditer(r"^#+ (.*)$", _without_code(path.read_text()), re.M)}
+    return {
+        _anchor(m.group(1))
+        for m in re.finditer(r"^#+ (.*)$", _without_code(path.read_text()), re.M)
+    }
 
 
 def _pages() -> list[Path]:
@@ -50,7 +54,12 @@ def test_readme_is_short_and_starts_with_the_install() -> None:
 
 
 def test_readme_options_table_lists_every_option() -> None:
-    defined = set(re.findall(r'addoption\(\s*"(--bench-[a-z-]+)"', (ROOT / "pytest_torchbench" / "pytest/options.py").read_text()))
+    defined = set(
+        re.findall(
+            r'addoption\(\s*"(--bench-[a-z-]+)"',
+            (ROOT / "pytest_torchbench" / "pytest/options.py").read_text(),
+        )
+    )
     assert len(defined) >= 10
     table = [line for line in README.read_text().splitlines() if line.startswith("| `--bench-")]
     listed = set(re.findall(r"`(--bench-[a-z-]+)", "\n".join(table)))
@@ -102,7 +111,9 @@ def _prose(path: Path) -> list[tuple[int, str]]:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             doc = ast.get_docstring(node, clean=False)
             if doc is not None:
-                found += [(node.body[0].lineno + i, line) for i, line in enumerate(doc.splitlines())]
+                found += [
+                    (node.body[0].lineno + i, line) for i, line in enumerate(doc.splitlines())
+                ]
     for token in tokenize.generate_tokens(io.StringIO(source).readline):
         if token.type == tokenize.COMMENT:
             found.append((token.start[0], token.string))
@@ -122,12 +133,21 @@ def figures_in(path: Path, relative: str | None = None) -> list[str]:
 def test_the_figure_pattern_finds_figures_and_passes_constants(tmp_path: Path) -> None:
     probe = tmp_path / "probe.py"
     cases = {
-        "moved counts by 0.25% from run to run": True, "a CI run failed at +74.6%": True,
-        "40-75% between minutes": True, "about 10 s instead": True, "(~0.4 s under valgrind)": True,
-        "on 2026-11-21": True, "the lopsidedness of issue 12": True, "FACTS.md says": True,
-        'README, "How the gate decides"': True, "(measured: 0-5 of 208)": True,
-        "the limit (default 10%)": False, "tensors of 2 MiB or more": False, "a fraction: 0.01 is 1%": False,
-        "the measured region": False, "--bench-fail=NAME:5%": False,
+        "moved counts by 0.25% from run to run": True,
+        "a CI run failed at +74.6%": True,
+        "40-75% between minutes": True,
+        "about 10 s instead": True,
+        "(~0.4 s under valgrind)": True,
+        "on 2026-11-21": True,
+        "the lopsidedness of issue 12": True,
+        "FACTS.md says": True,
+        'README, "How the gate decides"': True,
+        "(measured: 0-5 of 208)": True,
+        "the limit (default 10%)": False,
+        "tensors of 2 MiB or more": False,
+        "a fraction: 0.01 is 1%": False,
+        "the measured region": False,
+        "--bench-fail=NAME:5%": False,
     }
     probe.write_text("".join(f"# {text}\n" for text in cases), encoding="utf-8")
     found = figures_in(probe, "probe.py")

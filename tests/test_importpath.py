@@ -1,5 +1,6 @@
 """The import path of a benchmarking run (pytest/importpath.py) and how a base run is started
 (base.pytest_launcher): both sides of a comparison import their own tree through paths of one shape."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,9 @@ from pytest_torchbench.pytest import importpath
 from pytest_torchbench.pytest.base import _child_environment, pytest_launcher
 
 
-def test_the_tree_goes_first_once_after_the_scripts_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_the_tree_goes_first_once_after_the_scripts_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     (tmp_path / "src").mkdir()
     entries = importpath.tree_entries(tmp_path)
     assert entries == [str(tmp_path / "src"), str(tmp_path)]
@@ -41,25 +44,41 @@ def test_xdists_copy_for_its_workers_gets_the_tree_too(monkeypatch: pytest.Monke
     assert os.environ["PYTHONPATH"] == "/tree"
 
 
-def test_a_base_runs_pythonpath_names_the_worktree_where_the_heads_names_the_checkout(tmp_path: Path) -> None:
+def test_a_base_runs_pythonpath_names_the_worktree_where_the_heads_names_the_checkout(
+    tmp_path: Path,
+) -> None:
     checkout, worktree = tmp_path / "checkout", tmp_path / "wt"
     (checkout / "tools").mkdir(parents=True)
-    value = os.pathsep.join([str(checkout / "src"), str(checkout), "/elsewhere", "relative", str(checkout / "tools")])
+    value = os.pathsep.join(
+        [str(checkout / "src"), str(checkout), "/elsewhere", "relative", str(checkout / "tools")]
+    )
     assert importpath.map_pythonpath(value, checkout, worktree).split(os.pathsep) == [
-        str(worktree / "src"), str(worktree), "/elsewhere", "relative", str(worktree / "tools")]
+        str(worktree / "src"),
+        str(worktree),
+        "/elsewhere",
+        "relative",
+        str(worktree / "tools"),
+    ]
     assert importpath.map_pythonpath("", checkout, worktree) == ""
 
 
-def test_a_child_gets_the_mapped_path_and_nothing_in_front(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_child_gets_the_mapped_path_and_nothing_in_front(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     checkout, worktree = tmp_path / "checkout", tmp_path / "wt"
     checkout.mkdir()
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(checkout), "/user"]))
     env = _child_environment(checkout, worktree, tmp_path / "modules")
     assert env["PYTHONPATH"] == os.pathsep.join([str(worktree), "/user"])
-    assert _child_environment(checkout, checkout, tmp_path / "m")["PYTHONPATH"] == os.environ["PYTHONPATH"]
+    assert (
+        _child_environment(checkout, checkout, tmp_path / "m")["PYTHONPATH"]
+        == os.environ["PYTHONPATH"]
+    )
 
 
-def test_a_package_found_outside_the_tree_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_package_found_outside_the_tree_is_named(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     tree, other = tmp_path / "tree", tmp_path / "other"
     for folder in (tree / "mylib", other / "mylib", tree / "fresh"):
         folder.mkdir(parents=True)
@@ -74,19 +93,41 @@ def test_a_package_found_outside_the_tree_is_named(monkeypatch: pytest.MonkeyPat
     assert importpath.first_import_outside(["fresh", "mylib", "no_such_package_here"], tree) is None
 
 
-@pytest.mark.parametrize(("orig", "argv", "expected"), [
-    (["/v/bin/python", "/v/bin/pytest", "-k", "x"], ["/v/bin/pytest", "-k", "x"], ["/v/bin/pytest"]),
-    (["/v/bin/python", "-X", "dev", "-m", "pytest", "t.py"], ["/x/pytest/__main__.py", "t.py"],
-     ["-X", "dev", "-m", "pytest"]),
-    (["/v/bin/python", "-mpytest", "t.py"], ["/x/pytest/__main__.py", "t.py"], ["-mpytest"]),
-    (["/v/bin/python", "run_tests.py"], ["-m", "t.py"], ["-m", "pytest"]),  # pytest.main() in a program
-])
-def test_a_base_run_starts_as_this_run_did(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, orig: list[str],
-                                           argv: list[str], expected: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("orig", "argv", "expected"),
+    [
+        (
+            ["/v/bin/python", "/v/bin/pytest", "-k", "x"],
+            ["/v/bin/pytest", "-k", "x"],
+            ["/v/bin/pytest"],
+        ),
+        (
+            ["/v/bin/python", "-X", "dev", "-m", "pytest", "t.py"],
+            ["/x/pytest/__main__.py", "t.py"],
+            ["-X", "dev", "-m", "pytest"],
+        ),
+        (["/v/bin/python", "-mpytest", "t.py"], ["/x/pytest/__main__.py", "t.py"], ["-mpytest"]),
+        (
+            ["/v/bin/python", "run_tests.py"],
+            ["-m", "t.py"],
+            ["-m", "pytest"],
+        ),  # pytest.main() in a program
+    ],
+)
+def test_a_base_run_starts_as_this_run_did(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    orig: list[str],
+    argv: list[str],
+    expected: list[str],
+) -> None:
     script = tmp_path / "pytest"
     script.write_text("")
     orig = [str(script) if a == "/v/bin/pytest" else a for a in orig]
     argv = [str(script) if a == "/v/bin/pytest" else a for a in argv]
     monkeypatch.setattr(sys, "orig_argv", orig, raising=False)
     monkeypatch.setattr(sys, "argv", argv)
-    assert pytest_launcher() == [sys.executable, *[str(script) if a == "/v/bin/pytest" else a for a in expected]]
+    assert pytest_launcher() == [
+        sys.executable,
+        *[str(script) if a == "/v/bin/pytest" else a for a in expected],
+    ]

@@ -1,4 +1,5 @@
 """judgement: limit parsing, verdicts on synthetic samples."""
+
 from __future__ import annotations
 
 import random
@@ -6,73 +7,99 @@ import random
 import pytest
 
 from pytest_torchbench.core.judgement import (
-    IMPROVEMENT, NEW, NOISY, NOT_COMPARABLE, REGRESSION, UNCHANGED, LimitSpecError, Policy,
-    failure_message, judge_metric, parse_limits, time_allowance,
-    time_disturbance, time_reference,
+    IMPROVEMENT,
+    NEW,
+    NOISY,
+    NOT_COMPARABLE,
+    REGRESSION,
+    UNCHANGED,
+    LimitSpecError,
+    Policy,
+    failure_message,
+    judge_metric,
+    parse_limits,
+    time_allowance,
+    time_disturbance,
+    time_reference,
 )
 from pytest_torchbench.core.results import Environment, TimeMetric
 
 
-@pytest.mark.parametrize("spec, expected", [
-    ("time:5%", {"time": 0.05}),
-    ("instructions:1%,time:10%", {"instructions": 0.01, "time": 0.10}),
-    (" time : 2.5 % , ops:0 ", {"time": 0.025, "ops": 0.0}),
-    ("memory:20%", {"memory": 0.2}),
-    ({"time": "5%", "ops": 0}, {"time": 0.05, "ops": 0.0}),
-    (None, {}),
-])
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("time:5%", {"time": 0.05}),
+        ("instructions:1%,time:10%", {"instructions": 0.01, "time": 0.10}),
+        (" time : 2.5 % , ops:0 ", {"time": 0.025, "ops": 0.0}),
+        ("memory:20%", {"memory": 0.2}),
+        ({"time": "5%", "ops": 0}, {"time": 0.05, "ops": 0.0}),
+        (None, {}),
+    ],
+)
 def test_parse_limits_good(spec, expected):
     assert parse_limits(spec) == pytest.approx(expected)
 
 
-@pytest.mark.parametrize("spec, needle", [
-    ("time", "cannot read 'time'"),
-    ("time:-5%", "cannot read"),
-    ("time:5%%", "cannot read"),
-    ("time:5", "limit time:5 has no '%'; write time:5%"),
-    ("memory:0.2", "write memory:0.2%"),
-    ({"time": "5"}, "write time:5%"),
-    ("speed:5%", "unknown metric 'speed'"),
-    ("", "empty limits"),
-    (",", "empty limits"),
-    ({"time": True}, "must be a percentage"),
-    ({"time": -1}, "must be >= 0"),
-    ({"time": "x"}, "must be a percentage"),
-    (5, "must be a string"),
-])
+@pytest.mark.parametrize(
+    "spec, needle",
+    [
+        ("time", "cannot read 'time'"),
+        ("time:-5%", "cannot read"),
+        ("time:5%%", "cannot read"),
+        ("time:5", "limit time:5 has no '%'; write time:5%"),
+        ("memory:0.2", "write memory:0.2%"),
+        ({"time": "5"}, "write time:5%"),
+        ("speed:5%", "unknown metric 'speed'"),
+        ("", "empty limits"),
+        (",", "empty limits"),
+        ({"time": True}, "must be a percentage"),
+        ({"time": -1}, "must be >= 0"),
+        ({"time": "x"}, "must be a percentage"),
+        (5, "must be a string"),
+    ],
+)
 def test_parse_limits_bad(spec, needle):
     with pytest.raises(LimitSpecError, match=needle.replace("(", r"\(")):
         parse_limits(spec)
 
 
 def _metric(rng, median, spread, n=30, number=100):
-    return TimeMetric(number_per_run=number,
-                      raw_times=[number * median * (1 + rng.gauss(0, spread)) for _ in range(n)])
+    return TimeMetric(
+        number_per_run=number,
+        raw_times=[number * median * (1 + rng.gauss(0, spread)) for _ in range(n)],
+    )
 
 
 def test_a_a_is_unchanged():
     rng = random.Random(1)
     for _ in range(50):
-        verdict = judge_metric("k", "time", _metric(rng, 1e-3, 0.02), _metric(rng, 1e-3, 0.02), Policy())
+        verdict = judge_metric(
+            "k", "time", _metric(rng, 1e-3, 0.02), _metric(rng, 1e-3, 0.02), Policy()
+        )
         assert verdict.status == UNCHANGED and not verdict.failed
 
 
 def test_twenty_percent_slower_is_a_regression_with_numbers():
     rng = random.Random(2)
-    verdict = judge_metric("k", "time", _metric(rng, 1.2e-3, 0.02), _metric(rng, 1e-3, 0.02), Policy())
+    verdict = judge_metric(
+        "k", "time", _metric(rng, 1.2e-3, 0.02), _metric(rng, 1e-3, 0.02), Policy()
+    )
     assert verdict.status == REGRESSION and verdict.failed
     assert verdict.delta == pytest.approx(0.2, abs=0.03)
     # Issue 27 item 19: "fastest call of 30/30 blocks" read as a fraction; say what is judged.
-    assert verdict.summary == ("time 927.3 us -> 1.123 ms (+21.1%, limit 10%; judged on the fastest block: "
-                               "baseline 30 blocks, this run 30; median 994.6 us -> 1.192 ms)")
+    assert verdict.summary == (
+        "time 927.3 us -> 1.123 ms (+21.1%, limit 10%; judged on the fastest block: "
+        "baseline 30 blocks, this run 30; median 994.6 us -> 1.192 ms)"
+    )
     message = failure_message([verdict])
     assert message == f"torchbench: k: time regressed: {verdict.summary}"
 
 
 def test_twenty_percent_faster_is_an_improvement_not_a_failure():
     rng = random.Random(3)
-    verdict = judge_metric("k", "time", _metric(rng, 0.8e-3, 0.02), _metric(rng, 1e-3, 0.02),
-                           Policy(fail_stale=True))
+    verdict = judge_metric(
+        "k", "time", _metric(rng, 0.8e-3, 0.02), _metric(rng, 1e-3, 0.02), Policy(fail_stale=True)
+    )
     assert verdict.status == IMPROVEMENT and not verdict.failed
 
 
@@ -115,7 +142,13 @@ def test_a_shift_seen_between_saved_runs_is_not_a_regression():
     assert verdict.status == UNCHANGED and not verdict.failed
     assert verdict.delta == pytest.approx(0.2, abs=0.03)
     # without that history the same numbers fail
-    alone = judge_metric("k", "time", _quiet(_metric(rng, 1.2e-3, 0.01)), _quiet(_metric(rng, 1.0e-3, 0.01)), Policy())
+    alone = judge_metric(
+        "k",
+        "time",
+        _quiet(_metric(rng, 1.2e-3, 0.01)),
+        _quiet(_metric(rng, 1.0e-3, 0.01)),
+        Policy(),
+    )
     assert alone.status == REGRESSION and alone.failed
     # beyond every saved run: fails, and the line says the runs' range
     baseline = _quiet(_metric(rng, 1.0e-3, 0.01), history=[1.02e-3])
@@ -130,9 +163,13 @@ def test_disturbance_is_the_lowest_cpu_share_below_the_quiet_threshold():
     assert time_disturbance(quiet, quiet) is None
     assert time_disturbance(quiet, busy) == 0.45
     assert time_disturbance(busy, quiet) == 0.45
-    assert time_disturbance(_metric(rng, 1e-3, 0.01), _metric(rng, 1e-3, 0.01)) is None  # unknown: not disturbed
+    assert (
+        time_disturbance(_metric(rng, 1e-3, 0.01), _metric(rng, 1e-3, 0.01)) is None
+    )  # unknown: not disturbed
     assert time_allowance(0.1, None) == 0.1
-    assert time_allowance(0.1, 0.5) == pytest.approx(1.2)  # 1.1 / 0.5 - 1: half the core, twice the time
+    assert time_allowance(0.1, 0.5) == pytest.approx(
+        1.2
+    )  # 1.1 / 0.5 - 1: half the core, twice the time
     assert time_allowance(0.1, 0.25, 1e-3) == pytest.approx(3.4)
     assert time_allowance(0.1, 0.45, 20e-6) == 0.1  # short calls: their fastest call is not moved
 
@@ -142,8 +179,10 @@ def test_busy_machine_slowdown_within_the_allowance_is_noisy_not_failed():
     current = _quiet(_metric(rng, 1.3e-3, 0.01), share=0.5, load=7.9)
     verdict = judge_metric("k", "time", current, _quiet(_metric(rng, 1e-3, 0.01)), Policy())
     assert verdict.status == NOISY and not verdict.failed
-    assert verdict.summary.endswith(": the machine was busy, a slowdown must exceed 120% to fail; "
-                                    "not failed, rerun on a quieter machine")
+    assert verdict.summary.endswith(
+        ": the machine was busy, a slowdown must exceed 120% to fail; "
+        "not failed, rerun on a quieter machine"
+    )
     assert "this run: had a CPU 50% of its wall time, load average 7.9" in verdict.details
     assert failure_message([verdict]) == ""
 
@@ -153,10 +192,16 @@ def test_busy_machine_fails_what_the_load_cannot_explain():
     current = _quiet(_metric(rng, 2e-3, 0.01), share=0.7, load=2.9)  # 2x at 70% of a core: fails
     verdict = judge_metric("k", "time", current, _quiet(_metric(rng, 1e-3, 0.01)), Policy())
     assert verdict.status == REGRESSION and verdict.failed
-    assert "disturbed (CPU share 70% < 90%): slowdowns up to 57% are treated as noise" in verdict.details
+    assert (
+        "disturbed (CPU share 70% < 90%): slowdowns up to 57% are treated as noise"
+        in verdict.details
+    )
     assert "this run: had a CPU 70%" in failure_message([verdict])
     current = _quiet(_metric(rng, 2e-3, 0.01), share=0.5, load=7.9)  # 2x at half a core: noisy
-    assert judge_metric("k", "time", current, _quiet(_metric(rng, 1e-3, 0.01)), Policy()).status == NOISY
+    assert (
+        judge_metric("k", "time", current, _quiet(_metric(rng, 1e-3, 0.01)), Policy()).status
+        == NOISY
+    )
 
 
 def test_busy_machine_short_calls_are_judged_on_the_limit():
@@ -164,7 +209,10 @@ def test_busy_machine_short_calls_are_judged_on_the_limit():
     current = _quiet(_metric(rng, 13e-6, 0.01), share=0.3, load=7.9)
     verdict = judge_metric("k", "time", current, _quiet(_metric(rng, 10e-6, 0.01)), Policy())
     assert verdict.status == REGRESSION and verdict.failed
-    assert any("calls under 100 us have a fastest call other processes do not move" in d for d in verdict.details)
+    assert any(
+        "calls under 100 us have a fastest call other processes do not move" in d
+        for d in verdict.details
+    )
 
 
 def test_improvement_needs_to_beat_every_saved_run():
@@ -177,8 +225,14 @@ def test_improvement_needs_to_beat_every_saved_run():
 def test_limits_from_policy_override_the_default():
     rng = random.Random(4)
     current, baseline = _metric(rng, 1.2e-3, 0.01), _metric(rng, 1e-3, 0.01)
-    assert judge_metric("k", "time", current, baseline, Policy().with_limits({"time": 0.3})).status == UNCHANGED
-    assert judge_metric("k", "time", current, baseline, Policy().with_limits({"time": 0.05})).status == REGRESSION
+    assert (
+        judge_metric("k", "time", current, baseline, Policy().with_limits({"time": 0.3})).status
+        == UNCHANGED
+    )
+    assert (
+        judge_metric("k", "time", current, baseline, Policy().with_limits({"time": 0.05})).status
+        == REGRESSION
+    )
 
 
 def test_new_and_not_comparable():
@@ -191,11 +245,20 @@ def test_new_and_not_comparable():
     verdict = judge_metric("k", "time", current, baseline, Policy(), env_now, env_then)
     assert verdict.status == NOT_COMPARABLE and not verdict.failed
     assert "torch: 2.1 -> 2.13" in verdict.summary
-    strict = judge_metric("k", "time", current, baseline, Policy(strict_environment=True), env_now, env_then)
+    strict = judge_metric(
+        "k", "time", current, baseline, Policy(strict_environment=True), env_now, env_then
+    )
     assert strict.failed
     # facts that do not matter for time (cpu_count) keep it comparable
-    same = judge_metric("k", "time", current, baseline, Policy(),
-                        env_now.merged({"cpu_count": "2"}), env_now.merged({"cpu_count": "64"}))
+    same = judge_metric(
+        "k",
+        "time",
+        current,
+        baseline,
+        Policy(),
+        env_now.merged({"cpu_count": "2"}),
+        env_now.merged({"cpu_count": "64"}),
+    )
     assert same.status == REGRESSION
 
 
@@ -222,19 +285,31 @@ def test_a_different_number_of_calls_is_not_comparable_never_a_regression():
     assert verdict.status == NOT_COMPARABLE and not verdict.failed
     assert "counted over 8 calls, the baseline over 16" in verdict.summary
     assert judge_metric("k", "instructions", now, then, Policy(strict_environment=True)).failed
-    same_number = judge_metric("k", "instructions", now, _instructions(1_000_000, {"f": 1_000_000}, 8), Policy())
+    same_number = judge_metric(
+        "k", "instructions", now, _instructions(1_000_000, {"f": 1_000_000}, 8), Policy()
+    )
     assert same_number.status == REGRESSION
 
 
 def test_a_change_far_beyond_what_the_number_of_calls_moves_is_judged_across_numbers():
     """Work that grew past two bucket edges is counted over another number than its baseline (the
     plan is not followed that far): "not comparable" would ask for a re-save that accepts it."""
-    grown = judge_metric("k", "instructions", _instructions(3_000_000, {"f": 3_000_000}, number=1),
-                         _instructions(300_000, {"f": 300_000}, number=100), Policy())
+    grown = judge_metric(
+        "k",
+        "instructions",
+        _instructions(3_000_000, {"f": 3_000_000}, number=1),
+        _instructions(300_000, {"f": 300_000}, number=100),
+        Policy(),
+    )
     assert grown.status == REGRESSION and grown.failed
     assert "counted over 1 calls, the baseline over 100" in grown.details[0]
-    shrunk = judge_metric("k", "instructions", _instructions(300_000, {"f": 300_000}, number=100),
-                          _instructions(3_000_000, {"f": 3_000_000}, number=1), Policy())
+    shrunk = judge_metric(
+        "k",
+        "instructions",
+        _instructions(300_000, {"f": 300_000}, number=100),
+        _instructions(3_000_000, {"f": 3_000_000}, number=1),
+        Policy(),
+    )
     assert shrunk.status == IMPROVEMENT and not shrunk.failed
 
 
@@ -243,10 +318,16 @@ def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():
 
     assert len(_LONG_KERNEL) > 400
     short = short_function_name(_LONG_KERNEL)
-    assert short == "direct_copy_kernel<complex<float>, integral_constant<int, 4>, float> [clone .isra.0]"
-    base = {_LONG_KERNEL: 1000.0, "Python/ceval.c:_PyEval_EvalFrameDefault": 5000.0,
-            "./nptl/./nptl/pthread_mutex_lock.c:pthread_mutex_lock@@GLIBC_2.2.5": 100.0,
-            "Python/ceval_gil.c:take_gil": 50.0}
+    assert (
+        short
+        == "direct_copy_kernel<complex<float>, integral_constant<int, 4>, float> [clone .isra.0]"
+    )
+    base = {
+        _LONG_KERNEL: 1000.0,
+        "Python/ceval.c:_PyEval_EvalFrameDefault": 5000.0,
+        "./nptl/./nptl/pthread_mutex_lock.c:pthread_mutex_lock@@GLIBC_2.2.5": 100.0,
+        "Python/ceval_gil.c:take_gil": 50.0,
+    }
     now = dict(base)
     now[_LONG_KERNEL] = 1900.0  # the kernel that changed
     now["./nptl/./nptl/pthread_mutex_lock.c:pthread_mutex_lock@@GLIBC_2.2.5"] = 3100.0  # more noise
@@ -255,8 +336,13 @@ def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():
     for i in range(9):
         base[f"lib.c:helper_{i}"] = 100.0
         now[f"lib.c:helper_{i}"] = 110.0 + i
-    verdict = judge_metric("k", "instructions", _instructions(sum(now.values()), now),
-                           _instructions(sum(base.values()), base), Policy())
+    verdict = judge_metric(
+        "k",
+        "instructions",
+        _instructions(sum(now.values()), now),
+        _instructions(sum(base.values()), base),
+        Policy(),
+    )
     message = failure_message([verdict])
     assert verdict.status == REGRESSION
     assert _LONG_KERNEL not in message and short in message
@@ -275,11 +361,18 @@ def test_the_sum_of_the_functions_a_run_does_not_keep_is_named_as_such() -> None
 
     base = {"Python/ceval.c:_PyEval_EvalFrameDefault": 5000.0, InstructionsMetric.OTHER: 1000.0}
     now = {"Python/ceval.c:_PyEval_EvalFrameDefault": 5100.0, InstructionsMetric.OTHER: 1800.0}
-    verdict = judge_metric("k", "instructions", _instructions(sum(now.values()), now),
-                           _instructions(sum(base.values()), base), Policy())
+    verdict = judge_metric(
+        "k",
+        "instructions",
+        _instructions(sum(now.values()), now),
+        _instructions(sum(base.values()), base),
+        Policy(),
+    )
     assert verdict.status == REGRESSION
     assert verdict.details[1].split()[0] == "+800"
-    assert verdict.details[1].endswith("[other functions] (the functions outside those each run keeps, summed)")
+    assert verdict.details[1].endswith(
+        "[other functions] (the functions outside those each run keeps, summed)"
+    )
 
 
 _CALLBACKS = [  # torch's kernels as Callgrind names them (from this project's committed baselines)
@@ -310,7 +403,10 @@ def test_torchs_kernel_callbacks_read_apart() -> None:
         "function_ref::callback_fn<VectorizedLoop2d<div_true_kernel::{lambda}>>",
         "add_kernel::{lambda}",
     ]
-    assert short_function_name("Python/ceval.c:_PyEval_EvalFrameDefault") == "ceval.c:_PyEval_EvalFrameDefault"
+    assert (
+        short_function_name("Python/ceval.c:_PyEval_EvalFrameDefault")
+        == "ceval.c:_PyEval_EvalFrameDefault"
+    )
     assert len(short_function_name(_CALLBACKS[0], 40)) <= 40
 
 
@@ -344,13 +440,17 @@ def test_busy_machine_fails_a_doubled_cpu_time_whatever_the_wall_time_allows():
     verdict = judge_metric("k", "time", _busy(_metric(rng, 2e-3, 0.01), 2e-3), baseline, Policy())
     assert verdict.status == REGRESSION and verdict.failed
     assert "; CPU time per call 1 ms -> 2 ms (+100.0%))" in verdict.summary
-    assert ("disturbed (CPU share 30% < 90%): judged on CPU time per call, which other processes do not "
-            "take from the measuring thread; it fails beyond +50%") in verdict.details
+    assert (
+        "disturbed (CPU share 30% < 90%): judged on CPU time per call, which other processes do not "
+        "take from the measuring thread; it fails beyond +50%"
+    ) in verdict.details
     # five times the wall time with CPU time that moved little: noisy, and the line says why
     verdict = judge_metric("k", "time", _busy(_metric(rng, 5e-3, 0.01), 1.1e-3), baseline, Policy())
     assert verdict.status == NOISY and not verdict.failed
-    assert verdict.summary.endswith("(+10.0%)): the machine was busy, so CPU time decides and it must rise "
-                                    "more than 50% to fail; not failed, rerun on a quieter machine")
+    assert verdict.summary.endswith(
+        "(+10.0%)): the machine was busy, so CPU time decides and it must rise "
+        "more than 50% to fail; not failed, rerun on a quieter machine"
+    )
 
 
 def test_cpu_time_is_not_judged_on_a_quiet_machine_or_for_short_calls():
@@ -363,7 +463,9 @@ def test_cpu_time_is_not_judged_on_a_quiet_machine_or_for_short_calls():
     assert verdict.status == UNCHANGED and "CPU time" not in verdict.summary
     short_base = _quiet(_metric(rng, 20e-6, 0.01))
     short_base.cpu_fastest = 20e-6
-    verdict = judge_metric("k", "time", _busy(_metric(rng, 21e-6, 0.01), 40e-6), short_base, Policy())
+    verdict = judge_metric(
+        "k", "time", _busy(_metric(rng, 21e-6, 0.01), 40e-6), short_base, Policy()
+    )
     assert verdict.status == UNCHANGED and "CPU time" not in verdict.summary
 
 
@@ -386,7 +488,10 @@ def test_turns_are_kept_in_json_and_checked():
 
     data = Model(1, [1e-3, 2e-3], turns=12).to_json()
     assert data["turns"] == 12 and Model.from_json(data).turns == 12
-    assert "turns" not in Model(1, [1e-3]).to_json() and Model.from_json(Model(1, [1e-3]).to_json()).turns is None
+    assert (
+        "turns" not in Model(1, [1e-3]).to_json()
+        and Model.from_json(Model(1, [1e-3]).to_json()).turns is None
+    )
     for wrong in (-1, 1.5, "3", True):
         with pytest.raises(ValueError, match="turns"):
             Model.from_json({**data, "turns": wrong})
@@ -404,7 +509,9 @@ def test_the_cpu_time_limit_rises_with_the_disturbance():
     rng = random.Random(23)
     baseline = _quiet(_metric(rng, 1e-3, 0.01))
     baseline.cpu_fastest = 1e-3
-    verdict = judge_metric("k", "time", _busy(_metric(rng, 1.2e-3, 0.01), 1.2e-3, share=0.85), baseline, Policy())
+    verdict = judge_metric(
+        "k", "time", _busy(_metric(rng, 1.2e-3, 0.01), 1.2e-3, share=0.85), baseline, Policy()
+    )
     assert verdict.status == REGRESSION
     assert "it fails beyond +15%" in verdict.details[-1]
 
@@ -416,9 +523,13 @@ def test_cpu_fastest_is_the_cpu_time_of_the_fastest_block():
 
     walls = [2e-3, 1e-3, 3e-3]
     cpus = [0.4e-3, 0.98e-3, 0.2e-3]
-    measurement = Measurement(2, walls, TaskSpec("x", "pass"), metadata={"cpu_share": 0.5, "cpu_times": cpus})
+    measurement = Measurement(
+        2, walls, TaskSpec("x", "pass"), metadata={"cpu_share": 0.5, "cpu_times": cpus}
+    )
     assert TimeMetric.from_measurement(measurement).cpu_fastest == pytest.approx(0.49e-3)
-    measurement = Measurement(2, walls, TaskSpec("x", "pass"), metadata={"cpu_times": [0.1e-3]})  # not one per block
+    measurement = Measurement(
+        2, walls, TaskSpec("x", "pass"), metadata={"cpu_times": [0.1e-3]}
+    )  # not one per block
     assert TimeMetric.from_measurement(measurement).cpu_fastest is None
 
 
@@ -443,16 +554,22 @@ def test_a_machine_slower_by_as_much_as_the_code_is_noisy_not_failed():
     current = _beside(rng, 1.084e-6, 7.2e-6)
     verdict = judge_metric("k", "time", current, baseline, Policy())
     assert verdict.status == NOISY and not verdict.failed
-    assert ": the machine itself was +80.0% slower (a reference workload beside it), a slowdown must " \
-           "exceed 98% to fail; not failed, rerun when the machine is back to speed" in verdict.summary
-    assert ("the machine was slower: a reference workload took 7.2 us per call beside this run, 4 us "
-            "beside the baseline's latest run (+80.0%), which explains a rise of the fastest call of up to "
-            "+98% over that run") in verdict.details
+    assert (
+        ": the machine itself was +80.0% slower (a reference workload beside it), a slowdown must "
+        "exceed 98% to fail; not failed, rerun when the machine is back to speed" in verdict.summary
+    )
+    assert (
+        "the machine was slower: a reference workload took 7.2 us per call beside this run, 4 us "
+        "beside the baseline's latest run (+80.0%), which explains a rise of the fastest call of up to "
+        "+98% over that run"
+    ) in verdict.details
     # what the slower machine does not explain still fails: 4x the time on a 1.8x slower machine
     current = _beside(rng, 2.5e-6, 7.2e-6)
     verdict = judge_metric("k", "time", current, baseline, Policy())
     assert verdict.status == REGRESSION
-    assert verdict.details[-1].endswith("explains a rise of the fastest call of up to +98% over that run: not this one")
+    assert verdict.details[-1].endswith(
+        "explains a rise of the fastest call of up to +98% over that run: not this one"
+    )
 
 
 def test_a_hand_edited_reference_excuses_at_most_three_times_the_time():
@@ -461,8 +578,10 @@ def test_a_hand_edited_reference_excuses_at_most_three_times_the_time():
     current = _beside(rng, 1e-3, 4e-6)  # 10x
     verdict = judge_metric("k", "time", current, baseline, Policy())
     assert verdict.status == REGRESSION and verdict.failed
-    assert "(+200.0% (counted as 3x at most)), which explains a rise of the fastest call of up to +230%" \
+    assert (
+        "(+200.0% (counted as 3x at most)), which explains a rise of the fastest call of up to +230%"
         in verdict.details[-1]
+    )
     assert len(verdict.details[-1]) < 300
     current = _beside(rng, 300e-6, 4e-6)  # 3x: within what a 3x slower machine explains
     assert judge_metric("k", "time", current, baseline, Policy()).status == NOISY
@@ -511,12 +630,15 @@ def test_a_reference_within_its_own_spread_changes_nothing():
     assert judge_metric("k", "time", current, baseline, Policy()).status == NOISY
 
 
-@pytest.mark.parametrize("then, now", [
-    (None, _reference(8e-6)),  # a baseline saved before references were kept
-    (_reference(4e-6), None),
-    (_reference(4e-6, probe=1), _reference(8e-6, probe=2)),  # another workload: not comparable
-    (_reference(1e-320), _reference(4e-6)),  # a ratio that overflows: no evidence
-])
+@pytest.mark.parametrize(
+    "then, now",
+    [
+        (None, _reference(8e-6)),  # a baseline saved before references were kept
+        (_reference(4e-6), None),
+        (_reference(4e-6, probe=1), _reference(8e-6, probe=2)),  # another workload: not comparable
+        (_reference(1e-320), _reference(4e-6)),  # a ratio that overflows: no evidence
+    ],
+)
 def test_references_that_cannot_be_compared_change_nothing(then, now):
     rng = random.Random(22)
     baseline, current = _quiet(_metric(rng, 1e-3, 0.01)), _quiet(_metric(rng, 1.5e-3, 0.01))
@@ -542,10 +664,23 @@ def test_reference_round_trips_and_bad_references_are_named():
     assert data["reference"] == {"probe": 1, "compute": 4.12346e-06}
     assert TimeMetric.from_json(data).reference == {"probe": 1, "compute": 4.12346e-06}
     # a later version's probe, whatever its fields: nothing to compare with, not an error
-    assert TimeMetric.from_json({**data, "reference": {"probe": 2, "compute": 1e-6, "cache": 1e-5}}).reference is None
-    for bad in ({"probe": 1}, {"probe": "1", "compute": 1e-6}, {"probe": 1, "compute": "x"}, [1, 2],
-                {"probe": 1, "compute": -1.0}, {"probe": 1, "compute": 1e-6, "extra": 1},
-                {"probe": True, "compute": 1e-6}, {"probe": 1, "compute": float("nan")}, {"compute": 1e-6}):
+    assert (
+        TimeMetric.from_json(
+            {**data, "reference": {"probe": 2, "compute": 1e-6, "cache": 1e-5}}
+        ).reference
+        is None
+    )
+    for bad in (
+        {"probe": 1},
+        {"probe": "1", "compute": 1e-6},
+        {"probe": 1, "compute": "x"},
+        [1, 2],
+        {"probe": 1, "compute": -1.0},
+        {"probe": 1, "compute": 1e-6, "extra": 1},
+        {"probe": True, "compute": 1e-6},
+        {"probe": 1, "compute": float("nan")},
+        {"compute": 1e-6},
+    ):
         with pytest.raises(ValueError, match="time.reference must be"):
             TimeMetric.from_json({**data, "reference": bad})
 
@@ -558,10 +693,23 @@ def test_memory_saved_beside_instructions_compares_with_a_memory_only_run() -> N
     from pytest_torchbench.core.judgement import environment_differences
     from pytest_torchbench.core.vocabulary import Environment
 
-    counted = Environment({"torch": "2.13.0+cpu", "machine": "x86_64", "pythonmalloc": "malloc",
-                           "cpu_capability": "AVX2", "allocator": "torchbench-sizeclass:ab"})
-    native = Environment({"torch": "2.13.0+cpu", "machine": "x86_64", "pythonmalloc": "default",
-                          "cpu_capability": "AVX512"})
+    counted = Environment(
+        {
+            "torch": "2.13.0+cpu",
+            "machine": "x86_64",
+            "pythonmalloc": "malloc",
+            "cpu_capability": "AVX2",
+            "allocator": "torchbench-sizeclass:ab",
+        }
+    )
+    native = Environment(
+        {
+            "torch": "2.13.0+cpu",
+            "machine": "x86_64",
+            "pythonmalloc": "default",
+            "cpu_capability": "AVX512",
+        }
+    )
     assert environment_differences("memory", native, counted) == []
     other_torch = Environment({**native.facts, "torch": "2.9.1"})
     assert environment_differences("memory", other_torch, counted) == ["torch: 2.13.0+cpu -> 2.9.1"]

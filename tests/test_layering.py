@@ -5,6 +5,7 @@ engines; the metrics and their registry; the results model, judgement, gate (``c
 (``store/``); the reports; the pytest glue (``pytest/``) and the command line on top. The package's
 ``__init__`` (the public API) sits with the results model. Written by the re-layout (issue 23).
 """
+
 from __future__ import annotations
 
 import ast
@@ -17,32 +18,35 @@ PACKAGE = ROOT / "pytest_torchbench"
 
 #: bottom up: (layer, module prefixes); a module is in the layer of its longest matching prefix
 LAYERS = (
-    ("the shared vocabulary", (
-        "pytest_torchbench._compat",
-        "pytest_torchbench.core.vocabulary",
-        "pytest_torchbench.core.text",
-        "pytest_torchbench.core.statistics",
-    )),
-    ("engines", (
-        "pytest_torchbench.engines",
-    )),
-    ("metrics and their registry", (
-        "pytest_torchbench.metrics",
-    )),
-    ("results, judgement, gate, storage", (
-        "pytest_torchbench.core",
-        "pytest_torchbench.store",
-    )),
-    ("reports", (
-        "pytest_torchbench.reports",
-    )),
-    ("pytest glue and the command line", (
-        "pytest_torchbench.pytest",
-        "pytest_torchbench.cli",
-        "pytest_torchbench.bisect",
-        "pytest_torchbench.comment",
-        "pytest_torchbench.__main__",
-    )),
+    (
+        "the shared vocabulary",
+        (
+            "pytest_torchbench._compat",
+            "pytest_torchbench.core.vocabulary",
+            "pytest_torchbench.core.text",
+            "pytest_torchbench.core.statistics",
+        ),
+    ),
+    ("engines", ("pytest_torchbench.engines",)),
+    ("metrics and their registry", ("pytest_torchbench.metrics",)),
+    (
+        "results, judgement, gate, storage",
+        (
+            "pytest_torchbench.core",
+            "pytest_torchbench.store",
+        ),
+    ),
+    ("reports", ("pytest_torchbench.reports",)),
+    (
+        "pytest glue and the command line",
+        (
+            "pytest_torchbench.pytest",
+            "pytest_torchbench.cli",
+            "pytest_torchbench.bisect",
+            "pytest_torchbench.comment",
+            "pytest_torchbench.__main__",
+        ),
+    ),
 )
 #: the package itself (``__init__.py``: the public API) is in this layer
 ROOT_LAYER = 3
@@ -103,8 +107,11 @@ def test_every_module_is_in_a_layer() -> None:
 def test_imports_run_downward(module: str) -> None:
     own = _layer(module)
     assert own is not None
-    upward = sorted(f"{name} ({LAYERS[layer][0]})" for name in _imports(module, MODULES[module])
-                    if (layer := _layer(name)) is not None and layer > own)
+    upward = sorted(
+        f"{name} ({LAYERS[layer][0]})"
+        for name in _imports(module, MODULES[module])
+        if (layer := _layer(name)) is not None and layer > own
+    )
     assert upward == [], f"{module} ({LAYERS[own][0]}) imports from above: {upward}"
 
 

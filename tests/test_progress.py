@@ -1,4 +1,5 @@
 """Progress lines of the child runs a run waits for (pytest/progress.py)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,7 +16,10 @@ def test_lines_name_each_child_and_what_is_left(tmp_path: Path) -> None:
     base.write_text("3 12")
     head.write_text("2 12")
     progress.poll("round 1 of 4", [("base", base), ("this checkout", head)])
-    assert "base 3/12 tests, this checkout 2/12 tests (about " in lines[-1] and " left of it); " in lines[-1]
+    assert (
+        "base 3/12 tests, this checkout 2/12 tests (about " in lines[-1]
+        and " left of it); " in lines[-1]
+    )
     base.write_text("12 12")
     progress.poll("round 1 of 4", [("base", base)])
     assert "base 12/12 tests (finishing); " in lines[-1]

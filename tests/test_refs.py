@@ -1,12 +1,13 @@
 """refs: what --bench-compare=REF resolves to, and in which order."""
+
 from __future__ import annotations
 
 import subprocess
 
 import pytest
 
-from pytest_torchbench.store.refs import resolve_compare
 from pytest_torchbench.core.results import BenchmarkResult, Environment, TimeMetric
+from pytest_torchbench.store.refs import resolve_compare
 from pytest_torchbench.store.storage import BaselineError, save_set
 
 
@@ -35,7 +36,9 @@ def test_saved_name_wins_over_a_path_of_the_same_name(layout):
 def test_paths_relative_absolute_and_files(layout):
     root, baselines = layout
     assert list(resolve_compare("other/set", baselines, root).entries) == ["from-other-path"]
-    assert list(resolve_compare(str(root / "other" / "set"), baselines, root).entries) == ["from-other-path"]
+    assert list(resolve_compare(str(root / "other" / "set"), baselines, root).entries) == [
+        "from-other-path"
+    ]
     assert list(resolve_compare("./main", baselines, root).entries) == ["from-path"]
     single = resolve_compare("other/set/test_a.json", baselines, root)
     assert single.name == "test_a" and list(single.entries) == ["from-other-path"]
@@ -44,7 +47,9 @@ def test_paths_relative_absolute_and_files(layout):
 def test_unknown_ref_lists_existing_sets(layout):
     root, baselines = layout
     _save(baselines / "nightly", "n")
-    with pytest.raises(BaselineError, match=r"no baseline set 'mian'.*existing sets: main, nightly"):
+    with pytest.raises(
+        BaselineError, match=r"no baseline set 'mian'.*existing sets: main, nightly"
+    ):
         resolve_compare("mian", baselines, root)
     with pytest.raises(BaselineError, match="does not exist.*no sets are saved yet"):
         resolve_compare("main", root / "nowhere", root / "other")
@@ -71,7 +76,10 @@ def test_git_revision_between_saved_name_and_path(layout):
         resolve_compare("v1:nope", baselines, root)
     # a saved set name is found before a git revision of the same name
     git("tag", "main")
-    assert sorted(resolve_compare("main", baselines, root).entries) == ["added-after-commit", "from-saved-set"]
+    assert sorted(resolve_compare("main", baselines, root).entries) == [
+        "added-after-commit",
+        "from-saved-set",
+    ]
 
 
 def test_a_revision_given_as_its_hash_is_named_once_and_short() -> None:
@@ -81,6 +89,8 @@ def test_a_revision_given_as_its_hash_is_named_once_and_short() -> None:
     assert revision_label(commit, commit) == "c6a49cbbb408"
     assert revision_label("c6a49cb", commit) == "c6a49cbbb408"
     assert revision_label("HEAD~1", commit) == "HEAD~1 (c6a49cbbb408)"
-    assert revision_label("cafe", commit) == "cafe (c6a49cbbb408)"  # a branch named like hex, not the commit
+    assert (
+        revision_label("cafe", commit) == "cafe (c6a49cbbb408)"
+    )  # a branch named like hex, not the commit
     assert shown_ref(f"{commit}:nightly", commit) == "c6a49cbbb408:nightly"
     assert shown_ref("origin/main", commit) == "origin/main"

@@ -3,26 +3,32 @@
 The git cases build real repositories (git init, commits, branches, a shallow clone) because the
 point is to read committed baselines without a checkout, which only real git can show.
 """
+
 from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.store.refs import resolve_compare
 from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
+from pytest_torchbench.store.refs import resolve_compare
 from pytest_torchbench.store.storage import BaselineError, render_baseline_document
-
-from typing import Callable
 
 KEY = "test_a.py::test_add"
 
 
 def doc(calls: float, key: str = KEY) -> str:
-    result = BenchmarkResult(key=key, module="test_a.py", label="test_add", sub_label="", description="",
-                             metrics={"ops": OpsMetric({"aten::add": calls})})
+    result = BenchmarkResult(
+        key=key,
+        module="test_a.py",
+        label="test_add",
+        sub_label="",
+        description="",
+        metrics={"ops": OpsMetric({"aten::add": calls})},
+    )
     return render_baseline_document("test_a.py", [result])
 
 
@@ -153,7 +159,10 @@ def test_outside_git(tmp_path: Path) -> None:
 
 
 def test_compare_with_revisions_end_to_end(  # type: ignore[no-untyped-def]
-    pytester: pytest.Pytester, run_bench, git: Callable[..., str], bench_module: str,
+    pytester: pytest.Pytester,
+    run_bench,
+    git: Callable[..., str],
+    bench_module: str,
 ) -> None:
     root = pytester.path
     pytester.makepyfile(test_a=bench_module)
@@ -166,7 +175,9 @@ def test_compare_with_revisions_end_to_end(  # type: ignore[no-untyped-def]
     path = root / "baselines/main/test_a.json"
     document = json.loads(path.read_text())
     for entry in document["benchmarks"].values():
-        entry["metrics"]["ops"]["ops"] = {op: 0.5 * n for op, n in entry["metrics"]["ops"]["ops"].items()}
+        entry["metrics"]["ops"]["ops"] = {
+            op: 0.5 * n for op, n in entry["metrics"]["ops"]["ops"].items()
+        }
     path.write_text(json.dumps(document))
     git(root, "commit", "-q", "-am", "lean baselines")
     git(root, "checkout", "-q", "main")
@@ -178,14 +189,18 @@ def test_compare_with_revisions_end_to_end(  # type: ignore[no-untyped-def]
     same.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'HEAD' (git HEAD*"])
     named = run_bench("--bench-mode=ops", "--bench-compare=lean~1:main")
     assert named.ret == 0, named.stdout.str()
-    named.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'lean~1:main' (git lean~1*"])
+    named.stdout.fnmatch_lines(
+        ["*no changes beyond the limits against baseline 'lean~1:main' (git lean~1*"]
+    )
     # git resolves revisions that carry control characters and a workflow command on a line of its
     # own: the name is shown escaped, as any text a run did not write itself.
     for hostile in ("HEAD^{/\x1b*}", "HEAD@{now\n##[error]forged}"):
         shown = run_bench("--bench-mode=ops", f"--bench-compare={hostile}")
         assert shown.ret == 0, shown.stdout.str()
         out = shown.stdout.str()
-        assert "\x1b" not in out and not any(line.startswith(("::", "##[")) for line in out.splitlines())
+        assert "\x1b" not in out and not any(
+            line.startswith(("::", "##[")) for line in out.splitlines()
+        )
         shown.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'HEAD*\\x*"])
     worse = run_bench("--bench-mode=ops", "--bench-compare=lean")
     assert worse.ret == 1

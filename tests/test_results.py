@@ -1,4 +1,5 @@
 """results: metrics from torch Measurements, JSON forms, environment ids."""
+
 from __future__ import annotations
 
 import json
@@ -7,7 +8,12 @@ import pytest
 from torch.utils.benchmark import Timer
 
 from pytest_torchbench.core.results import (
-    BenchmarkResult, Environment, TimeMetric, collect_environment, metric_from_json, round_sig,
+    BenchmarkResult,
+    Environment,
+    TimeMetric,
+    collect_environment,
+    metric_from_json,
+    round_sig,
 )
 
 
@@ -22,11 +28,14 @@ def test_time_metric_from_a_real_measurement_and_back():
     assert set(data) == {"number_per_run", "median", "iqr", "raw_times"}
 
 
-@pytest.mark.parametrize("data", [
-    {"number_per_run": 1, "raw_times": []},
-    {"number_per_run": 0, "raw_times": [1.0]},
-    {"number_per_run": 1, "raw_times": "1.0"},
-])
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"number_per_run": 1, "raw_times": []},
+        {"number_per_run": 0, "raw_times": [1.0]},
+        {"number_per_run": 1, "raw_times": "1.0"},
+    ],
+)
 def test_time_metric_rejects_bad_json(data):
     with pytest.raises(ValueError):
         TimeMetric.from_json(data)
@@ -74,11 +83,25 @@ def test_benchmark_result_wire_form_round_trip():
 def test_nodeid_is_its_own_field_and_old_keys_are_matched_to_collected_tests():
     from pytest_torchbench.core.results import nodeid_among
 
-    result = BenchmarkResult(key="t.py::test_p[a [b] [desc] #2", nodeid="t.py::test_p[a [b]",
-                             module="t.py", label="test_p", sub_label="a [b", description="desc")
-    assert BenchmarkResult.from_json(json.loads(json.dumps(result.to_json()))).nodeid == "t.py::test_p[a [b]"
+    result = BenchmarkResult(
+        key="t.py::test_p[a [b] [desc] #2",
+        nodeid="t.py::test_p[a [b]",
+        module="t.py",
+        label="test_p",
+        sub_label="a [b",
+        description="desc",
+    )
+    assert (
+        BenchmarkResult.from_json(json.loads(json.dumps(result.to_json()))).nodeid
+        == "t.py::test_p[a [b]"
+    )
     # results and files without the field: derived from the key as before
-    assert BenchmarkResult(key="t.py::test_q #2", module="t.py", label="", sub_label="", description="").nodeid == "t.py::test_q"
+    assert (
+        BenchmarkResult(
+            key="t.py::test_q #2", module="t.py", label="", sub_label="", description=""
+        ).nodeid
+        == "t.py::test_q"
+    )
     collected = {"t.py::test_p[a [b]", "t.py::test_p[a", "t.py::test_p[c #d]"}
     assert nodeid_among("t.py::test_p[a [b]", collected) == "t.py::test_p[a [b]"
     assert nodeid_among("t.py::test_p[a [b] [desc] #2", collected) == "t.py::test_p[a [b]"
@@ -103,21 +126,29 @@ def test_instructions_metric_keeps_the_largest_functions_and_an_other_bucket():
 
 def test_instructions_names_match_torchs_as_standardized():
     from torch.utils.benchmark.utils.common import TaskSpec
-    from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import CallgrindStats, FunctionCounts
+    from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
+        CallgrindStats,
+        FunctionCounts,
+    )
 
     from pytest_torchbench.core.results import InstructionsMetric
 
-    raw = {"/usr/src/build/../aten/src/ATen/native/Copy.cpp:copy_ [libtorch_cpu.so]": 40,
-           "/tmp/python-build.2024/Python-3.11.7/Python/ceval.c:_PyEval_EvalFrameDefault [python]": 50,
-           "/opt/x/Objects/dictobject.c:lookdict'2": 10}
+    raw = {
+        "/usr/src/build/../aten/src/ATen/native/Copy.cpp:copy_ [libtorch_cpu.so]": 40,
+        "/tmp/python-build.2024/Python-3.11.7/Python/ceval.c:_PyEval_EvalFrameDefault [python]": 50,
+        "/opt/x/Objects/dictobject.c:lookdict'2": 10,
+    }
     counts = FunctionCounts._from_dict(raw, inclusive=False)
     empty = FunctionCounts((), inclusive=False)
     stats = CallgrindStats(TaskSpec("s", ""), 1, False, empty, empty, counts, counts, None)
     ours = InstructionsMetric.from_counts(raw, 100, 1).functions
     theirs = {fc.function for fc in stats.as_standardized().stats(inclusive=False)}
     assert {InstructionsMetric.standardized_name(n) for n in theirs} == set(ours)
-    assert set(ours) == {"build/../aten/src/ATen/native/Copy.cpp:copy_", "Python/ceval.c:_PyEval_EvalFrameDefault",
-                         "Objects/dictobject.c:lookdict"}
+    assert set(ours) == {
+        "build/../aten/src/ATen/native/Copy.cpp:copy_",
+        "Python/ceval.c:_PyEval_EvalFrameDefault",
+        "Objects/dictobject.c:lookdict",
+    }
 
 
 def test_time_metric_keeps_disturbance_and_history_in_json():
@@ -138,7 +169,9 @@ def test_saving_over_a_time_metric_keeps_the_last_medians():
     assert second.history == [1e-3]
     third = TimeMetric(1, [3e-3]).saved_over(second)
     assert third.history == [1e-3, 2e-3]
-    assert TimeMetric(1, [3e-3]).saved_over(third).history == third.history  # same run again: no change
+    assert (
+        TimeMetric(1, [3e-3]).saved_over(third).history == third.history
+    )  # same run again: no change
     many = first
     for k in range(2, 9):
         many = TimeMetric(1, [k * 1e-3]).saved_over(many)
@@ -149,6 +182,8 @@ def test_measurement_metadata_becomes_cpu_share_and_load():
     from torch.utils.benchmark import Measurement
     from torch.utils.benchmark.utils.common import TaskSpec
 
-    measurement = Measurement(1, [1e-3, 1e-3], TaskSpec("x", "pass"), metadata={"cpu_share": 0.9, "load": 1.5})
+    measurement = Measurement(
+        1, [1e-3, 1e-3], TaskSpec("x", "pass"), metadata={"cpu_share": 0.9, "load": 1.5}
+    )
     metric = TimeMetric.from_measurement(measurement)
     assert (metric.cpu_share, metric.load) == (0.9, 1.5)

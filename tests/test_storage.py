@@ -1,4 +1,5 @@
 """storage: round trips, atomic writes, metric-level merges, file names."""
+
 from __future__ import annotations
 
 import json
@@ -6,18 +7,26 @@ import os
 
 import pytest
 
-from pytest_torchbench.store import storage
 from pytest_torchbench.core.results import BenchmarkResult, Environment, OpsMetric, TimeMetric
+from pytest_torchbench.store import storage
 from pytest_torchbench.store.storage import (
-    BaselineError, atomic_write_many, load_set_from_folder, merge_entries, module_file_name,
-    parse_baseline_document, render_baseline_document, save_set,
+    BaselineError,
+    atomic_write_many,
+    load_set_from_folder,
+    merge_entries,
+    module_file_name,
+    parse_baseline_document,
+    render_baseline_document,
+    save_set,
 )
 
 ENV = Environment({"torch": "2.13", "python": "3.11"})
 
 
 def _result(key, module="tests/test_a.py", times=(1e-3, 1.1e-3, 0.9e-3), ops=None, env=ENV):
-    result = BenchmarkResult(key=key, module=module, label=key.split("::")[-1], sub_label="", description="")
+    result = BenchmarkResult(
+        key=key, module=module, label=key.split("::")[-1], sub_label="", description=""
+    )
     result.metrics["time"] = TimeMetric(10, [t * 10 for t in times])
     result.environments["time"] = env
     if ops is not None:
@@ -26,20 +35,26 @@ def _result(key, module="tests/test_a.py", times=(1e-3, 1.1e-3, 0.9e-3), ops=Non
     return result
 
 
-@pytest.mark.parametrize("module, expected", [
-    ("tests/bench/test_ops.py", "tests/bench/test_ops.json"),
-    ("test_a.py", "test_a.json"),
-    ("/abs/tests/test_a.py", "abs/tests/test_a.json"),
-    ("tests\\win\\test_b.py", "tests/win/test_b.json"),
-    ("../escape/test_c.py", "escape/test_c.json"),
-    ("", "_.json"),
-])
+@pytest.mark.parametrize(
+    "module, expected",
+    [
+        ("tests/bench/test_ops.py", "tests/bench/test_ops.json"),
+        ("test_a.py", "test_a.json"),
+        ("/abs/tests/test_a.py", "abs/tests/test_a.json"),
+        ("tests\\win\\test_b.py", "tests/win/test_b.json"),
+        ("../escape/test_c.py", "escape/test_c.json"),
+        ("", "_.json"),
+    ],
+)
 def test_module_file_name(module, expected):
     assert module_file_name(module) == expected
 
 
 def test_round_trip_is_byte_identical(tmp_path):
-    results = [_result("tests/test_a.py::test_b", ops={"aten::add": 2.0}), _result("tests/test_a.py::test_a")]
+    results = [
+        _result("tests/test_a.py::test_b", ops={"aten::add": 2.0}),
+        _result("tests/test_a.py::test_a"),
+    ]
     paths = save_set(tmp_path / "main", results)
     assert paths == [tmp_path / "main" / "tests" / "test_a.json"]
     text = paths[0].read_text()
@@ -57,7 +72,13 @@ def test_round_trip_is_byte_identical(tmp_path):
 
 def test_atomic_write_leaves_the_old_file_when_rendering_or_writing_fails(tmp_path, monkeypatch):
     folder = tmp_path / "main"
-    save_set(folder, [_result("tests/test_a.py::test_a"), _result("tests/test_b.py::test_b", module="tests/test_b.py")])
+    save_set(
+        folder,
+        [
+            _result("tests/test_a.py::test_a"),
+            _result("tests/test_b.py::test_b", module="tests/test_b.py"),
+        ],
+    )
     files = sorted(folder.rglob("*.json"))
     before = {p: p.read_bytes() for p in files}
 
@@ -72,8 +93,15 @@ def test_atomic_write_leaves_the_old_file_when_rendering_or_writing_fails(tmp_pa
 
     # a failure while staging the second file: the first is not renamed into place either
     real_replace = os.replace
-    monkeypatch.setattr(os, "fsync", lambda fd: (_ for _ in ()).throw(OSError("disk full"))
-                        if len(list(folder.rglob(".*.tmp"))) > 1 else None)
+    monkeypatch.setattr(
+        os,
+        "fsync",
+        lambda fd: (
+            (_ for _ in ()).throw(OSError("disk full"))
+            if len(list(folder.rglob(".*.tmp"))) > 1
+            else None
+        ),
+    )
     with pytest.raises(OSError):
         atomic_write_many({p: "changed\n" for p in files})
     assert {p: p.read_bytes() for p in files} == before
@@ -91,18 +119,30 @@ def test_corrupt_file_is_not_overwritten_by_save(tmp_path):
     assert path.read_text() == '{"schema": 1, '
 
 
-@pytest.mark.parametrize("text, needle", [
-    ("nope", "not valid JSON"),
-    ("[]", "not a JSON object"),
-    ('{"schema": 2}', "has schema 2"),
-    ('{"module": "m"}', "has schema None"),
-    ('{"schema": 1, "module": "m"}', "missing field 'benchmarks'"),
-    ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"speed": {}}}}}', "holds metric 'speed', which no loaded plugin registers"),
-    ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '
-     '{"number_per_run": 1, "raw_times": [1], "env": "abc"}}}}}', "unknown environment id 'abc'"),
-    ('{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '
-     '{"number_per_run": 0, "raw_times": [1]}}}}}', "time.number_per_run is 0; it must be a whole number >= 1"),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        ("nope", "not valid JSON"),
+        ("[]", "not a JSON object"),
+        ('{"schema": 2}', "has schema 2"),
+        ('{"module": "m"}', "has schema None"),
+        ('{"schema": 1, "module": "m"}', "missing field 'benchmarks'"),
+        (
+            '{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"speed": {}}}}}',
+            "holds metric 'speed', which no loaded plugin registers",
+        ),
+        (
+            '{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '
+            '{"number_per_run": 1, "raw_times": [1], "env": "abc"}}}}}',
+            "unknown environment id 'abc'",
+        ),
+        (
+            '{"schema": 1, "module": "m", "benchmarks": {"k": {"metrics": {"time": '
+            '{"number_per_run": 0, "raw_times": [1]}}}}}',
+            "time.number_per_run is 0; it must be a whole number >= 1",
+        ),
+    ],
+)
 def test_parse_errors_name_the_file(text, needle):
     with pytest.raises(BaselineError) as info:
         parse_baseline_document(text, "baselines/main/x.json")
@@ -136,13 +176,19 @@ def test_merge_entries_replaces_metrics_one_by_one():
 
 def test_save_keeps_other_modules_and_entries(tmp_path):
     folder = tmp_path / "main"
-    save_set(folder, [_result("tests/test_a.py::x"), _result("tests/test_b.py::y", module="tests/test_b.py")])
+    save_set(
+        folder,
+        [_result("tests/test_a.py::x"), _result("tests/test_b.py::y", module="tests/test_b.py")],
+    )
     b_before = (folder / "tests" / "test_b.json").read_bytes()
     changed = save_set(folder, [_result("tests/test_a.py::z")])
     assert changed == [folder / "tests" / "test_a.json"]
     assert (folder / "tests" / "test_b.json").read_bytes() == b_before
     assert sorted(load_set_from_folder(folder, "main").entries) == [
-        "tests/test_a.py::x", "tests/test_a.py::z", "tests/test_b.py::y"]
+        "tests/test_a.py::x",
+        "tests/test_a.py::z",
+        "tests/test_b.py::y",
+    ]
 
 
 def test_available_sets_and_names(tmp_path):
@@ -163,12 +209,15 @@ def test_set_names_are_bounded():
         storage.validate_set_name("a" * 300)
 
 
-@pytest.mark.parametrize("data, needle", [
-    (b'{"x": "\xff"}', "is not UTF-8 text (byte 0xff at offset 7)"),
-    # 3.10 says "(4300) for integer string conversion", 3.11+ "(4300 digits) for ..."
-    (b'{"x": ' + b"1" * 5000 + b"}", "is not usable JSON (Exceeds the limit (4300"),
-    (b"[" * 100_000 + b"]" * 100_000, "is not usable JSON (nested too deeply)"),
-])
+@pytest.mark.parametrize(
+    "data, needle",
+    [
+        (b'{"x": "\xff"}', "is not UTF-8 text (byte 0xff at offset 7)"),
+        # 3.10 says "(4300) for integer string conversion", 3.11+ "(4300 digits) for ..."
+        (b'{"x": ' + b"1" * 5000 + b"}", "is not usable JSON (Exceeds the limit (4300"),
+        (b"[" * 100_000 + b"]" * 100_000, "is not usable JSON (nested too deeply)"),
+    ],
+)
 def test_unusable_bytes_are_one_baseline_error(data, needle):
     with pytest.raises(BaselineError) as info:
         parse_baseline_document(data, "b/x.json")
@@ -181,7 +230,9 @@ def test_stale_temp_files_of_dead_writers_are_swept_live_ones_kept(tmp_path):
 
     folder = tmp_path / "main"
     (folder / "tests").mkdir(parents=True)
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     dead = int(done.stdout)  # that process has exited
     stale = folder / "tests" / f".test_a.json.{dead}.k2j3h4.tmp"
     live = folder / "tests" / f".test_a.json.{os.getppid()}.abcd.tmp"  # pytest's parent: alive
@@ -199,7 +250,12 @@ def test_saved_stamp_changes_only_with_the_entry(tmp_path):
     save_set(folder, [_result("tests/test_a.py::x"), _result("tests/test_a.py::y")], stamp=first)
     path = folder / "tests" / "test_a.json"
     before = path.read_bytes()
-    assert save_set(folder, [_result("tests/test_a.py::x"), _result("tests/test_a.py::y")], stamp=second) == []
+    assert (
+        save_set(
+            folder, [_result("tests/test_a.py::x"), _result("tests/test_a.py::y")], stamp=second
+        )
+        == []
+    )
     assert path.read_bytes() == before  # unchanged results: same bytes, old stamps kept
     save_set(folder, [_result("tests/test_a.py::x", times=(2e-3,))], stamp=second)
     saved = {k: v["saved"] for k, v in json.loads(path.read_text())["benchmarks"].items()}
@@ -210,7 +266,10 @@ def test_saved_stamp_changes_only_with_the_entry(tmp_path):
 
 def test_saving_nonsense_numbers_is_refused(tmp_path):
     result = _result("tests/test_a.py::x", times=(0.0,))
-    with pytest.raises(BaselineError, match=r"tests/test_a.py::x: time.median is 0.0; it must be > 0.*nothing was saved"):
+    with pytest.raises(
+        BaselineError,
+        match=r"tests/test_a.py::x: time.median is 0.0; it must be > 0.*nothing was saved",
+    ):
         save_set(tmp_path / "main", [result])
     assert not (tmp_path / "main").exists()
 
@@ -222,8 +281,12 @@ def test_saves_are_serialised_by_the_set_lock(tmp_path):
     folder = tmp_path / "main"
     order: list[str] = []
     with storage.set_lock(folder):
-        thread = threading.Thread(target=lambda: (save_set(folder, [_result("tests/test_a.py::x")]),
-                                                  order.append("saved")))
+        thread = threading.Thread(
+            target=lambda: (
+                save_set(folder, [_result("tests/test_a.py::x")]),
+                order.append("saved"),
+            )
+        )
         thread.start()
         thread.join(0.5)
         order.append("released")
@@ -232,41 +295,89 @@ def test_saves_are_serialised_by_the_set_lock(tmp_path):
 
 
 def _document(metric, data):
-    return json.dumps({"schema": 1, "module": "m.py", "benchmarks": {"m.py::t": {"metrics": {metric: data}}}})
+    return json.dumps(
+        {"schema": 1, "module": "m.py", "benchmarks": {"m.py::t": {"metrics": {metric: data}}}}
+    )
 
 
-@pytest.mark.parametrize("metric, data, needle", [
-    ("time", {"number_per_run": 10, "raw_times": [0.0, 1e-3]}, "time.raw_times[0] is 0.0; it must be > 0"),
-    ("time", {"number_per_run": 10, "raw_times": [-1e-3, 1e-3]}, "time.raw_times[0] is -0.001; it must be > 0"),
-    ("time", {"number_per_run": 10, "raw_times": [1e-3, float("nan")]}, "time.raw_times[1] is nan; it must be a finite"),
-    ("time", {"number_per_run": 10, "raw_times": [float("inf")]}, "time.raw_times[0] is inf; it must be a finite"),
-    ("time", {"number_per_run": 10, "raw_times": [1e-3], "median": 0}, "time.median is 0; it must be > 0"),
-    ("time", {"number_per_run": 1.5, "raw_times": [1e-3]}, "time.number_per_run is 1.5; it must be a whole number"),
-    ("time", {"number_per_run": True, "raw_times": [1e-3]}, "time.number_per_run is True"),
-    ("instructions", {"instructions_per_run": 0, "number_per_run": 100, "functions": {}},
-     "instructions.instructions_per_run is 0; it must be > 0"),
-    ("instructions", {"instructions_per_run": -5.0, "number_per_run": 100, "functions": {}},
-     "instructions.instructions_per_run is -5.0"),
-    ("instructions", {"instructions_per_run": 10 ** 400, "number_per_run": 100, "functions": {}},
-     "it must be a finite number"),
-    ("instructions", {"instructions_per_run": 1000.0, "number_per_run": 100, "functions": {"f": -3.0}},
-     'instructions.functions["f"] is -3.0; it must be >= 0'),
-    ("ops", {"ops": {"aten::add": float("nan")}}, 'ops.ops["aten::add"] is nan'),
-    ("ops", {"ops": {"aten::add": -1.0}}, 'ops.ops["aten::add"] is -1.0; it must be >= 0'),
-    ("memory", {"peak_bytes": {"cpu": -5}}, 'memory.peak_bytes["cpu"] is -5; it must be >= 0'),
-    ("memory", {"peak_bytes": {"cpu": float("-inf")}}, 'memory.peak_bytes["cpu"] is -inf'),
-])
+@pytest.mark.parametrize(
+    "metric, data, needle",
+    [
+        (
+            "time",
+            {"number_per_run": 10, "raw_times": [0.0, 1e-3]},
+            "time.raw_times[0] is 0.0; it must be > 0",
+        ),
+        (
+            "time",
+            {"number_per_run": 10, "raw_times": [-1e-3, 1e-3]},
+            "time.raw_times[0] is -0.001; it must be > 0",
+        ),
+        (
+            "time",
+            {"number_per_run": 10, "raw_times": [1e-3, float("nan")]},
+            "time.raw_times[1] is nan; it must be a finite",
+        ),
+        (
+            "time",
+            {"number_per_run": 10, "raw_times": [float("inf")]},
+            "time.raw_times[0] is inf; it must be a finite",
+        ),
+        (
+            "time",
+            {"number_per_run": 10, "raw_times": [1e-3], "median": 0},
+            "time.median is 0; it must be > 0",
+        ),
+        (
+            "time",
+            {"number_per_run": 1.5, "raw_times": [1e-3]},
+            "time.number_per_run is 1.5; it must be a whole number",
+        ),
+        ("time", {"number_per_run": True, "raw_times": [1e-3]}, "time.number_per_run is True"),
+        (
+            "instructions",
+            {"instructions_per_run": 0, "number_per_run": 100, "functions": {}},
+            "instructions.instructions_per_run is 0; it must be > 0",
+        ),
+        (
+            "instructions",
+            {"instructions_per_run": -5.0, "number_per_run": 100, "functions": {}},
+            "instructions.instructions_per_run is -5.0",
+        ),
+        (
+            "instructions",
+            {"instructions_per_run": 10**400, "number_per_run": 100, "functions": {}},
+            "it must be a finite number",
+        ),
+        (
+            "instructions",
+            {"instructions_per_run": 1000.0, "number_per_run": 100, "functions": {"f": -3.0}},
+            'instructions.functions["f"] is -3.0; it must be >= 0',
+        ),
+        ("ops", {"ops": {"aten::add": float("nan")}}, 'ops.ops["aten::add"] is nan'),
+        ("ops", {"ops": {"aten::add": -1.0}}, 'ops.ops["aten::add"] is -1.0; it must be >= 0'),
+        ("memory", {"peak_bytes": {"cpu": -5}}, 'memory.peak_bytes["cpu"] is -5; it must be >= 0'),
+        ("memory", {"peak_bytes": {"cpu": float("-inf")}}, 'memory.peak_bytes["cpu"] is -inf'),
+    ],
+)
 def test_nonsense_numbers_name_file_key_and_field(metric, data, needle):
     with pytest.raises(BaselineError) as info:
         parse_baseline_document(_document(metric, data), "b/x.json")
     message = str(info.value)
-    assert message.startswith("baseline file b/x.json: benchmark 'm.py::t': ") and needle in message, message
+    assert (
+        message.startswith("baseline file b/x.json: benchmark 'm.py::t': ") and needle in message
+    ), message
     assert "\n" not in message
 
 
 def test_zero_op_counts_and_zero_memory_are_accepted():
-    for metric, data in (("ops", {"ops": {"aten::add": 0.0}}), ("memory", {"peak_bytes": {"cpu": 0}})):
-        assert parse_baseline_document(_document(metric, data), "b/x.json")["m.py::t"].metrics[metric]
+    for metric, data in (
+        ("ops", {"ops": {"aten::add": 0.0}}),
+        ("memory", {"peak_bytes": {"cpu": 0}}),
+    ):
+        assert parse_baseline_document(_document(metric, data), "b/x.json")["m.py::t"].metrics[
+            metric
+        ]
 
 
 def test_saving_again_keeps_earlier_time_medians_only_in_the_same_environment(tmp_path):
@@ -283,7 +394,7 @@ def test_saving_again_keeps_earlier_time_medians_only_in_the_same_environment(tm
 # Every JSON value type, and strings that look like the number lists the file puts on one line.
 ROUND_TRIP_VALUES = {
     "list_look_alikes": ["8 8", "[8 8]", "[1,2]", "[ 1 ]", "[-1e5, 2.5]", "x [3 4] y"],
-    "escapes": "quote \" backslash \\ newline \n tab \t nul \x00 bell \x07",
+    "escapes": 'quote " backslash \\ newline \n tab \t nul \x00 bell \x07',
     "unicode": "ü 中文 \u2028 \U0001f600",
     "lone_surrogates": ["\udc80", "a\ud800b", "\udfff"],
     "ints": [0, -1, 2**63, 10**40],
@@ -301,8 +412,12 @@ def test_every_value_type_round_trips_through_a_save(tmp_path, name):
     """Saved text is json's: no string is ever rewritten (a parametrize id "8 8" was saved as
     [8, 8]), and what is read back is what was saved."""
     value = ROUND_TRIP_VALUES[name]
-    keys = ["tests/test_a.py::test_f[8 8]", "tests/test_a.py::test_f[[1,2]]",
-            f"tests/test_a.py::test_f[{name}]", "tests/test_a.py::test_f[\udc80]"]
+    keys = [
+        "tests/test_a.py::test_f[8 8]",
+        "tests/test_a.py::test_f[[1,2]]",
+        f"tests/test_a.py::test_f[{name}]",
+        "tests/test_a.py::test_f[\udc80]",
+    ]
     results = [_result(key) for key in keys]
     for result in results:
         result.extra_info = {"value": value, "description [1 2]": "label [3 4]"}
@@ -318,7 +433,9 @@ def test_every_value_type_round_trips_through_a_save(tmp_path, name):
         assert entry.description == "[5 6]"
     document = json.loads(raw)
     assert document["benchmarks"][keys[0]]["extra_info"]["value"] == value
-    assert save_set(tmp_path / "main", results) == []  # saving again: the same bytes, no duplicate keys
+    assert (
+        save_set(tmp_path / "main", results) == []
+    )  # saving again: the same bytes, no duplicate keys
 
 
 def test_number_lists_stay_on_one_line_and_the_layout_is_json_indent_1(tmp_path):
@@ -349,12 +466,15 @@ def alarm():
     signal.signal(signal.SIGALRM, previous)
 
 
-@pytest.mark.parametrize("kind, needle", [
-    ("zero", "is a device (through a symlink), not a regular file"),
-    ("fifo", "is a FIFO, not a regular file"),
-    ("folder", "is a directory, not a regular file"),
-    ("dangling", "cannot be read (No such file or directory)"),
-])
+@pytest.mark.parametrize(
+    "kind, needle",
+    [
+        ("zero", "is a device (through a symlink), not a regular file"),
+        ("fifo", "is a FIFO, not a regular file"),
+        ("folder", "is a directory, not a regular file"),
+        ("dangling", "cannot be read (No such file or directory)"),
+    ],
+)
 def test_special_files_in_a_set_are_one_error_not_a_hang(tmp_path, alarm, kind, needle):
     folder = tmp_path / "main"
     save_set(folder, [_result("tests/test_a.py::test_a")])
@@ -382,7 +502,9 @@ def test_a_baseline_file_over_the_size_cap_is_not_parsed(tmp_path, monkeypatch):
     monkeypatch.setattr(storage, "MAX_BASELINE_BYTES", 1000)
     folder = tmp_path / "main"
     save_set(folder, [_result(f"tests/test_a.py::test_{i}") for i in range(20)])
-    with pytest.raises(BaselineError, match=r"test_a.json is over 0 MiB, more than any baseline file holds"):
+    with pytest.raises(
+        BaselineError, match=r"test_a.json is over 0 MiB, more than any baseline file holds"
+    ):
         load_set_from_folder(folder, "main")
 
 
@@ -390,24 +512,61 @@ def test_a_folder_with_too_many_entries_is_not_walked_to_the_end(tmp_path, monke
     monkeypatch.setattr(storage, "MAX_SET_ENTRIES", 10)
     for i in range(12):
         (tmp_path / f"d{i}").mkdir()
-    with pytest.raises(BaselineError, match=r"holds over 10 files and folders, so it is not a baseline set"):
+    with pytest.raises(
+        BaselineError, match=r"holds over 10 files and folders, so it is not a baseline set"
+    ):
         load_set_from_folder(tmp_path, "x")
 
 
-@pytest.mark.parametrize("metric, data, needle", [
-    ("ops", {"ops": {"aten::add": "1"}}, """ops.ops["aten::add"] is '1'; it must be a number"""),
-    ("ops", {"ops": {"aten::add": True}}, 'ops.ops["aten::add"] is True; it must be a number'),
-    ("ops", {"ops": {"aten::add": None}}, 'ops.ops["aten::add"] is None; it must be a number'),
-    ("memory", {"peak_bytes": {"cpu": "5"}}, """memory.peak_bytes.cpu is '5'; it must be a number"""),
-    ("time", {"number_per_run": 10, "raw_times": ["1e-3"]}, "time.raw_times[0] is '1e-3'; it must be a number"),
-    ("time", {"number_per_run": 10, "raw_times": [1e-3], "cpu_share": 5},
-     "time.cpu_share is 5; it must be a fraction from 0 to 1"),
-    ("time", {"number_per_run": 10, "raw_times": [1e-3], "cpu_share": True}, "time.cpu_share is True; it must be a number"),
-    ("instructions", {"instructions_per_run": 10.0, "number_per_run": 100, "functions": {"f": False}},
-     'instructions.functions.f is False; it must be a number'),
-    ("compile", {"calls": 3, "graphs": "1", "graph_breaks": 0, "recompiles": 0, "breaks": [], "recompile_reasons": []},
-     "compile.graphs is '1'; it must be a number"),
-])
+@pytest.mark.parametrize(
+    "metric, data, needle",
+    [
+        (
+            "ops",
+            {"ops": {"aten::add": "1"}},
+            """ops.ops["aten::add"] is '1'; it must be a number""",
+        ),
+        ("ops", {"ops": {"aten::add": True}}, 'ops.ops["aten::add"] is True; it must be a number'),
+        ("ops", {"ops": {"aten::add": None}}, 'ops.ops["aten::add"] is None; it must be a number'),
+        (
+            "memory",
+            {"peak_bytes": {"cpu": "5"}},
+            """memory.peak_bytes.cpu is '5'; it must be a number""",
+        ),
+        (
+            "time",
+            {"number_per_run": 10, "raw_times": ["1e-3"]},
+            "time.raw_times[0] is '1e-3'; it must be a number",
+        ),
+        (
+            "time",
+            {"number_per_run": 10, "raw_times": [1e-3], "cpu_share": 5},
+            "time.cpu_share is 5; it must be a fraction from 0 to 1",
+        ),
+        (
+            "time",
+            {"number_per_run": 10, "raw_times": [1e-3], "cpu_share": True},
+            "time.cpu_share is True; it must be a number",
+        ),
+        (
+            "instructions",
+            {"instructions_per_run": 10.0, "number_per_run": 100, "functions": {"f": False}},
+            "instructions.functions.f is False; it must be a number",
+        ),
+        (
+            "compile",
+            {
+                "calls": 3,
+                "graphs": "1",
+                "graph_breaks": 0,
+                "recompiles": 0,
+                "breaks": [],
+                "recompile_reasons": [],
+            },
+            "compile.graphs is '1'; it must be a number",
+        ),
+    ],
+)
 def test_numbers_that_are_strings_or_booleans_are_rejected(metric, data, needle):
     """float("1") and float(True) are 1.0: without a type check, a corrupt count read as a count."""
     with pytest.raises(BaselineError) as info:
@@ -415,17 +574,36 @@ def test_numbers_that_are_strings_or_booleans_are_rejected(metric, data, needle)
     assert needle in str(info.value), str(info.value)
 
 
-@pytest.mark.parametrize("text, needle", [
-    ('{"schema": true, "module": "m.py", "benchmarks": {}}', "has schema True, this pytest-torchbench reads schema 1"),
-    ('{"schema": 1.0, "module": "m.py", "benchmarks": {}}', "has schema 1.0, this pytest-torchbench reads schema 1"),
-    ('{"schema": "1", "module": "m.py", "benchmarks": {}}', "has schema '1', this pytest-torchbench reads schema 1"),
-    ('{"schema": 2, "module": "m.py", "benchmarks": {}}',
-     "has schema 2, written by a newer pytest-torchbench (this one reads schema 1); it was left untouched: "
-     "upgrade pytest-torchbench"),
-    ('{"schema": 1, "module": "m.py", "benchmarks": {}, "schema": 1}', 'key "schema" appears twice in one object'),
-    ('{"schema": 1, "module": "m.py", "benchmarks": {"m.py::t": {"metrics": {}}, "m.py::t": {"metrics": {}}}}',
-     'key "m.py::t" appears twice'),
-])
+@pytest.mark.parametrize(
+    "text, needle",
+    [
+        (
+            '{"schema": true, "module": "m.py", "benchmarks": {}}',
+            "has schema True, this pytest-torchbench reads schema 1",
+        ),
+        (
+            '{"schema": 1.0, "module": "m.py", "benchmarks": {}}',
+            "has schema 1.0, this pytest-torchbench reads schema 1",
+        ),
+        (
+            '{"schema": "1", "module": "m.py", "benchmarks": {}}',
+            "has schema '1', this pytest-torchbench reads schema 1",
+        ),
+        (
+            '{"schema": 2, "module": "m.py", "benchmarks": {}}',
+            "has schema 2, written by a newer pytest-torchbench (this one reads schema 1); it was left untouched: "
+            "upgrade pytest-torchbench",
+        ),
+        (
+            '{"schema": 1, "module": "m.py", "benchmarks": {}, "schema": 1}',
+            'key "schema" appears twice in one object',
+        ),
+        (
+            '{"schema": 1, "module": "m.py", "benchmarks": {"m.py::t": {"metrics": {}}, "m.py::t": {"metrics": {}}}}',
+            'key "m.py::t" appears twice',
+        ),
+    ],
+)
 def test_schema_and_duplicate_keys_are_checked(text, needle):
     with pytest.raises(BaselineError) as info:
         parse_baseline_document(text, "b/x.json")
@@ -441,5 +619,7 @@ def test_a_results_file_given_as_a_baseline_says_what_it_is(tmp_path):
     with pytest.raises(BaselineError) as info:
         storage.load_baseline_file(path)
     message = str(info.value)
-    assert f"{path} is the results file of a run (--bench-json), not a baseline file" in message, message
+    assert f"{path} is the results file of a run (--bench-json), not a baseline file" in message, (
+        message
+    )
     assert "malformed" not in message and "delete" not in message

@@ -1,4 +1,5 @@
 """vocabulary: the one time-unit rule every report and message uses, for any stored value."""
+
 from __future__ import annotations
 
 import math
@@ -8,11 +9,23 @@ import pytest
 from pytest_torchbench.core.vocabulary import format_seconds, time_unit
 
 
-@pytest.mark.parametrize("seconds, unit", [
-    (2.5, "s"), (1.0, "s"), (0.999, "ms"), (1e-3, "ms"), (3.2e-5, "us"), (1e-6, "us"), (5e-9, "ns"),
-    (1e-12, "ns"),  # torch's select_unit says "s" here
-    (0.0, "s"), (math.nan, "s"), (math.inf, "s"), (-1.0, "s"),  # torch's select_unit raises on these
-])
+@pytest.mark.parametrize(
+    "seconds, unit",
+    [
+        (2.5, "s"),
+        (1.0, "s"),
+        (0.999, "ms"),
+        (1e-3, "ms"),
+        (3.2e-5, "us"),
+        (1e-6, "us"),
+        (5e-9, "ns"),
+        (1e-12, "ns"),  # torch's select_unit says "s" here
+        (0.0, "s"),
+        (math.nan, "s"),
+        (math.inf, "s"),
+        (-1.0, "s"),  # torch's select_unit raises on these
+    ],
+)
 def test_time_unit_covers_every_value_a_baseline_can_hold(seconds: float, unit: str) -> None:
     assert time_unit(seconds)[0] == unit
 

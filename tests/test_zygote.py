@@ -1,5 +1,6 @@
 """The fork server the end-to-end tests run pytest through (``tests/zygote.py``): a forked run
 must get what a fresh ``python -m pytest`` with its environment would get."""
+
 from __future__ import annotations
 
 import os
@@ -18,13 +19,19 @@ def test_threads():
 
 
 def fresh_default_threads(env: dict[str, str]) -> int:
-    done = subprocess.run([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
-                          env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(done.stdout.strip())
 
 
-def test_forked_runs_get_the_thread_count_their_environment_gives(pytester: pytest.Pytester,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_forked_runs_get_the_thread_count_their_environment_gives(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """torch reads ``OMP_NUM_THREADS`` when it is imported, which a forked run's server did
     before the run: a run without the variable and then one with ``OMP_NUM_THREADS=1`` (the
     ``bench`` fixture's) each get the count a fresh interpreter would, in this order too."""

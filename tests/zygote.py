@@ -23,6 +23,7 @@ Protocol (one JSON object per line): the test process writes ``{"argv", "cwd", "
 ``{"returncode": N}`` (negative: killed by that signal). Single-threaded by design (OpenBLAS is
 told to start no threads before numpy loads), so forking is safe.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,6 @@ import sys
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's BLAS would start a thread at import
 
 import numpy  # noqa: E402,F401
-import pytest  # noqa: E402
 import torch  # noqa: E402,F401
 import torch.profiler  # noqa: E402,F401
 import torch.utils.benchmark  # noqa: E402,F401
@@ -50,7 +50,9 @@ def _child(request: dict) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    pythonpath = [os.path.abspath(p) for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p]
+    pythonpath = [
+        os.path.abspath(p) for p in request["env"].get("PYTHONPATH", "").split(os.pathsep) if p
+    ]
     sys.path[:] = [os.getcwd(), *pythonpath, *_BASE_PATH]
     sys.path_importer_cache.clear()
     stdin = os.open(os.devnull, os.O_RDONLY)

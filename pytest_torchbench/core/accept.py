@@ -17,11 +17,12 @@ the baseline.
 
 Verdicts are never edited: :meth:`Acceptance.apply` returns new ones.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from .text import one_line, safe_text
 from .vocabulary import ACCEPTED, REGRESSION, Verdict
@@ -51,7 +52,11 @@ class AcceptSpec:
         if self.metrics is not None and verdict.metric not in self.metrics:
             return False
         nodeid = verdict.key.split(" [", 1)[0]  # a named recording's key adds " [description]"
-        return any(_glob(pattern).fullmatch(name) for pattern in self.patterns for name in (verdict.key, nodeid))
+        return any(
+            _glob(pattern).fullmatch(name)
+            for pattern in self.patterns
+            for name in (verdict.key, nodeid)
+        )
 
     def describe(self) -> str:
         metrics = ",".join(sorted(self.metrics)) if self.metrics is not None else "*"
@@ -61,7 +66,9 @@ class AcceptSpec:
 def _glob(pattern: str) -> re.Pattern[str]:
     """``*`` any text, ``?`` one character, everything else literal: test ids hold ``[...]``,
     which fnmatch would read as a set of characters."""
-    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.DOTALL)
+    return re.compile(
+        "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.DOTALL
+    )
 
 
 def parse_spec(text: str, source: str, known_metrics: Iterable[str]) -> AcceptSpec:
@@ -80,13 +87,16 @@ def parse_spec(text: str, source: str, known_metrics: Iterable[str]) -> AcceptSp
     if not patterns or (metrics is not None and not metrics):
         raise AcceptError(f"{source}: {shown!r} names no test or no metric: write {_FORM}")
     if unknown:
-        raise AcceptError(f"{source}: {shown!r} names unknown metric(s) {', '.join(map(safe_text, unknown))} "
-                          f"(known: {', '.join(sorted(known))})")
+        raise AcceptError(
+            f"{source}: {shown!r} names unknown metric(s) {', '.join(map(safe_text, unknown))} "
+            f"(known: {', '.join(sorted(known))})"
+        )
     return AcceptSpec(patterns, metrics, one_line(reason), source)
 
 
-def from_trailers(trailers: Iterable[tuple[str, str, str]], known_metrics: Iterable[str]
-                  ) -> tuple[list[AcceptSpec], list[str]]:
+def from_trailers(
+    trailers: Iterable[tuple[str, str, str]], known_metrics: Iterable[str]
+) -> tuple[list[AcceptSpec], list[str]]:
     """The accepts of ``(commit, subject, value)`` trailers, and a line for each that cannot be read."""
     known = list(known_metrics)
     specs, problems = [], []
@@ -113,15 +123,23 @@ class Acceptance:
         verdict (not failed; the reason and its source first among the details)."""
         out = []
         for verdict in verdicts:
-            spec_index = next((i for i, spec in enumerate(self.specs) if spec.matches(verdict)), None)
+            spec_index = next(
+                (i for i, spec in enumerate(self.specs) if spec.matches(verdict)), None
+            )
             if spec_index is None or verdict.status != REGRESSION or not verdict.failed:
                 out.append(verdict)
                 continue
             self.used.add(spec_index)
             spec = self.specs[spec_index]
-            out.append(dataclasses.replace(
-                verdict, status=ACCEPTED, failed=False, summary=f"{verdict.summary}; accepted: {spec.reason}",
-                details=[f"accepted by {spec.source}: {spec.reason}", *verdict.details]))
+            out.append(
+                dataclasses.replace(
+                    verdict,
+                    status=ACCEPTED,
+                    failed=False,
+                    summary=f"{verdict.summary}; accepted: {spec.reason}",
+                    details=[f"accepted by {spec.source}: {spec.reason}", *verdict.details],
+                )
+            )
         return out
 
     def unmatched(self) -> list[AcceptSpec]:
@@ -131,6 +149,8 @@ class Acceptance:
     def closing_lines(self) -> list[str]:
         """What the end of the run says of the accepts: those not understood, those unused."""
         lines = [safe_text(problem) for problem in self.problems]
-        lines += [f"{safe_text(spec.source)} matched no regression: {safe_text(spec.describe())}"
-                  for spec in self.unmatched()]
+        lines += [
+            f"{safe_text(spec.source)} matched no regression: {safe_text(spec.describe())}"
+            for spec in self.unmatched()
+        ]
         return lines

@@ -18,6 +18,7 @@ when a fresh process measures it too, because the spread that matters for wall t
 processes. That re-run is made at once, for the one test, before its report is final (the test's
 outcome must be right when the terminal, ``-x`` and JUnit see it), through the same :func:`rerun`.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,29 +26,60 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, NamedTuple, Sequence
+from typing import Any, NamedTuple
 
 from .text import safe_text
 from .vocabulary import Verdict
 
-__all__ = ["RERUN_ENV", "Rerun", "in_rerun", "judging_options", "passed_through", "rerun", "rerun_command",
-           "rerun_details", "confirm", "rerun_environment", "changed_since", "CHANGED_SINCE_ENV"]
+__all__ = [
+    "RERUN_ENV",
+    "Rerun",
+    "in_rerun",
+    "judging_options",
+    "passed_through",
+    "rerun",
+    "rerun_command",
+    "rerun_details",
+    "confirm",
+    "rerun_environment",
+    "changed_since",
+    "CHANGED_SINCE_ENV",
+]
 
 #: Options of the user's command line the re-run leaves out (``True``: takes a value): the cache
 #: plugin's (the re-run runs without the cache, so as to write none), the debugger's (nobody is at
 #: the re-run's stdin), and ``--basetemp`` (pytest empties that folder when it starts: the user's
 #: run's temporary files would be gone).
 _LEFT_OUT = {
-    "--lf": False, "--last-failed": False, "--ff": False, "--failed-first": False, "--nf": False,
-    "--new-first": False, "--sw": False, "--stepwise": False, "--sw-skip": False, "--stepwise-skip": False,
-    "--sw-reset": False, "--stepwise-reset": False, "--cache-clear": False, "--lfnf": True,
-    "--last-failed-no-failures": True, "--pdb": False, "--trace": False, "--basetemp": True,
+    "--lf": False,
+    "--last-failed": False,
+    "--ff": False,
+    "--failed-first": False,
+    "--nf": False,
+    "--new-first": False,
+    "--sw": False,
+    "--stepwise": False,
+    "--sw-skip": False,
+    "--stepwise-skip": False,
+    "--sw-reset": False,
+    "--stepwise-reset": False,
+    "--cache-clear": False,
+    "--lfnf": True,
+    "--last-failed-no-failures": True,
+    "--pdb": False,
+    "--trace": False,
+    "--basetemp": True,
 }
 #: Of those, the options of the cache plugin (and its stepwise), which a process started with
 #: ``-p no:cacheprovider`` does not know: given in the user's ``PYTEST_ADDOPTS`` or ini ``addopts``,
 #: which such a process reads too, they would end it with a usage error (exit 4).
-CACHE_OPTIONS = {name: takes for name, takes in _LEFT_OUT.items() if name not in ("--pdb", "--trace", "--basetemp")}
+CACHE_OPTIONS = {
+    name: takes
+    for name, takes in _LEFT_OUT.items()
+    if name not in ("--pdb", "--trace", "--basetemp")
+}
 #: Set in the re-run's environment. The re-run reads the user's ini file (``addopts``) and
 #: environment like the run that started it, so without this it would save the baselines, write
 #: the Markdown, HTML and JUnit reports and the CI job summary, traces, and call the report hooks a
@@ -71,8 +103,11 @@ CHANGED_SINCE_ENV = "TORCHBENCH_RERUN_CHANGED_SINCE"
 def rerun_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment for the re-run: marked as the re-run, without the CI job summary
     file (GitHub Actions' ``GITHUB_STEP_SUMMARY``), which the re-run would append to; ``extra`` added."""
-    env = {name: value for name, value in os.environ.items()
-           if name not in ("GITHUB_STEP_SUMMARY", CHANGED_SINCE_ENV)}
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if name not in ("GITHUB_STEP_SUMMARY", CHANGED_SINCE_ENV)
+    }
     env[RERUN_ENV] = "1"
     env.update(extra or {})
     return env
@@ -145,9 +180,17 @@ def rerun_argument(path: Path, cwd: Path | None) -> str:
     return str(path)
 
 
-def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],
-                  compare: Sequence[str], json_path: Path, xdist: bool, positional: Sequence[str] = (),
-                  cwd: Path | None = None) -> list[str]:
+def rerun_command(
+    args: Sequence[str],
+    nodeids: Iterable[str],
+    rootdir: Path,
+    metrics: Iterable[str],
+    compare: Sequence[str],
+    json_path: Path,
+    xdist: bool,
+    positional: Sequence[str] = (),
+    cwd: Path | None = None,
+) -> list[str]:
     """The command line of the re-run: this interpreter, the user's options (:func:`passed_through`), the
     failed tests (paths under ``rootdir``, named relative to ``cwd``, the folder the re-run starts
     in: :func:`rerun_argument`), serial (``-n 0``
@@ -161,9 +204,19 @@ def rerun_command(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, me
         path, sep, rest = nodeid.partition("::")
         tests.append(rerun_argument(rootdir / path, cwd) + sep + rest)
     return [
-        sys.executable, "-m", "pytest", *passed_through(args, positional), *(["-n", "0"] if xdist else []),
-        "-q", "-p", "no:cacheprovider", f"--bench-mode={','.join(metrics)}", *compare,
-        f"--bench-json={json_path}", f"--basetemp={json_path.parent / 'basetemp'}", *tests,
+        sys.executable,
+        "-m",
+        "pytest",
+        *passed_through(args, positional),
+        *(["-n", "0"] if xdist else []),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        f"--bench-mode={','.join(metrics)}",
+        *compare,
+        f"--bench-json={json_path}",
+        f"--basetemp={json_path.parent / 'basetemp'}",
+        *tests,
     ]
 
 
@@ -189,26 +242,46 @@ def _output_tail(path: Path, returncode: int) -> str:
     return f"exit {returncode}: {safe_text(' '.join(words[-30:]))}"
 
 
-def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: Iterable[str],
-          compare: Sequence[str], cwd: Path, xdist: bool, positional: Sequence[str] = (), *,
-          purpose: str, env: Mapping[str, str] | None = None) -> Rerun:
+def rerun(
+    args: Sequence[str],
+    nodeids: Iterable[str],
+    rootdir: Path,
+    metrics: Iterable[str],
+    compare: Sequence[str],
+    cwd: Path,
+    xdist: bool,
+    positional: Sequence[str] = (),
+    *,
+    purpose: str,
+    env: Mapping[str, str] | None = None,
+) -> Rerun:
     """Run ``nodeids`` again in one fresh, serial pytest measuring ``metrics`` and judging them as
     this run judges (``compare``); its verdicts, or none and one line saying why (``purpose`` names
     the re-run in that line)."""
     with tempfile.TemporaryDirectory(prefix="torchbench-rerun-") as folder:
         json_path = Path(folder) / "results.json"
-        command = rerun_command(args, nodeids, rootdir, sorted(set(metrics)), compare, json_path, xdist,
-                                positional, cwd)
+        command = rerun_command(
+            args, nodeids, rootdir, sorted(set(metrics)), compare, json_path, xdist, positional, cwd
+        )
         # Its output goes to a file, not a pipe: a process a test started and left running (a helper
         # server) inherits it, and reading a pipe to its end would wait for that process too, and
         # forever after a timeout (``subprocess.run`` reads on once the re-run is killed).
         output_path = Path(folder) / "output.txt"
         try:
             with open(output_path, "wb") as output:
-                done = subprocess.run(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=output,
-                                      stderr=subprocess.STDOUT, timeout=TIMEOUT, env=rerun_environment(env))
+                done = subprocess.run(
+                    command,
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    timeout=TIMEOUT,
+                    env=rerun_environment(env),
+                )
         except subprocess.TimeoutExpired:
-            return Rerun([], f"the re-run {purpose} took over {TIMEOUT:g} s and was stopped", "", True)
+            return Rerun(
+                [], f"the re-run {purpose} took over {TIMEOUT:g} s and was stopped", "", True
+            )
         except OSError as exc:
             return Rerun([], f"the re-run {purpose} could not start ({safe_text(exc)})", "", True)
         printed = _output_tail(output_path, done.returncode)
@@ -228,19 +301,37 @@ def rerun(args: Sequence[str], nodeids: Iterable[str], rootdir: Path, metrics: I
     return Rerun(verdicts, None, printed)
 
 
-def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path, compare: Sequence[str], cwd: Path,
-                  xdist: bool, nodeid_of: dict[str, str], positional: Sequence[str] = (),
-                  changed_since: tuple[str, str] | None = None
-                  ) -> tuple[dict[tuple[str, str], list[str]], str | None]:
+def rerun_details(
+    args: Sequence[str],
+    pending: Sequence[Verdict],
+    rootdir: Path,
+    compare: Sequence[str],
+    cwd: Path,
+    xdist: bool,
+    nodeid_of: dict[str, str],
+    positional: Sequence[str] = (),
+    changed_since: tuple[str, str] | None = None,
+) -> tuple[dict[tuple[str, str], list[str]], str | None]:
     """Re-run the tests of the ``pending`` failed verdicts; their new details by (key, metric), and
     one line saying why there are none when the re-run could not give them. ``changed_since``:
     (commit, label) whose edited lines the re-run tags (:data:`CHANGED_SINCE_ENV`)."""
     if in_rerun():
-        return {}, None  # a re-run never starts another (its tests run serially and explain in-process)
-    verdicts, problem, _, _ = rerun(args, (nodeid_of[v.key] for v in pending), rootdir,
-                                    (v.metric for v in pending), compare, cwd, xdist, positional,
-                                    purpose="for call sites",
-                                    env={CHANGED_SINCE_ENV: " ".join(changed_since)} if changed_since else None)
+        return (
+            {},
+            None,
+        )  # a re-run never starts another (its tests run serially and explain in-process)
+    verdicts, problem, _, _ = rerun(
+        args,
+        (nodeid_of[v.key] for v in pending),
+        rootdir,
+        (v.metric for v in pending),
+        compare,
+        cwd,
+        xdist,
+        positional,
+        purpose="for call sites",
+        env={CHANGED_SINCE_ENV: " ".join(changed_since)} if changed_since else None,
+    )
     if problem:
         return {}, problem
     wanted = {(v.key, v.metric) for v in pending}
@@ -250,20 +341,38 @@ def rerun_details(args: Sequence[str], pending: Sequence[Verdict], rootdir: Path
         if where in wanted and verdict.failed and isinstance(verdict.details, list):
             found[where] = [str(line) for line in verdict.details]
     missing = len(wanted) - len(found)
-    return found, (f"the re-run for call sites did not reproduce {missing} failure(s)" if missing else None)
+    return found, (
+        f"the re-run for call sites did not reproduce {missing} failure(s)" if missing else None
+    )
 
 
-def confirm(args: Sequence[str], nodeid: str, suspects: Sequence[Verdict], rootdir: Path, compare: Sequence[str],
-            cwd: Path, xdist: bool, positional: Sequence[str] = ()
-            ) -> tuple[dict[tuple[str, str], Verdict], str | None, bool]:
+def confirm(
+    args: Sequence[str],
+    nodeid: str,
+    suspects: Sequence[Verdict],
+    rootdir: Path,
+    compare: Sequence[str],
+    cwd: Path,
+    xdist: bool,
+    positional: Sequence[str] = (),
+) -> tuple[dict[tuple[str, str], Verdict], str | None, bool]:
     """Measure one test's ``suspects`` (failed verdicts of metrics that confirm their failures)
     again in a fresh process; that process's verdicts by (key, metric), one line saying why there
     are none when it could not give them (the suspects then stand as they are; the line ends with
     what the re-run printed last: a fixture's error, say), and whether it stalled (``Rerun.stalled``)."""
     if in_rerun():
         return {}, None, False
-    verdicts, problem, output, stalled = rerun(args, [nodeid], rootdir, (v.metric for v in suspects), compare,
-                                               cwd, xdist, positional, purpose="to confirm a slowdown")
+    verdicts, problem, output, stalled = rerun(
+        args,
+        [nodeid],
+        rootdir,
+        (v.metric for v in suspects),
+        compare,
+        cwd,
+        xdist,
+        positional,
+        purpose="to confirm a slowdown",
+    )
     wanted = {(v.key, v.metric) for v in suspects}
     found = {(v.key, v.metric): v for v in verdicts if (v.key, v.metric) in wanted}
     if problem is None and len(found) < len(wanted):

@@ -8,9 +8,12 @@ too), so the CLI applies the same limits a pytest run did. The verdict hook is p
 callable (the controller passes the ``pytest_torchbench_verdict`` hook, the CLI nothing), so this
 module knows nothing of pytest.
 """
+
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Any
 
 from .judgement import judge_result, missing_verdicts
 from .results import BenchmarkResult, nodeid_among
@@ -25,9 +28,14 @@ def policy_for(result: BenchmarkResult, policy: Policy) -> Policy:
     return policy.with_limits(result.limits) if result.limits else policy
 
 
-def judge(result: BenchmarkResult, baseline: Mapping[str, BenchmarkResult] | None, policy: Policy,
-          review: Review | None = None, rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None,
-          strict_rounds: bool = False) -> list[Verdict]:
+def judge(
+    result: BenchmarkResult,
+    baseline: Mapping[str, BenchmarkResult] | None,
+    policy: Policy,
+    review: Review | None = None,
+    rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None,
+    strict_rounds: bool = False,
+) -> list[Verdict]:
     """The verdicts of one result: none without a baseline set; one per measured metric with one
     (new, not comparable, regression, ...), each seen by ``review`` before anyone acts on it.
     ``rounds``: per metric, (base, head) values measured alternately (``--bench-rounds``): a
@@ -42,15 +50,21 @@ def judge(result: BenchmarkResult, baseline: Mapping[str, BenchmarkResult] | Non
     return verdicts
 
 
-def missing(baseline: Mapping[str, BenchmarkResult], seen: Iterable[str], metrics: Iterable[str]) -> list[Verdict]:
+def missing(
+    baseline: Mapping[str, BenchmarkResult], seen: Iterable[str], metrics: Iterable[str]
+) -> list[Verdict]:
     """Baseline entries (of those given: the caller decides which are in scope) that no result
     had, for the metrics measured now."""
     return missing_verdicts(baseline, set(seen), set(metrics))
 
 
-def missing_scope(baseline: Mapping[str, BenchmarkResult], modules_run: AbstractSet[str],
-                  nodeids_run: AbstractSet[str], collected: AbstractSet[str],
-                  narrowed: AbstractSet[str] = frozenset()) -> dict[str, BenchmarkResult]:
+def missing_scope(
+    baseline: Mapping[str, BenchmarkResult],
+    modules_run: AbstractSet[str],
+    nodeids_run: AbstractSet[str],
+    collected: AbstractSet[str],
+    narrowed: AbstractSet[str] = frozenset(),
+) -> dict[str, BenchmarkResult]:
     """The baseline entries a pytest run answers for: those of a test module that ran, whose test
     either ran (and recorded nothing of that name) or no longer exists. Tests deselected with
     -k/-m were collected, did not run, and are not missing. ``narrowed``: modules of which the
@@ -68,9 +82,14 @@ def missing_scope(baseline: Mapping[str, BenchmarkResult], modules_run: Abstract
     return scope
 
 
-def gate(results: Sequence[BenchmarkResult], baseline: Mapping[str, BenchmarkResult], policy: Policy,
-         review: Review | None = None, in_scope: Mapping[str, BenchmarkResult] | None = None,
-         metrics: Iterable[str] | None = None) -> list[Verdict]:
+def gate(
+    results: Sequence[BenchmarkResult],
+    baseline: Mapping[str, BenchmarkResult],
+    policy: Policy,
+    review: Review | None = None,
+    in_scope: Mapping[str, BenchmarkResult] | None = None,
+    metrics: Iterable[str] | None = None,
+) -> list[Verdict]:
     """Every result judged (in key order), then the missing ones.
 
     ``in_scope``: the baseline entries that count as missing when absent (default: all of them;
@@ -80,5 +99,7 @@ def gate(results: Sequence[BenchmarkResult], baseline: Mapping[str, BenchmarkRes
     for result in sorted(results, key=lambda r: r.key):
         verdicts.extend(judge(result, baseline, policy, review))
     measured = set(metrics) if metrics is not None else {m for r in results for m in r.metrics}
-    verdicts.extend(missing(baseline if in_scope is None else in_scope, (r.key for r in results), measured))
+    verdicts.extend(
+        missing(baseline if in_scope is None else in_scope, (r.key for r in results), measured)
+    )
     return verdicts

@@ -12,11 +12,12 @@ Why here, pure: reading the commits is storage's (``store/history.py``), drawing
 - A **break**: the facts that decide the metric's comparability changed (another torch, another
   machine): the values on either side are not compared, and the line is drawn apart.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from ..metrics import registry
 from .judgement import judge_result, limit_for
@@ -71,13 +72,18 @@ class Series:
 def _facts(metric: str, environment: Environment | None) -> tuple[tuple[str, str], ...]:
     found = registry.find(metric)
     facts = environment.facts if environment is not None else {}
-    names = [*(found.comparability_facts if found is not None else ()),
-             *sorted(f for f in facts if f.startswith("user."))]
+    names = [
+        *(found.comparability_facts if found is not None else ()),
+        *sorted(f for f in facts if f.startswith("user.")),
+    ]
     return tuple((name, str(facts.get(name, "-"))) for name in names)
 
 
-def series_of(snapshots: Sequence[tuple[Commit, Mapping[str, BenchmarkResult]]], policy: Policy,
-              keys: Iterable[str] | None = None) -> list[Series]:
+def series_of(
+    snapshots: Sequence[tuple[Commit, Mapping[str, BenchmarkResult]]],
+    policy: Policy,
+    keys: Iterable[str] | None = None,
+) -> list[Series]:
     """The series of every (benchmark, metric) of the snapshots (oldest first), in natural order;
     ``keys``: only those benchmarks. A commit where a benchmark has no entry, or whose value is
     unreadable, leaves no point."""
@@ -93,7 +99,9 @@ def series_of(snapshots: Sequence[tuple[Commit, Mapping[str, BenchmarkResult]]],
     return [_series(key, metric, found, policy) for (key, metric), found in raw.items()]
 
 
-def _series(key: str, metric: str, found: Sequence[tuple[Commit, BenchmarkResult]], policy: Policy) -> Series:
+def _series(
+    key: str, metric: str, found: Sequence[tuple[Commit, BenchmarkResult]], policy: Policy
+) -> Series:
     shown = registry.get(metric)
     newest = found[-1][1]
     limit = limit_for(metric, policy.with_limits(newest.limits) if newest.limits else policy)
@@ -117,7 +125,11 @@ def _series(key: str, metric: str, found: Sequence[tuple[Commit, BenchmarkResult
             point = Point(commit, number, spread, facts, breaks=previous is not None)
             segment_start, within = point, 1.0
         else:
-            change = number / previous.value - 1.0 if previous.value else (0.0 if number == 0 else math.inf)
+            change = (
+                number / previous.value - 1.0
+                if previous.value
+                else (0.0 if number == 0 else math.inf)
+            )
             step = _step(result, previous_result, metric, limit)
             if step is None and math.isfinite(change):
                 within *= 1.0 + change
@@ -129,7 +141,9 @@ def _series(key: str, metric: str, found: Sequence[tuple[Commit, BenchmarkResult
     return Series(key, metric, limit, tuple(points), tuple(creep))
 
 
-def _step(result: BenchmarkResult, previous: BenchmarkResult | None, metric: str, limit: float) -> str | None:
+def _step(
+    result: BenchmarkResult, previous: BenchmarkResult | None, metric: str, limit: float
+) -> str | None:
     """UP or DOWN where the metric's judge calls ``result`` a regression or an improvement
     against ``previous`` at ``limit``; None where it does not (or cannot judge)."""
     if previous is None:
@@ -142,6 +156,8 @@ def _step(result: BenchmarkResult, previous: BenchmarkResult | None, metric: str
     return UP if status == REGRESSION else DOWN if status == IMPROVEMENT else None
 
 
-def _creep(start: Point, end: Point, within: float, limit: float) -> list[tuple[Commit, Commit, float]]:
+def _creep(
+    start: Point, end: Point, within: float, limit: float
+) -> list[tuple[Commit, Commit, float]]:
     drift = within - 1.0
     return [(start.commit, end.commit, drift)] if start is not end and abs(drift) > limit else []

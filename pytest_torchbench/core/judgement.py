@@ -26,23 +26,43 @@ new, missing, failing, the failure message); each metric's own comparison is its
 * A metric measured in a different environment (per-metric facts: torch version, CPU model,
   valgrind version, ...) is not comparable: reported, not failed, unless strictness is asked for.
 """
+
 from __future__ import annotations
 
 import math
 import re
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..metrics import registry
-from .results import BenchmarkResult
-from .text import safe_text
-# The shared vocabulary, re-exported: callers and hook authors have imported it from here.
-from .vocabulary import (  # noqa: F401
-    DEFAULT_ALPHA, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, USER_FACT_PREFIX,
-    Environment, Policy, Verdict, format_percent, format_seconds,
-)
 from ..metrics.instructions import _NOISE_FRAME, short_function_name, top_function_changes  # noqa: F401
 from ..metrics.time import (  # noqa: F401
-    QUIET_CPU_SHARE, SHORT_CALL, time_allowance, time_disturbance, time_reference,
+    QUIET_CPU_SHARE,
+    SHORT_CALL,
+    time_allowance,
+    time_disturbance,
+    time_reference,
+)
+from .results import BenchmarkResult
+from .text import safe_text
+
+# The shared vocabulary, re-exported: callers and hook authors have imported it from here.
+from .vocabulary import (  # noqa: F401
+    DEFAULT_ALPHA,
+    IMPROVEMENT,
+    MISSING,
+    NEW,
+    NOISY,
+    NOT_COMPARABLE,
+    REGRESSION,
+    TOO_NOISY,
+    UNCHANGED,
+    USER_FACT_PREFIX,
+    Environment,
+    Policy,
+    Verdict,
+    format_percent,
+    format_seconds,
 )
 
 #: The built-in metrics' default limits and comparability facts (each metric states its own:
@@ -67,7 +87,9 @@ def parse_limit_value(metric: str, value: Any, where: str) -> float:
     the percent spelling instead of a guess. ``0`` needs no unit: it means the same in all of them.
     """
     if isinstance(value, bool):
-        raise LimitSpecError(f"{where}: limit for {metric!r} must be a percentage like '5%', got {value!r}")
+        raise LimitSpecError(
+            f"{where}: limit for {metric!r} must be a percentage like '5%', got {value!r}"
+        )
     if isinstance(value, (int, float)):
         fraction = float(value)
     elif isinstance(value, str):
@@ -85,13 +107,17 @@ def parse_limit_value(metric: str, value: Any, where: str) -> float:
             )
         fraction = number / (100.0 if match.group(2) else 1.0)
     else:
-        raise LimitSpecError(f"{where}: limit for {metric!r} must be a percentage like '5%', got {value!r}")
+        raise LimitSpecError(
+            f"{where}: limit for {metric!r} must be a percentage like '5%', got {value!r}"
+        )
     if not math.isfinite(fraction) or fraction < 0:
         raise LimitSpecError(f"{where}: limit for {metric!r} must be >= 0, got {value!r}")
     return fraction
 
 
-def parse_limits(spec: str | Mapping[str, Any] | None, where: str = "--bench-fail") -> dict[str, float]:
+def parse_limits(
+    spec: str | Mapping[str, Any] | None, where: str = "--bench-fail"
+) -> dict[str, float]:
     """Parse ``"instructions:1%,time:10%"`` (or a mapping) into metric -> fraction."""
     if spec is None:
         return {}
@@ -111,7 +137,9 @@ def parse_limits(spec: str | Mapping[str, Any] | None, where: str = "--bench-fai
         if not items:
             raise LimitSpecError(f"{where}: empty limits; write e.g. 'time:10%'")
     else:
-        raise LimitSpecError(f"{where}: limits must be a string like 'time:10%' or a dict, got {spec!r}")
+        raise LimitSpecError(
+            f"{where}: limits must be a string like 'time:10%' or a dict, got {spec!r}"
+        )
     limits: dict[str, float] = {}
     for metric, value in items:
         if registry.find(metric) is None:
@@ -129,18 +157,24 @@ def parse_limits(spec: str | Mapping[str, Any] | None, where: str = "--bench-fai
 # --------------------------------------------------------------------------------------------------
 
 
-def environment_differences(metric: str, current: Environment | None, baseline: Environment | None) -> list[str]:
+def environment_differences(
+    metric: str, current: Environment | None, baseline: Environment | None
+) -> list[str]:
     if current is None or baseline is None:
         return []
     found = registry.find(metric)
     differences = []
     # Facts added by pytest_torchbench_environment hooks ("user." names) count for every metric:
     # the user added them because they decide comparability.
-    user_facts = sorted(f for f in {*current.facts, *baseline.facts} if f.startswith(USER_FACT_PREFIX))
+    user_facts = sorted(
+        f for f in {*current.facts, *baseline.facts} if f.startswith(USER_FACT_PREFIX)
+    )
     for fact in (*(found.comparability_facts if found is not None else ()), *user_facts):
         now, then = current.facts.get(fact), baseline.facts.get(fact)
         if now != then:
-            differences.append(f"{fact}: {then if then is not None else '-'} -> {now if now is not None else '-'}")
+            differences.append(
+                f"{fact}: {then if then is not None else '-'} -> {now if now is not None else '-'}"
+            )
     return differences
 
 
@@ -169,11 +203,16 @@ def judge_metric(
     were to be measured again and were not)."""
     limit = limit_for(metric, policy)
     if baseline is None:
-        return Verdict(key, metric, NEW, limit=limit, summary=f"{metric}: no baseline (new benchmark)")
+        return Verdict(
+            key, metric, NEW, limit=limit, summary=f"{metric}: no baseline (new benchmark)"
+        )
     differences = environment_differences(metric, current_env, baseline_env)
     if differences:
         verdict = Verdict(
-            key, metric, NOT_COMPARABLE, limit=limit,
+            key,
+            metric,
+            NOT_COMPARABLE,
+            limit=limit,
             summary=f"{metric}: baseline from a different environment ({'; '.join(differences)})",
             details=differences,
         )
@@ -191,9 +230,13 @@ def judge_metric(
     return verdict
 
 
-def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, policy: Policy,
-                 rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None,
-                 strict_rounds: bool = False) -> list[Verdict]:
+def judge_result(
+    result: BenchmarkResult,
+    baseline: BenchmarkResult | None,
+    policy: Policy,
+    rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None,
+    strict_rounds: bool = False,
+) -> list[Verdict]:
     """One verdict per metric measured now; metrics only in the baseline are not judged here.
     ``rounds``: per metric, the (base, head) values of an alternated measurement (judge_metric)."""
     verdicts = []
@@ -201,7 +244,11 @@ def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, poli
         base_value = baseline.metrics.get(metric) if baseline is not None else None
         verdicts.append(
             judge_metric(
-                result.key, metric, value, base_value, policy,
+                result.key,
+                metric,
+                value,
+                base_value,
+                policy,
                 result.environments.get(metric),
                 baseline.environments.get(metric) if baseline is not None else None,
                 (rounds or {}).get(metric),
@@ -217,7 +264,9 @@ def judge_result(result: BenchmarkResult, baseline: BenchmarkResult | None, poli
 _JUDGED = (REGRESSION, IMPROVEMENT, UNCHANGED)
 
 
-def _explain_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts: list[Verdict]) -> None:
+def _explain_across(
+    result: BenchmarkResult, baseline: BenchmarkResult, verdicts: list[Verdict]
+) -> None:
     """A failed verdict gets the lines of every other metric of the same benchmark that explains it
     (``Metric.explains_metrics``: the Python functions whose calls changed, before the C functions
     of an instructions failure: the level a library author changes code at, and the terminal's
@@ -234,8 +283,12 @@ def _explain_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts
             verdict.details = [*lines, *verdict.details]  # first: the level code is changed at
 
 
-def _excuse_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts: list[Verdict],
-                   rounds: Mapping[str, Sequence[tuple[Any, Any]]]) -> None:
+def _excuse_across(
+    result: BenchmarkResult,
+    baseline: BenchmarkResult,
+    verdicts: list[Verdict],
+    rounds: Mapping[str, Sequence[tuple[Any, Any]]],
+) -> None:
     """A failed regression judged against a saved baseline (not in alternated rounds, which pair
     base and head against the same noise) becomes ``noisy`` (listed, not failed) where another
     metric of the same benchmark, judged unchanged, says why it is noise (``Metric.excuses_metrics``),
@@ -251,8 +304,9 @@ def _excuse_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts:
     for other in registry.all_metrics():
         if verdict.metric not in other.excuses_metrics or other.name not in own:
             continue
-        reason = other.excuse_other(verdict, own[other.name], result.metrics[other.name],
-                                    baseline.metrics[other.name])
+        reason = other.excuse_other(
+            verdict, own[other.name], result.metrics[other.name], baseline.metrics[other.name]
+        )
         if reason:
             verdict.status, verdict.failed = NOISY, False
             verdict.summary += f"; noisy, not failed: {reason.split(':', 1)[0]}"
@@ -261,7 +315,9 @@ def _excuse_across(result: BenchmarkResult, baseline: BenchmarkResult, verdicts:
 
 
 def missing_verdicts(
-    baseline_entries: Mapping[str, BenchmarkResult], seen_keys: set[str], metrics: set[str],
+    baseline_entries: Mapping[str, BenchmarkResult],
+    seen_keys: set[str],
+    metrics: set[str],
     selected_modules: set[str] | None = None,
 ) -> list[Verdict]:
     """Baseline benchmarks of the measured metrics that this run did not produce."""
@@ -272,7 +328,14 @@ def missing_verdicts(
         if selected_modules is not None and entry.module not in selected_modules:
             continue
         for metric in sorted(set(entry.metrics) & metrics):
-            verdicts.append(Verdict(key, metric, MISSING, summary=f"{metric}: in the baseline, not measured in this run"))
+            verdicts.append(
+                Verdict(
+                    key,
+                    metric,
+                    MISSING,
+                    summary=f"{metric}: in the baseline, not measured in this run",
+                )
+            )
     return verdicts
 
 
@@ -292,7 +355,9 @@ def failure_message(verdicts: Sequence[Verdict], refresh_command: str | None = N
             headline = found.failure_words
         # Keys, summaries and details quote baseline files (environment facts, function names):
         # escaped, they can neither rewrite the terminal nor forge a CI log or JUnit line.
-        lines.append(safe_text(f"torchbench: {verdict.key}: {verdict.metric} {headline}: {verdict.summary}"))
+        lines.append(
+            safe_text(f"torchbench: {verdict.key}: {verdict.metric} {headline}: {verdict.summary}")
+        )
         lines.extend(f"    {safe_text(line)}" for line in verdict.details)
         if verdict.status == IMPROVEMENT and refresh_command:
             lines.append(f"    refresh the baselines with: {refresh_command}")

@@ -7,15 +7,19 @@ registry (``metrics.registry``), so it never names a metric. On disk everything 
 JSON with rounded numbers and sorted keys: baselines live in git and must diff cleanly. Nothing is
 ever pickled.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
 import platform
-from typing import AbstractSet, Any, Mapping
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from typing import Any
 
 from ..metrics import registry
+
 # Re-exported: the names hook authors and older code import from here.
 from ..metrics.instructions import InstructionsMetric  # noqa: F401
 from ..metrics.memory import MemoryMetric  # noqa: F401
@@ -195,7 +199,9 @@ class BenchmarkResult:
             label=str(data.get("label", "")),
             sub_label=str(data.get("sub_label", "")),
             description=str(data.get("description", "")),
-            metrics={name: metric_from_json(name, m) for name, m in data.get("metrics", {}).items()},
+            metrics={
+                name: metric_from_json(name, m) for name, m in data.get("metrics", {}).items()
+            },
             environments={
                 name: Environment.from_json(e) for name, e in data.get("environments", {}).items()
             },
@@ -216,7 +222,12 @@ def limits_from_json(data: Any) -> dict[str, float]:
     for name, value in data.items():
         if registry.find(str(name)) is None:
             raise UnknownMetricError(str(name))
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < 0
+        ):
             raise ValueError(f"limits.{name} is {value!r}; it must be a finite fraction >= 0")
         limits[str(name)] = float(value)
     return limits

@@ -4,11 +4,12 @@ Why here, low down: the profiler's engines and the Python-calls engine (which mu
 both pick a representative iteration; time mode gives pytest-benchmark's ``Stats``; and a metric
 imports only the shared vocabulary and this.
 """
+
 from __future__ import annotations
 
 import collections
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def representative(counters: list[collections.Counter[str]]) -> collections.Counter[str]:
@@ -30,8 +31,24 @@ class RoundStats:
     block), where pytest-benchmark has one per round.
     """
 
-    fields = ("min", "max", "mean", "stddev", "rounds", "median", "iqr", "q1", "q3", "iqr_outliers",
-              "stddev_outliers", "outliers", "ld15iqr", "hd15iqr", "ops", "total")
+    fields = (
+        "min",
+        "max",
+        "mean",
+        "stddev",
+        "rounds",
+        "median",
+        "iqr",
+        "q1",
+        "q3",
+        "iqr_outliers",
+        "stddev_outliers",
+        "outliers",
+        "ld15iqr",
+        "hd15iqr",
+        "ops",
+        "total",
+    )
 
     def __init__(self, data: Sequence[float]) -> None:
         if not data:
@@ -83,7 +100,11 @@ class RoundStats:
             return data[0]
         if rounds % 2:
             n, q = rounds // 4, rounds % 4
-            return 0.25 * data[n - 1] + 0.75 * data[n] if q == 1 else 0.75 * data[n] + 0.25 * data[n + 1]
+            return (
+                0.25 * data[n - 1] + 0.75 * data[n]
+                if q == 1
+                else 0.75 * data[n] + 0.25 * data[n + 1]
+            )
         return _median(data[: rounds // 2])
 
     @property
@@ -96,7 +117,7 @@ class RoundStats:
             if q == 1:
                 return 0.75 * data[3 * n] + 0.25 * data[3 * n + 1]
             return 0.25 * data[3 * n + 1] + 0.75 * data[3 * n + 2]
-        return _median(data[rounds // 2:])
+        return _median(data[rounds // 2 :])
 
     @property
     def iqr(self) -> float:
@@ -148,7 +169,9 @@ class RoundPairs(list):  # type: ignore[type-arg]
     was skipped there) leaves a gap, and its round lines must name the round the user can find in
     the session's output, not the pair's position."""
 
-    def __init__(self, pairs: Sequence[tuple[object, object]] = (), numbers: Sequence[int] | None = None) -> None:
+    def __init__(
+        self, pairs: Sequence[tuple[object, object]] = (), numbers: Sequence[int] | None = None
+    ) -> None:
         super().__init__(pairs)
         self.numbers = list(numbers) if numbers is not None else list(range(1, len(self) + 1))
         if len(self.numbers) != len(self):
@@ -191,15 +214,22 @@ class AlternatedRounds:
     sides view (docs/design/time-gate.md, "Measured in turns").
     """
 
-    def __init__(self, pairs: Sequence[tuple[float, float]], numbers: Sequence[int] | None = None,
-                 in_turns: bool = False) -> None:
+    def __init__(
+        self,
+        pairs: Sequence[tuple[float, float]],
+        numbers: Sequence[int] | None = None,
+        in_turns: bool = False,
+    ) -> None:
         """``numbers``: each pair's round number in the session (default 1, 2, ...); ``numbers``
         keeps those of the usable pairs, beside ``pairs``. ``in_turns``: every pair was measured
         in turns."""
         self.in_turns = in_turns
         numbered = zip(numbers if numbers is not None else range(1, len(pairs) + 1), pairs)
-        kept = [(n, (float(b), float(h))) for n, (b, h) in numbered
-                if b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)]
+        kept = [
+            (n, (float(b), float(h)))
+            for n, (b, h) in numbered
+            if b > 0 and h > 0 and math.isfinite(b) and math.isfinite(h)
+        ]
         if not kept:
             raise ValueError("AlternatedRounds needs at least one pair of positive figures")
         self.numbers = [n for n, _ in kept]
@@ -278,13 +308,19 @@ class AlternatedRounds:
             return UNDECIDED
         # the undecided view still points within the limit: the head's fastest round against the
         # base's fastest (sides), or the median ratio (paired)
-        if paired == SAME and sides == UNDECIDED and abs(self.head[0] / self.base[0] - 1.0) <= limit:
+        if (
+            paired == SAME
+            and sides == UNDECIDED
+            and abs(self.head[0] / self.base[0] - 1.0) <= limit
+        ):
             return SAME
         if sides == SAME and paired == UNDECIDED and abs(self.change) <= limit:
             return SAME
         return UNDECIDED
 
-    def deciding_limit(self, limit: float, step: float = 0.005, widest: float = 10.0) -> float | None:
+    def deciding_limit(
+        self, limit: float, step: float = 0.005, widest: float = 10.0
+    ) -> float | None:
         """The smallest limit from ``limit`` up (in ``step``s) at which these rounds decide, or
         None below ``widest``: what a user must raise a too noisy benchmark's limit to for these
         rounds to be judged, in the rule's own terms."""

@@ -13,6 +13,7 @@ Also here: number formatting that never raises (NaN, infinities, 1e308 in a base
 text, not end the report in a traceback), and the rule that turns a test id into a file name
 (:func:`safe_file_stem`, for traces and other artifacts).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,8 +21,16 @@ import math
 import re
 import unicodedata
 
-__all__ = ["safe_text", "markdown_text", "markdown_code_block", "safe_number", "finite", "safe_file_stem", "one_line",
-           "natural_key"]
+__all__ = [
+    "safe_text",
+    "markdown_text",
+    "markdown_code_block",
+    "safe_number",
+    "finite",
+    "safe_file_stem",
+    "one_line",
+    "natural_key",
+]
 
 # C0 and C1 controls, DEL, and the Unicode line/paragraph separators and bidi overrides that can
 # reorder or split what a reader sees; and lone surrogates (JSON's "\udc80" reads back as one), which
@@ -41,7 +50,9 @@ def safe_text(value: object) -> str:
     ``\\udNNN``), and a leading ``::`` or ``##[`` broken (its first character escaped) so it can
     never start a workflow command, wherever on a line the text lands."""
     text = _CONTROL.sub(_escape_control, str(value))
-    return _COMMAND_START.sub(lambda m: m.group(1) + ("\\x3a" if m.group(2) == ":" else "\\x23"), text)
+    return _COMMAND_START.sub(
+        lambda m: m.group(1) + ("\\x3a" if m.group(2) == ":" else "\\x23"), text
+    )
 
 
 # Markdown punctuation that can open emphasis, links, code, tables or headings (HTML: entities).
@@ -54,7 +65,7 @@ def one_line(text: str, most: int = 300) -> str:
     shown, and a line escaped first is cut after escaping)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     first = lines[0] if lines else ""
-    return first if len(first) <= most else first[:most - 1] + "…"
+    return first if len(first) <= most else first[: most - 1] + "…"
 
 
 def markdown_text(value: object) -> str:
@@ -94,9 +105,11 @@ def safe_number(value: object, spec: str = "g") -> str:
 
 _MAX_STEM = 100
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_WINDOWS_RESERVED = {"CON", "PRN", "AUX", "NUL"} | {f"COM{i}" for i in range(1, 10)} | {
-    f"LPT{i}" for i in range(1, 10)
-}
+_WINDOWS_RESERVED = (
+    {"CON", "PRN", "AUX", "NUL"}
+    | {f"COM{i}" for i in range(1, 10)}
+    | {f"LPT{i}" for i in range(1, 10)}
+)
 
 
 def safe_file_stem(test_id: str, *, max_length: int = _MAX_STEM) -> str:
@@ -138,4 +151,6 @@ _DIGITS = re.compile(r"(\d+)")
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     """A sort key that orders the numbers in test ids by value: ``test_mm[2]`` before
     ``test_mm[16]``, as pytest collects them, where plain string order puts ``[16]`` first."""
-    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(text) if part)
+    return tuple(
+        (0, int(part)) if part.isdigit() else (1, part) for part in _DIGITS.split(text) if part
+    )

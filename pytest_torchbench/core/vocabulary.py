@@ -6,13 +6,15 @@ needs ``Verdict`` and ``Policy``; the results model, the gate, storage and the r
 too. Kept here, below all of them, a metric never has to import the results model, the gate or a
 report, and nothing imports upward. This module imports nothing of ours but ``text``.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 # --------------------------------------------------------------------------------------------------
 # Verdict statuses

@@ -29,6 +29,7 @@ teardown, reports) happens while it holds the baton, so the two never run at the
 Engine-level: nothing here knows pytest (``pytest/turns.py`` hands a baton to the engine when
 its process is one of a pair, ``pytest/base.py`` starts the pair).
 """
+
 from __future__ import annotations
 
 import os
@@ -123,7 +124,11 @@ class Baton:
     def boundary(self) -> float:
         """Between two timed blocks: hand over if this slice is done. Returns the seconds spent
         waiting (to leave out of the measurement's wall time)."""
-        if self.alone or self.peer == (_END, self.key) or time.perf_counter() - self._slice_start < SLICE_SECONDS:
+        if (
+            self.alone
+            or self.peer == (_END, self.key)
+            or time.perf_counter() - self._slice_start < SLICE_SECONDS
+        ):
             return 0.0
         started = time.perf_counter()
         handed = self._hand_over(_TURN)
@@ -143,7 +148,11 @@ class Baton:
         if not key or key == self.key:
             return False
         test = key.rpartition("#")[0]
-        return key in self.finished or test in self.done_tests or (self.tests is not None and test not in self.tests)
+        return (
+            key in self.finished
+            or test in self.done_tests
+            or (self.tests is not None and test not in self.tests)
+        )
 
     def finished_measurement(self) -> int | None:
         """A measurement ended: hand over until the peer has finished its own (unless it already
@@ -220,9 +229,12 @@ class Baton:
             self._sock.settimeout(None if self._long else WAIT_LIMIT_SECONDS)
             try:
                 chunk = self._sock.recv(4096)
-            except socket.timeout:
-                print(f"pytest-torchbench: the other process of the pair held the turn for over "
-                      f"{WAIT_LIMIT_SECONDS:.0f} s; measuring alone from now on", file=sys.stderr)
+            except TimeoutError:
+                print(
+                    f"pytest-torchbench: the other process of the pair held the turn for over "
+                    f"{WAIT_LIMIT_SECONDS:.0f} s; measuring alone from now on",
+                    file=sys.stderr,
+                )
                 return None
             except OSError:
                 return None
@@ -283,7 +295,9 @@ def _forget_in_forked_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_in_forked_child)  # a forked worker is no end of the pair
+    os.register_at_fork(
+        after_in_child=_forget_in_forked_child
+    )  # a forked worker is no end of the pair
 
 
 def connect(description: str, parent_pid: int) -> Baton | None:

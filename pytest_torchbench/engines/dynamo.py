@@ -19,18 +19,28 @@ Why not ``torch._dynamo.explain``: it compiles the callable it is given with its
 benchmark calling an already compiled function (with inductor, say) would be measured as something
 else, and a callable that compiles nothing would be compiled anyway.
 """
+
 from __future__ import annotations
 
 import collections
 import dataclasses
 import os
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from .. import _compat
 
-__all__ = ["DEFAULT_WARMUP", "CompileCounts", "Event", "count_compiles", "grouped", "relative_location", "short_reason"]
+__all__ = [
+    "DEFAULT_WARMUP",
+    "CompileCounts",
+    "Event",
+    "count_compiles",
+    "grouped",
+    "relative_location",
+    "short_reason",
+]
 
 #: Calls after the first one when the benchmark gives no ``warmup``: the second call shows a
 #: recompilation caused by the first (state it changed, a shape seen for the second time), the third
@@ -76,13 +86,20 @@ def is_compiled(fn: object) -> bool:
     """Whether calling ``fn`` runs torch.compile: a ``torch.compile``d function or module
     (``OptimizedModule``), or a module compiled in place with ``Module.compile()``. A plain
     function that calls a compiled one inside is not recognised."""
-    return hasattr(fn, "_torchdynamo_orig_callable") or getattr(fn, "_compiled_call_impl", None) is not None
+    return (
+        hasattr(fn, "_torchdynamo_orig_callable")
+        or getattr(fn, "_compiled_call_impl", None) is not None
+    )
 
 
-def count_compiles(fn: Callable[[], Any], *, warmup: int = DEFAULT_WARMUP,
-                   before_first: Callable[[], None] | None = None,
-                   rootdir: str | os.PathLike[str] | None = None,
-                   before_each: Callable[[], None] | None = None) -> CompileCounts:
+def count_compiles(
+    fn: Callable[[], Any],
+    *,
+    warmup: int = DEFAULT_WARMUP,
+    before_first: Callable[[], None] | None = None,
+    rootdir: str | os.PathLike[str] | None = None,
+    before_each: Callable[[], None] | None = None,
+) -> CompileCounts:
     """Reset dynamo, run ``before_first`` (seeding, a setup), then call ``fn`` ``1 + warmup``
     times, ``before_each`` (pedantic's setup) before every call, and count what dynamo compiled.
     Exceptions of ``fn`` propagate."""
@@ -98,10 +115,14 @@ def count_compiles(fn: Callable[[], Any], *, warmup: int = DEFAULT_WARMUP,
         if before_each is not None:
             before_each()
         fn()
-        frames.extend(_compat.dynamo_take_frame_compiles())  # drained per call: the record is bounded
+        frames.extend(
+            _compat.dynamo_take_frame_compiles()
+        )  # drained per call: the record is bounded
     graphs = _compat.dynamo_graph_count() - graphs_before
-    breaks = [Event(_user_location(stack, rootdir), short_reason(reason, rootdir))
-              for reason, stack in _compat.dynamo_graph_breaks()]
+    breaks = [
+        Event(_user_location(stack, rootdir), short_reason(reason, rootdir))
+        for reason, stack in _compat.dynamo_graph_breaks()
+    ]
     recompiles = []
     for frame in frames:
         if frame.get("fail_type"):
@@ -110,14 +131,25 @@ def count_compiles(fn: Callable[[], Any], *, warmup: int = DEFAULT_WARMUP,
             line = frame.get("fail_user_frame_lineno") or frame.get("co_firstlineno") or 0
             filename = frame.get("fail_user_frame_filename") or frame.get("co_filename") or "?"
             reason = short_reason(str(frame.get("fail_reason") or frame["fail_type"]), rootdir)
-            breaks.append(Event(relative_location(filename, line, rootdir), f"{reason} (frame skipped: runs eagerly)"))
+            breaks.append(
+                Event(
+                    relative_location(filename, line, rootdir),
+                    f"{reason} (frame skipped: runs eagerly)",
+                )
+            )
         if (frame.get("cache_size") or 0) > 0:
             why = _COMPILE_ID.sub("", str(frame.get("recompile_reason") or "unknown reason"))
-            recompiles.append(Event(
-                relative_location(frame.get("co_filename") or "?", frame.get("co_firstlineno") or 0, rootdir),
-                short_reason(f"{frame.get('co_name')}: {why}", rootdir),
-            ))
-    return CompileCounts(calls=calls, graphs=graphs, breaks=breaks, recompiles=recompiles, frames=len(frames))
+            recompiles.append(
+                Event(
+                    relative_location(
+                        frame.get("co_filename") or "?", frame.get("co_firstlineno") or 0, rootdir
+                    ),
+                    short_reason(f"{frame.get('co_name')}: {why}", rootdir),
+                )
+            )
+    return CompileCounts(
+        calls=calls, graphs=graphs, breaks=breaks, recompiles=recompiles, frames=len(frames)
+    )
 
 
 def grouped(events: Sequence[Event]) -> list[tuple[Event, int]]:
@@ -132,14 +164,25 @@ def short_reason(text: str, rootdir: str | os.PathLike[str] | None = None) -> st
     if not lines:
         return "unknown reason"
     head = lines[0]
-    explanation = next((line[len("Explanation:"):].strip() for line in lines[1:] if line.startswith("Explanation:")), "")
+    explanation = next(
+        (
+            line[len("Explanation:") :].strip()
+            for line in lines[1:]
+            if line.startswith("Explanation:")
+        ),
+        "",
+    )
     text = f"{head}: {explanation}" if explanation and explanation not in head else head
-    text = _GUARD_FRAME.sub(lambda match: _SEPARATORS.split(match.group(1))[-1] + f":{match.group(2)} in ", text)
+    text = _GUARD_FRAME.sub(
+        lambda match: _SEPARATORS.split(match.group(1))[-1] + f":{match.group(2)} in ", text
+    )
     text = _GUARD_ID.sub(r"\1...", _ADDRESS.sub("0x...", _relative_paths(text, rootdir)))
     return text if len(text) <= _MAX_REASON else text[: _MAX_REASON - 3] + "..."
 
 
-def relative_location(filename: str, line: int, rootdir: str | os.PathLike[str] | None = None) -> str:
+def relative_location(
+    filename: str, line: int, rootdir: str | os.PathLike[str] | None = None
+) -> str:
     """``path:line`` with the path relative to ``rootdir`` (else to site-packages, else its name)."""
     return f"{_relative_path(filename, rootdir)}:{int(line)}"
 
@@ -157,7 +200,7 @@ def _relative_path(filename: str, rootdir: str | os.PathLike[str] | None) -> str
     for marker in ("site-packages", "dist-packages"):
         if marker in parts:
             index = len(parts) - 1 - parts[::-1].index(marker)
-            return "/".join(parts[index + 1:])
+            return "/".join(parts[index + 1 :])
     return path.name
 
 
@@ -170,11 +213,16 @@ _QUOTED_PATH = re.compile(r"""(["'])(/[^\n/]+/[^\n]*?)\1""")
 
 def _relative_paths(text: str, rootdir: str | os.PathLike[str] | None) -> str:
     """Absolute paths inside a message made relative as :func:`relative_location` does."""
-    text = _QUOTED_PATH.sub(lambda match: match.group(1) + _relative_path(match.group(2), rootdir) + match.group(1), text)
+    text = _QUOTED_PATH.sub(
+        lambda match: match.group(1) + _relative_path(match.group(2), rootdir) + match.group(1),
+        text,
+    )
     return _ABSOLUTE_PATH.sub(lambda match: _relative_path(match.group(0), rootdir), text)
 
 
-def _user_location(stack: Sequence[tuple[str, int, str]], rootdir: str | os.PathLike[str] | None) -> str:
+def _user_location(
+    stack: Sequence[tuple[str, int, str]], rootdir: str | os.PathLike[str] | None
+) -> str:
     """The user's line of a break: the innermost frame under ``rootdir`` (a break inside a library
     function is reported where the user's code called into it), else the innermost frame."""
     if not stack:

@@ -32,13 +32,15 @@ Nested functions and lambdas that ``torch.compile`` has compiled (a test body do
 ``torch.compile(lambda x: ...)(x)``) keep their code: dynamo keeps its graphs per code object, and a
 copy would compile again inside the measured calls.
 """
+
 from __future__ import annotations
 
 import functools
 import os
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .. import _compat
 
@@ -56,7 +58,11 @@ def fresh_callable(fn: Callable[..., Any]) -> Callable[..., Any]:
     if kind is functools.partial:
         partial: functools.partial[Any] = fn  # type: ignore[assignment]
         fresh = fresh_callable(partial.func)
-        return fn if fresh is partial.func else functools.partial(fresh, *partial.args, **partial.keywords)
+        return (
+            fn
+            if fresh is partial.func
+            else functools.partial(fresh, *partial.args, **partial.keywords)
+        )
     if kind is types.MethodType:
         method: types.MethodType = fn  # type: ignore[assignment]
         if type(method.__func__) is not types.FunctionType:
@@ -85,11 +91,15 @@ def _fresh_function(fn: types.FunctionType, depth: int = 0) -> types.FunctionTyp
 
 #: torch's context decorators (``_DecoratorContextManager`` and ``autocast``): wrappers that call
 #: the function they hold and keep nothing keyed on it.
-CONTEXT_DECORATOR_FILES = tuple(os.sep + os.path.join(*parts) for parts in (("utils", "_contextlib.py"),
-                                                                           ("amp", "autocast_mode.py")))
+CONTEXT_DECORATOR_FILES = tuple(
+    os.sep + os.path.join(*parts)
+    for parts in (("utils", "_contextlib.py"), ("amp", "autocast_mode.py"))
+)
 
 
-def _fresh_wrapped(fn: types.FunctionType, depth: int) -> tuple[tuple[Any, ...], types.FunctionType] | None:
+def _fresh_wrapped(
+    fn: types.FunctionType, depth: int
+) -> tuple[tuple[Any, ...], types.FunctionType] | None:
     """``fn``'s closure with the function it wraps (``__wrapped__``, as ``functools.wraps`` sets
     it) replaced by a fresh copy in a new cell, and that copy; None when it wraps nothing to copy
     or is not one of torch's context decorators (see the module docstring). Only asked of torch's
@@ -105,7 +115,9 @@ def _fresh_wrapped(fn: types.FunctionType, depth: int) -> tuple[tuple[Any, ...],
     fresh = _fresh_function(wrapped, depth + 1)
     if fresh is wrapped:
         return None
-    return tuple(types.CellType(fresh) if _holds(cell, wrapped) else cell for cell in closure), fresh
+    return tuple(
+        types.CellType(fresh) if _holds(cell, wrapped) else cell for cell in closure
+    ), fresh
 
 
 def _holds(cell: Any, value: object) -> bool:
@@ -115,8 +127,12 @@ def _holds(cell: Any, value: object) -> bool:
         return False
 
 
-def _function_like(fn: types.FunctionType, code: types.CodeType, closure: tuple[Any, ...] | None,
-                   wrapped: types.FunctionType | None) -> types.FunctionType:
+def _function_like(
+    fn: types.FunctionType,
+    code: types.CodeType,
+    closure: tuple[Any, ...] | None,
+    wrapped: types.FunctionType | None,
+) -> types.FunctionType:
     """A function as ``fn`` is (name, defaults, hints, attributes), with this code and closure."""
     copy = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
     copy.__kwdefaults__ = None if fn.__kwdefaults__ is None else dict(fn.__kwdefaults__)
@@ -126,11 +142,11 @@ def _function_like(fn: types.FunctionType, code: types.CodeType, closure: tuple[
     # Its type hints, for code that reads them. From 3.14 they are computed on first access
     # (and may name what does not exist yet): copy the function that computes them instead.
     if hasattr(fn, "__annotate__"):
-        setattr(copy, "__annotate__", getattr(fn, "__annotate__"))
+        copy.__annotate__ = fn.__annotate__
     else:
         copy.__annotations__ = dict(fn.__annotations__)
     if hasattr(fn, "__type_params__"):  # 3.12+
-        setattr(copy, "__type_params__", getattr(fn, "__type_params__"))
+        copy.__type_params__ = fn.__type_params__
     copy.__dict__.update(fn.__dict__)
     if wrapped is not None:
         copy.__dict__["__wrapped__"] = wrapped  # what signature() and pytest follow
@@ -150,7 +166,9 @@ def _has_graphs(code: types.CodeType) -> bool:
     """Whether ``torch.compile`` has compiled this code object (dynamo's cache is keyed on it)."""
     if "torch._dynamo" not in sys.modules:  # nothing was compiled: no need to ask
         return False
-    return bool(_compat.dynamo_cache_entries(code))  # unknown (a private API changed): copy as before
+    return bool(
+        _compat.dynamo_cache_entries(code)
+    )  # unknown (a private API changed): copy as before
 
 
 def _torch_directory() -> str | None:
@@ -167,8 +185,10 @@ def _torch_directory() -> str | None:
 
 def _compiled(fn: types.FunctionType) -> bool:
     """A ``torch.compile`` wrapper (or a function dynamo was told to skip): its graphs belong to it."""
-    return any(hasattr(fn, marker) for marker in ("_torchdynamo_orig_callable", "_torchdynamo_inline",
-                                                  "_torchdynamo_disable"))
+    return any(
+        hasattr(fn, marker)
+        for marker in ("_torchdynamo_orig_callable", "_torchdynamo_inline", "_torchdynamo_disable")
+    )
 
 
 def _torch_code(fn: types.FunctionType) -> bool:

@@ -35,6 +35,7 @@ order they were made, which depends on the tests before).
 
 No torch and no pytest here: the engine works on any Python function.
 """
+
 from __future__ import annotations
 
 import abc
@@ -46,8 +47,9 @@ import re
 import sys
 import threading
 import types
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from ..core.statistics import representative
 from .sites import PLUGIN_DIR, Site, chain_name, locate, skipped_dirs
@@ -89,8 +91,11 @@ class _Hook:
     ``frame`` is the started function's frame when ``frames`` is set, else None (on 3.12+ looking
     it up costs, and the counts do not need it; the call sites do)."""
 
-    def __init__(self, on_start: Callable[[types.CodeType, types.FrameType | None], None],
-                 frames: bool = False) -> None:
+    def __init__(
+        self,
+        on_start: Callable[[types.CodeType, types.FrameType | None], None],
+        frames: bool = False,
+    ) -> None:
         self.on_start = on_start
         self.frames = frames
         self.tool: int | None = None
@@ -142,8 +147,10 @@ def _free_tool_id() -> int:
             monitoring.use_tool_id(tool, _TOOL_NAME)
             return tool
     users = ", ".join(f"{tool}: {monitoring.get_tool(tool)}" for tool in _TOOL_IDS)
-    raise RuntimeError(f"cannot count Python calls: sys.monitoring tool ids {_TOOL_IDS} are all in use ({users}); "
-                       "stop the profiler or tool that holds them for this run")
+    raise RuntimeError(
+        f"cannot count Python calls: sys.monitoring tool ids {_TOOL_IDS} are all in use ({users}); "
+        "stop the profiler or tool that holds them for this run"
+    )
 
 
 def _check_counts(iterations: int, warmup: int) -> None:
@@ -175,7 +182,7 @@ class _Namer:
         path = os.path.abspath(filename)
         for base in self.bases:
             if path.startswith(base):
-                return Path(path[len(base):]).as_posix()
+                return Path(path[len(base) :]).as_posix()
         return Path(path).as_posix()
 
     def name(self, code: types.CodeType) -> str:
@@ -208,8 +215,12 @@ def _abc_subclass_walk(code: types.CodeType) -> bool:
 _SUBCLASSCHECK: types.CodeType | None = getattr(abc.ABCMeta.__subclasscheck__, "__code__", None)
 
 
-def _warm_up(fn: Callable[[], object], warmup: int, before_region: Callable[[], object] | None,
-             before_each: Callable[[], object] | None = None) -> None:
+def _warm_up(
+    fn: Callable[[], object],
+    warmup: int,
+    before_region: Callable[[], object] | None,
+    before_each: Callable[[], object] | None = None,
+) -> None:
     """``before_region`` (the seeding), ``warmup`` uncounted calls (each after ``before_each``),
     ``before_region`` again: what precedes every counted region, here as in the profiler's loop."""
     if before_region is not None:
@@ -325,5 +336,10 @@ def call_sites(
         defined.setdefault(name, f"{namer.file(code.co_filename)}:{code.co_firstlineno}")
         for site, calls in counter.items():
             sites[name][chain_name(site, root_path)] += calls
-    return CallSites({name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
-                      for name, counter in sorted(sites.items())}, defined)
+    return CallSites(
+        {
+            name: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+            for name, counter in sorted(sites.items())
+        },
+        defined,
+    )

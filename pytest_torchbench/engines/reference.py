@@ -20,10 +20,12 @@ short block per ``interval``, a small share of the measurement.
 The workload is fixed: changing it changes ``PROBE`` (saved with the times), and times of another
 probe are never compared.
 """
+
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: The version of the workload below; saved beside its time.
 PROBE = 1
@@ -39,8 +41,10 @@ def _workload() -> int:
     if _tensors is None:  # made once per process, and written in place: no allocation per call
         import torch
 
-        _tensors = (torch.ones(64, dtype=torch.float32, device="cpu"),
-                    torch.empty(64, dtype=torch.float32, device="cpu"))
+        _tensors = (
+            torch.ones(64, dtype=torch.float32, device="cpu"),
+            torch.empty(64, dtype=torch.float32, device="cpu"),
+        )
     import torch
 
     small, out = _tensors
@@ -54,7 +58,9 @@ def _workload() -> int:
 class ReferenceProbe:
     """Times the reference workload now and then; keeps the fastest block per call."""
 
-    def __init__(self, interval: float = 0.01, clock: Callable[[], float] = time.perf_counter) -> None:
+    def __init__(
+        self, interval: float = 0.01, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
         self.interval = interval
         self.clock = clock
         self.fastest = float("inf")

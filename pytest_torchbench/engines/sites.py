@@ -10,6 +10,7 @@ are the ones a failure must name. Why the standard library by its folder: 3.11+ 
 modules every start imports (``os``, ``runpy``: ``<frozen os>``, never a user's file), 3.10 does
 not, and there ``os.py`` and ``runpy.py`` were named as the user's lines.
 """
+
 from __future__ import annotations
 
 import functools
@@ -19,10 +20,19 @@ import re
 import sys
 import sysconfig
 import types
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
-__all__ = ["Site", "chain_locations", "chain_name", "locate", "own_dirs", "skipped_dirs", "site_name", "user_frame"]
+__all__ = [
+    "Site",
+    "chain_locations",
+    "chain_name",
+    "locate",
+    "own_dirs",
+    "skipped_dirs",
+    "site_name",
+    "user_frame",
+]
 
 #: This plugin's own folder (``pytest_torchbench/``), with a trailing separator.
 PLUGIN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -37,9 +47,13 @@ _INSTALLED = (f"{os.sep}site-packages{os.sep}", f"{os.sep}dist-packages{os.sep}"
 
 #: The standard library's folders (with a trailing separator); site-packages lies inside them on
 #: POSIX and is told apart by :data:`_INSTALLED`.
-_STDLIB = tuple(dict.fromkeys(
-    os.path.abspath(folder).rstrip(os.sep) + os.sep
-    for folder in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if folder))
+_STDLIB = tuple(
+    dict.fromkeys(
+        os.path.abspath(folder).rstrip(os.sep) + os.sep
+        for folder in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib"))
+        if folder
+    )
+)
 
 
 def _package_dir(module: types.ModuleType | None) -> str | None:
@@ -50,7 +64,10 @@ def _package_dir(module: types.ModuleType | None) -> str | None:
 def skipped_dirs() -> tuple[str, ...]:
     """Folders whose frames are never the user's: torch, pytest and what runs it (pluggy, xdist,
     execnet) and this plugin."""
-    dirs = [_package_dir(sys.modules.get(name)) for name in ("torch", "_pytest", "pytest", "pluggy", "xdist", "execnet")]
+    dirs = [
+        _package_dir(sys.modules.get(name))
+        for name in ("torch", "_pytest", "pytest", "pluggy", "xdist", "execnet")
+    ]
     dirs.append(PLUGIN_DIR)
     return tuple(d for d in dirs if d)
 
@@ -102,7 +119,9 @@ def _installed_package(path: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _kind(filename: str, skipped: tuple[str, ...], own: tuple[str, ...]) -> tuple[str, bool, str | None]:
+def _kind(
+    filename: str, skipped: tuple[str, ...], own: tuple[str, ...]
+) -> tuple[str, bool, str | None]:
     """(absolute path, whether it is the user's code, the installed package it is in or None):
     memoised, because the call sites look up every frame of the stack at every call."""
     path = os.path.abspath(filename)
@@ -114,8 +133,9 @@ def _kind(filename: str, skipped: tuple[str, ...], own: tuple[str, ...]) -> tupl
     return path, installed is None or path.startswith(own), installed
 
 
-def user_frame(frame: types.FrameType | None, skipped: tuple[str, ...],
-               own: tuple[str, ...] = ()) -> Site | None:
+def user_frame(
+    frame: types.FrameType | None, skipped: tuple[str, ...], own: tuple[str, ...] = ()
+) -> Site | None:
     """The innermost frame, from ``frame`` outwards, that is the user's code: not in ``skipped``
     folders, not in an installed package (``site-packages``, ``dist-packages``) unless in one of
     the project's own (``own``, from :func:`own_dirs`), not frozen or generated (``<string>``).
@@ -130,8 +150,12 @@ def user_frame(frame: types.FrameType | None, skipped: tuple[str, ...],
     return None
 
 
-def locate(frame: types.FrameType | None, skipped: tuple[str, ...], own: tuple[str, ...] = (),
-           caller: Site | None = None) -> tuple[Site, Site | None] | str:
+def locate(
+    frame: types.FrameType | None,
+    skipped: tuple[str, ...],
+    own: tuple[str, ...] = (),
+    caller: Site | None = None,
+) -> tuple[Site, Site | None] | str:
     """Where a call comes from: (the innermost frame of the user's code, the test's line that led
     there or None), or, when the stack holds no frame of the user's code, why, in a short phrase.
 
@@ -178,7 +202,7 @@ def _shown_path(path: str, root: Path) -> str:
     for entry in entries:
         base = entry.rstrip(os.sep) + os.sep
         if path.startswith(base) and _installed(base):
-            return Path(path[len(base):]).as_posix()
+            return Path(path[len(base) :]).as_posix()
     return Path(path).as_posix()
 
 

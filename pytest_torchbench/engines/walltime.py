@@ -36,6 +36,7 @@ In a pair (a base and a head process measuring a round of ``--bench-rounds`` tog
 ``engines/duet.py``), a measurement hands the CPU to the other process between blocks, every
 10 ms: both sides' blocks then come from the same moments of the same CPU.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -43,7 +44,8 @@ import dataclasses
 import os
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch.utils.benchmark import Measurement, Timer
@@ -94,7 +96,9 @@ class _CpuClock:
         return self.readings[-1] - self.readings[-2] if len(self.readings) >= 2 else float("nan")
 
 
-def make_timer(fn: Callable[[], Any], spec: TimeSpec, clock: Callable[[], float] | None = None) -> Timer:
+def make_timer(
+    fn: Callable[[], Any], spec: TimeSpec, clock: Callable[[], float] | None = None
+) -> Timer:
     return Timer(
         stmt=f"{_FN_NAME}()",
         globals={_FN_NAME: fn},
@@ -152,13 +156,16 @@ def steady_allocator() -> str:
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None)
-            libc.gnu_get_libc_version  # glibc only: musl's mallopt does nothing
+            _ = libc.gnu_get_libc_version  # glibc only: musl's mallopt does nothing
             mallopt = libc.mallopt
         except (OSError, AttributeError):
             return _allocator_state
         mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-        if (mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) == 1 and mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD) == 1
-                and mallopt(_M_MMAP_MAX, 0) == 1):
+        if (
+            mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) == 1
+            and mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD) == 1
+            and mallopt(_M_MMAP_MAX, 0) == 1
+        ):
             _allocator_state = "glibc thresholds fixed"
     return _allocator_state
 
@@ -198,7 +205,9 @@ def prefer_huge_pages() -> str:
     if os.environ.get("TORCHBENCH_MALLOC", "").strip().lower() == "default":
         _huge_pages_state = "torch default (TORCHBENCH_MALLOC=default)"
     elif HUGE_PAGES_VARIABLE in os.environ:
-        _huge_pages_state = f"{HUGE_PAGES_VARIABLE}={os.environ[HUGE_PAGES_VARIABLE]} (set by the user)"
+        _huge_pages_state = (
+            f"{HUGE_PAGES_VARIABLE}={os.environ[HUGE_PAGES_VARIABLE]} (set by the user)"
+        )
     elif kernel_huge_pages() in ("always", "madvise"):
         # xdist workers started after this inherit it, so they measure the same way
         os.environ[HUGE_PAGES_VARIABLE] = "1"
@@ -266,8 +275,14 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
             baton.finished_measurement()
 
 
-def _measure(timer: Timer, clock: _CpuClock, spec: TimeSpec, probe: ReferenceProbe | None,
-             baton: duet.Baton | None, uses_cuda: bool) -> Measurement:
+def _measure(
+    timer: Timer,
+    clock: _CpuClock,
+    spec: TimeSpec,
+    probe: ReferenceProbe | None,
+    baton: duet.Baton | None,
+    uses_cuda: bool,
+) -> Measurement:
     wall_start, cpu_start = time.perf_counter(), time.thread_time()
     number = _calibrate_number(timer, spec.block_time)
     probe_wall = probe_cpu = waited = 0.0
@@ -311,8 +326,9 @@ def _measure(timer: Timer, clock: _CpuClock, spec: TimeSpec, probe: ReferencePro
         "reference": probe.result() if probe is not None else None,
         "turns": turns,
     }
-    return Measurement(number_per_run=number, raw_times=list(raw_times), task_spec=task_spec,
-                       metadata=metadata)
+    return Measurement(
+        number_per_run=number, raw_times=list(raw_times), task_spec=task_spec, metadata=metadata
+    )
 
 
 def _started_probe() -> ReferenceProbe | None:
@@ -375,9 +391,14 @@ def measure_rounds(
 
     spec = spec or TimeSpec()
     clock = spec.timer or default_clock()
-    task_spec = TaskSpec(stmt=getattr(target, "__qualname__", None) or repr(target), setup="",
-                         label=spec.label or None, sub_label=spec.sub_label or None,
-                         description=spec.description or None, num_threads=spec.num_threads)
+    task_spec = TaskSpec(
+        stmt=getattr(target, "__qualname__", None) or repr(target),
+        setup="",
+        label=spec.label or None,
+        sub_label=spec.sub_label or None,
+        description=spec.description or None,
+        num_threads=spec.num_threads,
+    )
     probe = _started_probe()
     uses_cuda = _cuda_in_use()
     baton = duet.current
@@ -415,7 +436,9 @@ def measure_rounds(
     if probe is not None:
         probe.sample()
     metadata = {"reference": probe.result() if probe is not None else None, "turns": turns}
-    return Measurement(number_per_run=iterations, raw_times=raw_times, task_spec=task_spec, metadata=metadata)
+    return Measurement(
+        number_per_run=iterations, raw_times=raw_times, task_spec=task_spec, metadata=metadata
+    )
 
 
 def _timer_option(timer: Callable[[], float] | None) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """One module per metric (time, instructions, ops, memory) behind ``base.Metric``, listed by
 ``registry``. See base.py for what a metric states and why."""
+
 from __future__ import annotations
 
 from .base import MeasureContext, Metric
@@ -8,4 +9,11 @@ from .memory import MemoryMetric
 from .ops import OpsMetric
 from .time import TimeMetric
 
-__all__ = ["Metric", "MeasureContext", "TimeMetric", "InstructionsMetric", "OpsMetric", "MemoryMetric"]
+__all__ = [
+    "Metric",
+    "MeasureContext",
+    "TimeMetric",
+    "InstructionsMetric",
+    "OpsMetric",
+    "MemoryMetric",
+]

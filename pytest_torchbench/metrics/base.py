@@ -39,17 +39,33 @@ each with a default that suits a metric whose value has one headline number wher
 Layering: a metric imports only the shared vocabulary (``vocabulary``, ``text``)
 and its engine, never the results model, the gate, storage or a report.
 """
+
 from __future__ import annotations
 
 import abc
 import dataclasses
 import json
 import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Mapping, Protocol, Sequence
+from typing import Any, ClassVar, Protocol
 
 from ..core.text import finite, safe_number, safe_text
-from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Environment, Heading, Plot, Policy, Verdict, as_float, format_seconds, round_sig, time_unit
+from ..core.vocabulary import (
+    IMPROVEMENT,
+    REGRESSION,
+    UNCHANGED,
+    Bars,
+    Environment,
+    Heading,
+    Plot,
+    Policy,
+    Verdict,
+    as_float,
+    format_seconds,
+    round_sig,
+    time_unit,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,8 +159,10 @@ class Metric(abc.ABC):
         now, then = self.headline(current), self.headline(baseline)
         delta = now / then - 1.0 if then > 0 else (math.inf if now > 0 else 0.0)
         status = "regression" if delta > limit else "improvement" if delta < -limit else "unchanged"
-        summary = (f"{self.name} {self.format_value(then)} -> {self.format_value(now)} "
-                   f"({format_fraction(delta)}, limit {limit * 100:g}%)")
+        summary = (
+            f"{self.name} {self.format_value(then)} -> {self.format_value(now)} "
+            f"({format_fraction(delta)}, limit {limit * 100:g}%)"
+        )
         return Verdict(key, self.name, status, then, now, limit, None, summary)
 
     #: With ``--bench-fail-stale``, an improvement beyond the limit fails.
@@ -157,8 +175,14 @@ class Metric(abc.ABC):
     #: machine moves between one minute and the next (time). Counts need one run of each.
     alternates: ClassVar[bool] = False
 
-    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy,
-                     strict: bool = False) -> Verdict:
+    def judge_rounds(
+        self,
+        key: str,
+        rounds: Sequence[tuple[Any, Any]],
+        limit: float,
+        policy: Policy,
+        strict: bool = False,
+    ) -> Verdict:
         """Judge (base, head) values measured alternately, one pair per round (only called for a
         metric that :attr:`alternates`). ``strict``: the first rounds, where anything not plainly
         unchanged is measured again."""
@@ -202,7 +226,11 @@ class Metric(abc.ABC):
                     return f"{path} is {_shown(leaf)}; it must be a number"
         for field in self.fraction_fields:
             value = data.get(field, 0)
-            if not isinstance(value, bool) and isinstance(value, (int, float)) and not 0 <= value <= 1:
+            if (
+                not isinstance(value, bool)
+                and isinstance(value, (int, float))
+                and not 0 <= value <= 1
+            ):
                 return f"{self.name}.{field} is {_shown(value)}; it must be a fraction from 0 to 1"
         for path, number, top_field in _numbers(data, self.name, None):
             problem = _number_problem(number, strictly_positive=top_field in self.positive_fields)
@@ -293,8 +321,9 @@ class Metric(abc.ABC):
         the tests in xdist workers started that way, serially in one. None: any process will do."""
         return None
 
-    def measure_timer_call(self, fn: Callable[[], Any], number: int, task_spec: Any,
-                           context: MeasureContext) -> tuple[Any, Any]:
+    def measure_timer_call(
+        self, fn: Callable[[], Any], number: int, task_spec: Any, context: MeasureContext
+    ) -> tuple[Any, Any]:
         """Answer :attr:`timer_method` for ``fn``: (what the Timer method returns, the value recorded)."""
         raise NotImplementedError(f"metric {self.name!r} answers no Timer method")
 
@@ -312,7 +341,9 @@ class Metric(abc.ABC):
     #: launch-bound benchmark whose device time did not change.
     excuses_metrics: ClassVar[tuple[str, ...]] = ()
 
-    def excuse_other(self, failed: Verdict, own: Verdict, current: Any, baseline: Any) -> str | None:
+    def excuse_other(
+        self, failed: Verdict, own: Verdict, current: Any, baseline: Any
+    ) -> str | None:
         """Why ``failed`` (a regression of one of :attr:`excuses_metrics`, judged against a saved
         baseline, not in alternated rounds, the only failure of its benchmark) is noise and not the
         code's doing, given this metric's verdict ``own`` (judged, unchanged) and its ``current``
@@ -320,8 +351,16 @@ class Metric(abc.ABC):
         as noisy, not failed, with the reason first and a short form of it in the summary."""
         return None
 
-    def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
-                limit: float, root: Any, changed: LineChanges | None = None) -> list[str]:
+    def explain(
+        self,
+        fn: Callable[[], Any],
+        context: MeasureContext,
+        current: Any,
+        baseline: Any,
+        limit: float,
+        root: Any,
+        changed: LineChanges | None = None,
+    ) -> list[str]:
         """The details of a failed verdict, given again with what only a re-run of ``fn`` can tell
         (op call sites). Called only for failed verdicts, and only where the judging process still
         holds ``fn``; ``root`` is the rootdir, for relative paths; ``changed`` tells the lines
@@ -395,23 +434,34 @@ class NamedCounts:
         return getattr(value, self.name)  # type: ignore[no-any-return]
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-        return judge_counts(key, self.name, self.counts(current), self.counts(baseline), limit,
-                            self.counted, self.things)
+        return judge_counts(
+            key,
+            self.name,
+            self.counts(current),
+            self.counts(baseline),
+            limit,
+            self.counted,
+            self.things,
+        )
 
     def headline(self, value: Any) -> float:
         return sum(self.counts(value).values())
 
     def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
         counts = self.counts(value)
-        return [(f"{prefix}{self.name}.{self.counted}_per_run", round_sig(sum(counts.values()))),
-                (f"{prefix}{self.name}.distinct", len(counts))]
+        return [
+            (f"{prefix}{self.name}.{self.counted}_per_run", round_sig(sum(counts.values()))),
+            (f"{prefix}{self.name}.distinct", len(counts)),
+        ]
 
     def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
         now, unit = self.counts(current), f"{self.counted} per run"
         if baseline is not None:
             then = self.counts(baseline)
-            changes = sorted(((name, now.get(name, 0.0) - then.get(name, 0.0)) for name in set(now) | set(then)),
-                             key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]))
+            changes = sorted(
+                ((name, now.get(name, 0.0) - then.get(name, 0.0)) for name in set(now) | set(then)),
+                key=lambda i: (-abs(i[1]) if finite(i[1]) else 0.0, i[0]),
+            )
             changes = [(name, change) for name, change in changes if change != 0]
             if not changes:
                 return []
@@ -452,14 +502,18 @@ def on_changed_line(site: str, changed: LineChanges | None) -> bool:
         return False
 
 
-def sites_text(sites: Sequence[tuple[str, float]], changed: LineChanges | None, shown: int,
-               counted: bool = False) -> str:
+def sites_text(
+    sites: Sequence[tuple[str, float]],
+    changed: LineChanges | None,
+    shown: int,
+    counted: bool = False,
+) -> str:
     """Call sites, most calls first as given, as one phrase: those on a line edited since the
     baseline's revision come first and are tagged (``[changed since HEAD~1]``), then the others up
     to ``shown`` in all, then how many were left out. ``counted``: each site's calls (``x3``)."""
     marked = [(site, calls, on_changed_line(site, changed)) for site, calls in sites]
     edited = [item for item in marked if item[2]][:_CHANGED_SITES_SHOWN]
-    others = [item for item in marked if not item[2]][:max(0, shown - len(edited))]
+    others = [item for item in marked if not item[2]][: max(0, shown - len(edited))]
     parts = []
     for site, calls, flagged in edited + others:
         part = safe_text(site) + (f" x{calls:g}" if counted else "")
@@ -470,8 +524,9 @@ def sites_text(sites: Sequence[tuple[str, float]], changed: LineChanges | None, 
     return ", ".join(parts) + (f", +{left} more" if left > 0 else "")
 
 
-def changed_counts(current: Mapping[str, float], baseline: Mapping[str, float],
-                   limit: float) -> list[tuple[str, float, float]]:
+def changed_counts(
+    current: Mapping[str, float], baseline: Mapping[str, float], limit: float
+) -> list[tuple[str, float, float]]:
     """(name, baseline, current) of every count that changed beyond ``limit`` (relative; a count
     that was 0 changed infinitely), by name: the exact-count metrics' rule (ops, kernels)."""
     changed = []
@@ -483,8 +538,15 @@ def changed_counts(current: Mapping[str, float], baseline: Mapping[str, float],
     return changed
 
 
-def judge_counts(key: str, metric: str, current: Mapping[str, float], baseline: Mapping[str, float],
-                 limit: float, unit: str, things: str) -> Verdict:
+def judge_counts(
+    key: str,
+    metric: str,
+    current: Mapping[str, float],
+    baseline: Mapping[str, float],
+    limit: float,
+    unit: str,
+    things: str,
+) -> Verdict:
     """The verdict of an exact-count metric: any count that changed beyond the limit fails, whichever
     way it went (counts are exact, so a change is never noise), each listed in ``details`` as
     ``name then -> now per call``. ``unit``: "calls"; ``things``: "op(s)"."""
@@ -523,7 +585,9 @@ class WorkerLaunch:
         """Check the tools and build what the launches need, once per run, in the controller;
         raise :class:`LaunchUnavailable` with one clear line when that cannot be done."""
 
-    def command(self, python: str, folder: Path, environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    def command(
+        self, python: str, folder: Path, environ: Mapping[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
         """``(argv, environment)`` of a worker: ``argv`` ends with the interpreter, to which the
         worker's own arguments are appended; ``folder`` is the run's folder."""
         return [python], dict(environ)
@@ -532,8 +596,9 @@ class WorkerLaunch:
         """A value as a worker sent it (JSON) -> the value to judge; runs in the controller."""
         return data
 
-    def hand_over(self, entries: Mapping[str, Any] | None, folder: Path,
-                  environ: Mapping[str, str]) -> dict[str, str]:
+    def hand_over(
+        self, entries: Mapping[str, Any] | None, folder: Path, environ: Mapping[str, str]
+    ) -> dict[str, str]:
         """Runs in the controller once, after :meth:`prepare` and before any process of the run
         starts, with the entries of the baseline the run judges against (None when it has none)
         and the run's folder: the environment variables that carry what the workers need of that
@@ -584,8 +649,11 @@ def _numbers(value: Any, path: str, field: str | None) -> Iterator[tuple[str, An
     elif isinstance(value, Mapping):
         for key, item in value.items():
             plain = field is None and str(key).isidentifier()
-            yield from _numbers(item, f"{path}.{key}" if plain else f"{path}[{json.dumps(key)}]",
-                                key if field is None else field)
+            yield from _numbers(
+                item,
+                f"{path}.{key}" if plain else f"{path}[{json.dumps(key)}]",
+                key if field is None else field,
+            )
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _numbers(item, f"{path}[{index}]", field)
@@ -595,7 +663,9 @@ def _leaves(value: Any, path: str) -> Iterator[tuple[str, Any]]:
     """(path, value) for every value inside ``value`` that is neither an object nor a list."""
     if isinstance(value, Mapping):
         for key, item in value.items():
-            yield from _leaves(item, f"{path}.{key}" if str(key).isidentifier() else f"{path}[{json.dumps(key)}]")
+            yield from _leaves(
+                item, f"{path}.{key}" if str(key).isidentifier() else f"{path}[{json.dumps(key)}]"
+            )
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _leaves(item, f"{path}[{index}]")
@@ -623,6 +693,14 @@ def _shown(value: Any) -> str:
 
 
 __all__ = [
-    "Metric", "MeasureContext", "Environment", "LaunchUnavailable", "NamedCounts", "SecondsDisplay", "WorkerLaunch",
-    "changed_counts", "format_fraction", "judge_counts",
+    "Metric",
+    "MeasureContext",
+    "Environment",
+    "LaunchUnavailable",
+    "NamedCounts",
+    "SecondsDisplay",
+    "WorkerLaunch",
+    "changed_counts",
+    "format_fraction",
+    "judge_counts",
 ]

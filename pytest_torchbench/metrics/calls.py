@@ -6,14 +6,25 @@ function's calls beyond the limit (default 0) fails, whichever way it went, and 
 the functions, each with the line that calls it in the user's code. They also explain an
 instructions or time regression of the same benchmark at the Python level (:meth:`Calls.explain_other`).
 """
+
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..core.text import safe_text
-from .base import LineChanges, MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json, sites_text
+from .base import (
+    LineChanges,
+    MeasureContext,
+    Metric,
+    NamedCounts,
+    changed_counts,
+    counts_from_json,
+    counts_to_json,
+    sites_text,
+)
 
 #: Call sites shown per changed function (the most frequent first).
 _SITES_SHOWN = 2
@@ -59,16 +70,30 @@ class Calls(NamedCounts, Metric):
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> CallsMetric:
         from ..engines import pycalls
 
-        return CallsMetric(pycalls.count_calls(fn, before_region=context.before_region,
-                                                  before_each=context.before_each, root=context.rootdir))
+        return CallsMetric(
+            pycalls.count_calls(
+                fn,
+                before_region=context.before_region,
+                before_each=context.before_each,
+                root=context.rootdir,
+            )
+        )
 
     def environment_facts(self) -> Mapping[str, str]:
         from ..engines import pycalls
 
         return {"calls_hook": pycalls.HOOK, "calls_method": pycalls.METHOD}
 
-    def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
-                limit: float, root: Any, changed: LineChanges | None = None) -> list[str]:
+    def explain(
+        self,
+        fn: Callable[[], Any],
+        context: MeasureContext,
+        current: Any,
+        baseline: Any,
+        limit: float,
+        root: Any,
+        changed: LineChanges | None = None,
+    ) -> list[str]:
         """The changed functions, each with where it starts and the user's lines that call it now
         (those on lines edited since the baseline's revision first, tagged: ``changed``):
         one more seeded call of ``fn`` with every call's site looked up (``pycalls.call_sites``), for
@@ -76,9 +101,14 @@ class Calls(NamedCounts, Metric):
         from ..engines import pycalls
         from ..engines.sites import own_dirs
 
-        found = pycalls.call_sites(fn, root=Path(root), before_region=context.before_region,
-                                   before_each=context.before_each,
-                                   own=own_dirs(context.own_packages), caller=context.caller)
+        found = pycalls.call_sites(
+            fn,
+            root=Path(root),
+            before_region=context.before_region,
+            before_each=context.before_each,
+            own=own_dirs(context.own_packages),
+            caller=context.caller,
+        )
         lines = []
         for name, then, now in changed_counts(current.calls, baseline.calls, limit):
             line = f"{safe_text(name)} {then:g} -> {now:g} per call"
@@ -94,9 +124,11 @@ class Calls(NamedCounts, Metric):
         return lines
 
     def explain_elsewhere(self, nodeid: str) -> str:
-        return (f"call sites: not found (the test ran in another process, and re-running it did not "
-                f"give them); `pytest {safe_text(nodeid)} --bench-mode=calls` with the same --bench-compare, "
-                f"without -n, shows them")
+        return (
+            f"call sites: not found (the test ran in another process, and re-running it did not "
+            f"give them); `pytest {safe_text(nodeid)} --bench-mode=calls` with the same --bench-compare, "
+            f"without -n, shows them"
+        )
 
     def explain_other(self, current: Any, baseline: Any) -> list[str]:
         """Lines for another metric's failure of the same benchmark: the Python functions whose
@@ -105,13 +137,22 @@ class Calls(NamedCounts, Metric):
         changes = changed_counts(current.calls, baseline.calls, 0.0)
         if not changes:
             total = sum(current.calls.values())
-            return [f"Python calls: unchanged ({total:g} per call in {len(current.calls)} function(s)): "
-                    "the same Python functions ran as often as in the baseline"]
+            return [
+                f"Python calls: unchanged ({total:g} per call in {len(current.calls)} function(s)): "
+                "the same Python functions ran as often as in the baseline"
+            ]
         changes.sort(key=lambda item: (-abs(item[2] - item[1]), item[0]))
-        rows = [(round(now - then), f"{safe_text(name)} ({then:g} -> {now:g})") for name, then, now in changes]
+        rows = [
+            (round(now - then), f"{safe_text(name)} ({then:g} -> {now:g})")
+            for name, then, now in changes
+        ]
         width = max(len(f"{change:+,}") for change, _ in rows[:_EXPLAINED])
-        lines = [f"Python functions whose calls changed (calls per call, {len(changes)} function(s)):"]
+        lines = [
+            f"Python functions whose calls changed (calls per call, {len(changes)} function(s)):"
+        ]
         lines += [f"{change:>+{width},}  {label}" for change, label in rows[:_EXPLAINED]]
         if len(rows) > _EXPLAINED:
-            lines.append(f"... and {len(rows) - _EXPLAINED} more (the calls verdict lists them all)")
+            lines.append(
+                f"... and {len(rows) - _EXPLAINED} more (the calls verdict lists them all)"
+            )
         return lines

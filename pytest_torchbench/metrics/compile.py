@@ -9,13 +9,24 @@ graphs, or a break for a reason the baseline did not have, is a regression; fewe
 improvement (a stale baseline with ``--bench-fail-stale``). A break that only moved to another
 line (code edited above it) is shown, not failed.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..core.text import safe_number, safe_text
-from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict
+from ..core.vocabulary import (
+    IMPROVEMENT,
+    REGRESSION,
+    UNCHANGED,
+    Bars,
+    Heading,
+    Plot,
+    Policy,
+    Verdict,
+)
 from .base import MeasureContext, Metric
 
 #: Events kept per kind in a baseline (distinct ones; their counts are always complete).
@@ -33,15 +44,23 @@ def _events_from_json(data: Any, field: str) -> list[tuple[str, str, int]]:
     if not isinstance(data, list):
         raise ValueError(f"compile.{field} must be a list")
     if len(data) > _MAX_EVENTS:
-        raise ValueError(f"compile.{field} has {len(data)} entries; a save stores at most {_MAX_EVENTS}")
+        raise ValueError(
+            f"compile.{field} has {len(data)} entries; a save stores at most {_MAX_EVENTS}"
+        )
     events = []
     for item in data:
-        if not isinstance(item, Mapping) or not isinstance(item.get("reason"), str) or not isinstance(item.get("where"), str):
+        if (
+            not isinstance(item, Mapping)
+            or not isinstance(item.get("reason"), str)
+            or not isinstance(item.get("where"), str)
+        ):
             raise ValueError(f"compile.{field} entries need a text 'reason' and 'where'")
         for name in ("reason", "where"):
             if len(item[name]) > _MAX_TEXT:
-                raise ValueError(f"compile.{field} entries: {name!r} is {len(item[name])} characters; "
-                                 f"a save stores at most {_MAX_TEXT}")
+                raise ValueError(
+                    f"compile.{field} entries: {name!r} is {len(item[name])} characters; "
+                    f"a save stores at most {_MAX_TEXT}"
+                )
         count = item.get("count", 1)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ValueError(f"compile.{field} count must be a whole number >= 1, got {count!r}")
@@ -65,8 +84,11 @@ class CompileMetric:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "graphs": self.graphs, "graph_breaks": self.graph_breaks, "recompiles": self.recompiles,
-            "calls": self.calls, "breaks": _events_to_json(self.breaks[:_MAX_EVENTS]),
+            "graphs": self.graphs,
+            "graph_breaks": self.graph_breaks,
+            "recompiles": self.recompiles,
+            "calls": self.calls,
+            "breaks": _events_to_json(self.breaks[:_MAX_EVENTS]),
             "recompile_reasons": _events_to_json(self.recompile_reasons[:_MAX_EVENTS]),
         }
 
@@ -78,12 +100,19 @@ class CompileMetric:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"compile.{field} must be a whole number >= 0, got {value!r}")
             counts[field] = value
-        return cls(**counts, breaks=_events_from_json(data.get("breaks", []), "breaks"),
-                   recompile_reasons=_events_from_json(data.get("recompile_reasons", []), "recompile_reasons"))
+        return cls(
+            **counts,
+            breaks=_events_from_json(data.get("breaks", []), "breaks"),
+            recompile_reasons=_events_from_json(
+                data.get("recompile_reasons", []), "recompile_reasons"
+            ),
+        )
 
     def cell(self) -> str:
-        return (f"{self.graphs} graph{'s' if self.graphs != 1 else ''}, {self.graph_breaks} "
-                f"break{'s' if self.graph_breaks != 1 else ''}, {self.recompiles} recompile{'s' if self.recompiles != 1 else ''}")
+        return (
+            f"{self.graphs} graph{'s' if self.graphs != 1 else ''}, {self.graph_breaks} "
+            f"break{'s' if self.graph_breaks != 1 else ''}, {self.recompiles} recompile{'s' if self.recompiles != 1 else ''}"
+        )
 
 
 def _described(event: tuple[str, str, int]) -> str:
@@ -114,14 +143,21 @@ class Compile(Metric):
 
         warmup = context.options.warmup
         counts = dynamo.count_compiles(
-            fn, warmup=dynamo.DEFAULT_WARMUP if warmup is None else warmup,
-            before_first=context.before_region, rootdir=context.rootdir, before_each=context.before_each,
+            fn,
+            warmup=dynamo.DEFAULT_WARMUP if warmup is None else warmup,
+            before_first=context.before_region,
+            rootdir=context.rootdir,
+            before_each=context.before_each,
         )
         return CompileMetric(
-            graphs=counts.graphs, graph_breaks=len(counts.breaks), recompiles=len(counts.recompiles),
+            graphs=counts.graphs,
+            graph_breaks=len(counts.breaks),
+            recompiles=len(counts.recompiles),
             calls=counts.calls,
             breaks=[(event.where, event.reason, n) for event, n in dynamo.grouped(counts.breaks)],
-            recompile_reasons=[(event.where, event.reason, n) for event, n in dynamo.grouped(counts.recompiles)],
+            recompile_reasons=[
+                (event.where, event.reason, n) for event, n in dynamo.grouped(counts.recompiles)
+            ],
         )
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
@@ -129,13 +165,28 @@ class Compile(Metric):
         parts: list[str] = []
         details: list[str] = []
         for label, now, then, events_now, events_then in (
-            ("graph breaks", current.graph_breaks, baseline.graph_breaks, current.breaks, baseline.breaks),
-            ("recompiles", current.recompiles, baseline.recompiles, current.recompile_reasons,
-             baseline.recompile_reasons),
+            (
+                "graph breaks",
+                current.graph_breaks,
+                baseline.graph_breaks,
+                current.breaks,
+                baseline.breaks,
+            ),
+            (
+                "recompiles",
+                current.recompiles,
+                baseline.recompiles,
+                current.recompile_reasons,
+                baseline.recompile_reasons,
+            ),
             ("graphs", current.graphs, baseline.graphs, [], []),
         ):
             reasons_now, reasons_then = _by_reason(events_now), _by_reason(events_then)
-            new_reasons = [reason for reason in reasons_now if reasons_now[reason] > reasons_then.get(reason, 0)]
+            new_reasons = [
+                reason
+                for reason in reasons_now
+                if reasons_now[reason] > reasons_then.get(reason, 0)
+            ]
             changed = now != then and (then == 0 or abs(now - then) / then > limit)
             if not changed and not new_reasons:
                 continue
@@ -160,8 +211,17 @@ class Compile(Metric):
         else:
             status = UNCHANGED
             summary = current.cell()
-        return Verdict(key, self.name, status, float(self.headline(baseline)), float(self.headline(current)),
-                       limit, None, summary, details)
+        return Verdict(
+            key,
+            self.name,
+            status,
+            float(self.headline(baseline)),
+            float(self.headline(current)),
+            limit,
+            None,
+            summary,
+            details,
+        )
 
     def headline(self, value: Any) -> float:
         """Graph breaks plus recompilations: what a compiled model's author wants at 0."""
@@ -176,11 +236,16 @@ class Compile(Metric):
         return f"{safe_number(number, 'g')} breaks + recompiles"
 
     def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
-        return [(f"{prefix}compile.graphs", value.graphs), (f"{prefix}compile.graph_breaks", value.graph_breaks),
-                (f"{prefix}compile.recompiles", value.recompiles)]
+        return [
+            (f"{prefix}compile.graphs", value.graphs),
+            (f"{prefix}compile.graph_breaks", value.graph_breaks),
+            (f"{prefix}compile.recompiles", value.recompiles),
+        ]
 
     def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
         if not current.breaks and not (baseline is not None and baseline.breaks):
             return []
-        shown = [(f"{reason} at {where}", float(count)) for where, reason, count in current.breaks[:top]]
+        shown = [
+            (f"{reason} at {where}", float(count)) for where, reason, count in current.breaks[:top]
+        ]
         return [[Heading("torch.compile graph breaks"), Bars(shown, "breaks", neutral=True)]]

@@ -15,14 +15,24 @@ launch-bound.
 Marker keyword ``flush_l2=True`` overwrites the L2 cache before every call (as triton's
 ``do_bench`` does): for benchmarks whose inputs would otherwise stay in the cache across calls.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..core.vocabulary import (
-    IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Policy, Verdict, format_percent, format_seconds, round_sig,
+    IMPROVEMENT,
+    NOT_COMPARABLE,
+    REGRESSION,
+    UNCHANGED,
+    Policy,
+    Verdict,
+    format_percent,
+    format_seconds,
+    round_sig,
 )
 from .base import MeasureContext, Metric, SecondsDisplay
 
@@ -73,10 +83,13 @@ class GpuTimeMetric:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "device_seconds": round_sig(self.device_seconds), "device_median": round_sig(self.device_median),
+            "device_seconds": round_sig(self.device_seconds),
+            "device_median": round_sig(self.device_median),
             "device_iqr": round_sig(self.device_iqr),
-            "host_seconds": round_sig(self.host_seconds), "launches_per_call": round_sig(self.launches),
-            "calls": int(self.calls), "flush_l2": bool(self.flush_l2),
+            "host_seconds": round_sig(self.host_seconds),
+            "launches_per_call": round_sig(self.launches),
+            "calls": int(self.calls),
+            "flush_l2": bool(self.flush_l2),
             **({} if self.sm_clock_mhz is None else {"sm_clock_mhz": round_sig(self.sm_clock_mhz)}),
         }
 
@@ -93,7 +106,9 @@ class GpuTimeMetric:
             try:
                 number = float(value)
             except OverflowError:
-                raise ValueError(f"gpu_time.{field} must be a finite number >= 0, got a number too large") from None
+                raise ValueError(
+                    f"gpu_time.{field} must be a finite number >= 0, got a number too large"
+                ) from None
             if not math.isfinite(number) or number < 0:
                 raise ValueError(f"gpu_time.{field} must be a finite number >= 0, got {number!r}")
             return number
@@ -103,10 +118,20 @@ class GpuTimeMetric:
             raise ValueError(f"gpu_time.calls must be a whole number >= 1, got {calls!r}")
         clock = number("sm_clock_mhz") if data.get("sm_clock_mhz") is not None else None
         if clock is not None and not CLOCK_RANGE_MHZ[0] <= clock <= CLOCK_RANGE_MHZ[1]:
-            raise ValueError(f"gpu_time.sm_clock_mhz must be between {CLOCK_RANGE_MHZ[0]:g} and "
-                             f"{CLOCK_RANGE_MHZ[1]:g} (MHz), got {clock!r}")
-        return cls(number("device_seconds"), number("device_median"), number("device_iqr"),
-                   number("host_seconds"), number("launches_per_call"), int(calls), flush, clock)
+            raise ValueError(
+                f"gpu_time.sm_clock_mhz must be between {CLOCK_RANGE_MHZ[0]:g} and "
+                f"{CLOCK_RANGE_MHZ[1]:g} (MHz), got {clock!r}"
+            )
+        return cls(
+            number("device_seconds"),
+            number("device_median"),
+            number("device_iqr"),
+            number("host_seconds"),
+            number("launches_per_call"),
+            int(calls),
+            flush,
+            clock,
+        )
 
 
 def describe_launch_bound(value: GpuTimeMetric) -> str | None:
@@ -115,14 +140,18 @@ def describe_launch_bound(value: GpuTimeMetric) -> str | None:
     if share is None or share >= LAUNCH_BOUND_SHARE or value.launches == 0:
         return None
     overhead = max(0.0, value.host_seconds - value.device_seconds)
-    return (f"launch-bound: the device is busy {format_seconds(value.device_seconds)} of the call's "
-            f"{format_seconds(value.host_seconds)} on the host ({share * 100:.0f}%), "
-            f"{value.launches:g} launches per call, about {format_seconds(overhead)} of host overhead per call; "
-            "its wall time follows the host, gate it on gpu_time")
+    return (
+        f"launch-bound: the device is busy {format_seconds(value.device_seconds)} of the call's "
+        f"{format_seconds(value.host_seconds)} on the host ({share * 100:.0f}%), "
+        f"{value.launches:g} launches per call, about {format_seconds(overhead)} of host overhead per call; "
+        "its wall time follows the host, gate it on gpu_time"
+    )
 
 
-_CLOCK_ADVICE = ("what to do: hold the GPU's clocks fixed while benchmarking (nvidia-smi --lock-gpu-clocks, "
-                 "as root), or judge this benchmark on the kernels mode (counts do not follow the clock)")
+_CLOCK_ADVICE = (
+    "what to do: hold the GPU's clocks fixed while benchmarking (nvidia-smi --lock-gpu-clocks, "
+    "as root), or judge this benchmark on the kernels mode (counts do not follow the clock)"
+)
 
 
 def _too_far_apart(one: float, other: float) -> bool:
@@ -185,8 +214,10 @@ class GpuTime(SecondsDisplay, Metric):
 
         if profiler.cuda_usable():
             return None
-        return ("--bench-mode=gpu_time measures device time, but there is no CUDA device here "
-                "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave 'gpu_time' out")
+        return (
+            "--bench-mode=gpu_time measures device time, but there is no CUDA device here "
+            "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave 'gpu_time' out"
+        )
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> GpuTimeMetric:
         from ..engines.profiler import kernels
@@ -201,14 +232,30 @@ class GpuTime(SecondsDisplay, Metric):
             before = kernels.settle(call, _SUSTAINED_SECONDS, _SETTLE_MOST_SECONDS)
         else:  # a call this slow is sustained work itself
             before = kernels.sm_clock_mhz()
-        readings: list[int | None] = []  # the clock right after the profiled calls, before the profiler stops
+        readings: list[
+            int | None
+        ] = []  # the clock right after the profiled calls, before the profiler stops
         # As many calls as fit in _TARGET_SECONDS; for slow calls (a second and more) at least 3,
         # so a benchmark costs a few of its calls, not _LEAST_CALLS of them.
-        least = max(3, min(_LEAST_CALLS, int(_SLOW_BUDGET_SECONDS / per_call) if per_call > 0 else _LEAST_CALLS))
-        calls = max(least, min(_MOST_CALLS, int(_TARGET_SECONDS / per_call) if per_call > 0 else _MOST_CALLS))
-        profile = kernels.measure_device(fn, iterations=calls, warmup=1, before_region=context.before_region,
-                                         before_each=each, flush_l2=flush_l2,
-                                         after_calls=lambda: readings.append(kernels.sm_clock_mhz()))
+        least = max(
+            3,
+            min(
+                _LEAST_CALLS, int(_SLOW_BUDGET_SECONDS / per_call) if per_call > 0 else _LEAST_CALLS
+            ),
+        )
+        calls = max(
+            least,
+            min(_MOST_CALLS, int(_TARGET_SECONDS / per_call) if per_call > 0 else _MOST_CALLS),
+        )
+        profile = kernels.measure_device(
+            fn,
+            iterations=calls,
+            warmup=1,
+            before_region=context.before_region,
+            before_each=each,
+            flush_l2=flush_l2,
+            after_calls=lambda: readings.append(kernels.sm_clock_mhz()),
+        )
         device = [ns / 1e9 for ns in profile.device_ns()]
         median, iqr = kernels.median_and_iqr(device)
         host, _ = kernels.median_and_iqr([ns / 1e9 for ns in profile.host_ns()])
@@ -222,10 +269,18 @@ class GpuTime(SecondsDisplay, Metric):
         if current.flush_l2 != baseline.flush_l2:
             # A cold cache against a warm one says nothing about the code: not comparable, as a
             # changed environment is (strict mode fails it).
-            verdict = Verdict(key, self.name, NOT_COMPARABLE, then, now, limit, None,
-                              f"gpu_time: measured with flush_l2={current.flush_l2}, the baseline with "
-                              f"flush_l2={baseline.flush_l2} (re-save the baseline)",
-                              [f"flush_l2: {baseline.flush_l2} -> {current.flush_l2}"])
+            verdict = Verdict(
+                key,
+                self.name,
+                NOT_COMPARABLE,
+                then,
+                now,
+                limit,
+                None,
+                f"gpu_time: measured with flush_l2={current.flush_l2}, the baseline with "
+                f"flush_l2={baseline.flush_l2} (re-save the baseline)",
+                [f"flush_l2: {baseline.flush_l2} -> {current.flush_l2}"],
+            )
             verdict.failed = policy.strict_environment
             return verdict
         if then > 0:
@@ -236,17 +291,23 @@ class GpuTime(SecondsDisplay, Metric):
         clocks = clock_bounds(current, baseline) if math.isfinite(delta) else None
         weighed = weigh_clocks(1.0 + delta, limit, *clocks) if clocks is not None else status
         shown = format_percent(delta) if math.isfinite(delta) else "new"
-        summary = (f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call "
-                   f"({shown}, limit {limit * 100:g}%; fastest of {current.calls} calls, median "
-                   f"{format_seconds(baseline.device_median)} -> {format_seconds(current.device_median)})")
-        details = [f"launches per call {baseline.launches:g} -> {current.launches:g}; host span per call "
-                   f"{format_seconds(baseline.host_seconds)} -> {format_seconds(current.host_seconds)}"]
+        summary = (
+            f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call "
+            f"({shown}, limit {limit * 100:g}%; fastest of {current.calls} calls, median "
+            f"{format_seconds(baseline.device_median)} -> {format_seconds(current.device_median)})"
+        )
+        details = [
+            f"launches per call {baseline.launches:g} -> {current.launches:g}; host span per call "
+            f"{format_seconds(baseline.host_seconds)} -> {format_seconds(current.host_seconds)}"
+        ]
         if then == 0 and now == 0:
             details.append("no device work: the call launches no kernel, memcpy or memset")
         spread = current.device_iqr / current.device_median if current.device_median > 0 else 0.0
         if spread > limit / 2:
-            details.append(f"noisy: the device time's IQR is {spread * 100:.1f}% of its median "
-                           f"over {current.calls} calls, against a {limit * 100:g}% limit")
+            details.append(
+                f"noisy: the device time's IQR is {spread * 100:.1f}% of its median "
+                f"over {current.calls} calls, against a {limit * 100:g}% limit"
+            )
         bound = describe_launch_bound(current)
         if bound:
             details.append(bound)
@@ -261,14 +322,27 @@ class GpuTime(SecondsDisplay, Metric):
                 clock_line += ": too far apart for a clock state of one GPU; judged as measured"
             details.insert(0, clock_line)
         elif (current.sm_clock_mhz is None) != (baseline.sm_clock_mhz is None):
-            details.insert(0, "SM clock not recorded in " + ("this run" if current.sm_clock_mhz is None else
-                                                              "the baseline") + " (NVML: pip install nvidia-ml-py)")
+            details.insert(
+                0,
+                "SM clock not recorded in "
+                + ("this run" if current.sm_clock_mhz is None else "the baseline")
+                + " (NVML: pip install nvidia-ml-py)",
+            )
         if weighed is None:
-            verdict = Verdict(key, self.name, NOT_COMPARABLE, then, now, limit, None,
-                              f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call ({shown}), not "
-                              f"judged: the GPU's SM clock was {current.sm_clock_mhz:.0f} MHz, against "
-                              f"{baseline.sm_clock_mhz:.0f} MHz in the baseline, and a slowdown beyond the {limit * 100:g}% "
-                              "limit may hide behind that", [*details, _CLOCK_ADVICE])
+            verdict = Verdict(
+                key,
+                self.name,
+                NOT_COMPARABLE,
+                then,
+                now,
+                limit,
+                None,
+                f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call ({shown}), not "
+                f"judged: the GPU's SM clock was {current.sm_clock_mhz:.0f} MHz, against "
+                f"{baseline.sm_clock_mhz:.0f} MHz in the baseline, and a slowdown beyond the {limit * 100:g}% "
+                "limit may hide behind that",
+                [*details, _CLOCK_ADVICE],
+            )
             verdict.failed = policy.strict_environment
             return verdict
         return Verdict(key, self.name, weighed, then, now, limit, None, summary, details)
@@ -278,10 +352,14 @@ class GpuTime(SecondsDisplay, Metric):
             return []
         then, now = baseline.device_seconds, current.device_seconds
         change = format_percent(now / then - 1.0) if then > 0 else "new"
-        return [f"device time per call {format_seconds(then)} -> {format_seconds(now)} ({change}, gpu_time); "
-                f"launches per call {baseline.launches:g} -> {current.launches:g}"]
+        return [
+            f"device time per call {format_seconds(then)} -> {format_seconds(now)} ({change}, gpu_time); "
+            f"launches per call {baseline.launches:g} -> {current.launches:g}"
+        ]
 
-    def excuse_other(self, failed: Verdict, own: Verdict, current: Any, baseline: Any) -> str | None:
+    def excuse_other(
+        self, failed: Verdict, own: Verdict, current: Any, baseline: Any
+    ) -> str | None:
         # Launch-bound on both sides (a host slowdown can make a benchmark launch-bound), the same
         # launches per call, and a wall-time slowdown within what the host's noise was seen to do.
         # failed.delta is against the latest saved run's fastest block; time fails on the slowest
@@ -294,22 +372,28 @@ class GpuTime(SecondsDisplay, Metric):
         if delta is None or delta > HOST_NOISE:
             return None
         share = current.busy_share or 0.0
-        return (f"launch-bound, device time unchanged (gpu_time): the device busy {share * 100:.0f}% of the "
-                f"call's {format_seconds(current.host_seconds)} on the host and the launches per call the same, so "
-                f"the wall-time change is the host's, whose speed moved such benchmarks by up to "
-                f"{HOST_NOISE * 100:.0f}% between processes with the same code. A slowdown of the host's own code up "
-                "to that passes here too: gate the host's work on ops or calls, or judge wall time against a base "
-                "measured alternately in the same job (--bench-base=measure with --bench-rounds of 2 or more)")
+        return (
+            f"launch-bound, device time unchanged (gpu_time): the device busy {share * 100:.0f}% of the "
+            f"call's {format_seconds(current.host_seconds)} on the host and the launches per call the same, so "
+            f"the wall-time change is the host's, whose speed moved such benchmarks by up to "
+            f"{HOST_NOISE * 100:.0f}% between processes with the same code. A slowdown of the host's own code up "
+            "to that passes here too: gate the host's work on ops or calls, or judge wall time against a base "
+            "measured alternately in the same job (--bench-base=measure with --bench-rounds of 2 or more)"
+        )
 
     def headline(self, value: Any) -> float:
         return value.device_seconds  # type: ignore[no-any-return]
 
     def cell(self, value: Any, scale: float) -> str:
-        text = (f"{value.device_seconds / scale:.4g} ({value.device_median / scale:.4g} "
-                f"\u00b1 {value.device_iqr / scale:.2g})")
+        text = (
+            f"{value.device_seconds / scale:.4g} ({value.device_median / scale:.4g} "
+            f"\u00b1 {value.device_iqr / scale:.2g})"
+        )
         return text + (" (launch-bound)" if describe_launch_bound(value) else "")
 
     def junit_properties(self, value: Any, prefix: str) -> list[tuple[str, object]]:
-        return [(f"{prefix}gpu_time.device_seconds", round_sig(value.device_seconds)),
-                (f"{prefix}gpu_time.host_seconds", round_sig(value.host_seconds)),
-                (f"{prefix}gpu_time.launches_per_call", round_sig(value.launches))]
+        return [
+            (f"{prefix}gpu_time.device_seconds", round_sig(value.device_seconds)),
+            (f"{prefix}gpu_time.host_seconds", round_sig(value.host_seconds)),
+            (f"{prefix}gpu_time.launches_per_call", round_sig(value.launches)),
+        ]

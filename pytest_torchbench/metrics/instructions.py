@@ -14,18 +14,30 @@ function names (standardized for baselines, shortened for people). The pytest gl
 tests in launched xdist workers (``pytest/workers.py``) is generic: it only asks
 :meth:`Instructions.worker_launch`.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import os
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..core.text import finite, safe_number
 from ..core.vocabulary import (
-    IMPROVEMENT, NOT_COMPARABLE, REGRESSION, UNCHANGED, Bars, Heading, Plot, Policy, Verdict, format_percent, round_sig,
+    IMPROVEMENT,
+    NOT_COMPARABLE,
+    REGRESSION,
+    UNCHANGED,
+    Bars,
+    Heading,
+    Plot,
+    Policy,
+    Verdict,
+    format_percent,
+    round_sig,
 )
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
@@ -43,8 +55,12 @@ TYPE_CACHE_MISS = "find_name_in_mro"
 #: Python-heavy library when a collision appeared (docs/design/counting.md, "Type-cache misses
 #: are kept apart"). On hits their cost follows the number of lookups, as the rest of the count does
 #: (what that hides: the same document). The last two are 3.14's, from its headers, not measured.
-TYPE_CACHE_LOOKUPS = ("_PyType_Lookup", "_PyType_LookupRef", "_PyType_LookupRefAndVersion",
-                      "_PyType_LookupStackRefAndVersion")
+TYPE_CACHE_LOOKUPS = (
+    "_PyType_Lookup",
+    "_PyType_LookupRef",
+    "_PyType_LookupRefAndVersion",
+    "_PyType_LookupStackRefAndVersion",
+)
 
 #: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
 DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
@@ -141,12 +157,17 @@ def take_test_plan() -> tuple[int, int] | None:
     return plan
 
 
-def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, warmup: int | None,
-                                num_threads: int,
-                                before_warmup: Callable[[], None] | None = None,
-                                before_region: Callable[[], None] | None = None,
-                                before_each: Callable[[], None] | None = None,
-                                plan: tuple[int, int] | None = None) -> InstructionsMetric:
+def count_region_for_controller(
+    fn: Callable[[], Any],
+    *,
+    number: int | None,
+    warmup: int | None,
+    num_threads: int,
+    before_warmup: Callable[[], None] | None = None,
+    before_region: Callable[[], None] | None = None,
+    before_each: Callable[[], None] | None = None,
+    plan: tuple[int, int] | None = None,
+) -> InstructionsMetric:
     """Count ``fn`` and hand the unread dump to the controller (``InstructionsMetric.dump``).
 
     Why: reading a dump (a pure-Python parse) under valgrind was most of the marginal cost of a
@@ -157,9 +178,17 @@ def count_region_for_controller(fn: Callable[[], Any], *, number: int | None, wa
     """
     from ..engines.callgrind import collect
 
-    region = collect.count_region(fn, number=number, warmup=warmup, out_dir=_dump_dir(),
-                                  num_threads=num_threads, before_warmup=before_warmup,
-                                  before_region=before_region, before_each=before_each, plan=plan)
+    region = collect.count_region(
+        fn,
+        number=number,
+        warmup=warmup,
+        out_dir=_dump_dir(),
+        num_threads=num_threads,
+        before_warmup=before_warmup,
+        before_region=before_region,
+        before_each=before_each,
+        plan=plan,
+    )
     return InstructionsMetric.pending(str(region.dump), region.number, region.warmup)
 
 
@@ -224,9 +253,15 @@ class InstructionsMetric:
         return _stable_function_name(name)
 
     @classmethod
-    def from_counts(cls, exclusive: Mapping[str, int], total: int, number: int,
-                    warmup: int | None = None, type_cache_misses: int = 0,
-                    type_cache_lookups: int = 0) -> InstructionsMetric:
+    def from_counts(
+        cls,
+        exclusive: Mapping[str, int],
+        total: int,
+        number: int,
+        warmup: int | None = None,
+        type_cache_misses: int = 0,
+        type_cache_lookups: int = 0,
+    ) -> InstructionsMetric:
         """From raw exclusive counts over ``number`` calls (names as Callgrind's reader spells them);
         ``type_cache_misses`` and ``type_cache_lookups`` (over the ``number`` calls) are taken off
         the total."""
@@ -247,9 +282,14 @@ class InstructionsMetric:
             functions[cls.OTHER] = rest / number
         misses = min(max(type_cache_misses, 0), total)
         lookups = min(max(type_cache_lookups, 0), total - misses)
-        return cls(instructions_per_run=(total - misses - lookups) / number, number_per_run=number,
-                   functions=functions, warmup=warmup, type_cache_misses=misses / number,
-                   type_cache_lookups=lookups / number)
+        return cls(
+            instructions_per_run=(total - misses - lookups) / number,
+            number_per_run=number,
+            functions=functions,
+            warmup=warmup,
+            type_cache_misses=misses / number,
+            type_cache_lookups=lookups / number,
+        )
 
     @classmethod
     def from_stats(cls, stats: Any, warmup: int | None = None) -> InstructionsMetric:
@@ -262,7 +302,9 @@ class InstructionsMetric:
     @classmethod
     def pending(cls, dump: str, number: int, warmup: int | None) -> InstructionsMetric:
         """A region counted in this process whose dump the controller will read."""
-        return cls(instructions_per_run=0.0, number_per_run=number, functions={}, warmup=warmup, dump=dump)
+        return cls(
+            instructions_per_run=0.0, number_per_run=number, functions={}, warmup=warmup, dump=dump
+        )
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -299,7 +341,9 @@ class InstructionsMetric:
         """The per-function counts as torch's FunctionCounts, so ``delta``/``filter`` work on baselines."""
         from .._compat import function_counts_from_dict
 
-        return function_counts_from_dict({name: int(round(count)) for name, count in self.functions.items()})
+        return function_counts_from_dict(
+            {name: int(round(count)) for name, count in self.functions.items()}
+        )
 
 
 #: Frames whose counts move with locking and thread hand-over rather than with the benchmark's own
@@ -351,8 +395,10 @@ def short_function_name(name: str, width: int = 90) -> str:
 
 
 #: Namespaces that say nothing a reader needs to tell torch's functions apart.
-_NOISE_NAMESPACE = re.compile(r"\b(?:at|c10|std|native|detail|impl|vec|internal|AVX2|AVX512|DEFAULT|__detail|"
-                              r"__cxx11)::")
+_NOISE_NAMESPACE = re.compile(
+    r"\b(?:at|c10|std|native|detail|impl|vec|internal|AVX2|AVX512|DEFAULT|__detail|"
+    r"__cxx11)::"
+)
 _CLONE_SUFFIX = re.compile(r"(?:\s*\[clone [^\]]*\])+$")
 
 
@@ -396,7 +442,7 @@ def _without_parameters(text: str) -> str:
     while i < len(text):
         char = text[i]
         if char == "(":
-            if "".join(out[-8:]) == "operator" and text[i + 1: i + 2] == ")":
+            if "".join(out[-8:]) == "operator" and text[i + 1 : i + 2] == ")":
                 out.append("()")
                 i += 2
                 continue
@@ -474,7 +520,9 @@ def _depths(text: str) -> list[int]:
 _OTHER_SHOWN = f"{InstructionsMetric.OTHER} (the functions outside those each run keeps, summed)"
 
 
-def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, float], top: int = 8) -> list[str]:
+def top_function_changes(
+    current: Mapping[str, float], baseline: Mapping[str, float], top: int = 8
+) -> list[str]:
     """The functions whose exclusive counts per run changed most, as ``FunctionCounts.delta`` shows.
 
     Ranked by the absolute change per run, largest first, leaving out lock/GIL/thread-local
@@ -487,29 +535,43 @@ def top_function_changes(current: Mapping[str, float], baseline: Mapping[str, fl
         if round(change) != 0:
             changes[name] = change
     noise = {name: change for name, change in changes.items() if _NOISE_FRAME.search(name)}
-    ordered = sorted(((n, c) for n, c in changes.items() if n not in noise),
-                     key=lambda item: (-abs(item[1]), item[0]))[:top]
-    rows = [(round(change), _OTHER_SHOWN if name == InstructionsMetric.OTHER else short_function_name(name))
-            for name, change in ordered]
+    ordered = sorted(
+        ((n, c) for n, c in changes.items() if n not in noise),
+        key=lambda item: (-abs(item[1]), item[0]),
+    )[:top]
+    rows = [
+        (
+            round(change),
+            _OTHER_SHOWN if name == InstructionsMetric.OTHER else short_function_name(name),
+        )
+        for name, change in ordered
+    ]
     noise_total = round(sum(noise.values()))
     if noise and noise_total:
-        names = [short_function_name(n, 40) for n, _ in sorted(noise.items(), key=lambda i: (-abs(i[1]), i[0]))]
+        names = [
+            short_function_name(n, 40)
+            for n, _ in sorted(noise.items(), key=lambda i: (-abs(i[1]), i[0]))
+        ]
         listed = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
         rows.append((noise_total, f"in {len(noise)} lock/GIL/thread-local frame(s): {listed}"))
     width = max((len(f"{change:+,}") for change, _ in rows), default=0)
     return [f"{change:>+{width},}  {label}" for change, label in rows]
 
 
-def type_cache_line(current: InstructionsMetric, baseline: InstructionsMetric, counted: float) -> list[str]:
+def type_cache_line(
+    current: InstructionsMetric, baseline: InstructionsMetric, counted: float
+) -> list[str]:
     """A line naming the type-cache misses when they moved by more than a thousandth of the count: they
     are not counted (their cost follows memory layout), but a reader of the function table above
     must know why dict lookups moved without the count moving."""
     moved = current.type_cache_misses - baseline.type_cache_misses
     if counted <= 0 or abs(moved) < counted * 0.001:
         return []
-    return [f"type-cache misses (not counted: they follow memory layout, not the code): "
-            f"{baseline.type_cache_misses:,.0f} -> {current.type_cache_misses:,.0f} instructions per run "
-            f"in {TYPE_CACHE_MISS} and the dict lookups it makes"]
+    return [
+        f"type-cache misses (not counted: they follow memory layout, not the code): "
+        f"{baseline.type_cache_misses:,.0f} -> {current.type_cache_misses:,.0f} instructions per run "
+        f"in {TYPE_CACHE_MISS} and the dict lookups it makes"
+    ]
 
 
 def _cache_dir() -> Path:
@@ -538,12 +600,18 @@ class CallgrindLaunch(WorkerLaunch):
             raise LaunchUnavailable(str(exc)) from None
         self.allocator = callgrind.build_allocator(_cache_dir())
 
-    def command(self, python: str, folder: Path, environ: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    def command(
+        self, python: str, folder: Path, environ: Mapping[str, str]
+    ) -> tuple[list[str], dict[str, str]]:
         from ..engines.callgrind.spec import CountedProcessSpec
 
-        spec = CountedProcessSpec.build(python, folder, allocator=self.allocator,
-                                        valgrind_version=self.valgrind_version,
-                                        extra_environment={DUMP_DIR_VARIABLE: str(folder)})
+        spec = CountedProcessSpec.build(
+            python,
+            folder,
+            allocator=self.allocator,
+            valgrind_version=self.valgrind_version,
+            extra_environment={DUMP_DIR_VARIABLE: str(folder)},
+        )
         return spec.command(environ)
 
     def finish(self, data: dict[str, Any], folder: Path) -> dict[str, Any]:
@@ -553,7 +621,10 @@ class CallgrindLaunch(WorkerLaunch):
         if not data.get("dump"):
             return data
         from ..engines.callgrind.parse import (
-            exclusive_cost_of, exclusive_counts, inclusive_cost_of, parse_callgrind_file,
+            exclusive_cost_of,
+            exclusive_counts,
+            inclusive_cost_of,
+            parse_callgrind_file,
         )
 
         path = Path(str(data["dump"]))
@@ -565,12 +636,18 @@ class CallgrindLaunch(WorkerLaunch):
         lookups = exclusive_cost_of(parts, *TYPE_CACHE_LOOKUPS)
         path.unlink()
         warmup = data.get("warmup")
-        return InstructionsMetric.from_counts(exclusive, total, int(data["number_per_run"]),
-                                              int(warmup) if warmup is not None else None,
-                                              type_cache_misses=misses, type_cache_lookups=lookups).to_json()
+        return InstructionsMetric.from_counts(
+            exclusive,
+            total,
+            int(data["number_per_run"]),
+            int(warmup) if warmup is not None else None,
+            type_cache_misses=misses,
+            type_cache_lookups=lookups,
+        ).to_json()
 
-    def hand_over(self, entries: Mapping[str, Any] | None, folder: Path,
-                  environ: Mapping[str, str]) -> dict[str, str]:
+    def hand_over(
+        self, entries: Mapping[str, Any] | None, folder: Path, environ: Mapping[str, str]
+    ) -> dict[str, str]:
         """:data:`PLANS_VARIABLE`: the baseline's numbers of calls, one file per test in the run's
         folder (:func:`write_plans`), so that each benchmark is counted over the number its
         baseline was. Nothing when the variable is already set: a base run or a re-run keeps its
@@ -638,9 +715,21 @@ class Instructions(Metric):
     help = "Callgrind"
     default_limit = 0.01
     comparability_facts = (
-        "python", "python_build", "python_compiler", "torch", "torch_git", "torch_debug",
-        "cpu_capability", "machine", "libc", "pythonmalloc", "num_threads", "valgrind", "allocator",
-        "pythonhashseed", "counting_method",
+        "python",
+        "python_build",
+        "python_compiler",
+        "torch",
+        "torch_git",
+        "torch_debug",
+        "cpu_capability",
+        "machine",
+        "libc",
+        "pythonmalloc",
+        "num_threads",
+        "valgrind",
+        "allocator",
+        "pythonhashseed",
+        "counting_method",
     )
     positive_fields = ("instructions_per_run",)
     number_fields = ("instructions_per_run", "functions")
@@ -670,23 +759,36 @@ class Instructions(Metric):
         if options.number is not None or options.warmup is not None:
             plan = None
         # Seeded once, before the warm-up (see callgrind.count_region); pedantic's setup before both.
-        return count_region_for_controller(fn, number=options.number, warmup=options.warmup,
-                                           num_threads=options.num_threads, before_warmup=context.seed,
-                                           before_region=context.setup, before_each=context.before_each,
-                                           plan=plan)
+        return count_region_for_controller(
+            fn,
+            number=options.number,
+            warmup=options.warmup,
+            num_threads=options.num_threads,
+            before_warmup=context.seed,
+            before_region=context.setup,
+            before_each=context.before_each,
+            plan=plan,
+        )
 
     def worker_launch(self) -> CallgrindLaunch:
         return CallgrindLaunch()
 
-    def measure_timer_call(self, fn: Callable[[], Any], number: int, task_spec: Any,
-                           context: MeasureContext) -> tuple[Any, InstructionsMetric]:
+    def measure_timer_call(
+        self, fn: Callable[[], Any], number: int, task_spec: Any, context: MeasureContext
+    ) -> tuple[Any, InstructionsMetric]:
         """``bench_timer(...).collect_callgrind()``: counted in this worker (seconds, not the tens
         of seconds of torch's own), and the dump read here, under valgrind, since the caller wants
         torch's ``CallgrindStats`` itself."""
         from ..engines.callgrind import collect
 
-        stats = collect.measure(fn, number=number, warmup=context.options.warmup, task_spec=task_spec,
-                                out_dir=_dump_dir(), before_warmup=context.seed)
+        stats = collect.measure(
+            fn,
+            number=number,
+            warmup=context.options.warmup,
+            task_spec=task_spec,
+            out_dir=_dump_dir(),
+            before_warmup=context.seed,
+        )
         return stats, InstructionsMetric.from_stats(stats)
 
     def environment_facts(self) -> Mapping[str, str]:
@@ -706,10 +808,21 @@ class Instructions(Metric):
             # another one means the marker's number changed, the baseline's plan was not followed
             # (work more than one bucket away: collect.plan_followed), or it was not handed over
             # (a test with several recordings).
-            summary = (f"instructions: counted over {current.number_per_run} calls, the baseline over "
-                       f"{baseline.number_per_run} (re-save the baseline)")
-            verdict = Verdict(key, "instructions", NOT_COMPARABLE, then, now, limit, None, summary,
-                              [f"number_per_run: {baseline.number_per_run} -> {current.number_per_run}"])
+            summary = (
+                f"instructions: counted over {current.number_per_run} calls, the baseline over "
+                f"{baseline.number_per_run} (re-save the baseline)"
+            )
+            verdict = Verdict(
+                key,
+                "instructions",
+                NOT_COMPARABLE,
+                then,
+                now,
+                limit,
+                None,
+                summary,
+                [f"number_per_run: {baseline.number_per_run} -> {current.number_per_run}"],
+            )
             verdict.failed = policy.strict_environment
             return verdict
         status = REGRESSION if delta > limit else IMPROVEMENT if delta < -limit else UNCHANGED
@@ -721,12 +834,18 @@ class Instructions(Metric):
         if status != UNCHANGED:
             changes = top_function_changes(current.functions, baseline.functions)
             if changes:
-                details = ["top functions by change (instructions per run, largest |change| first; "
-                           "lock/GIL frames summed last):", *changes]
+                details = [
+                    "top functions by change (instructions per run, largest |change| first; "
+                    "lock/GIL frames summed last):",
+                    *changes,
+                ]
         details += type_cache_line(current, baseline, then)
         if numbers_differ:
-            details.insert(0, f"counted over {current.number_per_run} calls, the baseline over "
-                              f"{baseline.number_per_run}: a change far beyond what the number of calls moves")
+            details.insert(
+                0,
+                f"counted over {current.number_per_run} calls, the baseline over "
+                f"{baseline.number_per_run}: a change far beyond what the number of calls moves",
+            )
         return Verdict(key, "instructions", status, then, now, limit, None, summary, details)
 
     def headline(self, value: Any) -> float:
@@ -742,17 +861,28 @@ class Instructions(Metric):
         if baseline is None:
             return []
         total = current.instructions_per_run - baseline.instructions_per_run
-        title = Heading(f"instructions per run: {self.format_value(baseline.instructions_per_run)} \u2192 "
-                        f"{self.format_value(current.instructions_per_run)} ({safe_number(total, '+,.0f')})")
+        title = Heading(
+            f"instructions per run: {self.format_value(baseline.instructions_per_run)} \u2192 "
+            f"{self.format_value(current.instructions_per_run)} ({safe_number(total, '+,.0f')})"
+        )
         if not changed:  # a benchmark that did not change needs no function bars
             return [[title]]
         changes = {
             name: current.functions.get(name, 0.0) - baseline.functions.get(name, 0.0)
             for name in set(current.functions) | set(baseline.functions)
         }
-        ordered = sorted(((n, c) for n, c in changes.items() if finite(c) and round(c) != 0),
-                         key=lambda i: (-abs(i[1]), i[0]))
-        ordered = [(short_function_name(n), c) for n, c in ordered]  # full names stay in the baseline
-        return [[title, Bars([("total", total)], "instructions per run", label_width=120),
-                 Heading("top changed functions (exclusive instructions per run)"),
-                 Bars(ordered[:top], "instructions per run")]]
+        ordered = sorted(
+            ((n, c) for n, c in changes.items() if finite(c) and round(c) != 0),
+            key=lambda i: (-abs(i[1]), i[0]),
+        )
+        ordered = [
+            (short_function_name(n), c) for n, c in ordered
+        ]  # full names stay in the baseline
+        return [
+            [
+                title,
+                Bars([("total", total)], "instructions per run", label_width=120),
+                Heading("top changed functions (exclusive instructions per run)"),
+                Bars(ordered[:top], "instructions per run"),
+            ]
+        ]

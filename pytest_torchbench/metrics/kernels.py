@@ -5,13 +5,25 @@ decided by the code and the libraries' algorithm choice, not by load, so the cou
 exactly: any change beyond the limit (default 0) fails and the failure names the kernels. A new
 kernel (a fused one split in two, an extra copy to the device) shows as a line of its own.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..core.text import safe_text
-from .base import LineChanges, MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json, on_changed_line, sites_text
+from .base import (
+    LineChanges,
+    MeasureContext,
+    Metric,
+    NamedCounts,
+    changed_counts,
+    counts_from_json,
+    counts_to_json,
+    on_changed_line,
+    sites_text,
+)
 
 
 @dataclasses.dataclass
@@ -39,7 +51,7 @@ def display_name(kernel: str) -> str:
             depth += 1
         elif char == ">":
             depth -= 1
-        elif char == "(" and depth == 0 and name[index - 1:index] == ">":
+        elif char == "(" and depth == 0 and name[index - 1 : index] == ">":
             return name[:index]
     return name
 
@@ -64,17 +76,30 @@ class Kernels(NamedCounts, Metric):
 
         if profiler.cuda_usable():
             return None
-        return ("--bench-mode=kernels counts CUDA kernel launches, but there is no CUDA device here "
-                "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave 'kernels' out")
+        return (
+            "--bench-mode=kernels counts CUDA kernel launches, but there is no CUDA device here "
+            "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave 'kernels' out"
+        )
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> KernelsMetric:
         from ..engines import profiler
 
-        return KernelsMetric(profiler.count_kernels(fn, before_region=context.before_region,
-                                                    before_each=context.before_each))
+        return KernelsMetric(
+            profiler.count_kernels(
+                fn, before_region=context.before_region, before_each=context.before_each
+            )
+        )
 
-    def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
-                limit: float, root: Any, changed: LineChanges | None = None) -> list[str]:
+    def explain(
+        self,
+        fn: Callable[[], Any],
+        context: MeasureContext,
+        current: Any,
+        baseline: Any,
+        limit: float,
+        root: Any,
+        changed: LineChanges | None = None,
+    ) -> list[str]:
         """The changed kernels, each with the op that launches it now and the user's line that calls
         that op (one on a line edited since the baseline's revision first, tagged: ``changed``): two
         more runs of ``fn`` (one profiling the device, one tagging torch calls), for a failed
@@ -83,8 +108,13 @@ class Kernels(NamedCounts, Metric):
         from ..engines.sites import own_dirs
 
         launchers = profiler.kernel_launchers(fn, before_region=context.before_region)
-        sites = profiler.op_call_sites(fn, root=root, before_region=context.before_region,
-                                       own=own_dirs(context.own_packages), caller=context.caller)
+        sites = profiler.op_call_sites(
+            fn,
+            root=root,
+            before_region=context.before_region,
+            own=own_dirs(context.own_packages),
+            caller=context.caller,
+        )
         lines = []
         for kernel, then, now in changed_counts(current.kernels, baseline.kernels, limit):
             line = f"{safe_text(display_name(kernel))} {then:g} -> {now:g} per call"
@@ -94,12 +124,16 @@ class Kernels(NamedCounts, Metric):
                 found = sites.get(op, [])
                 # one site, or those on edited lines when there are any
                 edited = [site for site in found if on_changed_line(site[0], changed)]
-                where = f" at {sites_text(found if edited else found[:1], changed, 1)}" if found else ""
+                where = (
+                    f" at {sites_text(found if edited else found[:1], changed, 1)}" if found else ""
+                )
                 line += f" (launched by {safe_text(op)}{where})"
             lines.append(line)
         return lines
 
     def explain_elsewhere(self, nodeid: str) -> str:
-        return (f"launching ops and call sites: not found (the test ran in another process); "
-                f"`pytest {safe_text(nodeid)} --bench-mode=kernels` with the same --bench-compare, "
-                f"without -n, shows them")
+        return (
+            f"launching ops and call sites: not found (the test ran in another process); "
+            f"`pytest {safe_text(nodeid)} --bench-mode=kernels` with the same --bench-compare, "
+            f"without -n, shows them"
+        )

@@ -4,13 +4,24 @@ Op counts are exact: any change of an op's calls beyond the limit (default 0) fa
 way it went, and the failure lists the ops. They also explain a regression of any other metric
 of the same benchmark (an extra ``aten::clone`` explains extra instructions).
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..core.text import safe_text
-from .base import LineChanges, MeasureContext, Metric, NamedCounts, changed_counts, counts_from_json, counts_to_json, sites_text
+from .base import (
+    LineChanges,
+    MeasureContext,
+    Metric,
+    NamedCounts,
+    changed_counts,
+    counts_from_json,
+    counts_to_json,
+    sites_text,
+)
 
 #: Call sites shown per changed op (those on edited lines first, then the most frequent).
 _SITES_SHOWN = 2
@@ -47,11 +58,25 @@ class Ops(NamedCounts, Metric):
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> OpsMetric:
         from ..engines import profiler
 
-        return OpsMetric(profiler.count_ops(fn, by_shape=context.options.ops_by_shape,
-                                            before_region=context.before_region, before_each=context.before_each))
+        return OpsMetric(
+            profiler.count_ops(
+                fn,
+                by_shape=context.options.ops_by_shape,
+                before_region=context.before_region,
+                before_each=context.before_each,
+            )
+        )
 
-    def explain(self, fn: Callable[[], Any], context: MeasureContext, current: Any, baseline: Any,
-                limit: float, root: Any, changed: LineChanges | None = None) -> list[str]:
+    def explain(
+        self,
+        fn: Callable[[], Any],
+        context: MeasureContext,
+        current: Any,
+        baseline: Any,
+        limit: float,
+        root: Any,
+        changed: LineChanges | None = None,
+    ) -> list[str]:
         """The changed ops, each with the user's lines that call it now: one more seeded run of
         ``fn`` with its torch calls tagged (``profiler.op_call_sites``), for a failed benchmark only.
         An op no longer called has no call site to show. Every site of an op the baseline never
@@ -60,9 +85,15 @@ class Ops(NamedCounts, Metric):
         from ..engines import profiler
         from ..engines.sites import own_dirs
 
-        sites = profiler.op_call_sites(fn, root=root, by_shape=context.options.ops_by_shape,
-                                       before_region=context.before_region, before_each=context.before_each,
-                                       own=own_dirs(context.own_packages), caller=context.caller)
+        sites = profiler.op_call_sites(
+            fn,
+            root=root,
+            by_shape=context.options.ops_by_shape,
+            before_region=context.before_region,
+            before_each=context.before_each,
+            own=own_dirs(context.own_packages),
+            caller=context.caller,
+        )
         lines = []
         for op, then, now in changed_counts(current.ops, baseline.ops, limit):
             line = f"{op} {then:g} -> {now:g} per call"
@@ -75,6 +106,8 @@ class Ops(NamedCounts, Metric):
         return lines
 
     def explain_elsewhere(self, nodeid: str) -> str:
-        return (f"call sites: not found (the test ran in another process, and re-running it did not "
-                f"give them); `pytest {safe_text(nodeid)} --bench-mode=ops` with the same --bench-compare, "
-                f"without -n, shows them")
+        return (
+            f"call sites: not found (the test ran in another process, and re-running it did not "
+            f"give them); `pytest {safe_text(nodeid)} --bench-mode=ops` with the same --bench-compare, "
+            f"without -n, shows them"
+        )

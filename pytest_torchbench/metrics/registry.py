@@ -6,9 +6,10 @@ this module and never name a metric. Built-in metrics are registered here; a plu
 through the ``pytest_torchbench_register_metrics`` hook (``pytest/hookspecs.py``), called at configure
 time, and they are removed again at unconfigure (an in-process pytest run leaves no trace).
 """
+
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from .base import Metric
 from .calls import Calls
@@ -30,12 +31,19 @@ def register(metric: Metric) -> Metric:
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a metric needs a name that is an identifier, got {name!r} ({metric!r})")
     if not isinstance(metric, Metric):
-        raise TypeError(f"metric {name!r} must be an instance of pytest_torchbench.Metric, got {type(metric).__name__}")
+        raise TypeError(
+            f"metric {name!r} must be an instance of pytest_torchbench.Metric, got {type(metric).__name__}"
+        )
     value_type = getattr(metric, "value_type", None)
-    if not (isinstance(value_type, type) and callable(getattr(value_type, "from_json", None))
-            and callable(getattr(value_type, "to_json", None))):
-        raise TypeError(f"metric {name!r} needs a value_type: the class of its values, with to_json() "
-                        f"and a from_json(data) classmethod, got {value_type!r}")
+    if not (
+        isinstance(value_type, type)
+        and callable(getattr(value_type, "from_json", None))
+        and callable(getattr(value_type, "to_json", None))
+    ):
+        raise TypeError(
+            f"metric {name!r} needs a value_type: the class of its values, with to_json() "
+            f"and a from_json(data) classmethod, got {value_type!r}"
+        )
     existing = _METRICS.get(name)
     if existing is not None and existing is not metric:
         raise ValueError(f"metric {name!r} is registered twice ({existing!r} and {metric!r})")

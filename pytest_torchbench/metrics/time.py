@@ -11,19 +11,32 @@ more than the fastest call does (docs/design/time-gate.md, "The rule"). "Fastest
 blocks (see low_quantile), so one lucky block cannot set it. Raw replicate times, CPU share, the
 fastest CPU time per call and load are kept.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import statistics
 import warnings
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ..core.statistics import FASTER, SAME, SLOWER, AlternatedRounds, RoundPairs
 from ..core.text import finite, safe_number, safe_text
 from ..core.vocabulary import (
-    IMPROVEMENT, NOISY, REGRESSION, TOO_NOISY, UNCHANGED, Distribution, Heading, Plot, Policy, Verdict, format_percent,
-    format_seconds, round_sig, time_unit,
+    IMPROVEMENT,
+    NOISY,
+    REGRESSION,
+    TOO_NOISY,
+    UNCHANGED,
+    Distribution,
+    Heading,
+    Plot,
+    Policy,
+    Verdict,
+    format_percent,
+    format_seconds,
+    round_sig,
 )
 from .base import MeasureContext, Metric, SecondsDisplay
 
@@ -39,7 +52,9 @@ class TimeMetric:
     """
 
     number_per_run: int
-    raw_times: list[float]  # seconds per block of ``number_per_run`` calls, as Measurement.raw_times
+    raw_times: list[
+        float
+    ]  # seconds per block of ``number_per_run`` calls, as Measurement.raw_times
     measurement: Any = None  # torch.utils.benchmark.Measurement, when measured in this process
     cpu_share: float | None = None
     load: float | None = None
@@ -89,7 +104,11 @@ class TimeMetric:
         cpu_times = metadata.get("cpu_times")
         raw = [float(t) for t in measurement.raw_times]
         cpu_fastest = None
-        if cpu_times and len(cpu_times) == len(raw) and all(finite(float(t)) and t > 0 for t in cpu_times):
+        if (
+            cpu_times
+            and len(cpu_times) == len(raw)
+            and all(finite(float(t)) and t > 0 for t in cpu_times)
+        ):
             # the CPU time of the block whose wall time is the fastest call: the least disturbed one
             # (the lowest CPU time would pick, for code that waits on a clock, the most preempted)
             order = sorted(range(len(raw)), key=raw.__getitem__)
@@ -113,7 +132,7 @@ class TimeMetric:
         """
         if [round_sig(t) for t in self.raw_times] == [round_sig(t) for t in previous.raw_times]:
             return dataclasses.replace(self, history=list(previous.history))
-        history = [*previous.history, round_sig(previous.fastest)][-self.HISTORY:]
+        history = [*previous.history, round_sig(previous.fastest)][-self.HISTORY :]
         return dataclasses.replace(self, history=history)
 
     def to_json(self) -> dict[str, Any]:
@@ -132,8 +151,10 @@ class TimeMetric:
         if self.cpu_fastest is not None:
             data["cpu_fastest"] = round_sig(self.cpu_fastest)
         if self.reference is not None:
-            data["reference"] = {name: (value if name == "probe" else round_sig(value))
-                                 for name, value in self.reference.items()}
+            data["reference"] = {
+                name: (value if name == "probe" else round_sig(value))
+                for name, value in self.reference.items()
+            }
         if self.turns is not None:
             data["turns"] = self.turns
         return data
@@ -145,21 +166,37 @@ class TimeMetric:
         if not isinstance(raw, list) or not raw or number < 1:
             raise ValueError("time needs a non-empty raw_times list and number_per_run >= 1")
         history = data.get("history", [])
-        if not isinstance(history, list) or not all(isinstance(t, (int, float)) and t > 0 for t in history):
+        if not isinstance(history, list) or not all(
+            isinstance(t, (int, float)) and t > 0 for t in history
+        ):
             raise ValueError("time.history must be a list of positive times")
         cpu_fastest = _optional_float(data.get("cpu_fastest"))
         if cpu_fastest is not None and not (finite(cpu_fastest) and cpu_fastest > 0):
             raise ValueError("time.cpu_fastest must be a positive time")
         reference = data.get("reference")
-        if reference is not None and _reference_or_none(reference) is None and not _other_probe(reference):
-            raise ValueError("time.reference must be {\"probe\": version, \"compute\": seconds per call}")
+        if (
+            reference is not None
+            and _reference_or_none(reference) is None
+            and not _other_probe(reference)
+        ):
+            raise ValueError(
+                'time.reference must be {"probe": version, "compute": seconds per call}'
+            )
         turns = data.get("turns")
-        if turns is not None and (isinstance(turns, bool) or not isinstance(turns, int) or turns < 0):
+        if turns is not None and (
+            isinstance(turns, bool) or not isinstance(turns, int) or turns < 0
+        ):
             raise ValueError("time.turns must be a count (a whole number >= 0)")
-        return cls(number_per_run=number, raw_times=[float(t) for t in raw],
-                   cpu_share=_optional_float(data.get("cpu_share")), load=_optional_float(data.get("load")),
-                   history=[float(t) for t in history], cpu_fastest=cpu_fastest,
-                   reference=_reference_or_none(reference), turns=turns)
+        return cls(
+            number_per_run=number,
+            raw_times=[float(t) for t in raw],
+            cpu_share=_optional_float(data.get("cpu_share")),
+            load=_optional_float(data.get("load")),
+            history=[float(t) for t in history],
+            cpu_fastest=cpu_fastest,
+            reference=_reference_or_none(reference),
+            turns=turns,
+        )
 
 
 def low_quantile(values: Sequence[float]) -> float:
@@ -181,10 +218,18 @@ def _reference_or_none(value: Any) -> dict[str, float] | None:
     """A well-formed reference of this version's probe (engines/reference.py), or None."""
     from ..engines.reference import PROBE
 
-    if not isinstance(value, Mapping) or set(value) != {"probe", "compute"} or value["probe"] != PROBE:
+    if (
+        not isinstance(value, Mapping)
+        or set(value) != {"probe", "compute"}
+        or value["probe"] != PROBE
+    ):
         return None
     compute, probe = value["compute"], value["probe"]
-    if isinstance(compute, bool) or not isinstance(compute, (int, float)) or not (finite(float(compute)) and compute > 0):
+    if (
+        isinstance(compute, bool)
+        or not isinstance(compute, (int, float))
+        or not (finite(float(compute)) and compute > 0)
+    ):
         return None
     if isinstance(probe, bool) or not isinstance(probe, int):
         return None
@@ -239,8 +284,6 @@ def time_warm_up(fn: Callable[[], Any], max_calls: int | None, max_time: float) 
         fn()
         if time.perf_counter() >= deadline:
             break
-
-
 
 
 def _sig_digits(median: float, iqr: float, n: int) -> int:
@@ -303,7 +346,9 @@ def time_disturbance(current: Any, baseline: Any) -> float | None:
 SHORT_CALL = 100e-6
 
 
-def time_allowance(limit: float, disturbed_share: float | None, fastest_call: float = SHORT_CALL) -> float:
+def time_allowance(
+    limit: float, disturbed_share: float | None, fastest_call: float = SHORT_CALL
+) -> float:
     """The slowdown a run must exceed to fail: the limit; on a disturbed machine, for calls of
     SHORT_CALL or more, what the load alone can explain: a thread that had its core a share s of
     the time can take 1/s as long with no change to the code, so (1 + limit) / s - 1 (a 2x
@@ -401,7 +446,9 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
     explained_by_machine = False
     if over > limit:
         failing = cpu_change > cpu_limit if cpu_change is not None else over > allowed
-        explained_by_machine = failing and machine_allowed is not None and machine_change <= machine_allowed
+        explained_by_machine = (
+            failing and machine_allowed is not None and machine_change <= machine_allowed
+        )
         status = REGRESSION if failing and not explained_by_machine else NOISY
     elif delta < -limit and now < min(runs) * (1.0 - limit):
         status = IMPROVEMENT
@@ -411,33 +458,54 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
         f"this run {len(current.raw_times)}; median {format_seconds(baseline.median)} -> {format_seconds(current.median)}"
     )
     if len(runs) > 1:
-        summary += (f"; {len(runs)} saved runs {format_seconds(min(runs))}-{format_seconds(max(runs))}, "
-                    f"{format_percent(over)} over the slowest")
+        summary += (
+            f"; {len(runs)} saved runs {format_seconds(min(runs))}-{format_seconds(max(runs))}, "
+            f"{format_percent(over)} over the slowest"
+        )
     if cpu_change is not None:
-        summary += (f"; CPU time per call {format_seconds(baseline.cpu_fastest)} -> "
-                    f"{format_seconds(current.cpu_fastest)} ({format_percent(cpu_change)})")
+        summary += (
+            f"; CPU time per call {format_seconds(baseline.cpu_fastest)} -> "
+            f"{format_seconds(current.cpu_fastest)} ({format_percent(cpu_change)})"
+        )
     summary += ")"
-    details = _time_conditions(current, baseline, disturbed if status != IMPROVEMENT else None,
-                               allowed, cpu_limit if cpu_change is not None else None) if status != UNCHANGED else []
+    details = (
+        _time_conditions(
+            current,
+            baseline,
+            disturbed if status != IMPROVEMENT else None,
+            allowed,
+            cpu_limit if cpu_change is not None else None,
+        )
+        if status != UNCHANGED
+        else []
+    )
     if slower is not None and machine_allowed is not None and status in (REGRESSION, NOISY):
         ratio, before, after = slower
         capped = f" (counted as {MACHINE_MAX:g}x at most)" if after / before > MACHINE_MAX else ""
         measure = "CPU time" if cpu_change is not None else "the fastest call"
-        details.append(f"the machine was slower: a reference workload took {format_seconds(after)} per "
-                       f"call beside this run, {format_seconds(before)} beside the baseline's latest run "
-                       f"({format_percent(ratio - 1.0)}{capped}), which explains a rise of {measure} of up "
-                       f"to +{machine_allowed * 100:.0f}% over that run"
-                       + ("" if explained_by_machine or status != REGRESSION else ": not this one"))
+        details.append(
+            f"the machine was slower: a reference workload took {format_seconds(after)} per "
+            f"call beside this run, {format_seconds(before)} beside the baseline's latest run "
+            f"({format_percent(ratio - 1.0)}{capped}), which explains a rise of {measure} of up "
+            f"to +{machine_allowed * 100:.0f}% over that run"
+            + ("" if explained_by_machine or status != REGRESSION else ": not this one")
+        )
     if explained_by_machine and slower is not None and machine_allowed is not None:
-        summary += (f": the machine itself was {format_percent(slower[0] - 1.0)} slower (a reference "
-                    f"workload beside it), a slowdown must exceed {machine_allowed * 100:.0f}% to fail; "
-                    f"not failed, rerun when the machine is back to speed")
+        summary += (
+            f": the machine itself was {format_percent(slower[0] - 1.0)} slower (a reference "
+            f"workload beside it), a slowdown must exceed {machine_allowed * 100:.0f}% to fail; "
+            f"not failed, rerun when the machine is back to speed"
+        )
     elif status == NOISY and cpu_change is not None:
-        summary += (f": the machine was busy, so CPU time decides and it must rise more than "
-                    f"{cpu_limit * 100:.0f}% to fail; not failed, rerun on a quieter machine")
+        summary += (
+            f": the machine was busy, so CPU time decides and it must rise more than "
+            f"{cpu_limit * 100:.0f}% to fail; not failed, rerun on a quieter machine"
+        )
     elif status == NOISY:
-        summary += (f": the machine was busy, a slowdown must exceed {allowed * 100:.0f}% "
-                    f"to fail; not failed, rerun on a quieter machine")
+        summary += (
+            f": the machine was busy, a slowdown must exceed {allowed * 100:.0f}% "
+            f"to fail; not failed, rerun on a quieter machine"
+        )
     return Verdict(key, "time", status, then, now, limit, None, summary, details)
 
 
@@ -446,7 +514,9 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
 MIN_TURNS = 3
 
 
-def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float, strict: bool = False) -> Verdict:
+def judge_time_rounds(
+    key: str, rounds: Sequence[tuple[Any, Any]], limit: float, strict: bool = False
+) -> Verdict:
     """Judge a time measured alternately with its base, on the fastest call of each side in each
     round (``core.statistics.AlternatedRounds``: the paired ratios and each side's fastest rounds,
     a quarter of the rounds set aside in each view).
@@ -465,14 +535,28 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
     pairs = [(b.fastest, h.fastest) for b, h in rounds]
     # every pair measured in turns (each side handed the CPU over at least MIN_TURNS times while the
     # other measured the same benchmark, pinned): judged on the pairs alone
-    in_turns = bool(rounds) and all((getattr(b, "turns", None) or 0) >= MIN_TURNS
-                                    and (getattr(h, "turns", None) or 0) >= MIN_TURNS for b, h in rounds)
+    in_turns = bool(rounds) and all(
+        (getattr(b, "turns", None) or 0) >= MIN_TURNS
+        and (getattr(h, "turns", None) or 0) >= MIN_TURNS
+        for b, h in rounds
+    )
     try:
-        judged = AlternatedRounds(pairs, rounds.numbers if isinstance(rounds, RoundPairs) else None, in_turns)
+        judged = AlternatedRounds(
+            pairs, rounds.numbers if isinstance(rounds, RoundPairs) else None, in_turns
+        )
     except ValueError:  # no round with a positive time on both sides (a timer that returned 0)
-        return Verdict(key, "time", TOO_NOISY, None, None, limit, None,
-                       f"not judged: none of its {len(pairs)} alternated rounds measured a positive time on both "
-                       "sides (a call faster than the timer can tell?); neither failed nor passed", [])
+        return Verdict(
+            key,
+            "time",
+            TOO_NOISY,
+            None,
+            None,
+            limit,
+            None,
+            f"not judged: none of its {len(pairs)} alternated rounds measured a positive time on both "
+            "sides (a call faster than the timer can tell?); neither failed nor passed",
+            [],
+        )
     decision = judged.decide(limit, strict)
     status = {SLOWER: REGRESSION, FASTER: IMPROVEMENT, SAME: UNCHANGED}.get(decision, TOO_NOISY)
     change = judged.change
@@ -482,25 +566,35 @@ def judge_time_rounds(key: str, rounds: Sequence[tuple[Any, Any]], limit: float,
     aside = judged.depth - 1
     set_aside = f", {aside} at each end set aside" if aside else ""
     how = " in turns" if in_turns else ""
-    rounds_text = (f"head/base of the fastest call over {judged.rounds} alternated rounds{how}: median "
-                   f"{format_percent(change)}, rounds {format_percent(low - 1.0)}..{format_percent(high - 1.0)}"
-                   f"{set_aside}; fastest base {format_seconds(base_fast)}, head {format_seconds(head_fast)}")
+    rounds_text = (
+        f"head/base of the fastest call over {judged.rounds} alternated rounds{how}: median "
+        f"{format_percent(change)}, rounds {format_percent(low - 1.0)}..{format_percent(high - 1.0)}"
+        f"{set_aside}; fastest base {format_seconds(base_fast)}, head {format_seconds(head_fast)}"
+    )
     if status == TOO_NOISY:
-        summary = (f"too noisy at a {limit * 100:g}% limit: {_deciding_words(judged, limit)} ({rounds_text}); "
-                   "they neither agree on a change beyond the limit nor within it: not judged, neither "
-                   "failed nor passed; add --bench-rounds, or measure it on a quieter machine")
+        summary = (
+            f"too noisy at a {limit * 100:g}% limit: {_deciding_words(judged, limit)} ({rounds_text}); "
+            "they neither agree on a change beyond the limit nor within it: not judged, neither "
+            "failed nor passed; add --bench-rounds, or measure it on a quieter machine"
+        )
     else:
-        summary = (f"time {format_seconds(then)} -> {format_seconds(then * (1.0 + change))} "
-                   f"({format_percent(change)}, limit {limit * 100:g}%; {rounds_text})")
+        summary = (
+            f"time {format_seconds(then)} -> {format_seconds(then * (1.0 + change))} "
+            f"({format_percent(change)}, limit {limit * 100:g}%; {rounds_text})"
+        )
     details = []
     if status != UNCHANGED:
         # numbered as the session numbered its rounds (a round the benchmark is missing from, or
         # measured no positive time in, leaves a gap), the order following the number (ABBA)
         for number, (base, head) in zip(judged.numbers, judged.pairs):
             first = "base first" if number % 2 else "head first"
-            details.append(f"round {number} ({first}): base {format_seconds(base)}, head {format_seconds(head)} "
-                           f"({format_percent(head / base - 1.0)})")
-    return Verdict(key, "time", status, then, then * (1.0 + change), limit, None, safe_text(summary), details)
+            details.append(
+                f"round {number} ({first}): base {format_seconds(base)}, head {format_seconds(head)} "
+                f"({format_percent(head / base - 1.0)})"
+            )
+    return Verdict(
+        key, "time", status, then, then * (1.0 + change), limit, None, safe_text(summary), details
+    )
 
 
 def _deciding_words(judged: AlternatedRounds, limit: float) -> str:
@@ -515,8 +609,10 @@ def _deciding_words(judged: AlternatedRounds, limit: float) -> str:
     decision = judged.decide(deciding)
     shown = f"{math.ceil(deciding * 1000 - 1e-9) / 10:g}%"
     if decision == SAME:
-        return (f"they would be called unchanged at a limit of {shown}, which would pass a real change of "
-                f"that size (median {format_percent(judged.change)})")
+        return (
+            f"they would be called unchanged at a limit of {shown}, which would pass a real change of "
+            f"that size (median {format_percent(judged.change)})"
+        )
     word = "a regression" if decision == SLOWER else "an improvement"
     return f"they would be called {word} at a limit of {shown}"
 
@@ -534,15 +630,21 @@ def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -
     compares nothing (the test missing or new there, the environment not comparable) leaves it
     standing, as does no verdict at all.
     """
-    cleared = again is not None and again.current is not None and again.status in (UNCHANGED, IMPROVEMENT, NOISY)
+    cleared = (
+        again is not None
+        and again.current is not None
+        and again.status in (UNCHANGED, IMPROVEMENT, NOISY)
+    )
     if again is not None and not cleared and not (again.failed and again.status == REGRESSION):
         # missing or new there (its name differed), or not comparable with the baseline: no
         # measurement against the same baseline, so no evidence either way
         problem = f"the fresh process gave no comparison for it: {safe_text(again.status)}"
         again = None
     if again is None:
-        suspect.details = [*suspect.details,
-                           f"not re-measured in a fresh process ({problem or 'no result'}): judged on this run alone"]
+        suspect.details = [
+            *suspect.details,
+            f"not re-measured in a fresh process ({problem or 'no result'}): judged on this run alone",
+        ]
         return
     measured = format_seconds(again.current) if again.current is not None else "nothing"
     change = f" ({format_percent(again.delta)})" if again.delta is not None else ""
@@ -551,14 +653,23 @@ def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -
         return
     suspect.status = NOISY
     suspect.failed = False
-    suspect.summary += f"; not confirmed: a fresh process measured {measured}{change}, so not failed"
-    suspect.details = [*suspect.details,
-                       "a slowdown one process measured and a fresh one did not is the spread between "
-                       "processes (where memory lies, the machine's state), not the code"]
+    suspect.summary += (
+        f"; not confirmed: a fresh process measured {measured}{change}, so not failed"
+    )
+    suspect.details = [
+        *suspect.details,
+        "a slowdown one process measured and a fresh one did not is the spread between "
+        "processes (where memory lies, the machine's state), not the code",
+    ]
 
 
-def _time_conditions(current: Any, baseline: Any, disturbed: float | None, allowed: float,
-                     cpu_limit: float | None = None) -> list[str]:
+def _time_conditions(
+    current: Any,
+    baseline: Any,
+    disturbed: float | None,
+    allowed: float,
+    cpu_limit: float | None = None,
+) -> list[str]:
     """What the machine was like during both measurements, in numbers a user can check."""
     lines = []
     for name, metric in (("this run", current), ("baseline", baseline)):
@@ -571,17 +682,23 @@ def _time_conditions(current: Any, baseline: Any, disturbed: float | None, allow
             lines.append(f"{name}: {', '.join(parts)}")
     if disturbed is not None:
         if baseline.fastest < SHORT_CALL:
-            lines.append(f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%), "
-                         f"but calls under {format_seconds(SHORT_CALL)} have a fastest call other "
-                         f"processes do not move: the limit applies")
+            lines.append(
+                f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%), "
+                f"but calls under {format_seconds(SHORT_CALL)} have a fastest call other "
+                f"processes do not move: the limit applies"
+            )
         else:
             if cpu_limit is not None:
-                lines.append(f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%): "
-                             f"judged on CPU time per call, which other processes do not take from the "
-                             f"measuring thread; it fails beyond +{cpu_limit * 100:.0f}%")
+                lines.append(
+                    f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%): "
+                    f"judged on CPU time per call, which other processes do not take from the "
+                    f"measuring thread; it fails beyond +{cpu_limit * 100:.0f}%"
+                )
             else:
-                lines.append(f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%): "
-                             f"slowdowns up to {allowed * 100:.0f}% are treated as noise")
+                lines.append(
+                    f"disturbed (CPU share {disturbed * 100:.0f}% < {QUIET_CPU_SHARE * 100:.0f}%): "
+                    f"slowdowns up to {allowed * 100:.0f}% are treated as noise"
+                )
     return lines
 
 
@@ -591,8 +708,17 @@ class Time(SecondsDisplay, Metric):
     help = "wall time, default"
     default_limit = 0.10
     comparability_facts = (
-        "python", "python_implementation", "torch", "torch_git", "torch_cuda", "cpu_model",
-        "cpu_capability", "machine", "num_threads", "gpu", "huge_pages",
+        "python",
+        "python_implementation",
+        "torch",
+        "torch_git",
+        "torch_cuda",
+        "cpu_model",
+        "cpu_capability",
+        "machine",
+        "num_threads",
+        "gpu",
+        "huge_pages",
     )
     seeded = False  # time mode never seeds: it measures the code as users run it
     excludes = {"instructions": "wall time under valgrind means nothing"}
@@ -614,8 +740,14 @@ class Time(SecondsDisplay, Metric):
     def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
         confirm_time(suspect, again, problem)
 
-    def judge_rounds(self, key: str, rounds: Sequence[tuple[Any, Any]], limit: float, policy: Policy,
-                     strict: bool = False) -> Verdict:
+    def judge_rounds(
+        self,
+        key: str,
+        rounds: Sequence[tuple[Any, Any]],
+        limit: float,
+        policy: Policy,
+        strict: bool = False,
+    ) -> Verdict:
         return judge_time_rounds(key, rounds, limit, strict)
 
     def prepare_process(self) -> None:
@@ -655,5 +787,9 @@ class Time(SecondsDisplay, Metric):
         ]
 
     def figures(self, current: Any, baseline: Any | None, changed: bool, top: int) -> list[Plot]:
-        return [[Heading("wall time per call: baseline vs current"),
-                 Distribution(current.times, baseline.times if baseline is not None else None)]]
+        return [
+            [
+                Heading("wall time per call: baseline vs current"),
+                Distribution(current.times, baseline.times if baseline is not None else None),
+            ]
+        ]

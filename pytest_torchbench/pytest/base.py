@@ -39,6 +39,7 @@ benchmark, both pinned to the same CPU. Why: a base measured minutes before its 
 speed of a machine that has two (docs/design/time-gate.md, "Measured in turns");
 ``TORCHBENCH_ROUNDS=sequential`` runs them one after the other, as before.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -52,16 +53,17 @@ import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..core.explain import RERUN_ENV, passed_through, remove_options
 from ..core.statistics import RoundPairs
+from ..core.text import one_line, safe_text
+from ..engines import duet
 from ..reports.shards import describe_origins
 from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
-from ..core.text import one_line, safe_text
-from ..engines import duet
 from .importpath import first_import_outside, inside, map_pythonpath, tree_entries
 from .progress import PROGRESS_ENV, ProgressLines
 from .turns import PAIR_ENV, turns_wanted
@@ -78,8 +80,13 @@ SET_NAME = "base"
 #: :func:`explain.passed_through` leaves out (cache, debugger, basetemp): other report files and
 #: the output folder (the base run writes its own, temporary).
 LEFT_OUT = {
-    "--bench-output": True, "--bench-profile": False, "--junitxml": True, "--junit-xml": True,
-    "--result-log": True, "--html": True, "--json-report-file": True,
+    "--bench-output": True,
+    "--bench-profile": False,
+    "--junitxml": True,
+    "--junit-xml": True,
+    "--result-log": True,
+    "--html": True,
+    "--json-report-file": True,
 }
 #: Alternated rounds: after the rounds of the whole selection, at most this many passes of as
 #: many rounds again, each of the tests all the rounds so far could not decide. Why a second pass:
@@ -139,11 +146,21 @@ class MeasuredBase:
         where = f"{self.revision.label}"
         if self.rounds:
             first_pass, later = self.extra_rounds()
-            again = f" (+{first_pass} for the benchmarks they found changed or could not decide" if first_pass else ""
+            again = (
+                f" (+{first_pass} for the benchmarks they found changed or could not decide"
+                if first_pass
+                else ""
+            )
             again += f", +{later} for those still undecided)" if later else (")" if again else "")
-            return (f"measured from {where} in this job alternately with this checkout, "
-                    f"{self.rounds_of_all} rounds{again}")
-        return f"cached measurement of {where}" if self.cached else f"measured from {where} in this job"
+            return (
+                f"measured from {where} in this job alternately with this checkout, "
+                f"{self.rounds_of_all} rounds{again}"
+            )
+        return (
+            f"cached measurement of {where}"
+            if self.cached
+            else f"measured from {where} in this job"
+        )
 
     def extra_rounds(self) -> tuple[int, int]:
         """The rounds measured after the whole selection's: those of the first pass (the
@@ -161,7 +178,7 @@ class MeasuredBase:
         A benchmark none of those rounds recorded (a test that records it only now and then)
         keeps the rounds it has: they are all its alternated evidence, and few of them are judged
         strictly."""
-        kept = round_pairs(self.rounds[:self.rounds_of_all * (1 + passes)], key, metric)
+        kept = round_pairs(self.rounds[: self.rounds_of_all * (1 + passes)], key, metric)
         return kept if kept else round_pairs(self.rounds, key, metric)
 
 
@@ -170,13 +187,20 @@ def failed_count(unmeasured: Mapping[str, str]) -> int:
     return sum(why.startswith("failed:") for why in unmeasured.values())
 
 
-def round_pairs(rounds: Sequence[tuple[BaselineSet, BaselineSet]], key: str, metric: str) -> RoundPairs:
+def round_pairs(
+    rounds: Sequence[tuple[BaselineSet, BaselineSet]], key: str, metric: str
+) -> RoundPairs:
     """(base, head) values of ``metric`` of benchmark ``key`` in ``rounds``, one per round that
     measured it on both sides, in round order, numbered by their round (``rounds[0]`` is 1)."""
     found, numbers = [], []
     for number, (base_set, head_set) in enumerate(rounds, start=1):
         then, now = base_set.entries.get(key), head_set.entries.get(key)
-        if then is not None and now is not None and metric in then.metrics and metric in now.metrics:
+        if (
+            then is not None
+            and now is not None
+            and metric in then.metrics
+            and metric in now.metrics
+        ):
             found.append((then.metrics[metric], now.metrics[metric]))
             numbers.append(number)
     return RoundPairs(found, numbers)
@@ -185,7 +209,9 @@ def round_pairs(rounds: Sequence[tuple[BaselineSet, BaselineSet]], key: str, met
 def selection_args(args: Sequence[str], positional: Sequence[str]) -> tuple[list[str], list[str]]:
     """(the options the base run gets, the paths and node ids it gets), from the user's command
     line: everything that selects and measures, nothing that writes reports or baselines."""
-    options = remove_options(passed_through(worker_args(args, keep_xdist=True), positional), LEFT_OUT)
+    options = remove_options(
+        passed_through(worker_args(args, keep_xdist=True), positional), LEFT_OUT
+    )
     return options, [str(p) for p in positional]
 
 
@@ -193,7 +219,9 @@ def _map_path(value: str, toplevel: Path, worktree: Path) -> str:
     """An absolute path into the checkout, as the same path in the worktree; anything else as is."""
     if not os.path.isabs(value):
         return value
-    path, sep, rest = value.partition("::")  # a node id: only its file is a path (ids may hold "//")
+    path, sep, rest = value.partition(
+        "::"
+    )  # a node id: only its file is a path (ids may hold "//")
     try:
         relative = Path(path).resolve().relative_to(toplevel.resolve())
     except (ValueError, OSError):
@@ -228,7 +256,9 @@ def project_packages(worktree: Path) -> set[str]:
     return names
 
 
-def wrong_import(modules: Mapping[str, str], worktree: Path, checkout: Path) -> tuple[str, str] | None:
+def wrong_import(
+    modules: Mapping[str, str], worktree: Path, checkout: Path
+) -> tuple[str, str] | None:
     """The first module of the project that the base run imported from elsewhere than the
     worktree, as (name, file); None when every one came from the worktree."""
     worktree = worktree.resolve()
@@ -283,26 +313,46 @@ def _read_imported_modules(folder: Path) -> dict[str, str]:
     return modules
 
 
-def cache_key(revision: Revision, environment: Mapping[str, Any], modes: Sequence[str], options: Sequence[str],
-              paths: Sequence[str], where: str, prepare: str | None) -> str:
+def cache_key(
+    revision: Revision,
+    environment: Mapping[str, Any],
+    modes: Sequence[str],
+    options: Sequence[str],
+    paths: Sequence[str],
+    where: str,
+    prepare: str | None,
+) -> str:
     """What a measured base depends on: REV's commit, the environment fingerprint (facts of every
     mode, the interpreter), the modes, the selection (options, paths, the folder it starts in)
     and the build step. Any difference is another key: a cache entry never serves another
     commit or environment."""
     from .. import __version__
 
-    blob = json.dumps({
-        "commit": revision.commit, "environment": dict(environment), "interpreter": sys.executable,
-        "modes": list(modes), "options": list(options), "paths": list(paths), "where": where,
-        "prepare": prepare, "plugin": __version__, "set": revision.set_name,
-        # what the child imports, and its sys.path[0]: PYTHONPATH, its checkout entries named alike
-        "pythonpath": map_pythonpath(os.environ.get("PYTHONPATH", ""), revision.toplevel, Path("<tree>")),
-        "launcher": pytest_launcher()[1:],
-        # 2: a base in which a benchmark test measured nothing is no longer cached (entries of
-        # format 1 may lack such a test silently, and would pass it as new); 3: the base imports
-        # through the same import path as the head (importpath)
-        "format": 3,
-    }, sort_keys=True, default=str)
+    blob = json.dumps(
+        {
+            "commit": revision.commit,
+            "environment": dict(environment),
+            "interpreter": sys.executable,
+            "modes": list(modes),
+            "options": list(options),
+            "paths": list(paths),
+            "where": where,
+            "prepare": prepare,
+            "plugin": __version__,
+            "set": revision.set_name,
+            # what the child imports, and its sys.path[0]: PYTHONPATH, its checkout entries named alike
+            "pythonpath": map_pythonpath(
+                os.environ.get("PYTHONPATH", ""), revision.toplevel, Path("<tree>")
+            ),
+            "launcher": pytest_launcher()[1:],
+            # 2: a base in which a benchmark test measured nothing is no longer cached (entries of
+            # format 1 may lack such a test silently, and would pass it as new); 3: the base imports
+            # through the same import path as the head (importpath)
+            "format": 3,
+        },
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -340,8 +390,15 @@ def _keep_log(path: Path, cache_root: Path, name: str = "last-failure.txt") -> s
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, errors="replace",
-                          stdin=subprocess.DEVNULL, check=False)
+    return subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def _child_environment(checkout: Path, tree: Path, modules_dir: Path) -> dict[str, str]:
@@ -361,15 +418,24 @@ def _prepare_environment(env: Mapping[str, str], worktree: Path) -> dict[str, st
     (the step runs before any pytest could put it there)."""
     entries = tree_entries(worktree)
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    front = [] if parts[:len(entries)] == entries else entries
+    front = [] if parts[: len(entries)] == entries else entries
     return {**env, "PYTHONPATH": os.pathsep.join([*front, *parts])}
 
 
-def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], invocation_dir: Path,
-            modes: Sequence[str], environment: Mapping[str, Any], cache_root: Path,
-            prepare: str | None = None, option: str = "--bench-compare", rounds: int = 1,
-            undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None = None,
-            progress: ProgressLines | None = None) -> MeasuredBase:
+def measure(
+    revision: Revision,
+    args: Sequence[str],
+    positional: Sequence[str],
+    invocation_dir: Path,
+    modes: Sequence[str],
+    environment: Mapping[str, Any],
+    cache_root: Path,
+    prepare: str | None = None,
+    option: str = "--bench-compare",
+    rounds: int = 1,
+    undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None = None,
+    progress: ProgressLines | None = None,
+) -> MeasuredBase:
     """Measure ``revision`` with the user's selection (or take it from the cache); BaseError with
     one line when it cannot be done or was measured from the wrong code.
 
@@ -390,8 +456,10 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
     try:
         where = invocation_dir.resolve().relative_to(toplevel)
     except ValueError:
-        raise BaseError(f"{shown}: pytest was started in {invocation_dir}, outside the repository {toplevel}; "
-                        "start it inside the repository to measure the base revision") from None
+        raise BaseError(
+            f"{shown}: pytest was started in {invocation_dir}, outside the repository {toplevel}; "
+            "start it inside the repository to measure the base revision"
+        ) from None
     options, paths = selection_args(args, positional)
     key = cache_key(revision, environment, modes, options, paths, where.as_posix(), prepare)
     entry = cache_root / (key[:24] if rounds <= 1 else f"alternated-{key[:24]}")
@@ -401,27 +469,49 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             meta = json.loads((entry / "base.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             meta = {}
-        if isinstance(meta, dict) and meta.get("key") == key and meta.get("commit") == revision.commit:
+        if (
+            isinstance(meta, dict)
+            and meta.get("key") == key
+            and meta.get("commit") == revision.commit
+        ):
             loaded = _load(set_folder, revision)
             skipped = meta.get("unmeasured")
-            skipped = {str(k): one_line(safe_text(v)) for k, v in skipped.items()} if isinstance(skipped, dict) else {}
+            skipped = (
+                {str(k): one_line(safe_text(v)) for k, v in skipped.items()}
+                if isinstance(skipped, dict)
+                else {}
+            )
             return MeasuredBase(revision, loaded, set_folder, True, 0.0, unmeasured=skipped)
     started = time.monotonic()
     cache_root.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix="torchbench-base-")).resolve()  # as git names the worktree
+    scratch = Path(
+        tempfile.mkdtemp(prefix="torchbench-base-")
+    ).resolve()  # as git names the worktree
     worktree = _worktree_path(scratch, toplevel)
     try:
-        added = _git(["worktree", "add", "--detach", "--quiet", str(worktree), revision.commit], toplevel)
+        added = _git(
+            ["worktree", "add", "--detach", "--quiet", str(worktree), revision.commit], toplevel
+        )
         if added.returncode != 0:
             message = (added.stderr.strip().splitlines() or ["unknown git error"])[-1]
-            raise BaseError(f"{shown}: cannot check out {revision.commit[:12]} in a temporary worktree: "
-                            f"{safe_text(message)}")
+            raise BaseError(
+                f"{shown}: cannot check out {revision.commit[:12]} in a temporary worktree: "
+                f"{safe_text(message)}"
+            )
         modules_dir = scratch / "modules-base"
         modules_dir.mkdir()
         env = _child_environment(toplevel, worktree, modules_dir)
         cwd = worktree / where
         if prepare:
-            _prepare(prepare, worktree, _prepare_environment(env, worktree), scratch / "prepare.txt", shown, revision, cache_root)
+            _prepare(
+                prepare,
+                worktree,
+                _prepare_environment(env, worktree),
+                scratch / "prepare.txt",
+                shown,
+                revision,
+                cache_root,
+            )
         child_paths = []
         for value in paths:
             mapped = _map_path(value, toplevel, worktree)
@@ -437,15 +527,27 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             nonlocal failure_log
             found = child.unmeasured_tests()
             if found and not unmeasured:
-                failure_log = _keep_log(child.output_path, cache_root, f"base-{revision.commit[:12]}-output.txt")
+                failure_log = _keep_log(
+                    child.output_path, cache_root, f"base-{revision.commit[:12]}-output.txt"
+                )
             for nodeid, error in found.items():
                 unmeasured.setdefault(nodeid, error)
 
         if (paths and not child_paths) or not cwd.is_dir():  # the selection does not exist at REV
             measured = BaselineSet(name=SET_NAME, source=revision.commit)
         elif rounds <= 1:
-            base_child = _Child(revision, base_options, child_paths, cwd, env, results_dir, scratch, shown,
-                                cache_root, "base")
+            base_child = _Child(
+                revision,
+                base_options,
+                child_paths,
+                cwd,
+                env,
+                results_dir,
+                scratch,
+                shown,
+                cache_root,
+                "base",
+            )
             base_child.run(progress, f"the base {revision.label}")
             measured = base_child.result()
             base_failures(base_child)
@@ -458,11 +560,33 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
             head_modules.mkdir()
             head_env = _child_environment(toplevel, toplevel, head_modules)
 
-            def one_round(number: int, head_paths: Sequence[str], base_paths: Sequence[str], what: str) -> None:
-                base_child = _Child(revision, base_options, base_paths, cwd, env, scratch / f"r{number}-base",
-                                    scratch, shown, cache_root, "base")
-                head_child = _Child(revision, options, head_paths, invocation_dir, head_env,
-                                    scratch / f"r{number}-head", scratch, shown, cache_root, "head")
+            def one_round(
+                number: int, head_paths: Sequence[str], base_paths: Sequence[str], what: str
+            ) -> None:
+                base_child = _Child(
+                    revision,
+                    base_options,
+                    base_paths,
+                    cwd,
+                    env,
+                    scratch / f"r{number}-base",
+                    scratch,
+                    shown,
+                    cache_root,
+                    "base",
+                )
+                head_child = _Child(
+                    revision,
+                    options,
+                    head_paths,
+                    invocation_dir,
+                    head_env,
+                    scratch / f"r{number}-head",
+                    scratch,
+                    shown,
+                    cache_root,
+                    "head",
+                )
                 first, second = (base_child, head_child) if number % 2 else (head_child, base_child)
                 if in_turns:
                     _run_pair(first, second, progress, what)
@@ -471,12 +595,16 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                     second.run(progress, what)
                 base_set, head_set = base_child.result(), head_child.result()
                 base_failures(base_child)
-                _check_imports(modules_dir, worktree, toplevel, shown, revision)  # before more rounds
+                _check_imports(
+                    modules_dir, worktree, toplevel, shown, revision
+                )  # before more rounds
                 culprit = wrong_import(_read_imported_modules(head_modules), toplevel, toplevel)
                 if culprit is not None:
-                    raise BaseError(f"{shown}: a head run imported {culprit[0]} from {safe_text(culprit[1])}, not "
-                                    f"from this checkout ({toplevel}); install the project editable from this "
-                                    "checkout (pip install -e .), or use --bench-base=stored")
+                    raise BaseError(
+                        f"{shown}: a head run imported {culprit[0]} from {safe_text(culprit[1])}, not "
+                        f"from this checkout ({toplevel}); install the project editable from this "
+                        "checkout (pip install -e .), or use --bench-base=stored"
+                    )
                 paired.append((base_set, head_set))
 
             for number in range(1, rounds + 1):
@@ -487,8 +615,12 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
                     break
                 mapped_again = [_map_path(test, toplevel, worktree) for test in again]
                 for number in range(len(paired) + 1, len(paired) + rounds + 1):
-                    one_round(number, again, mapped_again,
-                              f"round {number}, for the {len(again)} test(s) not decided yet")
+                    one_round(
+                        number,
+                        again,
+                        mapped_again,
+                        f"round {number}, for the {len(again)} test(s) not decided yet",
+                    )
             # The first round's base, and for a benchmark it lacks (its test failed there) the
             # first later round's: a copy, so that no round gains pairs it did not measure.
             measured = dataclasses.replace(paired[0][0], entries=dict(paired[0][0].entries))
@@ -508,22 +640,52 @@ def measure(revision: Revision, args: Sequence[str], positional: Sequence[str], 
         else:
             (staging / "baselines" / SET_NAME).mkdir()
         seconds = time.monotonic() - started
-        if rounds > 1 or uncacheable:  # kept for re-runs that judge against it, never served as a cache entry
+        if (
+            rounds > 1 or uncacheable
+        ):  # kept for re-runs that judge against it, never served as a cache entry
             shutil.rmtree(entry, ignore_errors=True)
             os.replace(staging, entry)
             measured.source = str(set_folder)
-            return MeasuredBase(revision, measured, set_folder, False, seconds, paired, rounds if rounds > 1 else 0,
-                                unmeasured, failure_log)
-        (staging / "base.json").write_text(json.dumps({
-            "key": key, "commit": revision.commit, "revision": revision.revision,
-            "environment": dict(environment), "modes": list(modes), "seconds": round(seconds, 1),
-            "unmeasured": unmeasured,
-        }, indent=1, sort_keys=True, default=str), encoding="utf-8")
+            return MeasuredBase(
+                revision,
+                measured,
+                set_folder,
+                False,
+                seconds,
+                paired,
+                rounds if rounds > 1 else 0,
+                unmeasured,
+                failure_log,
+            )
+        (staging / "base.json").write_text(
+            json.dumps(
+                {
+                    "key": key,
+                    "commit": revision.commit,
+                    "revision": revision.revision,
+                    "environment": dict(environment),
+                    "modes": list(modes),
+                    "seconds": round(seconds, 1),
+                    "unmeasured": unmeasured,
+                },
+                indent=1,
+                sort_keys=True,
+                default=str,
+            ),
+            encoding="utf-8",
+        )
         shutil.rmtree(entry, ignore_errors=True)
         os.replace(staging, entry)
         measured.source = str(set_folder)
-        return MeasuredBase(revision, measured, set_folder, False, seconds, unmeasured=unmeasured,
-                            failure_log=failure_log)
+        return MeasuredBase(
+            revision,
+            measured,
+            set_folder,
+            False,
+            seconds,
+            unmeasured=unmeasured,
+            failure_log=failure_log,
+        )
     finally:
         _git(["worktree", "remove", "--force", str(worktree)], toplevel)
         shutil.rmtree(scratch, ignore_errors=True)
@@ -537,9 +699,12 @@ def pytest_launcher() -> list[str]:
     of a comparison must share. Anything else (``pytest.main`` in a program) starts ``-m pytest``."""
     orig = list(getattr(sys, "orig_argv", []))
     extra = len(orig) - len(sys.argv)
-    prefix = orig[1:extra + 1] if extra >= 1 and orig[extra + 1:] == sys.argv[1:] else []
-    script = bool(prefix) and os.path.basename(prefix[-1]).startswith(("pytest", "py.test")) \
+    prefix = orig[1 : extra + 1] if extra >= 1 and orig[extra + 1 :] == sys.argv[1:] else []
+    script = (
+        bool(prefix)
+        and os.path.basename(prefix[-1]).startswith(("pytest", "py.test"))
         and os.path.isfile(prefix[-1])
+    )
     if prefix[-2:] == ["-m", "pytest"] or prefix[-1:] == ["-mpytest"] or script:
         return [sys.executable, *prefix]
     return [sys.executable, "-m", "pytest"]
@@ -556,10 +721,13 @@ def check_head_imports(toplevel: Path, shown: str) -> None:
             f"({safe_text(str(toplevel))}), so it would not measure the code the base is compared with: an "
             "installed copy imported before pytest started (a .pth file, sitecustomize) or an import hook "
             "ahead of sys.path shadows it; install the project editable from this checkout "
-            "(pip install -e .), or use --bench-base=stored")
+            "(pip install -e .), or use --bench-base=stored"
+        )
 
 
-def _check_imports(modules_dir: Path, worktree: Path, toplevel: Path, shown: str, revision: Revision) -> None:
+def _check_imports(
+    modules_dir: Path, worktree: Path, toplevel: Path, shown: str, revision: Revision
+) -> None:
     """Refuse a base whose processes imported a module of the project from outside the worktree."""
     culprit = wrong_import(_read_imported_modules(modules_dir), worktree, toplevel)
     if culprit is not None:
@@ -568,19 +736,38 @@ def _check_imports(modules_dir: Path, worktree: Path, toplevel: Path, shown: str
             f"{shown}: the base run imported {name} from {safe_text(file)}, not from the worktree of "
             f"{revision.commit[:12]} ({worktree}): an installed or editable copy of the project shadows it "
             "and would measure this checkout twice; install the project non-editable outside the "
-            "checkout's import path, or use --bench-base=stored")
+            "checkout's import path, or use --bench-base=stored"
+        )
 
 
-def _prepare(command: str, worktree: Path, env: dict[str, str], output_path: Path, shown: str,
-             revision: Revision, cache_root: Path) -> None:
+def _prepare(
+    command: str,
+    worktree: Path,
+    env: dict[str, str],
+    output_path: Path,
+    shown: str,
+    revision: Revision,
+    cache_root: Path,
+) -> None:
     with open(output_path, "wb") as output:
-        done = subprocess.run(command, shell=True, cwd=worktree, env=env, stdin=subprocess.DEVNULL,
-                              stdout=output, stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(
+            command,
+            shell=True,
+            cwd=worktree,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
     if done.returncode != 0:
         why = _tail(output_path)
-        raise BaseError(f"{shown}: --bench-base-prepare={safe_text(command)!r} failed in the worktree of "
-                        f"{revision.commit[:12]} (exit {done.returncode})" + (f": {why}" if why else "")
-                        + _keep_log(output_path, cache_root))
+        raise BaseError(
+            f"{shown}: --bench-base-prepare={safe_text(command)!r} failed in the worktree of "
+            f"{revision.commit[:12]} (exit {done.returncode})"
+            + (f": {why}" if why else "")
+            + _keep_log(output_path, cache_root)
+        )
 
 
 @dataclasses.dataclass
@@ -605,7 +792,11 @@ class _Child:
 
     @property
     def what(self) -> str:
-        return f"the base run of {self.revision.commit[:12]}" if self.side == "base" else "a head run of this checkout"
+        return (
+            f"the base run of {self.revision.commit[:12]}"
+            if self.side == "base"
+            else "a head run of this checkout"
+        )
 
     @property
     def progress_path(self) -> Path:
@@ -644,21 +835,36 @@ class _Child:
         # its own output folder and basetemp: the two children of a round run at the same time
         own = self.results_dir.name
         return [
-            *pytest_launcher(), *self.options, "-p", "no:cacheprovider",
-            f"--bench-save={SET_NAME}", f"--bench-baselines-dir={self.results_dir}", f"--bench-json={self.report_path}",
+            *pytest_launcher(),
+            *self.options,
+            "-p",
+            "no:cacheprovider",
+            f"--bench-save={SET_NAME}",
+            f"--bench-baselines-dir={self.results_dir}",
+            f"--bench-json={self.report_path}",
             "--maxfail=0",  # the user's -x or --maxfail would leave the benchmarks after a failure unmeasured
-            f"--bench-output={self.scratch / ('output-' + own)}", f"--basetemp={self.scratch / ('basetemp-' + own)}",
+            f"--bench-output={self.scratch / ('output-' + own)}",
+            f"--basetemp={self.scratch / ('basetemp-' + own)}",
             *self.paths,
         ]
 
-    def start(self, pair: str | None = None, pass_fds: Sequence[int] = ()) -> subprocess.Popen[bytes]:
+    def start(
+        self, pair: str | None = None, pass_fds: Sequence[int] = ()
+    ) -> subprocess.Popen[bytes]:
         env = dict(self.env)
         env[PROGRESS_ENV] = str(self.progress_path)
         if pair is not None:
             env[PAIR_ENV] = pair
         with open(self.output_path, "wb") as output:  # a file, not a pipe: see explain.rerun
-            return subprocess.Popen(self.command(), cwd=self.cwd, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                                    stderr=subprocess.STDOUT, pass_fds=tuple(pass_fds))
+            return subprocess.Popen(
+                self.command(),
+                cwd=self.cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                pass_fds=tuple(pass_fds),
+            )
 
     def run(self, progress: ProgressLines, what: str) -> None:
         process = self.start()
@@ -670,25 +876,39 @@ class _Child:
 
     def result(self) -> BaselineSet:
         if self.returncode not in USABLE_EXITS:
-            raise BaseError(f"{self.shown}: {self.what} failed (exit {self.returncode}): "
-                            f"{_tail(self.output_path)}{_keep_log(self.output_path, self.cache_root)}")
+            raise BaseError(
+                f"{self.shown}: {self.what} failed (exit {self.returncode}): "
+                f"{_tail(self.output_path)}{_keep_log(self.output_path, self.cache_root)}"
+            )
         crashed = self._report.get("crashed_tests")
         if isinstance(crashed, list) and crashed:
-            raise BaseError(f"{self.shown}: in {self.what} a test process died while running "
-                            f"{one_line(safe_text(', '.join(str(c) for c in crashed)))}, so it saved nothing"
-                            f"{_keep_log(self.output_path, self.cache_root)}")
+            raise BaseError(
+                f"{self.shown}: in {self.what} a test process died while running "
+                f"{one_line(safe_text(', '.join(str(c) for c in crashed)))}, so it saved nothing"
+                f"{_keep_log(self.output_path, self.cache_root)}"
+            )
         return _load(self.results_dir / SET_NAME, self.revision)
 
 
-def _wait(processes: Sequence[subprocess.Popen[bytes]], children: Sequence[_Child], progress: ProgressLines,
-          what: str) -> list[int]:
+def _wait(
+    processes: Sequence[subprocess.Popen[bytes]],
+    children: Sequence[_Child],
+    progress: ProgressLines,
+    what: str,
+) -> list[int]:
     """Wait for every process (``children``: theirs, for progress lines), polling every second."""
     while True:
         codes = [process.poll() for process in processes]
         if all(code is not None for code in codes):
             return [int(code) for code in codes if code is not None]
-        progress.poll(what, [(_side(child), child.progress_path) for child, code in zip(children, codes)
-                             if code is None])
+        progress.poll(
+            what,
+            [
+                (_side(child), child.progress_path)
+                for child, code in zip(children, codes)
+                if code is None
+            ],
+        )
         time.sleep(1.0)
 
 
@@ -728,14 +948,18 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         pass
+
+
 def _load(folder: Path, revision: Revision) -> BaselineSet:
     if not folder.is_dir():
         return BaselineSet(name=SET_NAME, source=str(folder))
     try:
         return load_set_from_folder(folder, SET_NAME)
     except BaselineError as exc:
-        raise BaseError(f"the measured base of {revision.commit[:12]} in {folder} is unreadable: {exc}; "
-                        "delete that folder") from None
+        raise BaseError(
+            f"the measured base of {revision.commit[:12]} in {folder} is unreadable: {exc}; "
+            "delete that folder"
+        ) from None
 
 
 def describe(origins: Iterable[str]) -> str:

@@ -5,6 +5,7 @@ which pytest and xdist already carry between processes; this plugin collects the
 ``pytest_runtest_logreport`` and, once, at the end of the session writes baselines, the JSON
 report and the terminal table. Baselines are written once, by this process only.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,27 +13,36 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import pytest
 
-from . import base, extensions
-from ..core import explain, gate
-from .base import BaseError, MeasuredBase
-from ..core.accept import TRAILER, Acceptance, from_trailers
-from .progress import ProgressLines
 from .._compat import terminal_width
-from ..core.judgement import NEW, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict, failure_message
-from .marker import MARKER_NAME as MARKER
-from .options import EXIT_INCOMPARABLE, BenchSettings
-from ..reports import jsonreport, junit, markdown, publish, shards, terminal
+from ..core import explain, gate
+from ..core.accept import TRAILER, Acceptance, from_trailers
+from ..core.judgement import (
+    NEW,
+    NOT_COMPARABLE,
+    REGRESSION,
+    TOO_NOISY,
+    UNCHANGED,
+    Verdict,
+    failure_message,
+)
 from ..core.results import BenchmarkResult, nodeid_of
-from .session import BenchSession
+from ..core.text import one_line, safe_text
+from ..reports import jsonreport, junit, markdown, publish, shards, terminal
 from ..store import changes
 from ..store.refs import Revision, compare_revision, exists_at, git_toplevel, save_stamp
 from ..store.storage import BaselineError, BaselineSet, save_set
-from ..core.text import one_line, safe_text
+from . import base, extensions
+from .base import BaseError, MeasuredBase
+from .marker import MARKER_NAME as MARKER
+from .options import EXIT_INCOMPARABLE, BenchSettings
+from .progress import ProgressLines
+from .session import BenchSession
 
 REPORT_ATTRIBUTE = "torchbench"
 
@@ -77,7 +87,9 @@ def skip_reason(report: pytest.TestReport) -> str:
     if xfail is not None:
         return one_line(f"expected to fail: {xfail}" if xfail else "expected to fail")
     longrepr = report.longrepr
-    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+    text = (
+        longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr or "")
+    )
     return one_line(str(text) or "skipped")
 
 
@@ -125,7 +137,9 @@ def narrowed_modules(args: Sequence[str], invocation_dir: Path, rootpath: Path) 
 
 #: Written into the output folder the first time a run leaves it behind, as pytest does for
 #: ``.pytest_cache``: measured bases, traces and plans are this machine's, never the project's.
-OUTPUT_GITIGNORE = "# Created by pytest-torchbench: caches and traces of this machine, not for git.\n*\n"
+OUTPUT_GITIGNORE = (
+    "# Created by pytest-torchbench: caches and traces of this machine, not for git.\n*\n"
+)
 
 
 def ignore_in_git(folder: Path | None) -> None:
@@ -185,13 +199,21 @@ class InterruptWatch:
 
 
 class Controller:
-    def __init__(self, config: pytest.Config, settings: BenchSettings, baseline: BaselineSet | None,
-                 session: BenchSession | None = None, revision: Revision | None = None) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: BenchSettings,
+        baseline: BaselineSet | None,
+        session: BenchSession | None = None,
+        revision: Revision | None = None,
+    ) -> None:
         self.config = config
         self.settings = settings
         #: The baselines judged against: the committed set, with entries replaced by measured ones
         #: where the base was measured (``--bench-base``); ``committed`` keeps the original.
-        self.baseline = dataclasses.replace(baseline, entries=dict(baseline.entries)) if baseline else None
+        self.baseline = (
+            dataclasses.replace(baseline, entries=dict(baseline.entries)) if baseline else None
+        )
         self.committed = baseline
         #: --bench-compare's git revision when its base may be measured (auto / measure), else None.
         self.revision = revision
@@ -243,11 +265,15 @@ class Controller:
         self.interrupted = False
         self._sigint = InterruptWatch()  # a Ctrl-C that escapes pytest's handling still counts
         self._pending_properties: dict[str, list[tuple[str, object]]] = {}  # JUnit, per test
-        self._confirmations = 0  # fresh processes started to confirm regressions (MAX_CONFIRMATIONS)
+        self._confirmations = (
+            0  # fresh processes started to confirm regressions (MAX_CONFIRMATIONS)
+        )
         self._confirm_stalled: str | None = None  # why no more are started (one timed out)
         # Failed reports with verdicts whose explanation needs a re-run in another process:
         # (report, all its verdicts, refresh command, those verdicts, their nodeid by key).
-        self._to_explain: list[tuple[pytest.TestReport, list[Verdict], str, list[Verdict], dict[str, str]]] = []
+        self._to_explain: list[
+            tuple[pytest.TestReport, list[Verdict], str, list[Verdict], dict[str, str]]
+        ] = []
 
     # -- gathering -------------------------------------------------------------------------------
 
@@ -268,11 +294,16 @@ class Controller:
         if report.failed:
             self.failure_lines.setdefault(report.nodeid, failure_line(report))
         if report.failed and MARKER in report.keywords:
-            self.failed_tests.add(report.nodeid)  # an error in any phase: the reports say failed too
+            self.failed_tests.add(
+                report.nodeid
+            )  # an error in any phase: the reports say failed too
         if report.skipped and MARKER in report.keywords:
             self.skip_reasons.setdefault(report.nodeid, skip_reason(report))
         if report.when == "teardown" and report.nodeid in self._pending_properties:
-            report.user_properties = [*report.user_properties, *self._pending_properties.pop(report.nodeid)]
+            report.user_properties = [
+                *report.user_properties,
+                *self._pending_properties.pop(report.nodeid),
+            ]
         if report.when == "call" and payload and payload.get("results"):
             self._judge_report(report, payload)
         return (yield)
@@ -283,7 +314,11 @@ class Controller:
         git is asked once, at the first regression or at the end."""
         if self._acceptance is None:
             since = self._line_changes()
-            trailers = changes.trailers_since(since.toplevel, since.commit, TRAILER) if since is not None else []
+            trailers = (
+                changes.trailers_since(since.toplevel, since.commit, TRAILER)
+                if since is not None
+                else []
+            )
             from ..metrics import registry
 
             specs, problems = from_trailers(trailers, registry.names())
@@ -302,15 +337,31 @@ class Controller:
             try:
                 if handed is not None:
                     toplevel = git_toplevel(rootdir)
-                    self._changes = changes.ChangedLines(toplevel, *handed, rootdir) if toplevel else None
+                    self._changes = (
+                        changes.ChangedLines(toplevel, *handed, rootdir) if toplevel else None
+                    )
                     return self._changes
-                revision = self.revision or (compare_revision(compare, self.settings.baselines_dir, Path.cwd())
-                                             if compare else None)
+                revision = self.revision or (
+                    compare_revision(compare, self.settings.baselines_dir, Path.cwd())
+                    if compare
+                    else None
+                )
                 if revision is not None:
-                    self._changes = changes.for_revision(revision.toplevel, revision.commit, revision.revision, rootdir)
+                    self._changes = changes.for_revision(
+                        revision.toplevel, revision.commit, revision.revision, rootdir
+                    )
                 elif compare:
-                    folder = next((f for f in (self.settings.baselines_dir / compare, Path(compare)) if f.is_dir()), None)
-                    self._changes = changes.for_saved_set(folder, rootdir) if folder is not None else None
+                    folder = next(
+                        (
+                            f
+                            for f in (self.settings.baselines_dir / compare, Path(compare))
+                            if f.is_dir()
+                        ),
+                        None,
+                    )
+                    self._changes = (
+                        changes.for_saved_set(folder, rootdir) if folder is not None else None
+                    )
             except (OSError, ValueError):
                 self._changes = None
         return self._changes
@@ -329,17 +380,37 @@ class Controller:
         verdicts: list[Verdict] = []
         elsewhere: list[Verdict] = []
         properties: list[tuple[str, object]] = []
-        judged_results = [(result, self._not_judged_at_base(
-                               result, gate.judge(result, baseline, self.settings.policy, self._review,
-                                                  self.rounds.get(result.key), self._rounds_unfinished(result.key))))
-                          for result in results]
+        judged_results = [
+            (
+                result,
+                self._not_judged_at_base(
+                    result,
+                    gate.judge(
+                        result,
+                        baseline,
+                        self.settings.policy,
+                        self._review,
+                        self.rounds.get(result.key),
+                        self._rounds_unfinished(result.key),
+                    ),
+                ),
+            )
+            for result in results
+        ]
         self._confirm(report.nodeid, [v for _, judged in judged_results for v in judged])
         if any(v.failed and v.status == REGRESSION for _, judged in judged_results for v in judged):
-            judged_results = [(result, self._accepting().apply(judged)) for result, judged in judged_results]
+            judged_results = [
+                (result, self._accepting().apply(judged)) for result, judged in judged_results
+            ]
         for result, judged in judged_results:
             if self.session is not None and baseline is not None and any(v.failed for v in judged):
-                elsewhere += self.session.explain(result, judged, baseline.get(result.key), self.settings.rootdir,
-                                                  self._line_changes())
+                elsewhere += self.session.explain(
+                    result,
+                    judged,
+                    baseline.get(result.key),
+                    self.settings.rootdir,
+                    self._line_changes(),
+                )
             properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
             verdicts.extend(judged)
         self.verdicts.extend(verdicts)
@@ -350,18 +421,26 @@ class Controller:
                 f"torchbench: {safe_text(key)}: this result key is also the key of a result of "
                 f"{safe_text(other)} (a key is the test's id, plus ' [description]' for a named "
                 "recording): rename one (its description or its parametrize id); this result was "
-                "neither judged nor saved" for key, other in clashes.items())
+                "neither judged nor saved"
+                for key, other in clashes.items()
+            )
         if any(v.failed for v in verdicts):
             set_name = self.baseline.name if self.baseline is not None else "main"
-            refresh = (f"pytest {report.nodeid} --bench-mode={','.join(self.settings.modes)} "
-                       f"--bench-save={set_name}")
+            refresh = (
+                f"pytest {report.nodeid} --bench-mode={','.join(self.settings.modes)} "
+                f"--bench-save={set_name}"
+            )
             report.outcome = "failed"
             message = failure_message(verdicts, refresh)
             report.longrepr = f"{report.longrepr}\n{message}" if clashes else message
             if elsewhere:
-                self._to_explain.append((report, verdicts, refresh, elsewhere, {r.key: r.nodeid for r in results}))
+                self._to_explain.append(
+                    (report, verdicts, refresh, elsewhere, {r.key: r.nodeid for r in results})
+                )
 
-    def _not_judged_at_base(self, result: BenchmarkResult, verdicts: list[Verdict]) -> list[Verdict]:
+    def _not_judged_at_base(
+        self, result: BenchmarkResult, verdicts: list[Verdict]
+    ) -> list[Verdict]:
         """A benchmark whose test failed in the base run of REV (a session fixture that only one
         session can hold, a fixed port or a lock, or a test broken at REV) has no baseline, yet is
         not new: its "new" verdicts become "not comparable", saying why, so that the closing block
@@ -373,9 +452,15 @@ class Controller:
         for verdict in verdicts:
             if verdict.status == NEW:  # what a verdict hook made of it (failed, details) is kept
                 verdict = dataclasses.replace(
-                    verdict, status=NOT_COMPARABLE, summary=f"{verdict.metric}: not judged: {why}",
-                    details=[why, *verdict.details], failed=verdict.failed or self.settings.policy.strict_environment)
-            elif verdict.status == NOT_COMPARABLE and not verdict.failed:  # a committed entry from elsewhere
+                    verdict,
+                    status=NOT_COMPARABLE,
+                    summary=f"{verdict.metric}: not judged: {why}",
+                    details=[why, *verdict.details],
+                    failed=verdict.failed or self.settings.policy.strict_environment,
+                )
+            elif (
+                verdict.status == NOT_COMPARABLE and not verdict.failed
+            ):  # a committed entry from elsewhere
                 verdict = dataclasses.replace(verdict, details=[*verdict.details, why])
             changed.append(verdict)
         return changed
@@ -400,27 +485,45 @@ class Controller:
         from ..metrics import registry
 
         # A verdict judged on alternated rounds was measured in fresh processes already, paired.
-        suspects = [v for v in verdicts if v.failed and v.status == REGRESSION
-                    and getattr(registry.find(v.metric), "confirms_failures", False)
-                    and v.metric not in self.rounds.get(v.key, {})]
+        suspects = [
+            v
+            for v in verdicts
+            if v.failed
+            and v.status == REGRESSION
+            and getattr(registry.find(v.metric), "confirms_failures", False)
+            and v.metric not in self.rounds.get(v.key, {})
+        ]
         if not suspects or self.settings.compare is None or explain.in_rerun():
             return
         if self._confirmations >= MAX_CONFIRMATIONS or self._confirm_stalled:
-            reason = self._confirm_stalled or (f"{MAX_CONFIRMATIONS} slowdowns were re-measured already in this "
-                                               "session: a change that slows this many benchmarks is not noise")
+            reason = self._confirm_stalled or (
+                f"{MAX_CONFIRMATIONS} slowdowns were re-measured already in this "
+                "session: a change that slows this many benchmarks is not noise"
+            )
             for verdict in suspects:
                 registry.get(verdict.metric).confirm(verdict, None, reason)
             return
         self._confirmations += 1
         found, problem, stalled = explain.confirm(
-            self.config.invocation_params.args, nodeid, suspects, self.settings.rootdir,
+            self.config.invocation_params.args,
+            nodeid,
+            suspects,
+            self.settings.rootdir,
             self._judging_options(v.key for v in suspects),
-            Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"),
-            getattr(self.config.option, "file_or_dir", None) or ())
-        if stalled:  # a fixture waiting on what this process holds would make each of them wait as long
-            self._confirm_stalled = f"earlier in this session {problem} ({safe_text(nodeid)}): no more are started"
+            Path(self.config.invocation_params.dir),
+            self.config.pluginmanager.hasplugin("xdist"),
+            getattr(self.config.option, "file_or_dir", None) or (),
+        )
+        if (
+            stalled
+        ):  # a fixture waiting on what this process holds would make each of them wait as long
+            self._confirm_stalled = (
+                f"earlier in this session {problem} ({safe_text(nodeid)}): no more are started"
+            )
         for verdict in suspects:
-            registry.get(verdict.metric).confirm(verdict, found.get((verdict.key, verdict.metric)), problem)
+            registry.get(verdict.metric).confirm(
+                verdict, found.get((verdict.key, verdict.metric)), problem
+            )
 
     # -- the base: committed at REV, or measured from REV ----------------------------------------
 
@@ -431,7 +534,11 @@ class Controller:
         if self.revision is None or self.baseline is None or result.key in self.origins:
             return
         committed_words = f"committed at {self.revision.label}"
-        why = self._needs_measuring(result) if self.settings.base == "auto" else "--bench-base=measure"
+        why = (
+            self._needs_measuring(result)
+            if self.settings.base == "auto"
+            else "--bench-base=measure"
+        )
         if not why:
             if self.committed is not None and result.key in self.committed.entries:
                 self.origins[result.key] = committed_words
@@ -447,18 +554,26 @@ class Controller:
 
             for metric in result.metrics:
                 found = registry.find(metric)
-                pairs = (measured.pairs(result.key, metric, self.again_passes.get(result.key, 0))
-                         if found is not None and found.alternates else [])
+                pairs = (
+                    measured.pairs(result.key, metric, self.again_passes.get(result.key, 0))
+                    if found is not None and found.alternates
+                    else []
+                )
                 if pairs:
                     self.rounds.setdefault(result.key, {})[metric] = pairs
         else:
-            if self.settings.base == "auto" and self.committed is not None and result.key in self.committed.entries:
+            if (
+                self.settings.base == "auto"
+                and self.committed is not None
+                and result.key in self.committed.entries
+            ):
                 self.origins[result.key] = committed_words
             unmeasured = measured.unmeasured.get(result.nodeid)
             if unmeasured is not None:  # not new: its test is at REV and measured nothing there
                 self.failed_at_base[result.key] = (
                     f"the base run of {self.revision.label} measured nothing "
-                    f"for it: {unmeasured}{measured.failure_log}")
+                    f"for it: {unmeasured}{measured.failure_log}"
+                )
 
     def _needs_measuring(self, result: BenchmarkResult) -> str:
         """Why the committed entry of ``result`` cannot serve ("" when it can): it is missing (and
@@ -471,13 +586,17 @@ class Controller:
         if entry is None:
             if not self._module_at_revision(result.module):
                 return ""
-            return ("no baselines are committed there" if self.committed is None or not self.committed.entries
-                    else f"{result.key} has no committed entry")
+            return (
+                "no baselines are committed there"
+                if self.committed is None or not self.committed.entries
+                else f"{result.key} has no committed entry"
+            )
         for metric in result.metrics:
             if metric not in entry.metrics:
                 return f"the committed entry of {result.key} has no {metric}"
-            differences = environment_differences(metric, result.environments.get(metric),
-                                                  entry.environments.get(metric))
+            differences = environment_differences(
+                metric, result.environments.get(metric), entry.environments.get(metric)
+            )
             if differences:
                 return f"the committed {metric} baselines are not comparable ({'; '.join(differences)})"
         return ""
@@ -486,12 +605,15 @@ class Controller:
         assert self.revision is not None
         if module not in self._exists_at_revision:
             try:
-                relative = self.settings.rootdir.resolve().relative_to(self.revision.toplevel.resolve())
+                relative = self.settings.rootdir.resolve().relative_to(
+                    self.revision.toplevel.resolve()
+                )
             except ValueError:
                 self._exists_at_revision[module] = True
             else:
                 self._exists_at_revision[module] = exists_at(
-                    self.revision.commit, (relative / module).as_posix(), self.revision.toplevel)
+                    self.revision.commit, (relative / module).as_posix(), self.revision.toplevel
+                )
         return self._exists_at_revision[module]
 
     def _measure_base(self) -> MeasuredBase:
@@ -502,13 +624,17 @@ class Controller:
         assert self.revision is not None and self.baseline is not None
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
-            reporter.write_line(f"torchbench: the base {safe_text(self.revision.label)}: "
-                                "measuring it in a temporary git worktree (or taking it from the cache)"
-                                + self._because())
+            reporter.write_line(
+                f"torchbench: the base {safe_text(self.revision.label)}: "
+                "measuring it in a temporary git worktree (or taking it from the cache)"
+                + self._because()
+            )
         environment = {}
         if self.session is not None:
             for mode in self.settings.modes:
-                environment.update({f"{mode}.{k}": v for k, v in self.session.environment(mode, 1).facts.items()})
+                environment.update(
+                    {f"{mode}.{k}": v for k, v in self.session.environment(mode, 1).facts.items()}
+                )
         from ..metrics import registry
 
         # Metrics the machine moves from minute to minute (time) are measured alternately with
@@ -516,37 +642,63 @@ class Controller:
         alternate = any(getattr(registry.find(m), "alternates", False) for m in self.settings.modes)
         rounds = self.settings.rounds if alternate else 1
         try:
-            base.check_head_imports(self.revision.toplevel.resolve(), f"--bench-compare={self.revision.ref}")
+            base.check_head_imports(
+                self.revision.toplevel.resolve(), f"--bench-compare={self.revision.ref}"
+            )
             self.measured = base.measure(
-                self.revision, self.config.invocation_params.args,
-                getattr(self.config.option, "file_or_dir", None) or (), Path(self.config.invocation_params.dir),
-                self.settings.modes, environment, self.settings.output_dir / "bases" if self.settings.output_dir
-                else self.settings.rootdir / ".torchbench" / "bases", self.settings.base_prepare, rounds=rounds,
+                self.revision,
+                self.config.invocation_params.args,
+                getattr(self.config.option, "file_or_dir", None) or (),
+                Path(self.config.invocation_params.dir),
+                self.settings.modes,
+                environment,
+                self.settings.output_dir / "bases"
+                if self.settings.output_dir
+                else self.settings.rootdir / ".torchbench" / "bases",
+                self.settings.base_prepare,
+                rounds=rounds,
                 undecided=self._undecided_tests,
-                progress=ProgressLines(reporter.write_line if reporter is not None and self.config.get_verbosity() >= 0
-                                       else None))
+                progress=ProgressLines(
+                    reporter.write_line
+                    if reporter is not None and self.config.get_verbosity() >= 0
+                    else None
+                ),
+            )
         except BaseError as exc:
             raise pytest.UsageError(safe_text(exc)) from None  # idempotent on escaped text
         if self.settings.base == "measure":
             self.baseline.entries.clear()  # REV as measured here is the whole baseline
         if self.measured.rounds:
             first_pass, later = self.measured.extra_rounds()
-            again = f", then {first_pass} more rounds of the benchmarks those found changed or could not decide" if first_pass else ""
+            again = (
+                f", then {first_pass} more rounds of the benchmarks those found changed or could not decide"
+                if first_pass
+                else ""
+            )
             again += f" and {later} more of those still undecided" if later else ""
-            order = ("each round's base and head at once, in 10 ms turns on one CPU; base first, then head first, ..."
-                     if self.measured.in_turns else "base, head; head, base; ...")
-            how = (f"measured alternately with this checkout in {self.measured.rounds_of_all} rounds of fresh "
-                   f"processes ({order}){again}, in {self.measured.seconds:.1f} s; time is "
-                   "judged on the fastest call of each side in each round")
+            order = (
+                "each round's base and head at once, in 10 ms turns on one CPU; base first, then head first, ..."
+                if self.measured.in_turns
+                else "base, head; head, base; ..."
+            )
+            how = (
+                f"measured alternately with this checkout in {self.measured.rounds_of_all} rounds of fresh "
+                f"processes ({order}){again}, in {self.measured.seconds:.1f} s; time is "
+                "judged on the fastest call of each side in each round"
+            )
         elif self.measured.cached:
             how = f"taken from the cache ({self.measured.folder.parent.parent})"
         elif self.measured.tests_failed:
-            how = (f"measured in this job in {self.measured.seconds:.1f} s, not cached: "
-                   f"{self.measured.tests_failed} of its tests failed")
+            how = (
+                f"measured in this job in {self.measured.seconds:.1f} s, not cached: "
+                f"{self.measured.tests_failed} of its tests failed"
+            )
         else:
             how = f"measured in this job in {self.measured.seconds:.1f} s, cached in {self.measured.folder.parent.parent}"
-        self.notes.append(f"the base {self.revision.label}: {how}, "
-                          f"{len(self.measured.entries.entries)} benchmark result(s){self._because()}")
+        self.notes.append(
+            f"the base {self.revision.label}: {how}, "
+            f"{len(self.measured.entries.entries)} benchmark result(s){self._because()}"
+        )
         return self.measured
 
     def _because(self) -> str:
@@ -593,7 +745,9 @@ class Controller:
                 # the pass before added none: ``_rounds_unfinished``), then anything but unchanged
                 # is taken; on more rounds, what they cannot decide
                 strict = len(pairs) <= self.settings.rounds
-                status = found.judge_rounds(key, pairs, limit_for(metric, policy), policy, strict=strict).status
+                status = found.judge_rounds(
+                    key, pairs, limit_for(metric, policy), policy, strict=strict
+                ).status
                 if (status != UNCHANGED) if strict else (status == TOO_NOISY):
                     self.again_passes[key] = passes + 1
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
@@ -607,7 +761,9 @@ class Controller:
         measured = self.measured
         if measured is None or key not in self.again_passes:
             return False
-        return all(len(pairs) <= measured.rounds_of_all for pairs in self.rounds.get(key, {}).values())
+        return all(
+            len(pairs) <= measured.rounds_of_all for pairs in self.rounds.get(key, {}).values()
+        )
 
     def _test_argument(self, path: Path) -> str:
         """``path`` as the extra rounds name it: relative to the folder pytest was started in,
@@ -619,7 +775,11 @@ class Controller:
             resolved = path.resolve()
             here = Path(self.config.invocation_params.dir).resolve()
             toplevel = self.revision.toplevel.resolve() if self.revision is not None else None
-            if toplevel is not None and resolved.is_relative_to(toplevel) and here.is_relative_to(toplevel):
+            if (
+                toplevel is not None
+                and resolved.is_relative_to(toplevel)
+                and here.is_relative_to(toplevel)
+            ):
                 return Path(os.path.relpath(resolved, here)).as_posix()
         except (OSError, ValueError):
             pass
@@ -632,11 +792,17 @@ class Controller:
         measured = self.measured
         if measured is not None and all(self.origins.get(k) == measured.origin() for k in keys):
             compare = str(measured.folder)
-        options = explain.judging_options(compare, self.settings.baselines_dir, self.config.option.bench_fail,
-                                          self.settings.policy.strict_environment)
+        options = explain.judging_options(
+            compare,
+            self.settings.baselines_dir,
+            self.config.option.bench_fail,
+            self.settings.policy.strict_environment,
+        )
         return [*options, "--bench-base=stored"] if self.revision is not None else options
 
-    def _review(self, result: BenchmarkResult, verdicts: Any, baseline: BenchmarkResult | None) -> None:
+    def _review(
+        self, result: BenchmarkResult, verdicts: Any, baseline: BenchmarkResult | None
+    ) -> None:
         """The gate's verdict hook: pytest_torchbench_verdict implementations."""
         extensions.review_verdicts(self.config, result, verdicts, baseline)
 
@@ -665,10 +831,15 @@ class Controller:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.baseline is not None:
-            narrowed = narrowed_modules(self.config.args, self.config.invocation_params.dir, self.config.rootpath)
-            in_scope = gate.missing_scope(self.baseline.entries, self.modules_run, self.nodeids_run, self.collected,
-                                          narrowed)
-            self.verdicts.extend(gate.missing(in_scope, (r.key for r in self.results), self.settings.modes))
+            narrowed = narrowed_modules(
+                self.config.args, self.config.invocation_params.dir, self.config.rootpath
+            )
+            in_scope = gate.missing_scope(
+                self.baseline.entries, self.modules_run, self.nodeids_run, self.collected, narrowed
+            )
+            self.verdicts.extend(
+                gate.missing(in_scope, (r.key for r in self.results), self.settings.modes)
+            )
         if self.interrupted or self._sigint.received or exitstatus == pytest.ExitCode.INTERRUPTED:
             if self.settings.save:
                 self.notes.append("run interrupted: baselines were not written")
@@ -698,17 +869,23 @@ class Controller:
                     f"'{self.settings.save}' ({folder}; {len(self.saved)} file(s) changed)"
                 )
         elif self.settings.save:
-            self.notes.append(f"no benchmark results: baseline set '{self.settings.save}' left as it was")
+            self.notes.append(
+                f"no benchmark results: baseline set '{self.settings.save}' left as it was"
+            )
         if self.settings.json_path is not None:
             meta = {
                 "modes": list(self.settings.modes),
                 "compared_with": self._source(),
-                "baseline_origins": dict(sorted(self.origins.items())) if self.revision is not None else None,
-                "base_rounds": self.measured.rounds_of_all if self.measured is not None and self.measured.rounds
+                "baseline_origins": dict(sorted(self.origins.items()))
+                if self.revision is not None
+                else None,
+                "base_rounds": self.measured.rounds_of_all
+                if self.measured is not None and self.measured.rounds
                 else None,
                 # rounds after those, of the benchmarks they could not decide (0: none was needed)
                 "base_rounds_again": len(self.measured.rounds) - self.measured.rounds_of_all
-                if self.measured is not None and self.measured.rounds else None,
+                if self.measured is not None and self.measured.rounds
+                else None,
                 "saved_as": self.settings.save,
                 "failed_tests": sorted(self.failed_tests),
                 "failed_test_errors": dict(sorted(self.failure_lines.items())),
@@ -716,37 +893,60 @@ class Controller:
                 "crashed_tests": sorted(self.crashed_tests()),
                 # What `torchbench merge` checks across shards and draws their HTML report from.
                 "baseline": self.baseline.shown_as if self.baseline is not None else None,
-                "policy": {"limits": dict(sorted(self.settings.policy.limits.items())),
-                           "strict": self.settings.policy.strict_environment,
-                           "fail_stale": self.settings.policy.fail_stale},
+                "policy": {
+                    "limits": dict(sorted(self.settings.policy.limits.items())),
+                    "strict": self.settings.policy.strict_environment,
+                    "fail_stale": self.settings.policy.fail_stale,
+                },
                 "baseline_entries": shards.baseline_entries_json(
-                    self.baseline.entries, [r.key for r in self.results]) if self.baseline is not None else None,
+                    self.baseline.entries, [r.key for r in self.results]
+                )
+                if self.baseline is not None
+                else None,
             }
             try:
                 jsonreport.write(self.settings.json_path, self.results, self.verdicts, meta)
             except OSError as exc:
-                self.notes.append(f"ERROR: --bench-json={self.settings.json_path}: cannot write ({exc})")
+                self.notes.append(
+                    f"ERROR: --bench-json={self.settings.json_path}: cannot write ({exc})"
+                )
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        if self.settings.benchmark_json_path is not None:  # pytest-benchmark's format, for its users' CI
+        if (
+            self.settings.benchmark_json_path is not None
+        ):  # pytest-benchmark's format, for its users' CI
             from ..reports import benchmark_json
 
             try:
-                benchmark_json.write(self.settings.benchmark_json_path, self.results,
-                                     save_stamp(self.settings.benchmark_json_path.parent)["commit"])
+                benchmark_json.write(
+                    self.settings.benchmark_json_path,
+                    self.results,
+                    save_stamp(self.settings.benchmark_json_path.parent)["commit"],
+                )
             except OSError as exc:
-                self.notes.append(f"ERROR: --benchmark-json={self.settings.benchmark_json_path}: cannot write ({exc})")
+                self.notes.append(
+                    f"ERROR: --benchmark-json={self.settings.benchmark_json_path}: cannot write ({exc})"
+                )
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
         # Markdown / job summary / HTML, then the users' report hooks: errors are notes only.
-        self.notes.extend(publish.write_reports(
-            self.results, self.verdicts,
-            self.baseline.entries if self.baseline is not None else None,
-            self.baseline.shown_as if self.baseline is not None else None,
-            self._source() if self.baseline is not None else self.saved_as,
-            self.settings.markdown_path, self.settings.html_path, markdown.step_summary_path(),
-            failed_tests=self.failed_tests,
-        ))
+        self.notes.extend(
+            publish.write_reports(
+                self.results,
+                self.verdicts,
+                self.baseline.entries if self.baseline is not None else None,
+                self.baseline.shown_as if self.baseline is not None else None,
+                self._source() if self.baseline is not None else self.saved_as,
+                self.settings.markdown_path,
+                self.settings.html_path,
+                markdown.step_summary_path(),
+                failed_tests=self.failed_tests,
+            )
+        )
         # The end-of-session re-run (explain.py) does not call the user's report hooks a second time.
-        error = None if explain.in_rerun() else extensions.report(self.config, self.results, self.verdicts)
+        error = (
+            None
+            if explain.in_rerun()
+            else extensions.report(self.config, self.results, self.verdicts)
+        )
         if error:
             self.notes.append(error)
 
@@ -778,42 +978,62 @@ class Controller:
         name = self.baseline.shown_as if self.baseline is not None else "?"
         lines = []
         if at_base:
-            lines.append(f"{len({v.key for v in at_base})} benchmark(s) were compared with nothing: their test "
-                         "is at the base revision but failed, was skipped or did not run in the base run:")
+            lines.append(
+                f"{len({v.key for v in at_base})} benchmark(s) were compared with nothing: their test "
+                "is at the base revision but failed, was skipped or did not run in the base run:"
+            )
             for verdict in sorted(at_base, key=lambda v: (v.key, v.metric)):
-                lines.append(f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}")
+                lines.append(
+                    f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}"
+                )
         if found:
             tests = sorted({v.key for v in found})
-            lines.append(f"{len(tests)} benchmark(s) were compared with nothing: their baseline in '{name}' "
-                         "comes from another environment, or was measured under other conditions (each line says which), "
-                         "and nothing was measured in its place:")
+            lines.append(
+                f"{len(tests)} benchmark(s) were compared with nothing: their baseline in '{name}' "
+                "comes from another environment, or was measured under other conditions (each line says which), "
+                "and nothing was measured in its place:"
+            )
             for verdict in sorted(found, key=lambda v: (v.key, v.metric)):
-                lines.append(f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}")
+                lines.append(
+                    f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}"
+                )
         if noisy:
-            lines.append(f"{len({v.key for v in noisy})} benchmark(s) could not be judged: measured alternately "
-                         "with the base, their rounds decide nothing at their limit:")
+            lines.append(
+                f"{len({v.key for v in noisy})} benchmark(s) could not be judged: measured alternately "
+                "with the base, their rounds decide nothing at their limit:"
+            )
             for verdict in sorted(noisy, key=lambda v: (v.key, v.metric)):
                 lines.append(f"  {verdict.key} [{verdict.metric}]: {verdict.summary}")
         hints = []
         if at_base:
-            hints.append("the base runs while this session runs: where the error is a port or a lock that a "
-                         "session fixture holds, let the fixture take a free port or a lock of its own; where the "
-                         "test is broken at the base revision, compare with a revision where it passes")
+            hints.append(
+                "the base runs while this session runs: where the error is a port or a lock that a "
+                "session fixture holds, let the fixture take a free port or a lock of its own; where the "
+                "test is broken at the base revision, compare with a revision where it passes"
+            )
         if found:
-            hints.append("measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
-                         "or save the baselines on this kind of machine; where a line above says what to do, do that")
+            hints.append(
+                "measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
+                "or save the baselines on this kind of machine; where a line above says what to do, do that"
+            )
         if noisy:
-            hints.append("give the too noisy ones more rounds (--bench-rounds), measure on a quieter machine, or "
-                         "a limit they can hold (--bench-fail or the marker's limits=; their lines say what it "
-                         "would let through)")
+            hints.append(
+                "give the too noisy ones more rounds (--bench-rounds), measure on a quieter machine, or "
+                "a limit they can hold (--bench-fail or the marker's limits=; their lines say what it "
+                "would let through)"
+            )
         git_hint = "; ".join(hints)
         if not in_ci():
             lines.append(f"WARNING: these were not gated; {git_hint}")
         elif self.settings.allow_incomparable:
-            lines.append("accepted by --bench-allow-incomparable: the run's exit status is left as it is")
+            lines.append(
+                "accepted by --bench-allow-incomparable: the run's exit status is left as it is"
+            )
         else:
-            lines.append(f"ERROR: in CI this fails the run (exit {EXIT_INCOMPARABLE}); {git_hint}, or accept "
-                         "it with --bench-allow-incomparable")
+            lines.append(
+                f"ERROR: in CI this fails the run (exit {EXIT_INCOMPARABLE}); {git_hint}, or accept "
+                "it with --bench-allow-incomparable"
+            )
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = EXIT_INCOMPARABLE
         self.uncompared_block = lines
@@ -829,18 +1049,26 @@ class Controller:
 
         nodeids = {key: nodeid for *_, by_key in self._to_explain for key, nodeid in by_key.items()}
         details, problem = explain.rerun_details(
-            self.config.invocation_params.args, pending, self.settings.rootdir,
+            self.config.invocation_params.args,
+            pending,
+            self.settings.rootdir,
             self._judging_options(v.key for v in pending),
-            Path(self.config.invocation_params.dir), self.config.pluginmanager.hasplugin("xdist"), nodeids,
+            Path(self.config.invocation_params.dir),
+            self.config.pluginmanager.hasplugin("xdist"),
+            nodeids,
             getattr(self.config.option, "file_or_dir", None) or (),
-            (lines.commit, lines.label) if (lines := self._line_changes()) is not None else None)
+            (lines.commit, lines.label) if (lines := self._line_changes()) is not None else None,
+        )
         for report, verdicts, refresh, elsewhere, _ in self._to_explain:
             for verdict in elsewhere:
                 found = details.get((verdict.key, verdict.metric))
                 if found is not None:
                     verdict.details = found
                 else:
-                    verdict.details = [*verdict.details, registry.get(verdict.metric).explain_elsewhere(report.nodeid)]
+                    verdict.details = [
+                        *verdict.details,
+                        registry.get(verdict.metric).explain_elsewhere(report.nodeid),
+                    ]
             report.longrepr = failure_message(verdicts, refresh)
         if problem:
             self.notes.append(problem)
@@ -852,8 +1080,9 @@ class Controller:
         name = self.baseline.shown_as if self.baseline is not None else None
         width = terminal_width(terminalreporter)
         only_changed = changes_only(self.config)
-        for line in terminal.render_tables(self.results, self.verdicts, name, width=min(width, 120),
-                                           only_changed=only_changed):
+        for line in terminal.render_tables(
+            self.results, self.verdicts, name, width=min(width, 120), only_changed=only_changed
+        ):
             write(line)
         if only_changed and self.results:
             write(terminal.render_counts(self.results, self.verdicts, name))
@@ -862,13 +1091,19 @@ class Controller:
             for line in terminal.render_verdict_lines(shown):
                 write(line)
             if not shown and self.results:
-                write(f"no changes beyond the limits against baseline '{safe_text(name)}' ({safe_text(self._source())})")
+                write(
+                    f"no changes beyond the limits against baseline '{safe_text(name)}' ({safe_text(self._source())})"
+                )
             elif self.revision is not None and self.origins:
                 write(f"baselines: {safe_text(self._source())}")
         for line in terminal.render_profiles(self.results):
             write(line)
         for line in self.uncompared_block:
-            write(f"torchbench: {safe_text(line)}", red=line.startswith("ERROR"), yellow=line.startswith("WARNING"))
+            write(
+                f"torchbench: {safe_text(line)}",
+                red=line.startswith("ERROR"),
+                yellow=line.startswith("WARNING"),
+            )
         for note in self.notes:
             write(f"torchbench: {safe_text(note)}")  # notes quote files and the re-run's output
 

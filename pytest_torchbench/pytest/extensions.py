@@ -3,15 +3,16 @@
 Kept apart from plugin.py so that the glue only gains one call per hook, and so that the rules
 (how returned dicts merge, what a failing report hook does) are written down once.
 """
+
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 
-from ..metrics import registry
 from ..core.results import BenchmarkResult
 from ..core.vocabulary import USER_FACT_PREFIX, Verdict
+from ..metrics import registry
 
 
 def register_metrics(config: pytest.Config) -> list[str]:
@@ -52,19 +53,26 @@ def _fact_name(name: str) -> str:
 
 
 def review_verdicts(
-    config: pytest.Config, result: BenchmarkResult, verdicts: Sequence[Verdict], baseline: BenchmarkResult | None
+    config: pytest.Config,
+    result: BenchmarkResult,
+    verdicts: Sequence[Verdict],
+    baseline: BenchmarkResult | None,
 ) -> None:
     """Let pytest_torchbench_verdict implementations see or change each verdict in place."""
     for verdict in verdicts:
-        config.hook.pytest_torchbench_verdict(config=config, verdict=verdict, result=result, baseline=baseline)
+        config.hook.pytest_torchbench_verdict(
+            config=config, verdict=verdict, result=result, baseline=baseline
+        )
 
 
-def report(config: pytest.Config, results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> str | None:
+def report(
+    config: pytest.Config, results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]
+) -> str | None:
     """Call pytest_torchbench_report; an exception becomes one error line (returned), not a crash."""
     try:
-        config.hook.pytest_torchbench_report(config=config, results=list(results), verdicts=list(verdicts))
+        config.hook.pytest_torchbench_report(
+            config=config, results=list(results), verdicts=list(verdicts)
+        )
     except Exception as exc:  # noqa: BLE001 - a user's report must not hide the run's own result
         return f"ERROR: a pytest_torchbench_report hook failed: {type(exc).__name__}: {exc}"
     return None
-
-

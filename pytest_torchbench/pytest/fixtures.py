@@ -3,18 +3,20 @@
 Both feed an ItemRecorder (one per test) that the pytest glue judges and reports after the test's
 call phase. With no bench option they only run the code once, so a normal ``pytest`` stays fast.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import math
 import textwrap
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from .marker import BenchOptions
 from ..core.results import BenchmarkResult, TimeMetric
-from .session import BenchSession, Naming
 from ..core.statistics import RoundStats
+from .marker import BenchOptions
+from .session import BenchSession, Naming
 
 
 class ItemRecorder:
@@ -111,7 +113,9 @@ class BenchmarkFixture:
     ``extra_info``, ``group``, ``name``, ``fullname``, ``param``, ``params``, ``enabled``.
     """
 
-    def __init__(self, recorder: ItemRecorder, session: BenchSession | None, node: Any = None) -> None:
+    def __init__(
+        self, recorder: ItemRecorder, session: BenchSession | None, node: Any = None
+    ) -> None:
         self._recorder = recorder
         self._session = session
         self.name: str = getattr(node, "name", recorder.naming.label)
@@ -119,7 +123,9 @@ class BenchmarkFixture:
         callspec = getattr(node, "callspec", None)
         self.param: str | None = callspec.id if callspec is not None else None
         self.params: dict[str, Any] | None = dict(callspec.params) if callspec is not None else None
-        self._used: str | None = None  # how it was used: "benchmark(...)" or "benchmark.pedantic(...)"
+        self._used: str | None = (
+            None  # how it was used: "benchmark(...)" or "benchmark.pedantic(...)"
+        )
         self._result: BenchmarkResult | None = None  # what the use measured
 
     @property
@@ -140,7 +146,8 @@ class BenchmarkFixture:
         raise StatsUnavailable(
             f"benchmark.stats holds wall-time statistics, measured with --bench-mode=time only; this run "
             f"(--bench-mode={modes}) counts instead: judge the counts with --bench-fail or the marker's "
-            "limits=, and read them in the --bench-json file or the run's table")
+            "limits=, and read them in the --bench-json file or the run's table"
+        )
 
     def _use(self, how: str) -> None:
         """Once per test, as in pytest-benchmark, and in every mode.
@@ -153,7 +160,8 @@ class BenchmarkFixture:
             raise FixtureAlreadyUsed(
                 f"the benchmark fixture can be used once per test (as in pytest-benchmark); it was used as "
                 f"{self._used} already in {self.fullname}: measure each thing in a test of its own "
-                "(parametrize it), or with bench_timer(stmt, globals=..., description=...) once per thing")
+                "(parametrize it), or with bench_timer(stmt, globals=..., description=...) once per thing"
+            )
         self._used = how
 
     @property
@@ -196,14 +204,23 @@ class BenchmarkFixture:
         # first region, where its quickening (callgrind.quickening) was counted, and under -n
         # which test that is depends on the scheduling.
         target = functools.partial(self._session.counted_callable(fn), *args, **kwargs)
-        measured = self._session.measure(target, self._recorder.options, self._recorder.naming,
-                                         caller=_callers_line())
+        measured = self._session.measure(
+            target, self._recorder.options, self._recorder.naming, caller=_callers_line()
+        )
         self._result = self._recorder.add(measured)
         return result
 
-    def pedantic(self, target: Callable[..., Any], args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None,
-                 setup: Callable[[], Any] | None = None, teardown: Callable[..., Any] | None = None,
-                 rounds: int = 1, warmup_rounds: int = 0, iterations: int = 1) -> Any:
+    def pedantic(
+        self,
+        target: Callable[..., Any],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+        rounds: int = 1,
+        warmup_rounds: int = 0,
+        iterations: int = 1,
+    ) -> Any:
         """pytest-benchmark's ``pedantic``, with its meaning in time mode and a counting one otherwise.
 
         Time mode: ``warmup_rounds`` untimed rounds, then exactly ``rounds`` timed rounds of
@@ -216,13 +233,22 @@ class BenchmarkFixture:
         """
         if not callable(target):
             raise TypeError(f"benchmark.pedantic(target, ...) needs a callable, got {target!r}")
-        for name, value, minimum in (("iterations", iterations, 1), ("rounds", rounds, 1),
-                                     ("warmup_rounds", warmup_rounds, 0)):
+        for name, value, minimum in (
+            ("iterations", iterations, 1),
+            ("rounds", rounds, 1),
+            ("warmup_rounds", warmup_rounds, 0),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"benchmark.pedantic: {name}={value!r} must be an integer >= {minimum}")
+                raise ValueError(
+                    f"benchmark.pedantic: {name}={value!r} must be an integer >= {minimum}"
+                )
         if iterations > 1 and setup is not None:
-            raise ValueError("benchmark.pedantic: can't use more than 1 `iterations` with a `setup` function")
-        self._use("benchmark.pedantic(...)")  # after the checks: a call refused for its arguments measured nothing
+            raise ValueError(
+                "benchmark.pedantic: can't use more than 1 `iterations` with a `setup` function"
+            )
+        self._use(
+            "benchmark.pedantic(...)"
+        )  # after the checks: a call refused for its arguments measured nothing
         base_args, base_kwargs = tuple(args), dict(kwargs or {})
 
         def make_arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -232,11 +258,15 @@ class BenchmarkFixture:
             if not made:
                 return base_args, base_kwargs
             if base_args or base_kwargs:
-                raise TypeError("benchmark.pedantic: can't use `args` or `kwargs` if `setup` returns the arguments")
+                raise TypeError(
+                    "benchmark.pedantic: can't use `args` or `kwargs` if `setup` returns the arguments"
+                )
             try:
                 new_args, new_kwargs = made
             except (TypeError, ValueError):
-                raise TypeError(f"benchmark.pedantic: setup must return None or (args, kwargs), got {made!r}") from None
+                raise TypeError(
+                    f"benchmark.pedantic: setup must return None or (args, kwargs), got {made!r}"
+                ) from None
             return tuple(new_args), dict(new_kwargs)
 
         call_args, call_kwargs = make_arguments()
@@ -253,11 +283,17 @@ class BenchmarkFixture:
             from ..engines import walltime
 
             measurement = walltime.measure_rounds(
-                target, make_arguments, rounds=rounds, iterations=iterations, warmup_rounds=warmup_rounds,
-                teardown=teardown, spec=session.time_spec(options, naming),
+                target,
+                make_arguments,
+                rounds=rounds,
+                iterations=iterations,
+                warmup_rounds=warmup_rounds,
+                teardown=teardown,
+                spec=session.time_spec(options, naming),
             )
-            measured = session.record_measurement("time", TimeMetric.from_measurement(measurement),
-                                                  options.num_threads, naming)
+            measured = session.record_measurement(
+                "time", TimeMetric.from_measurement(measurement), options.num_threads, naming
+            )
         counting = tuple(mode for mode in session.modes if mode != "time")
         if counting or session.profile:  # with no counting mode, session.measure only profiles
             state: dict[str, Any] = {"args": call_args, "kwargs": call_kwargs, "used": False}
@@ -276,11 +312,19 @@ class BenchmarkFixture:
 
             # Without a setup the arguments never change: a partial, no bytecode of ours in the
             # region (see __call__). With one, this closure's first call in a worker is in a region.
-            counted = (with_fresh_arguments if setup is not None
-                       else functools.partial(fresh_target, *call_args, **call_kwargs))
-            counted_result = session.measure(counted, options, naming, modes=counting,
-                                             before_each=refresh if setup is not None else None,
-                                             caller=_callers_line())
+            counted = (
+                with_fresh_arguments
+                if setup is not None
+                else functools.partial(fresh_target, *call_args, **call_kwargs)
+            )
+            counted_result = session.measure(
+                counted,
+                options,
+                naming,
+                modes=counting,
+                before_each=refresh if setup is not None else None,
+                caller=_callers_line(),
+            )
             if teardown is not None and (setup is None or state["used"]):
                 teardown(*state["args"], **state["kwargs"])
             if measured is None:
@@ -305,7 +349,7 @@ def _callers_line() -> tuple[str, int, str] | None:
     return user_frame(sys._getframe(2), skipped_dirs())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _recording_timer_class() -> type:
     """Built on first use: importing torch (most of a second) must not be paid by a plain ``pytest`` run
     whose tests never touch the bench fixtures (the plugin is loaded by every pytest run)."""
@@ -319,7 +363,9 @@ def _recording_timer_class() -> type:
         serves every mode. With no bench option each method runs the statement once.
         """
 
-        def __init__(self, *args: Any, _recorder: ItemRecorder, _session: BenchSession | None, **kwargs: Any) -> None:
+        def __init__(
+            self, *args: Any, _recorder: ItemRecorder, _session: BenchSession | None, **kwargs: Any
+        ) -> None:
             naming = _recorder.naming
             kwargs.setdefault("label", naming.label)
             kwargs.setdefault("sub_label", naming.sub_label or None)
@@ -364,12 +410,21 @@ def _recording_timer_class() -> type:
             assert self._session is not None
             naming = self._naming()
             result = self._session.record_measurement(
-                "time", TimeMetric.from_measurement(measurement), self._task_spec.num_threads, naming
+                "time",
+                TimeMetric.from_measurement(measurement),
+                self._task_spec.num_threads,
+                naming,
             )
             other_modes = tuple(m for m in self._session.modes if m != "time")
-            if other_modes or self._session.profile:  # e.g. --bench-mode=time,ops: count the statement too
-                options = dataclasses.replace(self._recorder.options, num_threads=self._task_spec.num_threads)
-                counted = self._session.measure(self._statement(), options, naming, modes=other_modes)
+            if (
+                other_modes or self._session.profile
+            ):  # e.g. --bench-mode=time,ops: count the statement too
+                options = dataclasses.replace(
+                    self._recorder.options, num_threads=self._task_spec.num_threads
+                )
+                counted = self._session.measure(
+                    self._statement(), options, naming, modes=other_modes
+                )
                 result.metrics.update(counted.metrics)
                 result.environments.update(counted.environments)
                 result.extras.update(counted.extras)
@@ -380,7 +435,9 @@ def _recording_timer_class() -> type:
             assert self._session is not None
             statement = self._statement()
             statement()
-            options = dataclasses.replace(self._recorder.options, num_threads=self._task_spec.num_threads)
+            options = dataclasses.replace(
+                self._recorder.options, num_threads=self._task_spec.num_threads
+            )
             result = self._session.measure(statement, options, self._naming())
             self._recorder.add(result, self._explicit_description)
             return super().timeit(1)
@@ -399,22 +456,39 @@ def _recording_timer_class() -> type:
                 return super().timeit(1)
             if self._counting_modes():
                 return self._count()
-            return self._record_time(super().blocked_autorange(callback=callback, min_run_time=min_run_time))
+            return self._record_time(
+                super().blocked_autorange(callback=callback, min_run_time=min_run_time)
+            )
 
         def adaptive_autorange(
-            self, threshold: float = 0.1, *, min_run_time: float = 0.01, max_run_time: float = 10.0,
+            self,
+            threshold: float = 0.1,
+            *,
+            min_run_time: float = 0.01,
+            max_run_time: float = 10.0,
             callback: Any = None,
         ) -> Measurement:
             if self._session is None:
                 return super().timeit(1)
             if self._counting_modes():
                 return self._count()
-            return self._record_time(super().adaptive_autorange(
-                threshold, min_run_time=min_run_time, max_run_time=max_run_time, callback=callback
-            ))
+            return self._record_time(
+                super().adaptive_autorange(
+                    threshold,
+                    min_run_time=min_run_time,
+                    max_run_time=max_run_time,
+                    callback=callback,
+                )
+            )
 
-        def collect_callgrind(self, number: int = 100, *, repeats: int | None = None,
-                              collect_baseline: bool = True, retain_out_file: bool = False) -> Any:
+        def collect_callgrind(
+            self,
+            number: int = 100,
+            *,
+            repeats: int | None = None,
+            collect_baseline: bool = True,
+            retain_out_file: bool = False,
+        ) -> Any:
             """In instructions mode: counted in this session's valgrind process (seconds, where
             torch's own starts a valgrind and imports torch under it per call),
             by the metric whose ``timer_method`` this is.
@@ -426,9 +500,15 @@ def _recording_timer_class() -> type:
             if self._session is not None:
                 statement = self._statement()
                 answered = self._session.answer_timer_call(
-                    "collect_callgrind", statement, number, self._task_spec,
-                    dataclasses.replace(self._recorder.options, num_threads=self._task_spec.num_threads),
-                    self._naming(), before=statement,
+                    "collect_callgrind",
+                    statement,
+                    number,
+                    self._task_spec,
+                    dataclasses.replace(
+                        self._recorder.options, num_threads=self._task_spec.num_threads
+                    ),
+                    self._naming(),
+                    before=statement,
                 )
             if answered is not None:  # a metric of the session answers it (instructions mode)
                 stats, result = answered
@@ -437,13 +517,21 @@ def _recording_timer_class() -> type:
             if self._session is None:
                 super().timeit(1)
                 from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
-                    CallgrindStats, FunctionCounts,
+                    CallgrindStats,
+                    FunctionCounts,
                 )
+
                 empty = FunctionCounts((), inclusive=False)
-                stats = CallgrindStats(self._task_spec, number, False, empty, empty, empty, empty, None)
+                stats = CallgrindStats(
+                    self._task_spec, number, False, empty, empty, empty, empty, None
+                )
                 return stats if repeats is None else (stats,) * repeats
-            return super().collect_callgrind(number, repeats=repeats, collect_baseline=collect_baseline,
-                                             retain_out_file=retain_out_file)
+            return super().collect_callgrind(
+                number,
+                repeats=repeats,
+                collect_baseline=collect_baseline,
+                retain_out_file=retain_out_file,
+            )
 
     return RecordingTimer
 
@@ -455,10 +543,20 @@ def __getattr__(name: str) -> Any:
 
 
 def make_timer_factory(recorder: ItemRecorder, session: BenchSession | None) -> Callable[..., Any]:
-    def bench_timer(stmt: str = "pass", setup: str = "pass", globals: dict[str, Any] | None = None,
-                    **kwargs: Any) -> Any:
-        return _recording_timer_class()(textwrap.dedent(stmt), textwrap.dedent(setup), globals=globals,
-                              _recorder=recorder, _session=session, **kwargs)
+    def bench_timer(
+        stmt: str = "pass",
+        setup: str = "pass",
+        globals: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        return _recording_timer_class()(
+            textwrap.dedent(stmt),
+            textwrap.dedent(setup),
+            globals=globals,
+            _recorder=recorder,
+            _session=session,
+            **kwargs,
+        )
 
     return bench_timer
 
@@ -501,4 +599,6 @@ class ProfilerFixture:
 
     def records(self) -> list[dict[str, Any]]:
         """The profiled blocks in the shape results carry (``ProfileSummary.record``)."""
-        return [s.summary().record("bench_profiler") for s in self._sessions if s.profiler is not None]
+        return [
+            s.summary().record("bench_profiler") for s in self._sessions if s.profiler is not None
+        ]

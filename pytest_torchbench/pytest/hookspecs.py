@@ -6,17 +6,19 @@ to send results elsewhere (a dashboard, a database) without forking the plugin. 
 pluggy hook specifications, registered in ``pytest_addhooks``; implement them by defining a
 function of the same name in a ``conftest.py`` or a plugin.
 """
+
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pluggy import HookspecMarker
 
 if TYPE_CHECKING:
-    from ..metrics.base import Metric
     from ..core.results import BenchmarkResult
     from ..core.vocabulary import Verdict
+    from ..metrics.base import Metric
 
 _spec = HookspecMarker("pytest")
 
@@ -57,7 +59,10 @@ def pytest_torchbench_environment(config: pytest.Config) -> Mapping[str, Any] | 
 
 @_spec
 def pytest_torchbench_verdict(
-    config: pytest.Config, verdict: Verdict, result: BenchmarkResult, baseline: BenchmarkResult | None
+    config: pytest.Config,
+    verdict: Verdict,
+    result: BenchmarkResult,
+    baseline: BenchmarkResult | None,
 ) -> None:
     """See, or change in place, one verdict of one benchmark, before it can fail the test.
 

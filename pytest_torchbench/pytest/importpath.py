@@ -13,18 +13,26 @@ start (:func:`put_first`, from ``pytest_load_initial_conftests``): the checkout 
 run, the worktree for a base run. Processes it starts inherit the order: the environment's
 ``PYTHONPATH`` for all of them, and xdist's copy of ``sys.path`` for its local workers.
 """
+
 from __future__ import annotations
 
 import importlib.util
 import os
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from .._compat import xdist_worker_sys_path
 from ..store.refs import git_toplevel
 
-__all__ = ["tree_entries", "own_tree", "put_first", "map_pythonpath", "first_import_outside", "inside"]
+__all__ = [
+    "tree_entries",
+    "own_tree",
+    "put_first",
+    "map_pythonpath",
+    "first_import_outside",
+    "inside",
+]
 
 
 def tree_entries(tree: Path) -> list[str]:
@@ -49,10 +57,10 @@ def put_first(entries: Sequence[str]) -> None:
         return
     current = os.environ.get("PYTHONPATH", "")
     parts = current.split(os.pathsep) if current else []
-    if parts[:len(entries)] != entries:
+    if parts[: len(entries)] != entries:
         os.environ["PYTHONPATH"] = os.pathsep.join([*entries, *parts])
     for path_list in (sys.path, xdist_worker_sys_path()):
-        if path_list is not None and path_list[1:1 + len(entries)] != entries:
+        if path_list is not None and path_list[1 : 1 + len(entries)] != entries:
             path_list[1:1] = entries
 
 
@@ -65,7 +73,11 @@ def map_pythonpath(value: str, checkout: Path, worktree: Path) -> str:
     mapped = []
     for entry in value.split(os.pathsep):
         try:
-            relative = Path(entry).resolve().relative_to(checkout.resolve()) if os.path.isabs(entry) else None
+            relative = (
+                Path(entry).resolve().relative_to(checkout.resolve())
+                if os.path.isabs(entry)
+                else None
+            )
         except (ValueError, OSError):
             relative = None
         mapped.append(entry if relative is None else str(worktree / relative))

@@ -5,11 +5,13 @@ from what its author believes, so unknown keywords are an error that names them.
 keywords are accepted too, mapped onto ours (see :data:`PYTEST_BENCHMARK_KEYWORDS`), so a suite
 written for pytest-benchmark runs unchanged.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import pytest
 
@@ -55,12 +57,16 @@ class BenchOptions:
     ops_by_shape: bool = False
     # gpu_time: overwrite the device's L2 cache before every profiled call (cold-cache device time)
     flush_l2: bool = False
-    profile: Mapping[str, Any] | None = None  # profiler options for --bench-profile / bench_profiler
+    profile: Mapping[str, Any] | None = (
+        None  # profiler options for --bench-profile / bench_profiler
+    )
     # Counting modes seed torch, numpy and random with this before the warm-up (ops, memory: again
     # before the counted region), so code that draws random numbers counts the same run to run.
     seed: int | None = DEFAULT_SEED
     # pytest-benchmark's keywords, mapped onto time mode (counting modes ignore them):
-    group: str | None = None  # a column of the results, as pytest-benchmark's --benchmark-group-by=group
+    group: str | None = (
+        None  # a column of the results, as pytest-benchmark's --benchmark-group-by=group
+    )
     min_rounds: int | None = None  # at least this many timed blocks (ours: at least 30 anyway)
     min_time: float | None = None  # each timed block lasts at least this long (ours: 100 us anyway)
     timer: Callable[[], float] | None = None  # the clock (default: torch's, which syncs CUDA)
@@ -78,12 +84,22 @@ IGNORED_KEYWORDS = {
     "confidence": "time mode measures until its own rule is met (adaptive_autorange's threshold=)",
 }
 PYTEST_BENCHMARK_KEYWORDS = (
-    "group", "min_rounds", "min_time", "max_time", "timer", "disable_gc", "warmup",
-    "warmup_iterations", "calibration_precision", "cprofile", "precision", "confidence",
+    "group",
+    "min_rounds",
+    "min_time",
+    "max_time",
+    "timer",
+    "disable_gc",
+    "warmup",
+    "warmup_iterations",
+    "calibration_precision",
+    "cprofile",
+    "precision",
+    "confidence",
 )
-_KEYWORDS = (
-    {field.name for field in dataclasses.fields(BenchOptions)} - {"time_warmup"}
-) | set(PYTEST_BENCHMARK_KEYWORDS)
+_KEYWORDS = ({field.name for field in dataclasses.fields(BenchOptions)} - {"time_warmup"}) | set(
+    PYTEST_BENCHMARK_KEYWORDS
+)
 
 
 def for_pytest_benchmark(marker: pytest.Mark) -> pytest.MarkDecorator | None:
@@ -95,14 +111,20 @@ def for_pytest_benchmark(marker: pytest.Mark) -> pytest.MarkDecorator | None:
     project's ordinary test job. Keywords neither plugin knows are kept, so a misspelt one is
     still refused there.
     """
-    ours = [name for name in marker.kwargs if name in _KEYWORDS and name not in PYTEST_BENCHMARK_KEYWORDS]
+    ours = [
+        name
+        for name in marker.kwargs
+        if name in _KEYWORDS and name not in PYTEST_BENCHMARK_KEYWORDS
+    ]
     if not ours:
         return None
     kept = {name: value for name, value in marker.kwargs.items() if name not in ours}
     return getattr(pytest.mark, marker.name).with_args(*marker.args, **kept)
 
 
-def _check_number(where: str, name: str, value: Any, *, integer: bool, minimum: float, strict: bool) -> None:
+def _check_number(
+    where: str, name: str, value: Any, *, integer: bool, minimum: float, strict: bool
+) -> None:
     """Ints (or numbers) within bounds; NaN and infinities never pass (they would never end a run)."""
     types = (int,) if integer else (int, float)
     bad = isinstance(value, bool) or not isinstance(value, types)
@@ -134,7 +156,9 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
         if name in kwargs and kwargs[name] is not None and not isinstance(kwargs[name], str):
             raise MarkerError(f"{where}: {name}={kwargs[name]!r} must be a string")
     if "num_threads" in kwargs:
-        _check_number(where, "num_threads", kwargs["num_threads"], integer=True, minimum=1, strict=False)
+        _check_number(
+            where, "num_threads", kwargs["num_threads"], integer=True, minimum=1, strict=False
+        )
     for name in ("threshold", "max_run_time", "max_time"):
         if name in kwargs:
             _check_number(where, name, kwargs[name], integer=False, minimum=0, strict=True)
@@ -143,7 +167,9 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
             _check_number(where, name, kwargs[name], integer=False, minimum=0, strict=True)
     if "max_time" in kwargs:
         if "max_run_time" in kwargs:
-            raise MarkerError(f"{where}: give max_run_time or pytest-benchmark's max_time, not both")
+            raise MarkerError(
+                f"{where}: give max_run_time or pytest-benchmark's max_time, not both"
+            )
         kwargs["max_run_time"] = kwargs.pop("max_time")
     if kwargs.get("number") is not None:  # None, as the marker's signature shows: the default
         _check_number(where, "number", kwargs["number"], integer=True, minimum=1, strict=False)
@@ -155,17 +181,29 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
         else:
             _check_number(where, "warmup", kwargs["warmup"], integer=True, minimum=0, strict=False)
     if kwargs.get("warmup_iterations") is not None:
-        _check_number(where, "warmup_iterations", kwargs["warmup_iterations"], integer=True, minimum=0,
-                      strict=False)
+        _check_number(
+            where,
+            "warmup_iterations",
+            kwargs["warmup_iterations"],
+            integer=True,
+            minimum=0,
+            strict=False,
+        )
     if kwargs.get("min_rounds") is not None:
-        _check_number(where, "min_rounds", kwargs["min_rounds"], integer=True, minimum=1, strict=False)
+        _check_number(
+            where, "min_rounds", kwargs["min_rounds"], integer=True, minimum=1, strict=False
+        )
     if kwargs.get("timer") is not None and not callable(kwargs["timer"]):
-        raise MarkerError(f"{where}: timer={kwargs['timer']!r} must be a callable returning seconds, "
-                          "e.g. time.perf_counter")
+        raise MarkerError(
+            f"{where}: timer={kwargs['timer']!r} must be a callable returning seconds, "
+            "e.g. time.perf_counter"
+        )
     if "seed" in kwargs and kwargs["seed"] is not None:
         _check_number(where, "seed", kwargs["seed"], integer=True, minimum=0, strict=False)
         if kwargs["seed"] > MAX_SEED:
-            raise MarkerError(f"{where}: seed={kwargs['seed']!r} must be at most {MAX_SEED} (numpy's limit), or None")
+            raise MarkerError(
+                f"{where}: seed={kwargs['seed']!r} must be at most {MAX_SEED} (numpy's limit), or None"
+            )
     for flag in ("ops_by_shape", "flush_l2"):
         if flag in kwargs and not isinstance(kwargs[flag], bool):
             raise MarkerError(f"{where}: {flag}={kwargs[flag]!r} must be True or False")

@@ -3,26 +3,27 @@
 Everything a user can type is checked here once, at configure time, so a typo is one clear line
 and exit status 4 before any test runs (pytest.UsageError), not a traceback at the end.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import pytest
 
 from ..core import explain
 from ..core.accept import AcceptError, AcceptSpec, parse_spec
 from ..core.judgement import LimitSpecError, Policy, parse_limits
+from ..core.text import safe_text
 from ..metrics import registry
 from ..reports import benchmark_json
 from ..reports.paths import ReportPathError, check_report_path, option_targets_error
 from ..store.storage import BaselineError, validate_set_name
-from ..core.text import safe_text
-
 
 
 def modes() -> tuple[str, ...]:
@@ -50,80 +51,171 @@ MODES = registry.BUILTIN
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchbench", "pytest-torchbench: performance regression testing")
     group.addoption(
-        "--bench-mode", metavar="MODES", default=None,
+        "--bench-mode",
+        metavar="MODES",
+        default=None,
         help="measure benchmarks: "
         + ", ".join(f"{m.name} ({m.help})" if m.help else m.name for m in registry.all_metrics())
         + "; several as 'time,ops'. Marked tests run once as plain tests when no --bench-* option "
         "is given.",
     )
-    group.addoption("--bench-save", metavar="NAME", default=None,
-                    help="write this run's results as baseline set NAME in the baselines folder")
-    group.addoption("--bench-compare", metavar="REF", default=None,
-                    help="compare with baseline set REF: a saved name, a git revision, or a path")
-    group.addoption("--bench-base", metavar="HOW", default=None, choices=BASE_CHOICES,
-                    help="--bench-compare=REV (a git revision): 'stored' compares with the baselines "
-                    "committed at REV only; 'measure' measures REV in this job (a temporary git worktree, "
-                    "the same interpreter, environment, selection and modes); 'auto' (default) uses the "
-                    "committed ones where they are comparable and measures REV where they are missing "
-                    "or not comparable")
-    group.addoption("--bench-base-prepare", metavar="CMD", default=None,
-                    help="a shell command run in REV's temporary worktree before measuring it, e.g. a "
-                    "build step 'python setup.py build_ext --inplace' (not 'pip install -e .', which "
-                    "would point the installed project at the worktree)")
-    group.addoption("--bench-rounds", metavar="N", type=int, default=None,
-                    help="time mode against a base measured from --bench-compare=REV: measure REV and this "
-                    "checkout alternately, N rounds of fresh processes (each round's two taking 10 ms turns "
-                    "on one CPU, the first turn swapped every round), N more of the benchmarks those did not "
-                    "decide (and N more of those still "
-                    "undecided), and judge each on the fastest call of each side per round (default "
-                    f"{DEFAULT_ROUNDS}; 1: one base run, then this run, as for counting modes)")
-    group.addoption("--bench-accept", metavar="SPEC", action="append", default=None,
-                    help="accept an intended regression: 'TEST-IDS METRICS -- REASON' (test ids with * globs, "
-                    "comma-separated; metrics comma-separated or *), as a Bench-Accept: commit trailer between "
-                    "the baseline's commit and HEAD does; repeatable")
-    group.addoption("--bench-allow-incomparable", action="store_true", default=False,
-                    help="in CI (the CI variable set), do not fail the run when a benchmark's baseline "
-                    "could not be compared and nothing was measured in its place (default: exit "
-                    f"{EXIT_INCOMPARABLE})")
-    group.addoption("--bench-fail", metavar="SPEC", default=None,
-                    help="regression limits, e.g. 'instructions:1%%,time:10%%' (defaults: "
-                    + ", ".join(f"{m} {v * 100:g}%%" for m, v in registry.default_limits().items()) + ")")
-    group.addoption("--bench-json", metavar="PATH", default=None,
-                    help="write the run's results and verdicts as JSON to PATH")
-    group.addoption("--bench-markdown", metavar="PATH", default=None,
-                    help="write a Markdown summary (regressions first, explanations folded) to PATH; "
-                    "in GitHub Actions it is also appended to GITHUB_STEP_SUMMARY")
-    group.addoption("--bench-html", metavar="PATH", default=None,
-                    help="write a self-contained HTML report with plots to PATH")
-    group.addoption("--bench-strict", action="store_true", default=False,
-                    help="fail benchmarks whose baseline comes from a different environment "
-                    "(default: report them as not comparable)")
-    group.addoption("--bench-fail-stale", action="store_true", default=False,
-                    help="fail instruction/op/memory counts that improved beyond the limit, so "
-                    "baselines are kept exact")
-    group.addoption("--bench-baselines-dir", metavar="DIR", default=None,
-                    help="the baselines folder (default: ini bench_baselines_dir, else 'baselines')")
-    group.addoption("--bench-min-run-time", metavar="SECONDS", type=float, default=None,
-                    help="time mode: measure each benchmark for at least this long (default 0.1)")
-    group.addoption("--bench-profile", action="store_true", default=False,
-                    help="after measuring, run each benchmark a few more times under torch.profiler: "
-                    "top ops by self time in the report, a trace per benchmark in the output folder")
-    group.addoption("--bench-output", metavar="DIR", default=None,
-                    help="folder for traces and other artifacts (default: .torchbench under rootdir)")
-    group.addoption("--bench-only", action="store_true", default=False,
-                    help="run only the benchmarks (tests marked benchmark or using the benchmark, "
-                    "bench_timer or bench_profiler fixture); the others are skipped, as "
-                    "pytest-benchmark's --benchmark-only. Does not turn measuring on by itself")
-    group.addoption("--bench-skip", action="store_true", default=False,
-                    help="skip the benchmarks (as pytest-benchmark's --benchmark-skip)")
-    group.addoption("--bench-sites", metavar="PKG[,PKG]", default=None,
-                    help="the project's own packages, whose lines are call sites of a changed op or "
-                    "function even when installed into site-packages (default: ini bench_sites, else "
-                    "read from the rootdir's pyproject.toml and src/ folder)")
-    parser.addini("bench_baselines_dir", "folder of baseline sets, relative to rootdir",
-                  default="baselines")
-    parser.addini("bench_sites", "the project's own packages (see --bench-sites), comma or space separated",
-                  default="")
+    group.addoption(
+        "--bench-save",
+        metavar="NAME",
+        default=None,
+        help="write this run's results as baseline set NAME in the baselines folder",
+    )
+    group.addoption(
+        "--bench-compare",
+        metavar="REF",
+        default=None,
+        help="compare with baseline set REF: a saved name, a git revision, or a path",
+    )
+    group.addoption(
+        "--bench-base",
+        metavar="HOW",
+        default=None,
+        choices=BASE_CHOICES,
+        help="--bench-compare=REV (a git revision): 'stored' compares with the baselines "
+        "committed at REV only; 'measure' measures REV in this job (a temporary git worktree, "
+        "the same interpreter, environment, selection and modes); 'auto' (default) uses the "
+        "committed ones where they are comparable and measures REV where they are missing "
+        "or not comparable",
+    )
+    group.addoption(
+        "--bench-base-prepare",
+        metavar="CMD",
+        default=None,
+        help="a shell command run in REV's temporary worktree before measuring it, e.g. a "
+        "build step 'python setup.py build_ext --inplace' (not 'pip install -e .', which "
+        "would point the installed project at the worktree)",
+    )
+    group.addoption(
+        "--bench-rounds",
+        metavar="N",
+        type=int,
+        default=None,
+        help="time mode against a base measured from --bench-compare=REV: measure REV and this "
+        "checkout alternately, N rounds of fresh processes (each round's two taking 10 ms turns "
+        "on one CPU, the first turn swapped every round), N more of the benchmarks those did not "
+        "decide (and N more of those still "
+        "undecided), and judge each on the fastest call of each side per round (default "
+        f"{DEFAULT_ROUNDS}; 1: one base run, then this run, as for counting modes)",
+    )
+    group.addoption(
+        "--bench-accept",
+        metavar="SPEC",
+        action="append",
+        default=None,
+        help="accept an intended regression: 'TEST-IDS METRICS -- REASON' (test ids with * globs, "
+        "comma-separated; metrics comma-separated or *), as a Bench-Accept: commit trailer between "
+        "the baseline's commit and HEAD does; repeatable",
+    )
+    group.addoption(
+        "--bench-allow-incomparable",
+        action="store_true",
+        default=False,
+        help="in CI (the CI variable set), do not fail the run when a benchmark's baseline "
+        "could not be compared and nothing was measured in its place (default: exit "
+        f"{EXIT_INCOMPARABLE})",
+    )
+    group.addoption(
+        "--bench-fail",
+        metavar="SPEC",
+        default=None,
+        help="regression limits, e.g. 'instructions:1%%,time:10%%' (defaults: "
+        + ", ".join(f"{m} {v * 100:g}%%" for m, v in registry.default_limits().items())
+        + ")",
+    )
+    group.addoption(
+        "--bench-json",
+        metavar="PATH",
+        default=None,
+        help="write the run's results and verdicts as JSON to PATH",
+    )
+    group.addoption(
+        "--bench-markdown",
+        metavar="PATH",
+        default=None,
+        help="write a Markdown summary (regressions first, explanations folded) to PATH; "
+        "in GitHub Actions it is also appended to GITHUB_STEP_SUMMARY",
+    )
+    group.addoption(
+        "--bench-html",
+        metavar="PATH",
+        default=None,
+        help="write a self-contained HTML report with plots to PATH",
+    )
+    group.addoption(
+        "--bench-strict",
+        action="store_true",
+        default=False,
+        help="fail benchmarks whose baseline comes from a different environment "
+        "(default: report them as not comparable)",
+    )
+    group.addoption(
+        "--bench-fail-stale",
+        action="store_true",
+        default=False,
+        help="fail instruction/op/memory counts that improved beyond the limit, so "
+        "baselines are kept exact",
+    )
+    group.addoption(
+        "--bench-baselines-dir",
+        metavar="DIR",
+        default=None,
+        help="the baselines folder (default: ini bench_baselines_dir, else 'baselines')",
+    )
+    group.addoption(
+        "--bench-min-run-time",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="time mode: measure each benchmark for at least this long (default 0.1)",
+    )
+    group.addoption(
+        "--bench-profile",
+        action="store_true",
+        default=False,
+        help="after measuring, run each benchmark a few more times under torch.profiler: "
+        "top ops by self time in the report, a trace per benchmark in the output folder",
+    )
+    group.addoption(
+        "--bench-output",
+        metavar="DIR",
+        default=None,
+        help="folder for traces and other artifacts (default: .torchbench under rootdir)",
+    )
+    group.addoption(
+        "--bench-only",
+        action="store_true",
+        default=False,
+        help="run only the benchmarks (tests marked benchmark or using the benchmark, "
+        "bench_timer or bench_profiler fixture); the others are skipped, as "
+        "pytest-benchmark's --benchmark-only. Does not turn measuring on by itself",
+    )
+    group.addoption(
+        "--bench-skip",
+        action="store_true",
+        default=False,
+        help="skip the benchmarks (as pytest-benchmark's --benchmark-skip)",
+    )
+    group.addoption(
+        "--bench-sites",
+        metavar="PKG[,PKG]",
+        default=None,
+        help="the project's own packages, whose lines are call sites of a changed op or "
+        "function even when installed into site-packages (default: ini bench_sites, else "
+        "read from the rootdir's pyproject.toml and src/ folder)",
+    )
+    parser.addini(
+        "bench_baselines_dir", "folder of baseline sets, relative to rootdir", default="baselines"
+    )
+    parser.addini(
+        "bench_sites",
+        "the project's own packages (see --bench-sites), comma or space separated",
+        default="",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -182,7 +274,11 @@ def _parse_modes(raw: str | None) -> tuple[str, ...]:
         clash = next((other for other in excludes if other in modes), None)
         if clash is not None:
             first, second = sorted((mode, clash), key=registry.rank)
-            why = excludes[clash] if isinstance(excludes, Mapping) else "they cannot measure in the same process"
+            why = (
+                excludes[clash]
+                if isinstance(excludes, Mapping)
+                else "they cannot measure in the same process"
+            )
             raise pytest.UsageError(
                 f"--bench-mode: '{first}' and '{second}' cannot run together ({why}); "
                 f"run them as two pytest invocations"
@@ -195,8 +291,16 @@ def is_active(opt: Any) -> bool:
     ``known_args_namespace``) turn the plugin on: any option that measures, saves or compares."""
     return any(
         getattr(opt, name, None) is not None and getattr(opt, name, None) is not False
-        for name in ("bench_mode", "bench_save", "bench_compare", "bench_json", "bench_fail",
-                     "bench_profile", "bench_markdown", "bench_html")
+        for name in (
+            "bench_mode",
+            "bench_save",
+            "bench_compare",
+            "bench_json",
+            "bench_fail",
+            "bench_profile",
+            "bench_markdown",
+            "bench_html",
+        )
     )
 
 
@@ -213,7 +317,9 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
     if (target_error := option_targets_error(opt, active)) is not None:
         raise pytest.UsageError(target_error)
     if opt.bench_only and opt.bench_skip:
-        raise pytest.UsageError("--bench-only and --bench-skip together would skip every test; give one")
+        raise pytest.UsageError(
+            "--bench-only and --bench-skip together would skip every test; give one"
+        )
     try:
         limits = parse_limits(opt.bench_fail) if opt.bench_fail is not None else {}
     except LimitSpecError as exc:
@@ -226,13 +332,18 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
     if (opt.bench_base is not None or opt.bench_base_prepare) and opt.bench_compare is None:
         raise pytest.UsageError(
             f"{'--bench-base' if opt.bench_base is not None else '--bench-base-prepare'} needs "
-            "--bench-compare=REV (the git revision whose baselines to use or measure)")
+            "--bench-compare=REV (the git revision whose baselines to use or measure)"
+        )
     if opt.bench_rounds is not None and opt.bench_rounds < 1:
-        raise pytest.UsageError(f"--bench-rounds={opt.bench_rounds}: must be a whole number >= 1, e.g. 4")
-    if opt.bench_min_run_time is not None and not (
-            math.isfinite(opt.bench_min_run_time) and opt.bench_min_run_time > 0):  # nan, inf: never ends
         raise pytest.UsageError(
-            f"--bench-min-run-time={opt.bench_min_run_time}: must be > 0 seconds and finite, e.g. 0.1")
+            f"--bench-rounds={opt.bench_rounds}: must be a whole number >= 1, e.g. 4"
+        )
+    if opt.bench_min_run_time is not None and not (
+        math.isfinite(opt.bench_min_run_time) and opt.bench_min_run_time > 0
+    ):  # nan, inf: never ends
+        raise pytest.UsageError(
+            f"--bench-min-run-time={opt.bench_min_run_time}: must be > 0 seconds and finite, e.g. 0.1"
+        )
     policy = Policy(
         limits=limits,
         strict_environment=bool(opt.bench_strict),
@@ -240,7 +351,9 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
     )
     json_path = Path(opt.bench_json).absolute() if opt.bench_json else None
     rerun = explain.in_rerun()  # the end-of-session re-run writes only its JSON
-    benchmark_json = _benchmark_json_path(opt, bench_option_given(config), active, modes) if not rerun else None
+    benchmark_json = (
+        _benchmark_json_path(opt, bench_option_given(config), active, modes) if not rerun else None
+    )
     return BenchSettings(
         active=active,
         modes=modes,
@@ -252,8 +365,12 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         min_run_time=opt.bench_min_run_time,
         rootdir=rootdir,
         profile=bool(opt.bench_profile) and not rerun,
-        output_dir=Path(opt.bench_output).absolute() if opt.bench_output else rootdir / ".torchbench",
-        markdown_path=Path(opt.bench_markdown).absolute() if opt.bench_markdown and not rerun else None,
+        output_dir=Path(opt.bench_output).absolute()
+        if opt.bench_output
+        else rootdir / ".torchbench",
+        markdown_path=Path(opt.bench_markdown).absolute()
+        if opt.bench_markdown and not rerun
+        else None,
         html_path=Path(opt.bench_html).absolute() if opt.bench_html and not rerun else None,
         base="stored" if rerun else (opt.bench_base or "auto"),
         base_prepare=opt.bench_base_prepare or None,
@@ -280,9 +397,12 @@ def _own_packages(option: str | None, ini: str, rootdir: Path) -> tuple[str, ...
         if not _PACKAGE_NAME.fullmatch(name):
             raise pytest.UsageError(
                 f"{source}={safe_text(str(given))}: {safe_text(name)!r} is not a Python package name; "
-                "give import names, e.g. --bench-sites=mylib,mylib_ext")
+                "give import names, e.g. --bench-sites=mylib,mylib_ext"
+            )
     if option is not None and not names:
-        raise pytest.UsageError("--bench-sites is empty; give import names, e.g. --bench-sites=mylib")
+        raise pytest.UsageError(
+            "--bench-sites is empty; give import names, e.g. --bench-sites=mylib"
+        )
     return tuple(dict.fromkeys(names)) if names else project_packages(rootdir)
 
 
@@ -322,8 +442,11 @@ def project_packages(rootdir: Path) -> tuple[str, ...]:
             names += [item.split(".")[0] for item in listed if isinstance(item, str)]
     poetry = _table(tool, "poetry").get("packages")
     if isinstance(poetry, list):
-        names += [p["include"].split("/")[0] for p in poetry
-                  if isinstance(p, dict) and isinstance(p.get("include"), str)]
+        names += [
+            p["include"].split("/")[0]
+            for p in poetry
+            if isinstance(p, dict) and isinstance(p.get("include"), str)
+        ]
     src = rootdir / "src"
     if src.is_dir():
         try:
@@ -333,7 +456,9 @@ def project_packages(rootdir: Path) -> tuple[str, ...]:
     return tuple(name for name in dict.fromkeys(names) if _PACKAGE_NAME.fullmatch(name))
 
 
-def _benchmark_json_path(opt: Any, owned: bool, active: bool, modes: tuple[str, ...]) -> Path | None:
+def _benchmark_json_path(
+    opt: Any, owned: bool, active: bool, modes: tuple[str, ...]
+) -> Path | None:
     """pytest-benchmark's ``--benchmark-json=PATH`` (its option exists where it is installed), when
     torchbench owns the run (``owned``: a --bench-* option was given): written in pytest-benchmark's
     format with this run's wall times.
@@ -347,20 +472,26 @@ def _benchmark_json_path(opt: Any, owned: bool, active: bool, modes: tuple[str, 
     # emptied) file, whose name is the path; "-" is standard output, which this run does not write.
     if not isinstance(raw, (str, os.PathLike)):
         name = getattr(raw, "name", None)
-        if not isinstance(name, str) or name in ("<stdout>", "<stderr>"):  # "-": standard output (or fd 1)
+        if not isinstance(name, str) or name in (
+            "<stdout>",
+            "<stderr>",
+        ):  # "-": standard output (or fd 1)
             raise pytest.UsageError(
                 "--benchmark-json=-: give a file path (pytest-torchbench writes the wall times there in "
-                "pytest-benchmark's format)")
+                "pytest-benchmark's format)"
+            )
         raw = name
     if not active:
         raise pytest.UsageError(
             f"--benchmark-json={safe_text(str(raw))}: this run measures nothing (its --bench-* options only "
-            f"select tests); add --bench-mode={benchmark_json.METRIC} to write pytest-benchmark's JSON of the wall times")
+            f"select tests); add --bench-mode={benchmark_json.METRIC} to write pytest-benchmark's JSON of the wall times"
+        )
     if benchmark_json.METRIC not in modes:
         raise pytest.UsageError(
             f"--benchmark-json={safe_text(str(raw))}: pytest-benchmark's format holds wall times, and this run "
             f"(--bench-mode={','.join(modes)}) measures none; add {benchmark_json.METRIC} to --bench-mode (e.g. "
-            f"--bench-mode={benchmark_json.METRIC},{modes[0]}), or use --bench-json=PATH for this run's results")
+            f"--bench-mode={benchmark_json.METRIC},{modes[0]}), or use --bench-json=PATH for this run's results"
+        )
     try:
         return check_report_path(Path(str(raw)).absolute(), "--benchmark-json")
     except ReportPathError as exc:

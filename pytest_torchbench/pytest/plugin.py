@@ -11,35 +11,50 @@ any --bench-* option is left to pytest-benchmark entirely (its fixture, marker c
 run with one unregisters pytest-benchmark before it configures, and registers our ``benchmark``
 fixture after it, so ours is the one tests get. No ``-p no:...`` needed.
 """
+
 from __future__ import annotations
 
 import functools
 import inspect
 import os
 import warnings
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any, Generator
+from typing import Any
 
 import pytest
 
-from ..core import explain
-from . import extensions, importpath
 from .._compat import fixture_argnames
+from ..core import explain
+from ..core.text import safe_text
+from ..metrics import registry
+from ..store.refs import (
+    DEFAULT_SET,
+    NoCommittedBaselines,
+    Revision,
+    compare_revision,
+    resolve_compare,
+    shown_ref,
+)
+from ..store.storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
+from . import extensions, importpath
 from . import options as options_module
+from .base import MODULES_ENV, write_imported_modules
 from .controller import REPORT_ATTRIBUTE, Controller
 from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
-from ..metrics import registry
 from .marker import (
-    DEFAULT_SEED, MARKER_DOC, MARKER_NAME, BenchOptions, MarkerError, for_pytest_benchmark, options_from_marker,
+    DEFAULT_SEED,
+    MARKER_DOC,
+    MARKER_NAME,
+    BenchOptions,
+    MarkerError,
+    for_pytest_benchmark,
+    options_from_marker,
 )
 from .options import BenchSettings
-from .base import MODULES_ENV, write_imported_modules
-from ..store.refs import DEFAULT_SET, NoCommittedBaselines, Revision, compare_revision, resolve_compare, shown_ref
 from .progress import PROGRESS_ENV, ProgressFile
-from .session import BenchSession, Naming, IsolationGuard
+from .session import BenchSession, IsolationGuard, Naming
 from .turns import join_pair
-from ..store.storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
-from ..core.text import safe_text
 
 settings_key = pytest.StashKey[BenchSettings]()
 owns_key = pytest.StashKey[bool]()
@@ -82,14 +97,18 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
 
 
 def _is_xdist_controller(config: pytest.Config) -> bool:
-    return not _is_xdist_worker(config) and getattr(config.option, "dist", "no") != "no" \
+    return (
+        not _is_xdist_worker(config)
+        and getattr(config.option, "dist", "no") != "no"
         and bool(getattr(config.option, "tx", None))
+    )
 
 
 def _pytest_benchmark_plugins(config: pytest.Config) -> list[tuple[str, object]]:
     manager = config.pluginmanager
     return [
-        (name, plugin) for name, plugin in manager.list_name_plugin()
+        (name, plugin)
+        for name, plugin in manager.list_name_plugin()
         if plugin is not None and getattr(plugin, "__name__", None) == PYTEST_BENCHMARK_MODULE
     ]
 
@@ -129,7 +148,9 @@ class BenchmarkFixturePlugin:
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> None:
     """Prepare this process for the modes the command line names, before the first conftest is
     imported (``Metric.prepare_process``; pytest calls this hook of installed plugins only).
 
@@ -145,7 +166,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     And: the project's own git tree goes first on the import path, before any conftest imports
     the project (``importpath``: the run measures the checkout's code, as a base run measures
     its worktree's)."""
-    if (os.environ.get(MODULES_ENV) or explain.in_rerun()) and not early_config.pluginmanager.has_plugin("cacheprovider"):
+    if (
+        os.environ.get(MODULES_ENV) or explain.in_rerun()
+    ) and not early_config.pluginmanager.has_plugin("cacheprovider"):
         args[:] = explain.remove_options(args, explain.CACHE_OPTIONS)
     opt = early_config.known_args_namespace
     if not options_module.is_active(opt):
@@ -154,7 +177,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         tree = importpath.own_tree(Path(early_config.rootpath))
         if tree is not None:
             importpath.put_first(importpath.tree_entries(tree))
-    for name in options_module.mode_names(getattr(opt, "bench_mode", None)):  # a wrong one: reported at configure
+    for name in options_module.mode_names(
+        getattr(opt, "bench_mode", None)
+    ):  # a wrong one: reported at configure
         found = registry.find(name)
         if found is not None:
             found.prepare_process()
@@ -162,7 +187,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_DOC)
-    _take_over_from_pytest_benchmark(config)  # when pytest_cmdline_main was not called (pytest.main API)
+    _take_over_from_pytest_benchmark(
+        config
+    )  # when pytest_cmdline_main was not called (pytest.main API)
     owns = not _pytest_benchmark_plugins(config)
     config.stash[owns_key] = owns
     if owns:
@@ -177,7 +204,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[session_key] = None
     if not settings.active:
         return
-    for mode in settings.modes:  # again (it is idempotent): metric plugins' modes are known only now
+    for (
+        mode
+    ) in settings.modes:  # again (it is idempotent): metric plugins' modes are known only now
         registry.get(mode).prepare_process()
     worker = _is_xdist_worker(config)
     baseline: BaselineSet | None = None
@@ -190,9 +219,11 @@ def pytest_configure(config: pytest.Config) -> None:
             except NoCommittedBaselines:
                 if revision is None:
                     raise
-                baseline = BaselineSet(name=revision.set_name or DEFAULT_SET,
-                                       source=f"git {revision.label}, nothing committed",
-                                       label=shown_ref(settings.compare, revision.commit))
+                baseline = BaselineSet(
+                    name=revision.set_name or DEFAULT_SET,
+                    source=f"git {revision.label}, nothing committed",
+                    label=shown_ref(settings.compare, revision.commit),
+                )
         if settings.save is not None and not worker:
             # Parse the set we will write into now: a corrupt file stops the run before any
             # benchmark runs, instead of after, and is never overwritten.
@@ -204,7 +235,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 _make_baselines_folder(config, settings.baselines_dir)
     except BaselineError as exc:
         raise pytest.UsageError(safe_text(exc)) from None
-    config.stash[skipped_baselines_key] = _skipped_baselines_folder(config, settings.baselines_dir, worker)
+    config.stash[skipped_baselines_key] = _skipped_baselines_folder(
+        config, settings.baselines_dir, worker
+    )
 
     session = BenchSession(
         modes=settings.modes,
@@ -224,11 +257,16 @@ def pytest_configure(config: pytest.Config) -> None:
         join_pair(config)  # a child of an alternated round measures in turns with its partner
         # a metric that measures in processes of its own (instructions) gets them here, with
         # what they need of the baseline (instructions: each benchmark's number of calls)
-        configure_controller(config, settings.modes, baseline.entries if baseline is not None else None)
-        config.pluginmanager.register(Controller(config, settings, baseline, session, revision),
-                                      "torchbench-controller")
+        configure_controller(
+            config, settings.modes, baseline.entries if baseline is not None else None
+        )
+        config.pluginmanager.register(
+            Controller(config, settings, baseline, session, revision), "torchbench-controller"
+        )
         if os.environ.get(PROGRESS_ENV):  # a child run whose parent waits for it: say how far it is
-            config.pluginmanager.register(ProgressFile(Path(os.environ[PROGRESS_ENV])), "torchbench-progress")
+            config.pluginmanager.register(
+                ProgressFile(Path(os.environ[PROGRESS_ENV])), "torchbench-progress"
+            )
         if _is_xdist_controller(config) and "time" in settings.modes:
             config.issue_config_time_warning(
                 TorchbenchWarning(
@@ -250,7 +288,8 @@ def _measurable_revision(settings: BenchSettings) -> Revision | None:
     if revision is None and settings.base == "measure":
         raise pytest.UsageError(
             f"--bench-base=measure: --bench-compare={safe_text(settings.compare)} is not a git revision (a saved set name "
-            "or a path is already measured); name a revision, e.g. --bench-compare=origin/main")
+            "or a path is already measured); name a revision, e.g. --bench-compare=origin/main"
+        )
     return revision
 
 
@@ -474,7 +513,9 @@ def _seed_test(item: pytest.Item) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest) -> Generator[None, Any, Any]:
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> Generator[None, Any, Any]:
     """In a counting session a fixture above function scope draws from generators seeded for it
     (the default seed), and the test whose setup made it goes on from where it was, as if the
     fixture had been cached already: what the fixture and each test draw must not depend on which
@@ -483,7 +524,7 @@ def pytest_fixture_setup(fixturedef: pytest.FixtureDef[Any], request: pytest.Fix
     benchmark itself, its body drew other numbers than after another benchmark)."""
     if fixturedef.scope == "function" or not _seeds_tests(request.config):
         return (yield)
-    from .seeding import seed_everything, kept_generators
+    from .seeding import kept_generators, seed_everything
 
     with kept_generators():
         seed_everything(DEFAULT_SEED)
@@ -531,7 +572,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, Any, Any]:
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, Any, Any]:
     """Each benchmark starts from the same process state: what a test left behind (torch's thread
     count, a running profiler) is put back after it, with a warning naming the test where needed."""
     if _session(item.config) is None and item.get_closest_marker(MARKER_NAME) is None:
@@ -545,7 +588,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, Any]:
     report = yield
     session = _session(item.config)
     if call.when == "call":
@@ -556,7 +601,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             session.add_profiles(recorder.results, profiled.records(), recorder.naming)
         if recorder is not None and recorder.results and report.passed:
             recorder.finish()  # group and extra_info as the test left them
-            for result in recorder.results:  # the marker's limits travel with (and are saved with) results
+            for (
+                result
+            ) in recorder.results:  # the marker's limits travel with (and are saved with) results
                 result.limits = dict(recorder.options.limits)
             setattr(report, REPORT_ATTRIBUTE, {"results": [r.to_json() for r in recorder.results]})
     elif call.when == "teardown" and session is not None:
@@ -631,7 +678,12 @@ def pytest_testnodedown(node: Any, error: object | None) -> None:
     config = node.config
     count = getattr(node, "workeroutput", {}).get(DESELECTED_OUTPUT)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if not isinstance(count, int) or count <= 0 or reporter is None or not options_module.is_active(config.option):
+    if (
+        not isinstance(count, int)
+        or count <= 0
+        or reporter is None
+        or not options_module.is_active(config.option)
+    ):
         return
     if not config.stash.get(deselected_counted_key, False):
         config.stash[deselected_counted_key] = True

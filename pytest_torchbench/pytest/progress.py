@@ -7,15 +7,15 @@ benchmarks in instructions mode: about 15 minutes), and the terminal said nothin
 "measuring it". A file rather than the child's output: the child's output is the user's tests'
 (any format, ``-v`` or not), a file of two numbers is ours.
 """
+
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 import pytest
-
 
 __all__ = ["PROGRESS_ENV", "ProgressFile", "ProgressLines"]
 
@@ -94,11 +94,23 @@ class ProgressLines:
             return
         self.last = now
         found = [(side, read_progress(path)) for side, path in children]
-        parts = [f"{side} {counts[0]}/{counts[1]} tests" if counts and counts[1] > 0 else f"{side} starting"
-                 for side, counts in found]
+        parts = [
+            f"{side} {counts[0]}/{counts[1]} tests"
+            if counts and counts[1] > 0
+            else f"{side} starting"
+            for side, counts in found
+        ]
         left = self._left([counts for _, counts in found], now - self.phase_started)
-        state = "" if left is None else " (finishing)" if left == 0 else f" (about {_duration(left)} left of it)"
-        self.write(f"torchbench: {what}: {', '.join(parts)}{state}; {_duration(now - self.started)} so far")
+        state = (
+            ""
+            if left is None
+            else " (finishing)"
+            if left == 0
+            else f" (about {_duration(left)} left of it)"
+        )
+        self.write(
+            f"torchbench: {what}: {', '.join(parts)}{state}; {_duration(now - self.started)} so far"
+        )
 
     @staticmethod
     def _left(found: Sequence[tuple[int, int] | None], elapsed: float) -> float | None:

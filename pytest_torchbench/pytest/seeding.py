@@ -8,12 +8,13 @@ call the hook returned by
 :func:`seeder` before their warm-up (ops and memory again before the counted region; never inside it: the
 seeding itself would be counted). Wall time is never seeded: it is a statistic over many calls.
 """
+
 from __future__ import annotations
 
 import contextlib
 import random
 import sys
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 
 def seed_everything(seed: int) -> None:

@@ -5,21 +5,23 @@ each test's measured callables until the test's teardown: where the controller j
 process (a serial run without valgrind), it hands a failed verdict back to :meth:`BenchSession.explain`,
 which re-runs the callable for details only a re-run can give (op call sites), for that test only.
 """
+
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
+from ..core.results import BenchmarkResult, Environment, collect_environment
+from ..core.vocabulary import Verdict
 from ..engines.fresh_code import fresh_callable
-from .marker import BenchOptions
 from ..metrics import registry
 from ..metrics.base import LineChanges, MeasureContext
 from ..metrics.time import time_spec
-from ..core.results import BenchmarkResult, Environment, collect_environment
-from ..core.vocabulary import Verdict
+from .marker import BenchOptions
 
 
 @contextlib.contextmanager
@@ -146,11 +148,16 @@ class BenchSession:
         for mode in self.modes:
             registry.get(mode).before_first_call(fn)
 
-    def measure(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
-                modes: tuple[str, ...] | None = None,
-                before_region: Callable[[], None] | None = None,
-                before_each: Callable[[], None] | None = None,
-                caller: tuple[str, int, str] | None = None) -> BenchmarkResult:
+    def measure(
+        self,
+        fn: Callable[[], Any],
+        options: BenchOptions,
+        naming: Naming,
+        modes: tuple[str, ...] | None = None,
+        before_region: Callable[[], None] | None = None,
+        before_each: Callable[[], None] | None = None,
+        caller: tuple[str, int, str] | None = None,
+    ) -> BenchmarkResult:
         """Run every engine of the session's modes on ``fn`` (already called once by the caller).
 
         Counting modes call ``before_region`` before their warm-up and before the counted region,
@@ -160,27 +167,42 @@ class BenchSession:
         ``caller``: the test's line that called ``benchmark`` (``MeasureContext.caller``).
         """
         result = _new_result(naming)
-        ordered = sorted(self.modes if modes is None else modes, key=lambda m: registry.get(m).measured_last)
+        ordered = sorted(
+            self.modes if modes is None else modes, key=lambda m: registry.get(m).measured_last
+        )
         with torch_threads(options.num_threads):  # what the fingerprint says, whatever ran before
             for mode in ordered:
-                metric = self._measure_one(mode, fn, options, naming, before_region, before_each, caller)
+                metric = self._measure_one(
+                    mode, fn, options, naming, before_region, before_each, caller
+                )
                 result.metrics[mode] = metric
                 result.environments[mode] = self.environment(mode, options.num_threads)
             if self.profile:
                 result.extras["profiles"] = [self._profile(fn, options, naming)]
         return result
 
-    def _profile(self, fn: Callable[[], Any], options: BenchOptions, naming: Naming) -> dict[str, Any]:
+    def _profile(
+        self, fn: Callable[[], Any], options: BenchOptions, naming: Naming
+    ) -> dict[str, Any]:
         """--bench-profile: a few more runs under torch.profiler, after (never during) measuring."""
         from ..engines import profiler
 
         profiler_options = profiler.ProfilerOptions.from_kwargs(**dict(options.profile or {}))
-        trace_path = profiler.trace_file(self.output_dir, naming.nodeid) if self.output_dir is not None else None
-        summary = profiler.profile_run(fn, iterations=3, options=profiler_options, trace_path=trace_path, top_n=5)
-        return summary.record("--bench-profile")  # a trace that could not be written shows as its error line
+        trace_path = (
+            profiler.trace_file(self.output_dir, naming.nodeid)
+            if self.output_dir is not None
+            else None
+        )
+        summary = profiler.profile_run(
+            fn, iterations=3, options=profiler_options, trace_path=trace_path, top_n=5
+        )
+        return summary.record(
+            "--bench-profile"
+        )  # a trace that could not be written shows as its error line
 
-    def add_profiles(self, results: list[BenchmarkResult], records: list[dict[str, Any]],
-                     naming: Naming) -> None:
+    def add_profiles(
+        self, results: list[BenchmarkResult], records: list[dict[str, Any]], naming: Naming
+    ) -> None:
         """The test's ``bench_profiler`` blocks join its results (the first one's ``extras["profiles"]``,
         beside any ``--bench-profile`` record), or make a result of their own when the test measured
         nothing else: one path and one shape for every profile, so every report shows them."""
@@ -194,22 +216,45 @@ class BenchSession:
         """The time engine's settings from the marker and this session's --bench-min-run-time."""
         return time_spec(options, naming, self.min_run_time)
 
-    def _measure_one(self, mode: str, fn: Callable[[], Any], options: BenchOptions, naming: Naming,
-                     before_region: Callable[[], None] | None = None,
-                     before_each: Callable[[], None] | None = None,
-                     caller: tuple[str, int, str] | None = None) -> Any:
+    def _measure_one(
+        self,
+        mode: str,
+        fn: Callable[[], Any],
+        options: BenchOptions,
+        naming: Naming,
+        before_region: Callable[[], None] | None = None,
+        before_each: Callable[[], None] | None = None,
+        caller: tuple[str, int, str] | None = None,
+    ) -> Any:
         metric = registry.get(mode)  # options validated the modes
         if metric.seeded:
             from .seeding import chain, seeder
 
             # Seed first, so that a setup drawing random inputs draws the same ones every run.
             seed = seeder(options.seed)
-            context = MeasureContext(options, naming, self.min_run_time, chain(seed, before_region), seed,
-                                     before_region, rootdir=self.rootdir, before_each=before_each,
-                                     own_packages=self.own_packages, caller=caller)
+            context = MeasureContext(
+                options,
+                naming,
+                self.min_run_time,
+                chain(seed, before_region),
+                seed,
+                before_region,
+                rootdir=self.rootdir,
+                before_each=before_each,
+                own_packages=self.own_packages,
+                caller=caller,
+            )
         else:
-            context = MeasureContext(options, naming, self.min_run_time, before_region, rootdir=self.rootdir,
-                                     before_each=before_each, own_packages=self.own_packages, caller=caller)
+            context = MeasureContext(
+                options,
+                naming,
+                self.min_run_time,
+                before_region,
+                rootdir=self.rootdir,
+                before_each=before_each,
+                own_packages=self.own_packages,
+                caller=caller,
+            )
         value = metric.measure(fn, context)
         if metric.explains_failures:
             self._measured[(naming.nodeid, mode)] = (fn, context)
@@ -217,8 +262,14 @@ class BenchSession:
 
     # -- explaining a failure (same process only) -------------------------------------------------
 
-    def explain(self, result: BenchmarkResult, verdicts: list[Verdict], baseline: BenchmarkResult | None,
-                root: Path, changed: LineChanges | None = None) -> list[Verdict]:
+    def explain(
+        self,
+        result: BenchmarkResult,
+        verdicts: list[Verdict],
+        baseline: BenchmarkResult | None,
+        root: Path,
+        changed: LineChanges | None = None,
+    ) -> list[Verdict]:
         """Add the details only a re-run can give to the failed verdicts of ``result`` (op call
         sites, those on lines ``changed`` since the baseline's revision tagged), in place, when this
         process still holds the callable that was measured. Returns
@@ -227,7 +278,12 @@ class BenchSession:
         elsewhere = []
         for verdict in verdicts:
             metric = registry.find(verdict.metric)
-            if not verdict.failed or metric is None or not metric.explains_failures or baseline is None:
+            if (
+                not verdict.failed
+                or metric is None
+                or not metric.explains_failures
+                or baseline is None
+            ):
                 continue
             then = baseline.metrics.get(verdict.metric)
             if then is None:
@@ -240,10 +296,14 @@ class BenchSession:
                 continue  # a second recording of the test: the kept callable is not its own
             fn, context = measured
             try:
-                verdict.details = metric.explain(fn, context, result.metrics[verdict.metric], then, verdict.limit, root,
-                                                 changed)
+                verdict.details = metric.explain(
+                    fn, context, result.metrics[verdict.metric], then, verdict.limit, root, changed
+                )
             except Exception as exc:  # noqa: BLE001 - an explanation must never hide the verdict
-                verdict.details = [*verdict.details, f"(could not re-run it for details: {type(exc).__name__}: {exc})"]
+                verdict.details = [
+                    *verdict.details,
+                    f"(could not re-run it for details: {type(exc).__name__}: {exc})",
+                ]
         return elsewhere
 
     def forget(self, nodeid: str) -> None:
@@ -251,9 +311,16 @@ class BenchSession:
         for key in [k for k in self._measured if k[0] == nodeid]:
             del self._measured[key]
 
-    def answer_timer_call(self, method: str, fn: Callable[[], Any], number: int, task_spec: Any,
-                          options: BenchOptions, naming: Naming,
-                          before: Callable[[], Any] | None = None) -> tuple[Any, BenchmarkResult] | None:
+    def answer_timer_call(
+        self,
+        method: str,
+        fn: Callable[[], Any],
+        number: int,
+        task_spec: Any,
+        options: BenchOptions,
+        naming: Naming,
+        before: Callable[[], Any] | None = None,
+    ) -> tuple[Any, BenchmarkResult] | None:
         """A ``Timer`` method call (``collect_callgrind``) answered by the session's metric whose
         ``timer_method`` it is: (what the method returns, the result recorded); None when no
         metric of this session answers it. ``before`` runs first, uncounted (the caller's first call)."""
@@ -268,11 +335,17 @@ class BenchSession:
             seed = seeder(options.seed)
             with torch_threads(options.num_threads):
                 returned, value = metric.measure_timer_call(
-                    fn, number, task_spec, MeasureContext(options, naming, self.min_run_time, seed, seed, None))
+                    fn,
+                    number,
+                    task_spec,
+                    MeasureContext(options, naming, self.min_run_time, seed, seed, None),
+                )
             return returned, self.record_measurement(mode, value, options.num_threads, naming)
         return None
 
-    def record_measurement(self, metric: str, value: Any, num_threads: int, naming: Naming) -> BenchmarkResult:
+    def record_measurement(
+        self, metric: str, value: Any, num_threads: int, naming: Naming
+    ) -> BenchmarkResult:
         """A result measured by the user through bench_timer (their own Timer call)."""
         result = _new_result(naming)
         result.metrics[metric] = value
@@ -281,5 +354,11 @@ class BenchSession:
 
 
 def _new_result(naming: Naming) -> BenchmarkResult:
-    return BenchmarkResult(key=naming.nodeid, nodeid=naming.nodeid, module=naming.module, label=naming.label,
-                           sub_label=naming.sub_label, description=naming.description)
+    return BenchmarkResult(
+        key=naming.nodeid,
+        nodeid=naming.nodeid,
+        module=naming.module,
+        label=naming.label,
+        sub_label=naming.sub_label,
+        description=naming.description,
+    )

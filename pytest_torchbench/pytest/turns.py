@@ -7,10 +7,11 @@ which process is the one that measures (an xdist controller or a process whose t
 launched workers holds the turn for its whole test loop, so the pair is measured one after the
 other, as without turns).
 """
+
 from __future__ import annotations
 
 import os
-from typing import Generator
+from collections.abc import Generator
 
 import pytest
 
@@ -31,8 +32,10 @@ def turns_wanted() -> bool:
     ValueError, with one line, for a value of ``TORCHBENCH_ROUNDS`` that is neither."""
     value = os.environ.get(ROUNDS_ENV, "").strip().lower()
     if value not in ("", "turns", "sequential"):
-        raise ValueError(f"{ROUNDS_ENV}={safe_text(value)!r} is neither 'turns' (the default) nor 'sequential'; "
-                         "unset it or set one of those")
+        raise ValueError(
+            f"{ROUNDS_ENV}={safe_text(value)!r} is neither 'turns' (the default) nor 'sequential'; "
+            "unset it or set one of those"
+        )
     return value != "sequential" and hasattr(os, "sched_setaffinity")
 
 
@@ -55,7 +58,9 @@ class PairPlugin:
         return (yield)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, object]:
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, None, object]:
         self.baton.begin_test(item.nodeid)
         return (yield)
 

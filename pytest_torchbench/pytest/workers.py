@@ -22,6 +22,7 @@ the run's temporary folder, so that line can quote its tail (the folder also hol
 dumps and what it hands over of the baseline: ``WorkerLaunch.hand_over``); it is removed at the
 end of every run, and folders of earlier runs whose process is gone are removed at the start.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generator, Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -54,7 +56,9 @@ _OWNER_FILE = "owner.pid"
 #: Signals whose default action ends the controller at once, without pytest's teardown: the
 #: workers it launched would run on (a valgrind worker inside a long test for minutes) and the
 #: run's folder would stay. SIGINT needs nothing: it raises KeyboardInterrupt, which xdist handles.
-_TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_TERMINATING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 #: Exceptions with which execnet reports a worker process that died before its bootstrap answered.
 _START_ERRORS: tuple[type[BaseException], ...] = (EOFError, OSError)
@@ -120,7 +124,9 @@ def _remove_if_stale(folder: Path) -> bool:
 def printable(text: str, limit: int = 300) -> str:
     """``text`` as one terminal-safe line: control characters escaped, at most ``limit`` characters
     (the end is kept: the last lines of a traceback say what went wrong)."""
-    line = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+    line = "".join(
+        ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text
+    )
     return line if len(line) <= limit else "..." + line[-limit:]
 
 
@@ -162,7 +168,9 @@ class LaunchedWorkers:
         self.dump_dir = fixed_dump_dir(self.launch.folder_prefix)
         self.crashed: list[str] = []
         self.collected_nodes: set[str] = set()  # gateway ids of workers that finished collecting
-        self._processes: list[subprocess.Popen[bytes]] = []  # every worker started (replacements too)
+        self._processes: list[
+            subprocess.Popen[bytes]
+        ] = []  # every worker started (replacements too)
         self._signal_handlers: dict[int, Any] = {}  # signal -> the handler ours replaced
 
     def hand_over(self, baseline_entries: Mapping[str, Any] | None) -> None:
@@ -183,10 +191,19 @@ class LaunchedWorkers:
         appends ``-u -c <bootstrap>``.
         """
         argv, environment = self.launch.command(self.python, self.dump_dir, os.environ)
-        return shlex.join([
-            "sh", "-c", 'exec 2>>"$0/stderr.$$"; exec "$@"', str(self.dump_dir),
-            "env", "-i", "--", *(f"{k}={v}" for k, v in environment.items()), *argv,
-        ])
+        return shlex.join(
+            [
+                "sh",
+                "-c",
+                'exec 2>>"$0/stderr.$$"; exec "$@"',
+                str(self.dump_dir),
+                "env",
+                "-i",
+                "--",
+                *(f"{k}={v}" for k, v in environment.items()),
+                *argv,
+            ]
+        )
 
     def pytest_xdist_setupnodes(self, config: pytest.Config, specs: list[Any]) -> None:
         # xdist hands the workers the controller's command line; options that only the controller
@@ -322,27 +339,41 @@ class LaunchedWorkers:
         """One line: which worker failed, why (the tail of its stderr or of its traceback), what to do."""
         tail = _last_lines(self._stderr_text(pid), 3)
         reported = _last_lines(str(error), 1) if error is not None else ""
-        if reported and reported not in ("Not properly terminated",) and not isinstance(error, _START_ERRORS):
+        if (
+            reported
+            and reported not in ("Not properly terminated",)
+            and not isinstance(error, _START_ERRORS)
+        ):
             cause = reported if not tail else f"{reported} | {tail}"
         else:
             cause = tail or reported or type(error).__name__
         if "No module named" in cause or "ModuleNotFoundError" in cause:
-            todo = (f"install what is missing into that environment ({self.python} -m pip install ...), "
-                    f"and check that `{self.python} -m pytest --version` works")
-        elif self.launch.describe(self.python).split()[0].lower() in cause.lower():  # the launcher (valgrind)
+            todo = (
+                f"install what is missing into that environment ({self.python} -m pip install ...), "
+                f"and check that `{self.python} -m pytest --version` works"
+            )
+        elif (
+            self.launch.describe(self.python).split()[0].lower() in cause.lower()
+        ):  # the launcher (valgrind)
             todo = f"check that `{self.launch.check_hint(self.python)}` runs"
         else:
-            todo = (f"run the same tests without --bench-mode={self.name} to see the error, and check that "
-                    f"`{self.launch.check_hint(self.python)}` runs")
-        return (f"torchbench: an {self.name}-mode worker ({self.launch.describe(self.python)}) could not "
-                f"start: {printable(cause)}; {todo}")
+            todo = (
+                f"run the same tests without --bench-mode={self.name} to see the error, and check that "
+                f"`{self.launch.check_hint(self.python)}` runs"
+            )
+        return (
+            f"torchbench: an {self.name}-mode worker ({self.launch.describe(self.python)}) could not "
+            f"start: {printable(cause)}; {todo}"
+        )
 
     def _stderr_text(self, pid: int | None) -> str:
         """The worker's stderr file (``pid`` unknown: the most recent non-empty one)."""
         files = [self.dump_dir / f"stderr.{pid}"] if pid is not None else []
         if pid is None or not files[0].exists():
             try:
-                files = sorted(self.dump_dir.glob("stderr.*"), key=lambda p: p.stat().st_mtime, reverse=True)
+                files = sorted(
+                    self.dump_dir.glob("stderr.*"), key=lambda p: p.stat().st_mtime, reverse=True
+                )
             except OSError:
                 files = []
         for path in files:
@@ -388,11 +419,21 @@ class LaunchedWorkers:
 
 #: Options only the controller acts on (baselines, judging, reports): never sent to counted workers.
 CONTROLLER_ONLY_OPTIONS = {
-    "--bench-save": True, "--bench-compare": True, "--bench-fail": True, "--bench-json": True,
-    "--bench-markdown": True, "--bench-html": True, "--bench-baselines-dir": True,
-    "--bench-strict": False, "--bench-fail-stale": False, "--benchmark-json": True,
-    "--bench-base": True, "--bench-base-prepare": True, "--bench-allow-incomparable": False,
-    "--bench-rounds": True, "--bench-accept": True,
+    "--bench-save": True,
+    "--bench-compare": True,
+    "--bench-fail": True,
+    "--bench-json": True,
+    "--bench-markdown": True,
+    "--bench-html": True,
+    "--bench-baselines-dir": True,
+    "--bench-strict": False,
+    "--bench-fail-stale": False,
+    "--benchmark-json": True,
+    "--bench-base": True,
+    "--bench-base-prepare": True,
+    "--bench-allow-incomparable": False,
+    "--bench-rounds": True,
+    "--bench-accept": True,
 }  # name -> takes a value
 
 #: xdist's own options: the controller spreads the tests, so workers never need them; left out, a
@@ -404,7 +445,9 @@ XDIST_OPTIONS = {"-n": True, "--numprocesses": True, "--maxprocesses": True, "--
 def worker_args(args: Sequence[str], *, keep_xdist: bool = False) -> tuple[str, ...]:
     """``args`` without the controller-only options (``--opt=value`` and ``--opt value`` forms),
     and without xdist's (:data:`XDIST_OPTIONS`) unless ``keep_xdist``."""
-    left_out = CONTROLLER_ONLY_OPTIONS if keep_xdist else {**CONTROLLER_ONLY_OPTIONS, **XDIST_OPTIONS}
+    left_out = (
+        CONTROLLER_ONLY_OPTIONS if keep_xdist else {**CONTROLLER_ONLY_OPTIONS, **XDIST_OPTIONS}
+    )
     kept: list[str] = []
     skip_next = False
     for arg in args:
@@ -443,12 +486,15 @@ def _last_lines(text: str, count: int) -> str:
     return " | ".join(lines[-count:])
 
 
-def configure_controller(config: pytest.Config, modes: Sequence[str],
-                         baseline_entries: Mapping[str, Any] | None = None) -> LaunchedWorkers | None:
+def configure_controller(
+    config: pytest.Config, modes: Sequence[str], baseline_entries: Mapping[str, Any] | None = None
+) -> LaunchedWorkers | None:
     """When a metric of ``modes`` needs launched workers: check its tools, hand them what they
     need of the baseline (``WorkerLaunch.hand_over``) and make xdist run the tests in workers
     started its way (a serial run in one). None when no metric needs them."""
-    launches = {mode: launch for mode in modes if (launch := registry.get(mode).worker_launch()) is not None}
+    launches = {
+        mode: launch for mode in modes if (launch := registry.get(mode).worker_launch()) is not None
+    }
     if not launches:
         return None
     if not config.pluginmanager.has_plugin("xdist"):
@@ -461,7 +507,9 @@ def configure_controller(config: pytest.Config, modes: Sequence[str],
     if getattr(config.option, "dist", "no") == "no" or not getattr(config.option, "tx", None):
         config.option.dist = "load"
         config.option.tx = ["popen"]
-    if getattr(config.option, "basetemp", None) is None and not hasattr(config, "_tmp_path_factory"):
+    if getattr(config.option, "basetemp", None) is None and not hasattr(
+        config, "_tmp_path_factory"
+    ):
         # xdist sends each worker its basetemp, ``/tmp/pytest-of-<user>/pytest-<N>/popen-gw0``
         # with N one more on every run: a path of another length or content on every run moved
         # counts of Python-heavy code. The run's own folder has the same name every run.
@@ -477,8 +525,12 @@ def configure_controller(config: pytest.Config, modes: Sequence[str],
         # A worker that crashed in a test is replaced (the crash is that test's failure), but a
         # bounded number of times: each replacement is a valgrind process importing torch.
         workers_count = getattr(config.option, "numprocesses", None)
-        config.option.maxworkerrestart = str(4 * (workers_count if isinstance(workers_count, int) and workers_count > 0 else 1))
-    config.pluginmanager.register(workers, PLUGIN_NAME)  # first: its unconfigure removes the run's folder
+        config.option.maxworkerrestart = str(
+            4 * (workers_count if isinstance(workers_count, int) and workers_count > 0 else 1)
+        )
+    config.pluginmanager.register(
+        workers, PLUGIN_NAME
+    )  # first: its unconfigure removes the run's folder
     workers.hand_over(baseline_entries)
     return workers
 
@@ -512,14 +564,18 @@ class IsolatedWorker:
                 launch.collected()
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, None, object]:
+    def pytest_make_collect_report(
+        self, collector: pytest.Collector
+    ) -> Generator[None, None, object]:
         # each collector (a test module's import among them) starts afresh too: what was walked
         # before it (other folders, an extra file beside it) then does not move its objects
         self._isolate()
         return (yield)
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
-    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, object]:
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, None, object]:
         for launch in self.launches:
             launch.before_test(item.nodeid)
         self._isolate()
@@ -528,7 +584,9 @@ class IsolatedWorker:
 
 def configure_worker(config: pytest.Config, modes: Sequence[str]) -> None:
     """In a worker: when a metric of ``modes`` launched it, let the launch isolate each test."""
-    launches = [launch for mode in modes if (launch := registry.get(mode).worker_launch()) is not None]
+    launches = [
+        launch for mode in modes if (launch := registry.get(mode).worker_launch()) is not None
+    ]
     if launches:
         config.pluginmanager.register(IsolatedWorker(launches), WORKER_PLUGIN_NAME)
 

@@ -6,14 +6,16 @@ does not write it, and a job that still passes the option would upload nothing. 
 have a place in this format (it holds seconds); the option is refused at configure time in runs
 that measure no time (``options.py``).
 """
+
 from __future__ import annotations
 
 import datetime
 import json
 import platform
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..core.results import BenchmarkResult, TimeMetric
 from ..core.statistics import RoundStats

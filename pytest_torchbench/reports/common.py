@@ -3,20 +3,41 @@
 Why one place: the terminal, Markdown and HTML reports must agree on what comes first
 (regressions), what a benchmark's group is, and what "3 regressed" counts (tests, not verdicts).
 """
+
 from __future__ import annotations
 
-from typing import Any, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
 
+from ..core.results import BenchmarkResult, nodeid_of
+from ..core.text import finite, safe_number
 from ..core.vocabulary import (
-    ACCEPTED, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
+    ACCEPTED,
+    IMPROVEMENT,
+    MISSING,
+    NEW,
+    NOISY,
+    NOT_COMPARABLE,
+    REGRESSION,
+    TOO_NOISY,
+    UNCHANGED,
+    Verdict,
+    as_float,
 )
 from ..metrics import registry
-from ..core.results import BenchmarkResult, nodeid_of
-from ..core.vocabulary import as_float
-from ..core.text import finite, safe_number
 
 #: Reading order: bad news first.
-STATUS_ORDER = (REGRESSION, TOO_NOISY, NOISY, ACCEPTED, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED)
+STATUS_ORDER = (
+    REGRESSION,
+    TOO_NOISY,
+    NOISY,
+    ACCEPTED,
+    IMPROVEMENT,
+    NOT_COMPARABLE,
+    NEW,
+    MISSING,
+    UNCHANGED,
+)
 
 
 def status_rank(status: str) -> int:
@@ -44,7 +65,9 @@ def metric_value(metric_name: str, metric: Any) -> float:
     return as_float(registry.get(metric_name).headline(metric))
 
 
-def unjudged(results: Iterable[BenchmarkResult], verdicts: Iterable[Verdict]) -> list[tuple[BenchmarkResult, Verdict]]:
+def unjudged(
+    results: Iterable[BenchmarkResult], verdicts: Iterable[Verdict]
+) -> list[tuple[BenchmarkResult, Verdict]]:
     """Metrics measured but not judged (no baseline compared), as "measured" verdicts, so that the
     tables of a save run list them beside the judged ones."""
     judged = {(v.key, v.metric) for v in verdicts}
@@ -77,8 +100,13 @@ def top_ops_of(profile: Mapping[str, Any], top: int = 5) -> list[tuple[str, str,
     ops = profile.get("top_ops")
     for op in ops[:top] if isinstance(ops, list) else []:
         if isinstance(op, Mapping):
-            rows.append((str(op.get("name", "?")), safe_number(op.get("calls", 0)),
-                         safe_number(op.get("self_cpu_time_us", 0), ".1f")))
+            rows.append(
+                (
+                    str(op.get("name", "?")),
+                    safe_number(op.get("calls", 0)),
+                    safe_number(op.get("self_cpu_time_us", 0), ".1f"),
+                )
+            )
     return rows
 
 
@@ -126,8 +154,11 @@ def worst_status(verdicts: Sequence[Verdict]) -> str:
 FAILED_BEFORE_MEASURING = "failed before measuring"
 
 
-def count_tests(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict],
-                failed_tests: Collection[str] = ()) -> dict[str, int]:
+def count_tests(
+    results: Sequence[BenchmarkResult],
+    verdicts: Sequence[Verdict],
+    failed_tests: Collection[str] = (),
+) -> dict[str, int]:
     """How many tests (node ids, not verdicts, not recordings) are in each state: a test counts
     once, under its worst verdict; ``failed`` counts tests with at least one failing verdict and
     the benchmark tests pytest failed (``failed_tests``: an assertion, a fixture error, a
@@ -145,14 +176,16 @@ def count_tests(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict],
     unmeasured = {nodeid for nodeid in failed_tests if nodeid not in by_test}
     if unmeasured:
         counts[FAILED_BEFORE_MEASURING] = len(unmeasured)
-    counts["failed"] = sum(1 for nodeid, vs in by_test.items()
-                           if nodeid in failed_tests or any(v.failed for v in vs)) + len(unmeasured)
+    counts["failed"] = sum(
+        1 for nodeid, vs in by_test.items() if nodeid in failed_tests or any(v.failed for v in vs)
+    ) + len(unmeasured)
     counts["tests"] = len(by_test) + len(unmeasured)
     return counts
 
 
-def unmeasured_failures(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict],
-                        failed_tests: Collection[str]) -> list[str]:
+def unmeasured_failures(
+    results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], failed_tests: Collection[str]
+) -> list[str]:
     """The failed benchmark tests that have no result and no verdict (sorted): listed by name in
     the reports, which otherwise show only what was measured."""
     known = {nodeid_of(r.key) for r in results} | {nodeid_of(v.key) for v in verdicts}

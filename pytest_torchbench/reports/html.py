@@ -18,6 +18,7 @@ median, 5th-95th percentiles: a shift of the whole shape is a real change, one o
 bars of the instruction and op-count deltas, and the functions whose instruction counts changed
 most (the function-level explanation of a regression).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,25 +26,55 @@ import html
 import math
 import os
 import urllib.parse
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Collection, Iterable, Mapping, Sequence
 
 from .. import __version__
+from ..core.results import BenchmarkResult, nodeid_of
+from ..core.text import finite, natural_key, safe_number, safe_text
 from ..core.vocabulary import (
-    ACCEPTED, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
+    ACCEPTED,
+    IMPROVEMENT,
+    MISSING,
+    NEW,
+    NOISY,
+    NOT_COMPARABLE,
+    REGRESSION,
+    TOO_NOISY,
+    UNCHANGED,
+    Bars,
+    Distribution,
+    Heading,
+    Verdict,
+    time_unit,
 )
 from ..metrics import registry
-from ..core.results import BenchmarkResult, nodeid_of
-from ..core.vocabulary import Bars, Distribution, Heading, time_unit
 from .common import (
-    count_tests, unmeasured_failures, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
-    status_rank, top_ops_of, unjudged, verdicts_by_key, worst_status,
+    count_tests,
+    format_delta,
+    format_value,
+    group_of,
+    metric_rank,
+    metric_value,
+    profiles_of,
+    safe_delta,
+    status_rank,
+    top_ops_of,
+    unjudged,
+    unmeasured_failures,
+    verdicts_by_key,
+    worst_status,
 )
-from ..core.text import finite, natural_key, safe_number, safe_text
 
 _COLORS = {
-    REGRESSION: "#c62828", IMPROVEMENT: "#2e7d32", UNCHANGED: "#607d8b",
-    NOT_COMPARABLE: "#8d6e63", NEW: "#1565c0", MISSING: "#6a1b9a", NOISY: "#ef6c00", TOO_NOISY: "#9e9d24",
+    REGRESSION: "#c62828",
+    IMPROVEMENT: "#2e7d32",
+    UNCHANGED: "#607d8b",
+    NOT_COMPARABLE: "#8d6e63",
+    NEW: "#1565c0",
+    MISSING: "#6a1b9a",
+    NOISY: "#ef6c00",
+    TOO_NOISY: "#9e9d24",
     ACCEPTED: "#00838f",
 }
 _CURRENT, _BASELINE = "#1f77b4", "#9e9e9e"
@@ -133,7 +164,9 @@ def _quantile(ordered: Sequence[float], p: float) -> float:
 _BINS = 28
 
 
-def strip_box_svg(current: Sequence[float], baseline: Sequence[float] | None, width: int = 600) -> str:
+def strip_box_svg(
+    current: Sequence[float], baseline: Sequence[float] | None, width: int = 600
+) -> str:
     """Per-call times, baseline row above current row, each drawn from the samples' distribution
     rather than sample by sample, so the size does not grow with the number of replicates (a 10 us
     benchmark has thousands): a density outline (violin, a histogram of ``_BINS`` bins smoothed
@@ -158,15 +191,21 @@ def strip_box_svg(current: Sequence[float], baseline: Sequence[float] | None, wi
     def x(value: float) -> float:
         return left + (min(max(value, x0), x1) - x0) / span * (width - left - right)
 
-    parts = [f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-             f'aria-label="time distribution"><title>shape: density of the replicates; box: quartiles; '
-             f'line: median; whiskers: 5th to 95th percentile</title>']
+    parts = [
+        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="time distribution"><title>shape: density of the replicates; box: quartiles; '
+        f"line: median; whiskers: 5th to 95th percentile</title>"
+    ]
     axis_y = top + row_h * len(rows) + 4
     for tick in ticks:
         tx = x(tick)
-        parts.append(f'<path d="M{tx:.1f} {top}V{axis_y}" stroke="#eceef2"/>'
-                     f'<text x="{tx:.1f}" y="{axis_y + 14}" class="t">{tick:g}</text>')
-    parts.append(f'<text x="{(left + width - right) / 2:.0f}" y="{axis_y + 28}" class="t">time per call ({unit})</text>')
+        parts.append(
+            f'<path d="M{tx:.1f} {top}V{axis_y}" stroke="#eceef2"/>'
+            f'<text x="{tx:.1f}" y="{axis_y + 14}" class="t">{tick:g}</text>'
+        )
+    parts.append(
+        f'<text x="{(left + width - right) / 2:.0f}" y="{axis_y + 28}" class="t">time per call ({unit})</text>'
+    )
     for index, (name, values, color) in enumerate(rows):
         cy = top + row_h * index + row_h / 2
         scaled = sorted(v / scale for v in values)
@@ -179,28 +218,41 @@ def strip_box_svg(current: Sequence[float], baseline: Sequence[float] | None, wi
                 outside += 1
                 continue
             counts[min(int((value - x0) / span * _BINS), _BINS - 1)] += 1
-        smooth = [(counts[max(i - 1, 0)] + 2 * counts[i] + counts[min(i + 1, _BINS - 1)]) / 4 for i in range(_BINS)]
+        smooth = [
+            (counts[max(i - 1, 0)] + 2 * counts[i] + counts[min(i + 1, _BINS - 1)]) / 4
+            for i in range(_BINS)
+        ]
         peak = max(smooth) or 1.0
         xs = [x(x0 + (i + 0.5) * span / _BINS) for i in range(_BINS)]
         upper = " ".join(f"{px:.1f} {cy - 13 * h / peak:.1f}" for px, h in zip(xs, smooth))
-        lower = " ".join(f"{px:.1f} {cy + 13 * h / peak:.1f}" for px, h in zip(reversed(xs), reversed(smooth)))
-        parts.append(f'<text x="{left - 8}" y="{cy + 4:.1f}" class="r">{name}</text>'
-                     f'<path d="M{upper} L{lower}Z" fill="{color}" fill-opacity="0.22"/>'
-                     f'<path d="M{x(p5):.1f} {cy:.1f}H{x(p95):.1f}" stroke="{color}"/>'
-                     f'<rect x="{x(q1):.1f}" y="{cy - 5:.1f}" width="{max(x(q3) - x(q1), 1):.1f}" height="10" '
-                     f'fill="{color}" fill-opacity="0.5" stroke="{color}"/>'
-                     f'<path d="M{x(median):.1f} {cy - 11:.1f}V{cy + 11:.1f}" stroke="{color}" stroke-width="2.5">'
-                     f'<title>{name}: median {median:.4g} {unit}, quartiles {q1:.4g}-{q3:.4g}, '
-                     f'n={len(scaled)}</title></path>')
+        lower = " ".join(
+            f"{px:.1f} {cy + 13 * h / peak:.1f}" for px, h in zip(reversed(xs), reversed(smooth))
+        )
+        parts.append(
+            f'<text x="{left - 8}" y="{cy + 4:.1f}" class="r">{name}</text>'
+            f'<path d="M{upper} L{lower}Z" fill="{color}" fill-opacity="0.22"/>'
+            f'<path d="M{x(p5):.1f} {cy:.1f}H{x(p95):.1f}" stroke="{color}"/>'
+            f'<rect x="{x(q1):.1f}" y="{cy - 5:.1f}" width="{max(x(q3) - x(q1), 1):.1f}" height="10" '
+            f'fill="{color}" fill-opacity="0.5" stroke="{color}"/>'
+            f'<path d="M{x(median):.1f} {cy - 11:.1f}V{cy + 11:.1f}" stroke="{color}" stroke-width="2.5">'
+            f"<title>{name}: median {median:.4g} {unit}, quartiles {q1:.4g}-{q3:.4g}, "
+            f"n={len(scaled)}</title></path>"
+        )
         if outside:
-            parts.append(f'<text x="{width - right + 4}" y="{cy + 4:.1f}" class="o">{outside} off-scale<title>{outside} '
-                         f'replicate(s) outside the 1st-99th percentile range shown</title></text>')
+            parts.append(
+                f'<text x="{width - right + 4}" y="{cy + 4:.1f}" class="o">{outside} off-scale<title>{outside} '
+                f"replicate(s) outside the 1st-99th percentile range shown</title></text>"
+            )
     parts.append("</svg>")
     return "".join(parts)
 
 
 def delta_bars_svg(
-    items: Sequence[tuple[str, float]], unit: str, width: int = 440, label_width: int = 190, neutral: bool = False,
+    items: Sequence[tuple[str, float]],
+    unit: str,
+    width: int = 440,
+    label_width: int = 190,
+    neutral: bool = False,
 ) -> str:
     """Horizontal bars around zero: red for more work than the baseline, green for less
     (``neutral``: plain counts without a baseline, in one colour)."""
@@ -212,31 +264,45 @@ def delta_bars_svg(
     largest = max((abs(v) for _, v in items if finite(v)), default=1.0) or 1.0
     mid = label_width + (width - label_width - 70) / 2
     half = (width - label_width - 70) / 2
-    parts = [f'<svg width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="deltas">']
-    parts.append(f'<line x1="{mid:.1f}" y1="{top - 2}" x2="{mid:.1f}" y2="{top + bar_h * len(items)}" stroke="#9aa3b2"/>')
+    parts = [
+        f'<svg width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="deltas">'
+    ]
+    parts.append(
+        f'<line x1="{mid:.1f}" y1="{top - 2}" x2="{mid:.1f}" y2="{top + bar_h * len(items)}" stroke="#9aa3b2"/>'
+    )
     for index, (name, value) in enumerate(items):
         y = top + index * bar_h
         if not finite(value):  # NaN or inf from a baseline: a label, no bar
-            parts.append(f'<text x="{label_width - 6}" y="{y + 13}" font-size="10.5" text-anchor="end" '
-                         f'fill="#1d2330">{_e(name[-30:])}</text><text x="{mid + 4:.1f}" y="{y + 13}" '
-                         f'font-size="10">{_e(safe_number(value))}</text>')
+            parts.append(
+                f'<text x="{label_width - 6}" y="{y + 13}" font-size="10.5" text-anchor="end" '
+                f'fill="#1d2330">{_e(name[-30:])}</text><text x="{mid + 4:.1f}" y="{y + 13}" '
+                f'font-size="10">{_e(safe_number(value))}</text>'
+            )
             continue
         length = abs(value) / largest * half
         bx = mid if value >= 0 else mid - length
         color = _CURRENT if neutral else _MORE if value > 0 else _LESS
         short = name if len(name) <= 30 else "…" + name[-29:]
-        parts.append(f'<text x="{label_width - 6}" y="{y + 13}" font-size="10.5" text-anchor="end" '
-                     f'fill="#1d2330">{_e(short)}<title>{_e(name)}</title></text>')
-        parts.append(f'<rect x="{bx:.1f}" y="{y + 3}" width="{max(length, 1):.1f}" height="{bar_h - 6}" fill="{color}" rx="2"/>')
+        parts.append(
+            f'<text x="{label_width - 6}" y="{y + 13}" font-size="10.5" text-anchor="end" '
+            f'fill="#1d2330">{_e(short)}<title>{_e(name)}</title></text>'
+        )
+        parts.append(
+            f'<rect x="{bx:.1f}" y="{y + 3}" width="{max(length, 1):.1f}" height="{bar_h - 6}" fill="{color}" rx="2"/>'
+        )
         sign = "" if neutral else "+"
         text = f"{value:{sign},.0f}" if abs(value) >= 100 else f"{value:{sign}g}"
         tx = mid + length + 4 if value >= 0 else mid - length - 4
         anchor = "start" if value >= 0 else "end"
         if value < 0 and tx - 60 < label_width:
             tx, anchor = mid + 4, "start"
-        parts.append(f'<text x="{tx:.1f}" y="{y + 13}" font-size="10" text-anchor="{anchor}" fill="#3b4252">{_e(text)}</text>')
-    parts.append(f'<text x="{mid:.1f}" y="{height - 4}" font-size="10" text-anchor="middle" fill="#5b6475">{_e(unit)}</text>')
+        parts.append(
+            f'<text x="{tx:.1f}" y="{y + 13}" font-size="10" text-anchor="{anchor}" fill="#3b4252">{_e(text)}</text>'
+        )
+    parts.append(
+        f'<text x="{mid:.1f}" y="{height - 4}" font-size="10" text-anchor="middle" fill="#5b6475">{_e(unit)}</text>'
+    )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -278,13 +344,21 @@ def _profiles_html(result: BenchmarkResult, base: Path | None) -> str:
         trace = profile.get("trace")
         source = _e(profile.get("source") or "profile")
         if trace:
-            link = f'<a href="{_e(_trace_href(trace, base))}">{_e(Path(str(trace)).name or trace)}</a>'
+            link = (
+                f'<a href="{_e(_trace_href(trace, base))}">{_e(Path(str(trace)).name or trace)}</a>'
+            )
         else:
             link = f"no trace ({_e(profile.get('error') or 'not written')})"
-        rows = "".join(f"<tr><td>{_e(name)}</td><td>{_e(calls)}</td><td>{_e(self_us)}</td></tr>"
-                       for name, calls, self_us in top_ops_of(profile))
-        table = (f"<table><thead><tr><th>op</th><th>calls</th><th>self CPU (us)</th></tr></thead>"
-                 f"<tbody>{rows}</tbody></table>" if rows else "")
+        rows = "".join(
+            f"<tr><td>{_e(name)}</td><td>{_e(calls)}</td><td>{_e(self_us)}</td></tr>"
+            for name, calls, self_us in top_ops_of(profile)
+        )
+        table = (
+            f"<table><thead><tr><th>op</th><th>calls</th><th>self CPU (us)</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+            if rows
+            else ""
+        )
         parts.append(f'<div class="meta">profiler trace ({source}): {link}</div>{table}')
     return "".join(parts)
 
@@ -299,16 +373,32 @@ def _draw(part: Heading | Distribution | Bars) -> str:
     return delta_bars_svg(part.items, part.axis, neutral=part.neutral, **kwargs)
 
 
-def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: Sequence[Verdict], top: int,
-          base: Path | None) -> str:
+def _card(
+    result: BenchmarkResult,
+    baseline: BenchmarkResult | None,
+    verdicts: Sequence[Verdict],
+    top: int,
+    base: Path | None,
+) -> str:
     status = worst_status(verdicts)
     anchor = _anchor(result.key)
     group = group_of(result)
-    meta = " · ".join(_e(p) for p in (group and f"group {group}", result.label, result.sub_label, result.description,
-                                      result.module) if p)
-    parts = [f'<section class="card {status}" id="{anchor}" data-s="{_e(status)}" data-g="{_e(group)}">'
-             f'<h2>{_e(result.key)}</h2><div class="meta">{meta}</div>',
-             '<div class="pills">' + "".join(_status_pill(v) for v in verdicts) + "</div>"]
+    meta = " · ".join(
+        _e(p)
+        for p in (
+            group and f"group {group}",
+            result.label,
+            result.sub_label,
+            result.description,
+            result.module,
+        )
+        if p
+    )
+    parts = [
+        f'<section class="card {status}" id="{anchor}" data-s="{_e(status)}" data-g="{_e(group)}">'
+        f'<h2>{_e(result.key)}</h2><div class="meta">{meta}</div>',
+        '<div class="pills">' + "".join(_status_pill(v) for v in verdicts) + "</div>",
+    ]
     plots: list[str] = []
     # A benchmark that did not change needs no function bars: its card stays short.
     changed = status in (REGRESSION, IMPROVEMENT)
@@ -320,16 +410,24 @@ def _card(result: BenchmarkResult, baseline: BenchmarkResult | None, verdicts: S
         for plot in found.figures(result.metrics[name], then, changed, top):
             plots.append("".join(_draw(part) for part in plot))
     if plots:
-        parts.append('<div class="plots">' + "".join(f'<div class="plot">{p}</div>' for p in plots) + "</div>")
+        parts.append(
+            '<div class="plots">'
+            + "".join(f'<div class="plot">{p}</div>' for p in plots)
+            + "</div>"
+        )
     for verdict in (v for v in verdicts if v.details and v.status != UNCHANGED):
-        parts.append(f"<h3 class=\"meta\">{_e(verdict.metric)}: {_e(verdict.summary)}</h3>"
-                     f"<pre>{_e_lines(verdict.details)}</pre>")
+        parts.append(
+            f'<h3 class="meta">{_e(verdict.metric)}: {_e(verdict.summary)}</h3>'
+            f"<pre>{_e_lines(verdict.details)}</pre>"
+        )
     parts.append(_profiles_html(result, base))
     parts.append("</section>")
     return "".join(parts)
 
 
-def _overview(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], grouped: bool) -> str:
+def _overview(
+    results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], grouped: bool
+) -> str:
     """One sortable, filterable table: a row per benchmark and metric, regressions first. Cells
     carry their sort value in ``data-v`` (numbers sort as numbers, text as text)."""
     results_by_key = {r.key: r for r in results}
@@ -352,18 +450,41 @@ def _overview(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], g
         if grouped:
             cells.append(f'<td data-v="{_e(group)}">{_e(group)}</td>')
         cells += [
-            f'<td>{_e(verdict.metric)}</td>',
+            f"<td>{_e(verdict.metric)}</td>",
             f'<td class="status" data-v="{status_rank(verdict.status)}" style="color:{color}">{_e(verdict.status)}'
-            f'{" (failed)" if verdict.failed else ""}</td>',
-            _num_cell(verdict.metric, verdict.baseline), _num_cell(verdict.metric, current),
+            f"{' (failed)' if verdict.failed else ''}</td>",
+            _num_cell(verdict.metric, verdict.baseline),
+            _num_cell(verdict.metric, current),
             f'<td class="num" data-v="{_sort_number(delta)}">{_e(format_delta(delta) if delta is not None else "")}</td>',
         ]
-        rows.append((status_rank(verdict.status) - (1 if verdict.failed else 0), group, key, metric_rank(verdict.metric),
-                     f'<tr data-s="{_e(verdict.status)}" data-g="{_e(group)}">' + "".join(cells) + "</tr>"))
+        rows.append(
+            (
+                status_rank(verdict.status) - (1 if verdict.failed else 0),
+                group,
+                key,
+                metric_rank(verdict.metric),
+                f'<tr data-s="{_e(verdict.status)}" data-g="{_e(group)}">'
+                + "".join(cells)
+                + "</tr>",
+            )
+        )
     rows.sort(key=lambda r: (r[0], r[1], natural_key(r[2]), r[3]))
-    head = ["benchmark", *(["group"] if grouped else []), "metric", "verdict", "baseline", "current", "delta"]
-    return ('<div class="scroll"><table id="overview"><thead><tr>' + "".join(f'<th title="sort">{h}</th>' for h in head)
-            + "</tr></thead><tbody>" + "".join(r[4] for r in rows) + "</tbody></table></div>")
+    head = [
+        "benchmark",
+        *(["group"] if grouped else []),
+        "metric",
+        "verdict",
+        "baseline",
+        "current",
+        "delta",
+    ]
+    return (
+        '<div class="scroll"><table id="overview"><thead><tr>'
+        + "".join(f'<th title="sort">{h}</th>' for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(r[4] for r in rows)
+        + "</tbody></table></div>"
+    )
 
 
 def _sort_number(value: float | None) -> str:
@@ -427,51 +548,104 @@ def render(
     the benchmark tests pytest failed (counted as failed; those that measured nothing are listed)."""
     counts = count_tests(results, verdicts, failed_tests)
     measured = f"{len(results)} benchmark(s) measured in {len({nodeid_of(r.key) for r in results})} test(s)"
-    subtitle = (f"{measured}, compared with baseline <b>{_e(baseline_name)}</b>"
-                + (f" ({_e(baseline_source)})" if baseline_source else "") + "; badges count tests"
-                if baseline_name else f"{measured}; no baseline" + (f"; {_e(baseline_source)}" if baseline_source else ""))
-    words = {REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
-             MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)",
-             TOO_NOISY: "too noisy to judge", ACCEPTED: "accepted"}
+    subtitle = (
+        f"{measured}, compared with baseline <b>{_e(baseline_name)}</b>"
+        + (f" ({_e(baseline_source)})" if baseline_source else "")
+        + "; badges count tests"
+        if baseline_name
+        else f"{measured}; no baseline" + (f"; {_e(baseline_source)}" if baseline_source else "")
+    )
+    words = {
+        REGRESSION: "regressed",
+        IMPROVEMENT: "improved",
+        NOT_COMPARABLE: "not comparable",
+        NEW: "new",
+        MISSING: "missing",
+        UNCHANGED: "unchanged",
+        "measured": "measured",
+        NOISY: "noisy (not failed)",
+        TOO_NOISY: "too noisy to judge",
+        ACCEPTED: "accepted",
+    }
     pills = "".join(
         f'<span style="background:{_COLORS.get(s, "#607d8b")}" title="tests whose worst verdict is {s}">'
-        f'{counts[s]} {words[s]}</span>'
-        for s in (REGRESSION, TOO_NOISY, NOISY, ACCEPTED, IMPROVEMENT, NOT_COMPARABLE, NEW, MISSING, UNCHANGED, "measured")
+        f"{counts[s]} {words[s]}</span>"
+        for s in (
+            REGRESSION,
+            TOO_NOISY,
+            NOISY,
+            ACCEPTED,
+            IMPROVEMENT,
+            NOT_COMPARABLE,
+            NEW,
+            MISSING,
+            UNCHANGED,
+            "measured",
+        )
         if counts.get(s)
     )
     if counts.get("failed"):
-        pills = f'<span style="background:#b71c1c" title="tests that failed the gate">{counts["failed"]} failed</span>' + pills
+        pills = (
+            f'<span style="background:#b71c1c" title="tests that failed the gate">{counts["failed"]} failed</span>'
+            + pills
+        )
     unmeasured = unmeasured_failures(results, verdicts, failed_tests)
     if unmeasured:
-        subtitle += (f'<br><b style="color:#b71c1c">{len(unmeasured)} benchmark test(s) failed before measuring</b>: '
-                     + ", ".join(_e(nodeid) for nodeid in unmeasured[:50])
-                     + (f" and {len(unmeasured) - 50} more" if len(unmeasured) > 50 else "") + " (see the test log)")
+        subtitle += (
+            f'<br><b style="color:#b71c1c">{len(unmeasured)} benchmark test(s) failed before measuring</b>: '
+            + ", ".join(_e(nodeid) for nodeid in unmeasured[:50])
+            + (f" and {len(unmeasured) - 50} more" if len(unmeasured) > 50 else "")
+            + " (see the test log)"
+        )
     if counts.get(NOISY):
-        subtitle += (f'<br><b style="color:{_COLORS[NOISY]}">{counts[NOISY]} test(s) noisy</b>: slower than the '
-                     "limit, by no more than the machine explains (busy, slower than when the baseline was "
-                     "saved, or a launch-bound benchmark whose device time held) or not measured again by a fresh "
-                     "process; not failed, rerun (their cards, listed after the regressions, give the numbers)")
+        subtitle += (
+            f'<br><b style="color:{_COLORS[NOISY]}">{counts[NOISY]} test(s) noisy</b>: slower than the '
+            "limit, by no more than the machine explains (busy, slower than when the baseline was "
+            "saved, or a launch-bound benchmark whose device time held) or not measured again by a fresh "
+            "process; not failed, rerun (their cards, listed after the regressions, give the numbers)"
+        )
     by_key = verdicts_by_key(verdicts)
     groups = sorted({group_of(r) for r in results} - {""})
-    ordered = sorted(results, key=lambda r: (status_rank(worst_status(by_key.get(r.key, []))), group_of(r), r.key))
-    cards = "".join(_card(r, (baseline or {}).get(r.key), by_key.get(r.key, []), top, base) for r in ordered)
-    statuses = sorted({v.status for v in verdicts} | ({"measured"} if any(
-        (r.key, m) not in {(v.key, v.metric) for v in verdicts} for r in results for m in r.metrics) else set()),
-        key=status_rank)
+    ordered = sorted(
+        results,
+        key=lambda r: (status_rank(worst_status(by_key.get(r.key, []))), group_of(r), r.key),
+    )
+    cards = "".join(
+        _card(r, (baseline or {}).get(r.key), by_key.get(r.key, []), top, base) for r in ordered
+    )
+    statuses = sorted(
+        {v.status for v in verdicts}
+        | (
+            {"measured"}
+            if any(
+                (r.key, m) not in {(v.key, v.metric) for v in verdicts}
+                for r in results
+                for m in r.metrics
+            )
+            else set()
+        ),
+        key=status_rank,
+    )
     controls = (
         '<div class="controls"><input id="q" type="search" placeholder="filter: name, metric, verdict…" size="40">'
         '<select id="fs"><option value="">every verdict</option>'
-        + "".join(f'<option value="{_e(st)}">{_e(st)}</option>' for st in statuses) + "</select>"
-        + ('<select id="fg"><option value="">every group</option>'
-           + "".join(f'<option value="{_e(g)}">{_e(g)}</option>' for g in groups) + "</select>" if groups else "")
+        + "".join(f'<option value="{_e(st)}">{_e(st)}</option>' for st in statuses)
+        + "</select>"
+        + (
+            '<select id="fg"><option value="">every group</option>'
+            + "".join(f'<option value="{_e(g)}">{_e(g)}</option>' for g in groups)
+            + "</select>"
+            if groups
+            else ""
+        )
         + '<span id="count" class="meta"></span></div>'
     )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>{_e(title)}</title>"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{_e(title)}</title>'
         f"<style>{_CSS}</style></head><body>"
-        f"<header><h1>{_e(title)}</h1><p>{subtitle}</p><div class=\"pills\" style=\"margin-top:8px\">{pills}</div></header>"
-        f"<main><section class=\"card\"><h2>overview (click a column to sort)</h2>{controls}"
+        f'<header><h1>{_e(title)}</h1><p>{subtitle}</p><div class="pills" style="margin-top:8px">{pills}</div></header>'
+        f'<main><section class="card"><h2>overview (click a column to sort)</h2>{controls}'
         f"{_overview(results, verdicts, bool(groups))}</section>"
         f"{cards}</main>"
         f"<footer>pytest-torchbench {_e(__version__)} · self-contained report: one inline script, no network</footer>"

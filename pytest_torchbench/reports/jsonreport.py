@@ -1,9 +1,11 @@
 """``--bench-json``: the run's results and verdicts for other tools, written atomically."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .. import __version__
 from ..core.judgement import Verdict
@@ -12,7 +14,9 @@ from ..store.storage import atomic_write_many
 from .paths import check_report_path
 
 
-def render(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], meta: dict[str, Any]) -> str:
+def render(
+    results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], meta: dict[str, Any]
+) -> str:
     document = {
         "schema": SCHEMA_VERSION,
         "tool": f"pytest-torchbench {__version__}",
@@ -23,7 +27,12 @@ def render(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], meta
     return json.dumps(document, indent=1, sort_keys=True, default=str) + "\n"
 
 
-def write(path: Path, results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], meta: dict[str, Any]) -> None:
+def write(
+    path: Path,
+    results: Sequence[BenchmarkResult],
+    verdicts: Sequence[Verdict],
+    meta: dict[str, Any],
+) -> None:
     """Atomically; a path that is not a regular file raises ReportPathError (an OSError)."""
     target = check_report_path(path)
     assert target is not None

@@ -5,17 +5,20 @@ Why: many CI dashboards (GitLab, Jenkins, Azure, test-report actions) read JUnit
 numbers and verdicts go into ``item.user_properties`` — the same list ``record_property`` fills —
 under stable dotted names such as ``torchbench.time.median_s`` or ``torchbench.verdict.time``.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from ..core.vocabulary import ACCEPTED, Verdict
-from ..metrics import registry
 from ..core.results import BenchmarkResult, round_sig
 from ..core.text import safe_text
+from ..core.vocabulary import ACCEPTED, Verdict
+from ..metrics import registry
 
 
-def properties(result: BenchmarkResult, verdicts: Sequence[Verdict], qualify: bool = False) -> list[tuple[str, object]]:
+def properties(
+    result: BenchmarkResult, verdicts: Sequence[Verdict], qualify: bool = False
+) -> list[tuple[str, object]]:
     """``(name, value)`` pairs for one result; ``qualify`` adds the description when a test
     recorded several results, so the names stay unique within the test case."""
     prefix = "torchbench."
@@ -27,7 +30,12 @@ def properties(result: BenchmarkResult, verdicts: Sequence[Verdict], qualify: bo
         if found is not None:
             out += found.junit_properties(metric, prefix)
     for verdict in verdicts:
-        out.append((f"{prefix}verdict.{verdict.metric}", safe_text(verdict.status) + (" (failed)" if verdict.failed else "")))
+        out.append(
+            (
+                f"{prefix}verdict.{verdict.metric}",
+                safe_text(verdict.status) + (" (failed)" if verdict.failed else ""),
+            )
+        )
         if verdict.delta is not None:
             out.append((f"{prefix}delta.{verdict.metric}", round_sig(verdict.delta, 4)))
         if verdict.status == ACCEPTED and verdict.details:  # why, and where the change says so

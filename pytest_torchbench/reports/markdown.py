@@ -8,33 +8,70 @@ is folded under ``<details>``; the unchanged rows (most of a 300-benchmark suite
 Only GitHub-flavoured Markdown tables and the ``<details>`` element are used, both rendered by
 GitHub's job summary. Every text from a result or a baseline goes through ``text.markdown_text``.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any, Collection, Sequence
+from typing import Any
 
+from ..core.results import BenchmarkResult
+from ..core.text import markdown_code_block, markdown_text, natural_key
 from ..core.vocabulary import (
-    ACCEPTED, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
+    ACCEPTED,
+    IMPROVEMENT,
+    MISSING,
+    NEW,
+    NOISY,
+    NOT_COMPARABLE,
+    REGRESSION,
+    TOO_NOISY,
+    UNCHANGED,
+    Verdict,
 )
 from ..metrics import registry
-from ..core.results import BenchmarkResult
 from .common import (
-    FAILED_BEFORE_MEASURING, count_tests, unmeasured_failures, format_delta, format_value, group_of, metric_rank, metric_value, profiles_of, safe_delta,
-    status_rank, top_ops_of, unjudged, verdicts_by_key,
+    FAILED_BEFORE_MEASURING,
+    count_tests,
+    format_delta,
+    format_value,
+    group_of,
+    metric_rank,
+    metric_value,
+    profiles_of,
+    safe_delta,
+    status_rank,
+    top_ops_of,
+    unjudged,
+    unmeasured_failures,
+    verdicts_by_key,
 )
-from ..core.text import markdown_code_block, markdown_text, natural_key
 
 _ICONS = {
-    REGRESSION: ":red_circle:", IMPROVEMENT: ":green_circle:", NOT_COMPARABLE: ":grey_question:",
-    NEW: ":new:", MISSING: ":ghost:", UNCHANGED: ":white_circle:", NOISY: ":warning:",
-    TOO_NOISY: ":grey_exclamation:", ACCEPTED: ":ballot_box_with_check:",
+    REGRESSION: ":red_circle:",
+    IMPROVEMENT: ":green_circle:",
+    NOT_COMPARABLE: ":grey_question:",
+    NEW: ":new:",
+    MISSING: ":ghost:",
+    UNCHANGED: ":white_circle:",
+    NOISY: ":warning:",
+    TOO_NOISY: ":grey_exclamation:",
+    ACCEPTED: ":ballot_box_with_check:",
 }
 _WORDS = {
-    REGRESSION: "regressed", IMPROVEMENT: "improved", NOT_COMPARABLE: "not comparable", NEW: "new",
-    MISSING: "missing", UNCHANGED: "unchanged", "measured": "measured", NOISY: "noisy (not failed)",
-    TOO_NOISY: "too noisy to judge", FAILED_BEFORE_MEASURING: FAILED_BEFORE_MEASURING, ACCEPTED: "accepted",
+    REGRESSION: "regressed",
+    IMPROVEMENT: "improved",
+    NOT_COMPARABLE: "not comparable",
+    NEW: "new",
+    MISSING: "missing",
+    UNCHANGED: "unchanged",
+    "measured": "measured",
+    NOISY: "noisy (not failed)",
+    TOO_NOISY: "too noisy to judge",
+    FAILED_BEFORE_MEASURING: FAILED_BEFORE_MEASURING,
+    ACCEPTED: "accepted",
 }
 
 #: GitHub rejects a pull-request comment (and truncates a job summary) over 65,536 characters;
@@ -72,7 +109,9 @@ def _explanation(key: str, regressed: list[Verdict], by_key: dict[str, list[Verd
     lines = [f"<details><summary>{_escape(key)}: {what}</summary>", ""]
     for verdict in regressed:
         if verdict.summary:
-            lines += [_escape(verdict.summary) + ("  " if verdict is not regressed[-1] else ""), ]
+            lines += [
+                _escape(verdict.summary) + ("  " if verdict is not regressed[-1] else ""),
+            ]
     lines.append("")
     for title, details in blocks:
         lines += [f"**{_escape(title)}**", "", *markdown_code_block([str(d) for d in details]), ""]
@@ -88,19 +127,32 @@ def _noisy(noisy: list[Verdict], heading: str | None = None) -> list[str]:
     (too noisy to judge: alternated rounds that decide nothing at the limit)."""
     if not noisy:
         return []
-    lines = [heading or (f"### Noisy ({len(noisy)}): not failed, the machine cannot be told from the code "
-                         "(busy, slower, launch-bound with its device time held, or not measured again in a fresh "
-                         "process: each says which); rerun"), ""]
+    lines = [
+        heading
+        or (
+            f"### Noisy ({len(noisy)}): not failed, the machine cannot be told from the code "
+            "(busy, slower, launch-bound with its device time held, or not measured again in a fresh "
+            "process: each says which); rerun"
+        ),
+        "",
+    ]
     for verdict in noisy:
-        lines += [f"<details><summary>{_escape(verdict.key)}: {_escape(verdict.metric)} "
-                  f"{format_delta(safe_delta(verdict))}</summary>", "", _escape(verdict.summary), ""]
+        lines += [
+            f"<details><summary>{_escape(verdict.key)}: {_escape(verdict.metric)} "
+            f"{format_delta(safe_delta(verdict))}</summary>",
+            "",
+            _escape(verdict.summary),
+            "",
+        ]
         if verdict.details:
             lines += [*markdown_code_block([str(d) for d in verdict.details]), ""]
         lines += ["</details>", ""]
     return lines
 
 
-def _rows(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> list[tuple[str, str, Verdict]]:
+def _rows(
+    results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]
+) -> list[tuple[str, str, Verdict]]:
     """(group, key, verdict) for every verdict, plus a pseudo-verdict ("measured") for each metric of
     a result that was not judged (no baseline); sorted regressions first, then group, key, metric."""
     results_by_key = {r.key: r for r in results}
@@ -114,8 +166,12 @@ def _rows(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]) -> li
             except (KeyError, AttributeError, TypeError, ValueError):
                 pass
         rows.append((group_of(result), verdict.key, verdict))
-    rows.extend((group_of(result), result.key, verdict) for result, verdict in unjudged(results, verdicts))
-    rows.sort(key=lambda r: (status_rank(r[2].status), r[0], natural_key(r[1]), metric_rank(r[2].metric)))
+    rows.extend(
+        (group_of(result), result.key, verdict) for result, verdict in unjudged(results, verdicts)
+    )
+    rows.sort(
+        key=lambda r: (status_rank(r[2].status), r[0], natural_key(r[1]), metric_rank(r[2].metric))
+    )
     return rows
 
 
@@ -123,14 +179,28 @@ def _table(rows: list[tuple[str, str, Verdict]], grouped: bool) -> list[str]:
     head = ["benchmark", "metric", "baseline", "current", "delta", "verdict"]
     if grouped:
         head.insert(0, "group")
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(" --- " if h in ("benchmark", "group", "metric", "verdict")
-                                                         else " ---: " for h in head) + "|"]
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|"
+        + "|".join(
+            " --- " if h in ("benchmark", "group", "metric", "verdict") else " ---: " for h in head
+        )
+        + "|",
+    ]
     for group, key, verdict in rows:
         status = verdict.status
         word = _WORDS.get(status, _escape(status))
-        cell = f"{_ICONS.get(status, '')} {word}".strip() + (" **FAILED**" if verdict.failed else "")
-        values = [_escape(key), _escape(verdict.metric), format_value(verdict.metric, verdict.baseline),
-                  format_value(verdict.metric, verdict.current), format_delta(safe_delta(verdict)), cell]
+        cell = f"{_ICONS.get(status, '')} {word}".strip() + (
+            " **FAILED**" if verdict.failed else ""
+        )
+        values = [
+            _escape(key),
+            _escape(verdict.metric),
+            format_value(verdict.metric, verdict.baseline),
+            format_value(verdict.metric, verdict.current),
+            format_delta(safe_delta(verdict)),
+            cell,
+        ]
         if grouped:
             values.insert(0, _escape(group) if group else "")
         lines.append("| " + " | ".join(values) + " |")
@@ -143,12 +213,22 @@ def _profiles(results: Sequence[BenchmarkResult]) -> list[str]:
     profiled = [(result, profile) for result in results for profile in profiles_of(result)]
     if not profiled:
         return []
-    lines = [f"<details><summary>Profiles ({len(profiled)}): traces and top ops by self CPU time</summary>", ""]
+    lines = [
+        f"<details><summary>Profiles ({len(profiled)}): traces and top ops by self CPU time</summary>",
+        "",
+    ]
     for result, profile in profiled:
         trace = profile.get("trace")
         # Escaped text, not a code span: a code span shows escapes (``\\_``, ``&lt;``) literally.
-        where = _escape(trace) if trace else f"no trace ({_escape(profile.get('error') or 'not written')})"
-        lines += [f"**{_escape(result.key)}** ({_escape(profile.get('source') or 'profile')}): {where}", ""]
+        where = (
+            _escape(trace)
+            if trace
+            else f"no trace ({_escape(profile.get('error') or 'not written')})"
+        )
+        lines += [
+            f"**{_escape(result.key)}** ({_escape(profile.get('source') or 'profile')}): {where}",
+            "",
+        ]
         rows = top_ops_of(profile)
         if rows:
             lines += ["| op | calls | self CPU (us) |", "| --- | ---: | ---: |"]
@@ -173,8 +253,11 @@ def render(
     least go first: the folded table of unchanged rows, then profiles, then the explanations,
     then the changes table beyond what fits; each cut is said in one line, pointing at
     ``--bench-html``/``--bench-json`` for the rest. The counts line always stays whole."""
+
     def attempt(**cuts: Any) -> str:
-        return _render(results, verdicts, baseline_name, baseline_source, title, failed_tests, **cuts)
+        return _render(
+            results, verdicts, baseline_name, baseline_source, title, failed_tests, **cuts
+        )
 
     def most(limit: int, **cuts: Any) -> int:
         """The largest n in [0, limit] for which the summary with ``n`` (explanations or changed
@@ -226,14 +309,30 @@ def _render(
     failed = counts.get("failed", 0)
     lines = [f"## {_escape(title)}", ""]
     if baseline_name is None:
-        lines.append(f"{counts['tests']} test(s) ({len(results)} benchmark(s)) measured; no baseline to compare with"
-                     + (f"; {_escape(baseline_source)}" if baseline_source else "")
-                     + (f"; :x: **{failed} test(s) failed**" if failed else "") + ".")
+        lines.append(
+            f"{counts['tests']} test(s) ({len(results)} benchmark(s)) measured; no baseline to compare with"
+            + (f"; {_escape(baseline_source)}" if baseline_source else "")
+            + (f"; :x: **{failed} test(s) failed**" if failed else "")
+            + "."
+        )
     else:
         state = ":x: **failed**" if failed else ":white_check_mark: passed"
-        parts = [f"{counts[s]} {_WORDS[s]}" for s in (FAILED_BEFORE_MEASURING, REGRESSION, TOO_NOISY, NOISY, ACCEPTED,
-                                                      IMPROVEMENT,
-                                                      NOT_COMPARABLE, NEW, MISSING, UNCHANGED) if counts.get(s)]
+        parts = [
+            f"{counts[s]} {_WORDS[s]}"
+            for s in (
+                FAILED_BEFORE_MEASURING,
+                REGRESSION,
+                TOO_NOISY,
+                NOISY,
+                ACCEPTED,
+                IMPROVEMENT,
+                NOT_COMPARABLE,
+                NEW,
+                MISSING,
+                UNCHANGED,
+            )
+            if counts.get(s)
+        ]
         lines.append(
             f"{state}: {counts['tests']} test(s) ({len(results)} benchmark(s) measured) against baseline "
             f"{_escape(baseline_name)}"
@@ -245,10 +344,17 @@ def _render(
     lines.append("")
     unmeasured = unmeasured_failures(results, verdicts, failed_tests)
     if unmeasured:
-        lines += [f"### Failed before measuring ({len(unmeasured)}): see the test log", "",
-                  *(f"- :x: {_escape(nodeid)}" for nodeid in unmeasured[:LISTED_FAILURES]),
-                  *([f"- ... and {len(unmeasured) - LISTED_FAILURES} more"] if len(unmeasured) > LISTED_FAILURES
-                    else []), ""]
+        lines += [
+            f"### Failed before measuring ({len(unmeasured)}): see the test log",
+            "",
+            *(f"- :x: {_escape(nodeid)}" for nodeid in unmeasured[:LISTED_FAILURES]),
+            *(
+                [f"- ... and {len(unmeasured) - LISTED_FAILURES} more"]
+                if len(unmeasured) > LISTED_FAILURES
+                else []
+            ),
+            "",
+        ]
     rows = _rows(results, verdicts)
     grouped = any(group for group, _, _ in rows)
     changed = [r for r in rows if r[2].status not in (UNCHANGED, "measured")]
@@ -275,20 +381,34 @@ def _render(
     noisy = [verdict for _, _, verdict in changed if verdict.status == NOISY]
     too_noisy = [verdict for _, _, verdict in changed if verdict.status == TOO_NOISY]
     if max_why is None:
-        lines += _noisy(too_noisy, f"### Too noisy to judge ({len(too_noisy)}): measured alternately with the "
-                        "base, its rounds decide nothing at the limit; neither failed nor passed")
+        lines += _noisy(
+            too_noisy,
+            f"### Too noisy to judge ({len(too_noisy)}): measured alternately with the "
+            "base, its rounds decide nothing at the limit; neither failed nor passed",
+        )
         lines += _noisy(noisy)
-        lines += _noisy(accepted, f"### Accepted ({len(accepted)}): slower as the change says it must be; "
-                        "not failed")
+        lines += _noisy(
+            accepted,
+            f"### Accepted ({len(accepted)}): slower as the change says it must be; not failed",
+        )
     elif noisy or too_noisy or accepted:
-        cut.append(f"the details of {len(noisy) + len(too_noisy) + len(accepted)} noisy or accepted verdict(s)")
+        cut.append(
+            f"the details of {len(noisy) + len(too_noisy) + len(accepted)} noisy or accepted verdict(s)"
+        )
     if rest and not keep_rest:
         cut.append(f"{len(rest)} unchanged row(s)")
     elif rest:
         if changed or baseline_name is not None:
-            lines += [f"<details><summary>All other results ({len(rest)} row(s): "
-                      + ("unchanged" if baseline_name is not None else "measured") + ")</summary>", "",
-                      *_table(rest, grouped), "", "</details>", ""]
+            lines += [
+                f"<details><summary>All other results ({len(rest)} row(s): "
+                + ("unchanged" if baseline_name is not None else "measured")
+                + ")</summary>",
+                "",
+                *_table(rest, grouped),
+                "",
+                "</details>",
+                "",
+            ]
         else:
             lines += [*_table(rest, grouped), ""]
     if keep_profiles:
@@ -296,8 +416,11 @@ def _render(
     elif _profiles(results):
         cut.append("the profiles")
     if cut:
-        lines += [f"*Left out to stay under GitHub's 65,536-character limit: {', '.join(cut)}; the "
-                  "`--bench-html` and `--bench-json` reports hold everything.*", ""]
+        lines += [
+            f"*Left out to stay under GitHub's 65,536-character limit: {', '.join(cut)}; the "
+            "`--bench-html` and `--bench-json` reports hold everything.*",
+            "",
+        ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -7,14 +7,15 @@ write over whatever file it points to (a link planted in a shared folder can aim
 user can write). So a report path must be absent or name a regular file that is not a link;
 anything else is one clear line, decided before any benchmark runs.
 """
+
 from __future__ import annotations
 
 import os
 import stat
 from pathlib import Path
 
-from ..store.storage import file_type_words
 from ..core.text import safe_text
+from ..store.storage import file_type_words
 
 
 class ReportPathError(OSError):
@@ -50,7 +51,9 @@ def check_report_path(path: Path | str | None, option: str | None = None) -> Pat
         raise ReportPathError(f"{shown}cannot inspect ({exc.strerror or exc})") from None
     if stat.S_ISREG(mode):
         return path
-    raise ReportPathError(f"{shown}is {file_type_words(mode)}; reports are written only to a regular file or a new path")
+    raise ReportPathError(
+        f"{shown}is {file_type_words(mode)}; reports are written only to a regular file or a new path"
+    )
 
 
 def check_report_paths(targets: dict[str, Path | str | None]) -> None:
@@ -65,12 +68,14 @@ def option_targets_error(option: object, active: bool) -> str | None:
     benchmarking is on), else None. Called at configure time, before any benchmark runs."""
     summary = os.environ.get("GITHUB_STEP_SUMMARY", "").strip() if active else ""
     try:
-        check_report_paths({
-            "--bench-json": getattr(option, "bench_json", None),
-            "--bench-markdown": getattr(option, "bench_markdown", None),
-            "--bench-html": getattr(option, "bench_html", None),
-            "GITHUB_STEP_SUMMARY": summary or None,
-        })
+        check_report_paths(
+            {
+                "--bench-json": getattr(option, "bench_json", None),
+                "--bench-markdown": getattr(option, "bench_markdown", None),
+                "--bench-html": getattr(option, "bench_html", None),
+                "GITHUB_STEP_SUMMARY": summary or None,
+            }
+        )
     except ReportPathError as exc:
         return str(exc)
     return None

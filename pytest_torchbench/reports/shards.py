@@ -8,12 +8,14 @@ run: each benchmark in one shard only, the same environment, modes, baseline and
 that disagrees would make the merged verdict a mix of two experiments, so each disagreement is a
 conflict (one line each), never a guess.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..core.judgement import MISSING, Verdict
 from ..core.results import SCHEMA_VERSION, BenchmarkResult, UnknownMetricError
@@ -65,25 +67,49 @@ def read_shard(path: Path) -> Shard:
     except OSError as exc:
         raise ShardError([f"cannot read {shown}: {safe_text(exc.strerror or str(exc))}"]) from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ShardError([f"{what} (not JSON: {safe_text(str(exc))}); pass the files that pytest --bench-json=PATH wrote"]) from None
-    if not isinstance(document, dict) or not str(document.get("tool", "")).startswith("pytest-torchbench") \
-            or not isinstance(document.get("benchmarks"), list) or not isinstance(document.get("verdicts"), list):
-        raise ShardError([f"{what} (no 'tool', 'benchmarks' and 'verdicts'); pass the files that "
-                          "pytest --bench-json=PATH wrote"])
+        raise ShardError(
+            [
+                f"{what} (not JSON: {safe_text(str(exc))}); pass the files that pytest --bench-json=PATH wrote"
+            ]
+        ) from None
+    if (
+        not isinstance(document, dict)
+        or not str(document.get("tool", "")).startswith("pytest-torchbench")
+        or not isinstance(document.get("benchmarks"), list)
+        or not isinstance(document.get("verdicts"), list)
+    ):
+        raise ShardError(
+            [
+                f"{what} (no 'tool', 'benchmarks' and 'verdicts'); pass the files that "
+                "pytest --bench-json=PATH wrote"
+            ]
+        )
     if document.get("schema") != SCHEMA_VERSION:
-        raise ShardError([f"{shown}: schema {safe_text(repr(document.get('schema')))}, this torchbench reads "
-                          f"schema {SCHEMA_VERSION}; write every shard with the same pytest-torchbench"])
+        raise ShardError(
+            [
+                f"{shown}: schema {safe_text(repr(document.get('schema')))}, this torchbench reads "
+                f"schema {SCHEMA_VERSION}; write every shard with the same pytest-torchbench"
+            ]
+        )
     try:
         results = [BenchmarkResult.from_json(item) for item in document["benchmarks"]]
         verdicts = [Verdict.from_json(item) for item in document["verdicts"]]
-        entries = {str(key): BenchmarkResult.from_json(item)
-                   for key, item in (document.get("baseline_entries") or {}).items()}
+        entries = {
+            str(key): BenchmarkResult.from_json(item)
+            for key, item in (document.get("baseline_entries") or {}).items()
+        }
     except UnknownMetricError as exc:
         raise ShardError([f"{shown}: {safe_text(str(exc))}"]) from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ShardError([f"{what} (a benchmark or verdict cannot be read: {safe_text(type(exc).__name__)}: "
-                          f"{safe_text(str(exc))})"]) from None
-    meta = {k: v for k, v in document.items() if k not in ("benchmarks", "verdicts", "baseline_entries")}
+        raise ShardError(
+            [
+                f"{what} (a benchmark or verdict cannot be read: {safe_text(type(exc).__name__)}: "
+                f"{safe_text(str(exc))})"
+            ]
+        ) from None
+    meta = {
+        k: v for k, v in document.items() if k not in ("benchmarks", "verdicts", "baseline_entries")
+    }
     return Shard(path, meta, results, verdicts, entries)
 
 
@@ -109,7 +135,11 @@ def _machine_facts(shard: Shard) -> dict[str, set[str]]:
 
 def _source_prefix(source: Any) -> Any:
     """``git REV (commit)`` of ``git REV (commit): 3 committed, 2 measured``: the counts differ by shard."""
-    return source.split(": ", 1)[0] if isinstance(source, str) and source.startswith("git ") else source
+    return (
+        source.split(": ", 1)[0]
+        if isinstance(source, str) and source.startswith("git ")
+        else source
+    )
 
 
 def conflicts(shards: Sequence[Shard]) -> list[str]:
@@ -121,13 +151,19 @@ def conflicts(shards: Sequence[Shard]) -> list[str]:
         for result in shard.results:
             other = seen.setdefault(result.key, index)
             if other != index:
-                lines.append(f"{safe_text(result.key)} is in both {safe_text(str(shards[other].path))} and "
-                             f"{safe_text(str(shard.path))}: each benchmark must run in one shard only "
-                             "(check how the jobs split the suite)")
+                lines.append(
+                    f"{safe_text(result.key)} is in both {safe_text(str(shards[other].path))} and "
+                    f"{safe_text(str(shard.path))}: each benchmark must run in one shard only "
+                    "(check how the jobs split the suite)"
+                )
     checks = (
         ("modes", "measured modes", "run every shard with the same --bench-mode"),
         ("baseline", "compared with baseline", "run every shard with the same --bench-compare"),
-        ("policy", "judged with limits", "run every shard with the same --bench-fail, --bench-strict and --bench-fail-stale"),
+        (
+            "policy",
+            "judged with limits",
+            "run every shard with the same --bench-fail, --bench-strict and --bench-fail-stale",
+        ),
     )
     for field, words, fix in checks:
         for shard in shards[1:]:
@@ -135,20 +171,30 @@ def conflicts(shards: Sequence[Shard]) -> list[str]:
             if field == "modes":
                 mine, theirs = sorted(mine or []), sorted(theirs or [])
             if field == "baseline":
-                mine, theirs = (mine, _source_prefix(first.meta.get("compared_with"))), \
-                    (theirs, _source_prefix(shard.meta.get("compared_with")))
+                mine, theirs = (
+                    (mine, _source_prefix(first.meta.get("compared_with"))),
+                    (theirs, _source_prefix(shard.meta.get("compared_with"))),
+                )
             if mine != theirs:
-                lines.append(f"{safe_text(str(first.path))} {words} {safe_text(json.dumps(mine, default=str))}, "
-                             f"{safe_text(str(shard.path))} {safe_text(json.dumps(theirs, default=str))}: {fix}")
+                lines.append(
+                    f"{safe_text(str(first.path))} {words} {safe_text(json.dumps(mine, default=str))}, "
+                    f"{safe_text(str(shard.path))} {safe_text(json.dumps(theirs, default=str))}: {fix}"
+                )
     reference = _machine_facts(first)
     for shard in shards[1:]:
         facts = _machine_facts(shard)
         for name in sorted(set(reference) & set(facts)):
-            if len(reference[name]) == 1 and len(facts[name]) == 1 and reference[name] != facts[name]:
-                lines.append(f"{safe_text(str(first.path))} was measured with {safe_text(name)}="
-                             f"{safe_text(next(iter(reference[name])))}, {safe_text(str(shard.path))} with "
-                             f"{safe_text(next(iter(facts[name])))}: run every shard on the same kind of machine "
-                             "and image")
+            if (
+                len(reference[name]) == 1
+                and len(facts[name]) == 1
+                and reference[name] != facts[name]
+            ):
+                lines.append(
+                    f"{safe_text(str(first.path))} was measured with {safe_text(name)}="
+                    f"{safe_text(next(iter(reference[name])))}, {safe_text(str(shard.path))} with "
+                    f"{safe_text(next(iter(facts[name])))}: run every shard on the same kind of machine "
+                    "and image"
+                )
     return lines
 
 
@@ -157,7 +203,9 @@ def merge(shards: Sequence[Shard]) -> Merged:
     problems = conflicts(shards)
     if problems:
         raise ShardError(problems)
-    results = sorted((r for shard in shards for r in shard.results), key=lambda r: natural_key(r.key))
+    results = sorted(
+        (r for shard in shards for r in shard.results), key=lambda r: natural_key(r.key)
+    )
     measured = {r.key for r in results}
     verdicts: list[Verdict] = []
     missing: dict[tuple[str, str], Verdict] = {}
@@ -165,10 +213,14 @@ def merge(shards: Sequence[Shard]) -> Merged:
         for verdict in shard.verdicts:
             if verdict.status != MISSING:
                 verdicts.append(verdict)
-            elif verdict.key not in measured:  # absent from one shard, measured by another: not missing
+            elif (
+                verdict.key not in measured
+            ):  # absent from one shard, measured by another: not missing
                 missing.setdefault((verdict.key, verdict.metric), verdict)
     order = {r.key: i for i, r in enumerate(results)}
-    verdicts.sort(key=lambda v: order.get(v.key, len(order)))  # stable: a result's metrics keep their order
+    verdicts.sort(
+        key=lambda v: order.get(v.key, len(order))
+    )  # stable: a result's metrics keep their order
     verdicts += [missing[k] for k in sorted(missing, key=lambda k: (natural_key(k[0]), k[1]))]
     entries: dict[str, BenchmarkResult] = {}
     for shard in shards:
@@ -187,20 +239,40 @@ def merge(shards: Sequence[Shard]) -> Merged:
         for field, merged in (("failed_test_errors", errors), ("skipped_tests", skipped)):
             found = shard.meta.get(field)
             if isinstance(found, dict):
-                merged.update({k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)})
-    crashed = sorted({t for shard in shards for t in shard.meta.get("crashed_tests") or [] if isinstance(t, str)})
+                merged.update(
+                    {k: v for k, v in found.items() if isinstance(k, str) and isinstance(v, str)}
+                )
+    crashed = sorted(
+        {t for shard in shards for t in shard.meta.get("crashed_tests") or [] if isinstance(t, str)}
+    )
     meta = {
-        "modes": first.get("modes"), "compared_with": source, "baseline": first.get("baseline"),
-        "policy": first.get("policy"), "baseline_origins": dict(sorted(origins.items())) if origins else
-        first.get("baseline_origins"), "failed_tests": failed, "failed_test_errors": dict(sorted(errors.items())),
-        "skipped_tests": dict(sorted(skipped.items())), "crashed_tests": crashed,
+        "modes": first.get("modes"),
+        "compared_with": source,
+        "baseline": first.get("baseline"),
+        "policy": first.get("policy"),
+        "baseline_origins": dict(sorted(origins.items()))
+        if origins
+        else first.get("baseline_origins"),
+        "failed_tests": failed,
+        "failed_test_errors": dict(sorted(errors.items())),
+        "skipped_tests": dict(sorted(skipped.items())),
+        "crashed_tests": crashed,
         "merged_from": [str(shard.path) for shard in shards],
     }
-    return Merged(results, verdicts, entries if first.get("baseline") is not None else None,
-                  first.get("baseline"), source, failed, meta)
+    return Merged(
+        results,
+        verdicts,
+        entries if first.get("baseline") is not None else None,
+        first.get("baseline"),
+        source,
+        failed,
+        meta,
+    )
 
 
-def baseline_entries_json(entries: Mapping[str, BenchmarkResult], keys: Sequence[str]) -> dict[str, Any]:
+def baseline_entries_json(
+    entries: Mapping[str, BenchmarkResult], keys: Sequence[str]
+) -> dict[str, Any]:
     """The baseline entries a run judged ``keys`` against, for ``--bench-json`` (the HTML report
     of merged shards draws them as the run's own report does)."""
     return {key: entries[key].to_json() for key in sorted(set(keys)) if key in entries}

@@ -4,21 +4,50 @@ One block per metric and label; rows are sub-labels, columns are descriptions; e
 value trimmed to the significant figures its spread supports, and the delta against the baseline
 with a mark for the verdict. Units are shared per block so columns line up and read at a glance.
 """
+
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-from ..core.vocabulary import (
-    ACCEPTED, IMPROVEMENT, MISSING, NEW, NOISY, NOT_COMPARABLE, REGRESSION, TOO_NOISY, UNCHANGED, Verdict,
-)
 from ..core.results import BenchmarkResult
-from ..metrics import registry
-from .common import STATUS_ORDER, count_tests, group_of, metric_rank, metric_value, profiles_of, safe_delta
 from ..core.text import finite, safe_number, safe_text
+from ..core.vocabulary import (
+    ACCEPTED,
+    IMPROVEMENT,
+    MISSING,
+    NEW,
+    NOISY,
+    NOT_COMPARABLE,
+    REGRESSION,
+    TOO_NOISY,
+    UNCHANGED,
+    Verdict,
+)
+from ..metrics import registry
+from .common import (
+    STATUS_ORDER,
+    count_tests,
+    group_of,
+    metric_rank,
+    metric_value,
+    profiles_of,
+    safe_delta,
+)
 
-_MARKS = {REGRESSION: "!", TOO_NOISY: "#", NOISY: "~", ACCEPTED: "^", IMPROVEMENT: "*", NOT_COMPARABLE: "?", NEW: "+"}
-_LEGEND = ("! regression   # too noisy to judge   ~ noisy (not failed)   ^ accepted   * improvement   ? not comparable   "
-           "+ new (no baseline)")
+_MARKS = {
+    REGRESSION: "!",
+    TOO_NOISY: "#",
+    NOISY: "~",
+    ACCEPTED: "^",
+    IMPROVEMENT: "*",
+    NOT_COMPARABLE: "?",
+    NEW: "+",
+}
+_LEGEND = (
+    "! regression   # too noisy to judge   ~ noisy (not failed)   ^ accepted   * improvement   ? not comparable   "
+    "+ new (no baseline)"
+)
+
 
 def _cell(metric_name: str, metric: object, scale: float, verdict: Verdict | None) -> str:
     """The metric's own cell text, then the delta against the baseline and the verdict's mark."""
@@ -37,10 +66,16 @@ def _cell(metric_name: str, metric: object, scale: float, verdict: Verdict | Non
 
 def _unit_title(metric_name: str, unit: str) -> str:
     found = registry.find(metric_name)
-    return found.table_title.format(unit=unit) if found is not None and found.table_title else metric_name
+    return (
+        found.table_title.format(unit=unit)
+        if found is not None and found.table_title
+        else metric_name
+    )
 
 
-def _blocks(measured: Sequence[BenchmarkResult]) -> dict[tuple[str, str, str], list[BenchmarkResult]]:
+def _blocks(
+    measured: Sequence[BenchmarkResult],
+) -> dict[tuple[str, str, str], list[BenchmarkResult]]:
     """Results per table block: (group, label, module). The module is part of a block's identity
     only where the same label comes from several modules: two ``test_resize`` in different files
     are two blocks, never one merged row."""
@@ -63,11 +98,15 @@ def _row_names(block: Sequence[BenchmarkResult]) -> dict[str, str]:
     the ambiguity), so no result ever overwrites another's cell."""
     seen: dict[tuple[str, str], int] = {}
     for result in block:
-        seen[(result.sub_label, result.description)] = seen.get((result.sub_label, result.description), 0) + 1
+        seen[(result.sub_label, result.description)] = (
+            seen.get((result.sub_label, result.description), 0) + 1
+        )
     return {r.key: r.sub_label if seen[(r.sub_label, r.description)] == 1 else r.key for r in block}
 
 
-def changed(result: BenchmarkResult, metric_name: str, by_key: dict[tuple[str, str], Verdict]) -> bool:
+def changed(
+    result: BenchmarkResult, metric_name: str, by_key: dict[tuple[str, str], Verdict]
+) -> bool:
     """Whether a result's row belongs in the changes-only view: it has a verdict for the metric and
     that verdict is not "unchanged" (a regression, noisy, an improvement, new, not comparable)."""
     verdict = by_key.get((result.key, metric_name))
@@ -75,18 +114,26 @@ def changed(result: BenchmarkResult, metric_name: str, by_key: dict[tuple[str, s
 
 
 def render_tables(
-    results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline_name: str | None,
-    width: int = 100, only_changed: bool = False,
+    results: Sequence[BenchmarkResult],
+    verdicts: Sequence[Verdict],
+    baseline_name: str | None,
+    width: int = 100,
+    only_changed: bool = False,
 ) -> list[str]:
     """One block per metric, then per (group, label[, module]); rows are sub-labels, columns
     descriptions. Every text from a result goes through ``safe_text``; no value makes it raise.
     ``only_changed``: only the rows of :func:`changed` results (a metric with none has no table)."""
     by_key = {(v.key, v.metric): v for v in verdicts}
     lines: list[str] = []
-    metric_names = sorted({m for r in results for m in r.metrics}, key=lambda m: (metric_rank(m), m))
+    metric_names = sorted(
+        {m for r in results for m in r.metrics}, key=lambda m: (metric_rank(m), m)
+    )
     for metric_name in metric_names:
-        measured = [r for r in results if metric_name in r.metrics
-                    and (not only_changed or changed(r, metric_name, by_key))]
+        measured = [
+            r
+            for r in results
+            if metric_name in r.metrics and (not only_changed or changed(r, metric_name, by_key))
+        ]
         if not measured:
             continue
         values: list[float] = []
@@ -98,8 +145,12 @@ def render_tables(
         found = registry.find(metric_name)
         unit, scale = found.table_scale(values) if found is not None else ("", 1.0)
         delta_title = found.delta_title if found is not None else "delta"
-        compared = f"; {delta_title} vs baseline '{safe_text(baseline_name)}'" if baseline_name else ""
-        title = f" torchbench {safe_text(metric_name)} ({_unit_title(metric_name, unit)}{compared}) "
+        compared = (
+            f"; {delta_title} vs baseline '{safe_text(baseline_name)}'" if baseline_name else ""
+        )
+        title = (
+            f" torchbench {safe_text(metric_name)} ({_unit_title(metric_name, unit)}{compared}) "
+        )
         lines.append(title.center(width, "-"))
         for (group, label, module), block in _blocks(measured).items():
             names = _row_names(block)
@@ -108,19 +159,30 @@ def render_tables(
             cells: dict[tuple[str, str], str] = {}
             for result in block:
                 try:
-                    text = _cell(metric_name, result.metrics[metric_name], scale, by_key.get((result.key, metric_name)))
+                    text = _cell(
+                        metric_name,
+                        result.metrics[metric_name],
+                        scale,
+                        by_key.get((result.key, metric_name)),
+                    )
                 except (KeyError, AttributeError, TypeError, ValueError, ArithmeticError) as exc:
                     text = f"(unreadable: {safe_text(type(exc).__name__)})"
                 cells[(safe_text(names[result.key]), safe_text(result.description))] = text
             row_width = max([len(r) for r in rows] + [4]) + 2
-            col_widths = [max([len(desc)] + [len(cells.get((r, desc), "")) for r in rows]) + 2
-                          for desc in descriptions]
+            col_widths = [
+                max([len(desc)] + [len(cells.get((r, desc), "")) for r in rows]) + 2
+                for desc in descriptions
+            ]
             heading = " / ".join(safe_text(p) for p in (group, label) if p)
             lines.append(f"[ {heading} ]" + (f"  ({safe_text(module)})" if module else ""))
             if any(descriptions):
-                lines.append(" " * row_width + "|".join(d.rjust(w) for d, w in zip(descriptions, col_widths)))
+                lines.append(
+                    " " * row_width + "|".join(d.rjust(w) for d, w in zip(descriptions, col_widths))
+                )
             for row in rows:
-                rendered = "|".join(cells.get((row, d), "").rjust(w) for d, w in zip(descriptions, col_widths))
+                rendered = "|".join(
+                    cells.get((row, d), "").rjust(w) for d, w in zip(descriptions, col_widths)
+                )
                 lines.append(f"  {row}".ljust(row_width) + rendered)
             lines.append("")
     if baseline_name and lines:
@@ -128,7 +190,9 @@ def render_tables(
     return lines
 
 
-def render_counts(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline_name: str | None) -> str:
+def render_counts(
+    results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], baseline_name: str | None
+) -> str:
     """The one line that stands for the tables in the changes-only view: how many benchmarks are
     in each state (tests, each under its worst verdict), how many the tables showed, and how to
     see them all."""
@@ -136,10 +200,14 @@ def render_counts(results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict
     shown = len({r.key for r in results if any(changed(r, name, by_key) for name in r.metrics)})
     counts = count_tests(results, verdicts)
     tests = counts.get("tests", 0)
-    states = [f"{counts[status]} {status}" for status in (*STATUS_ORDER, "measured") if counts.get(status)]
+    states = [
+        f"{counts[status]} {status}" for status in (*STATUS_ORDER, "measured") if counts.get(status)
+    ]
     against = f" against baseline '{safe_text(baseline_name)}'" if baseline_name else ""
-    return (f"torchbench: {tests} benchmark(s){against}: {', '.join(states) or 'none measured'}; "
-            f"tables show the {shown} changed (-v shows every benchmark)")
+    return (
+        f"torchbench: {tests} benchmark(s){against}: {', '.join(states) or 'none measured'}; "
+        f"tables show the {shown} changed (-v shows every benchmark)"
+    )
 
 
 #: Detail lines shown per verdict in the terminal: the twelve rounds of a time benchmark measured
@@ -163,8 +231,10 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
             if status in (REGRESSION, TOO_NOISY, NOISY, ACCEPTED, IMPROVEMENT):
                 lines.extend(f"      {safe_text(d)}" for d in verdict.details[:DETAIL_LINES])
                 if len(verdict.details) > DETAIL_LINES:
-                    lines.append(f"      ... {len(verdict.details) - DETAIL_LINES} more line(s): every line is "
-                                 "in --bench-json and --bench-html")
+                    lines.append(
+                        f"      ... {len(verdict.details) - DETAIL_LINES} more line(s): every line is "
+                        "in --bench-json and --bench-html"
+                    )
     return lines
 
 
@@ -174,16 +244,27 @@ def render_profiles(results: Sequence[BenchmarkResult]) -> list[str]:
     profiled = [(result, profile) for result in results for profile in profiles_of(result)]
     if not profiled:
         return []
-    lines = [" torchbench profiles (top ops by self CPU time, totals over the profiled runs) ".center(100, "-")]
+    lines = [
+        " torchbench profiles (top ops by self CPU time, totals over the profiled runs) ".center(
+            100, "-"
+        )
+    ]
     for result, profile in profiled:
         trace = profile.get("trace") or f"no trace ({profile.get('error') or 'not written'})"
         source = profile.get("source")
-        lines.append(f"{safe_text(result.key)}: {safe_text(trace)}" + (f"  ({safe_text(source)})" if source else ""))
-        for op in profile.get("top_ops", [])[:5] if isinstance(profile.get("top_ops"), list) else []:
+        lines.append(
+            f"{safe_text(result.key)}: {safe_text(trace)}"
+            + (f"  ({safe_text(source)})" if source else "")
+        )
+        for op in (
+            profile.get("top_ops", [])[:5] if isinstance(profile.get("top_ops"), list) else []
+        ):
             if not isinstance(op, dict):
                 continue
             device = op.get("self_device_time_us")
             device_text = f"  device {safe_number(device, '.1f')} us" if device else ""
-            lines.append(f"    {safe_text(op.get('name', '?')):<40} {safe_number(op.get('calls', 0)):>6} calls  "
-                         f"self {safe_number(op.get('self_cpu_time_us', 0), '.1f')} us{device_text}")
+            lines.append(
+                f"    {safe_text(op.get('name', '?')):<40} {safe_number(op.get('calls', 0)):>6} calls  "
+                f"self {safe_number(op.get('self_cpu_time_us', 0), '.1f')} us{device_text}"
+            )
     return lines

@@ -22,6 +22,7 @@ Never raises and never blocks a verdict: no git, a commit git does not have, a p
 repository, a failing git all mean "not changed", and the failure shows its sites untagged as
 before. git is asked once per run, with prompts and lazy fetches off and 30 s at most.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,16 +45,29 @@ _GIT_SECONDS = 30.0
 
 #: git never waits for a person (a credential prompt on the terminal) nor fetches a missing object
 #: of a partial clone from its remote; what it cannot answer at once it answers with an error.
-_QUIET_GIT = {"GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1", "GIT_ASKPASS": "", "SSH_ASKPASS": "",
-              "GIT_PAGER": "cat", "GIT_EXTERNAL_DIFF": ""}
+_QUIET_GIT = {
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_NO_LAZY_FETCH": "1",
+    "GIT_ASKPASS": "",
+    "SSH_ASKPASS": "",
+    "GIT_PAGER": "cat",
+    "GIT_EXTERNAL_DIFF": "",
+}
 
 
 def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes] | None:
     """git's answer, or None when it could not give one in time."""
     env = {**os.environ, **_QUIET_GIT}
     try:
-        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL,
-                              timeout=_GIT_SECONDS, check=False, env=env)
+        return subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=_GIT_SECONDS,
+            check=False,
+            env=env,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -65,11 +79,15 @@ def added_lines(diff: bytes) -> dict[str, frozenset[int]]:
     found: dict[str, set[int]] = {}
     lines: set[int] | None = None
     number = 0
-    header = False  # between "diff --git" and the file's first hunk: an added line "++ x" reads "+++ x"
+    header = (
+        False  # between "diff --git" and the file's first hunk: an added line "++ x" reads "+++ x"
+    )
     for raw in diff.split(b"\n"):
         if header and raw.startswith(b"+++ "):
             name = raw[4:].rstrip(b"\r")
-            name = name[:-1] if name.endswith(b"\t") else name  # git ends a name holding a space with a tab
+            name = (
+                name[:-1] if name.endswith(b"\t") else name
+            )  # git ends a name holding a space with a tab
             lines = None
             if name.startswith(b"b/"):
                 try:
@@ -113,7 +131,10 @@ class ChangedLines:
         return line in self._files.get(relative, ())
 
     def _relative(self, path: str) -> str | None:
-        for candidate in (Path(self.root) / path, Path(self.root) / "src" / path):  # absolute stays itself
+        for candidate in (
+            Path(self.root) / path,
+            Path(self.root) / "src" / path,
+        ):  # absolute stays itself
             try:
                 if candidate.is_file():
                     return candidate.resolve().relative_to(self.toplevel).as_posix()
@@ -124,9 +145,24 @@ class ChangedLines:
     def _ask_git(self) -> dict[str, frozenset[int]]:
         if not _COMMIT.fullmatch(self.commit):
             return {}  # only an object id reaches git (one handed down by environment too)
-        done = _git(["-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
-                     "-U0", "--inter-hunk-context=0", "--find-renames", "--ignore-cr-at-eol",
-                     "--src-prefix=a/", "--dst-prefix=b/", self.commit], self.toplevel)
+        done = _git(
+            [
+                "-c",
+                "core.quotePath=false",
+                "diff",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+                "-U0",
+                "--inter-hunk-context=0",
+                "--find-renames",
+                "--ignore-cr-at-eol",
+                "--src-prefix=a/",
+                "--dst-prefix=b/",
+                self.commit,
+            ],
+            self.toplevel,
+        )
         if done is None or done.returncode != 0:
             return {}
         return added_lines(done.stdout)
@@ -146,7 +182,13 @@ def for_saved_set(folder: Path, root: Path) -> ChangedLines | None:
         return None
     status = _git(["status", "--porcelain", "--untracked-files=all", "--", "."], folder)
     last = _git(["log", "-1", "--format=%H", "--", "."], folder)
-    if status is None or last is None or status.returncode != 0 or status.stdout.strip() or last.returncode != 0:
+    if (
+        status is None
+        or last is None
+        or status.returncode != 0
+        or status.stdout.strip()
+        or last.returncode != 0
+    ):
         return None
     commit = last.stdout.decode("ascii", "replace").strip()
     if not _COMMIT.fullmatch(commit) or commit in _shallow_boundary(folder):
@@ -186,5 +228,7 @@ def trailers_since(toplevel: Path, commit: str, key: str) -> list[tuple[str, str
         if len(fields) != 3:
             continue
         sha, subject, values = fields
-        found.extend((sha, subject, value.strip()) for value in values.split("\x1e") if value.strip())
+        found.extend(
+            (sha, subject, value.strip()) for value in values.split("\x1e") if value.strip()
+        )
     return found

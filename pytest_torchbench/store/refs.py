@@ -17,6 +17,7 @@ User strings reach git only as revisions, after ``--end-of-options`` (git >= 2.2
 ``--bench-compare=--output=FILE`` must not become an option of git. git's output is read as bytes
 and baseline files are decoded strictly, so a non-UTF-8 file is one error line, not a traceback.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -78,7 +79,11 @@ def shown_ref(ref: str, commit: str) -> str:
 
 
 def _is_hash_of(revision: str, commit: str) -> bool:
-    return len(revision) >= 7 and commit.startswith(revision.lower()) and all(c in "0123456789abcdefABCDEF" for c in revision)
+    return (
+        len(revision) >= 7
+        and commit.startswith(revision.lower())
+        and all(c in "0123456789abcdefABCDEF" for c in revision)
+    )
 
 
 def compare_revision(ref: str, baselines_dir: Path, cwd: Path) -> Revision | None:
@@ -105,7 +110,11 @@ def exists_at(commit: str, path: str, toplevel: Path) -> bool:
 
 def _git_bytes(args: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, check=False, stdin=subprocess.DEVNULL,
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
     )
 
 
@@ -113,7 +122,9 @@ def _git(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     """git with text output; undecodable bytes (file names, messages) are replaced, not fatal."""
     done = _git_bytes(args, cwd)
     return subprocess.CompletedProcess(
-        done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
         done.stderr.decode("utf-8", "replace"),
     )
 
@@ -152,7 +163,9 @@ def git_toplevel(path: Path) -> Path | None:
 def _git_commit(revision: str, toplevel: Path) -> str | None:
     if revision.startswith("-") or "\0" in revision:
         return None  # not a ref name nor an object id: never hand it to git, where options go
-    done = _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"], toplevel)
+    done = _git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"], toplevel
+    )
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
@@ -174,7 +187,10 @@ def save_stamp(folder: Path) -> dict[str, Any]:
 
 
 def load_set_from_git(
-    revision: str, set_name: str | None, baselines_dir: Path, toplevel: Path,
+    revision: str,
+    set_name: str | None,
+    baselines_dir: Path,
+    toplevel: Path,
     option: str = "--bench-compare",
 ) -> BaselineSet | None:
     """The baselines committed at ``revision``; None when the revision does not exist.
@@ -186,7 +202,9 @@ def load_set_from_git(
     commit = _git_commit(revision, toplevel)
     if commit is None:
         return None
-    given = shown_ref(revision if set_name is None else f"{revision}:{set_name}", commit)  # as typed, for reports
+    given = shown_ref(
+        revision if set_name is None else f"{revision}:{set_name}", commit
+    )  # as typed, for reports
     try:
         relative = baselines_dir.resolve().relative_to(toplevel.resolve()).as_posix()
     except ValueError:
@@ -207,7 +225,9 @@ def load_set_from_git(
             size = fields.split()[-1] if fields.split() else "-"
             sizes[name] = int(size) if size.isdigit() else 0
     files = list(sizes)
-    sets = sorted({f[len(relative) + 1:].split("/", 1)[0] for f in files if "/" in f[len(relative) + 1:]})
+    sets = sorted(
+        {f[len(relative) + 1 :].split("/", 1)[0] for f in files if "/" in f[len(relative) + 1 :]}
+    )
     if not sets:
         raise NoCommittedBaselines(
             f"{option}={revision}: revision {commit[:12]} has no committed baselines under "
@@ -229,8 +249,9 @@ def load_set_from_git(
             f"{set_name!r} (it has: {', '.join(sets)})"
         )
     prefix = f"{relative}/{set_name}/"
-    result = BaselineSet(name=set_name, source=f"git {revision_label(revision, commit)}:{prefix}",
-                         label=given)
+    result = BaselineSet(
+        name=set_name, source=f"git {revision_label(revision, commit)}:{prefix}", label=given
+    )
     for path in files:
         if not path.startswith(prefix):
             continue
@@ -246,7 +267,9 @@ def load_set_from_git(
                 f"{option}={revision}: cannot read {path} at {commit[:12]}: "
                 f"{_first_line(shown.stderr.decode('utf-8', 'replace'))}"
             )
-        result.entries.update(parse_baseline_document(shown.stdout, f"{path} at {revision_label(revision, commit)}"))
+        result.entries.update(
+            parse_baseline_document(shown.stdout, f"{path} at {revision_label(revision, commit)}")
+        )
     return result
 
 
@@ -265,13 +288,21 @@ def is_shallow(toplevel: Path) -> bool:
 def _looks_like_revision(ref: str) -> bool:
     """``HEAD~1``, ``main^``, ``v1.2:main``, a hex sha: the user meant git, not a file."""
     revision = ref.partition(":")[0]
-    return bool(revision) and not revision.startswith("-") and (
-        any(c in revision for c in "~^@") or ":" in ref or revision == "HEAD"
-        or (len(revision) >= 7 and all(c in "0123456789abcdef" for c in revision.lower()))
+    return (
+        bool(revision)
+        and not revision.startswith("-")
+        and (
+            any(c in revision for c in "~^@")
+            or ":" in ref
+            or revision == "HEAD"
+            or (len(revision) >= 7 and all(c in "0123456789abcdef" for c in revision.lower()))
+        )
     )
 
 
-def resolve_compare(ref: str, baselines_dir: Path, cwd: Path, option: str = "--bench-compare") -> BaselineSet:
+def resolve_compare(
+    ref: str, baselines_dir: Path, cwd: Path, option: str = "--bench-compare"
+) -> BaselineSet:
     """Load the baseline set that REF names; BaselineError with one clear line otherwise.
 
     ``option`` is how the reference was given (``--bench-compare`` or a ``torchbench`` argument),
@@ -288,7 +319,9 @@ def resolve_compare(ref: str, baselines_dir: Path, cwd: Path, option: str = "--b
     if toplevel is not None:
         revision, _, set_name = ref.partition(":")
         if revision:
-            from_git = load_set_from_git(revision, set_name or None, baselines_dir, toplevel, option)
+            from_git = load_set_from_git(
+                revision, set_name or None, baselines_dir, toplevel, option
+            )
             if from_git is not None:
                 return from_git
     path = Path(ref)

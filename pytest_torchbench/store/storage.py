@@ -16,6 +16,7 @@ Schema evolution: ``schema`` changes only for a change an older reader would mis
 since schema 1 (``nodeid`` and ``saved`` per benchmark) are optional: readers ignore fields they do
 not know, and a missing ``nodeid`` is derived from the key as before.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,12 +29,19 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from ..core.results import (
-    SCHEMA_VERSION, BenchmarkResult, Environment, UnknownMetricError, invalid_number, limits_from_json,
-    metric_from_json, metric_to_json,
+    SCHEMA_VERSION,
+    BenchmarkResult,
+    Environment,
+    UnknownMetricError,
+    invalid_number,
+    limits_from_json,
+    metric_from_json,
+    metric_to_json,
 )
 from ..core.text import safe_text
 
@@ -112,9 +120,13 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
         ) from None
     except ValueError as exc:  # e.g. an integer longer than Python's int conversion limit
         detail = str(exc).split(";")[0].split(":")[0].strip()
-        raise BaselineError(f"baseline file {where} is not usable JSON ({detail}); {_FIX}") from None
+        raise BaselineError(
+            f"baseline file {where} is not usable JSON ({detail}); {_FIX}"
+        ) from None
     except RecursionError:
-        raise BaselineError(f"baseline file {where} is not usable JSON (nested too deeply); {_FIX}") from None
+        raise BaselineError(
+            f"baseline file {where} is not usable JSON (nested too deeply); {_FIX}"
+        ) from None
     if not isinstance(document, dict):
         raise BaselineError(f"baseline file {where} is not a JSON object; it was left untouched")
     schema = document.get("schema")
@@ -200,10 +212,19 @@ MAX_SET_ENTRIES = 50_000
 def file_type_words(mode: int) -> str:
     """What a file of this ``st_mode`` is, in words, for messages about paths that are not regular
     files (baselines, reports)."""
-    return ("a regular file" if stat.S_ISREG(mode) else "a directory" if stat.S_ISDIR(mode)
-            else "a FIFO" if stat.S_ISFIFO(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    return (
+        "a regular file"
+        if stat.S_ISREG(mode)
+        else "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
 
 
 def read_baseline_bytes(path: Path) -> bytes:
@@ -218,7 +239,9 @@ def read_baseline_bytes(path: Path) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
-        raise BaselineError(f"baseline file {shown} cannot be read ({exc.strerror or exc})") from None
+        raise BaselineError(
+            f"baseline file {shown} cannot be read ({exc.strerror or exc})"
+        ) from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
@@ -294,7 +317,9 @@ def load_set_from_folder(folder: Path, name: str) -> BaselineSet:
 def available_sets(baselines_dir: Path) -> list[str]:
     if not baselines_dir.is_dir():
         return []
-    return sorted(p.name for p in baselines_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(
+        p.name for p in baselines_dir.iterdir() if p.is_dir() and not p.name.startswith(".")
+    )
 
 
 def validate_set_name(name: str, option: str = "--bench-save") -> None:
@@ -392,7 +417,10 @@ def _dumps(value: Any, indent: str) -> str:
         if not value:
             return "{}"
         inner = indent + " "
-        items = (f"{inner}{_json_string(key)}: {_dumps(item, inner)}" for key, item in sorted(value.items()))
+        items = (
+            f"{inner}{_json_string(key)}: {_dumps(item, inner)}"
+            for key, item in sorted(value.items())
+        )
         return "{\n" + ",\n".join(items) + "\n" + indent + "}"
     if isinstance(value, list):
         if not value:
@@ -400,7 +428,9 @@ def _dumps(value: Any, indent: str) -> str:
         if all(isinstance(item, (int, float)) and not isinstance(item, bool) for item in value):
             return "[" + ", ".join(json.dumps(item) for item in value) + "]"
         inner = indent + " "
-        return "[\n" + ",\n".join(inner + _dumps(item, inner) for item in value) + "\n" + indent + "]"
+        return (
+            "[\n" + ",\n".join(inner + _dumps(item, inner) for item in value) + "\n" + indent + "]"
+        )
     if isinstance(value, str):
         return _json_string(value)
     return json.dumps(value)
@@ -410,7 +440,9 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _json_string(text: str) -> str:
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False))
+    return _SURROGATE.sub(
+        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(text, ensure_ascii=False)
+    )
 
 
 def _entry_document(entry: BenchmarkResult, metrics: dict[str, Any]) -> dict[str, Any]:
@@ -442,7 +474,9 @@ def _entry_content(entry: BenchmarkResult) -> str:
         if env is not None:
             data["env"] = env.id
         metrics[metric_name] = data
-    return json.dumps(_entry_document(dataclasses.replace(entry, saved={}), metrics), sort_keys=True)
+    return json.dumps(
+        _entry_document(dataclasses.replace(entry, saved={}), metrics), sort_keys=True
+    )
 
 
 def merge_entries(
@@ -453,23 +487,35 @@ def merge_entries(
     A time-mode run must not erase the instruction counts saved by an instructions-mode run of the
     same benchmark, so metrics are replaced one by one, not whole entries.
     """
-    merged = {key: dataclasses.replace(e, metrics=dict(e.metrics), environments=dict(e.environments))
-              for key, e in existing.items()}
+    merged = {
+        key: dataclasses.replace(e, metrics=dict(e.metrics), environments=dict(e.environments))
+        for key, e in existing.items()
+    }
     for result in new:
         old = merged.get(result.key)
         if old is None:
             merged[result.key] = dataclasses.replace(result, extras={})
             continue
-        old.label, old.sub_label, old.description = result.label, result.sub_label, result.description
+        old.label, old.sub_label, old.description = (
+            result.label,
+            result.sub_label,
+            result.description,
+        )
         old.group, old.extra_info = result.group, dict(result.extra_info)
         old.module, old.nodeid, old.limits = result.module, result.nodeid, dict(result.limits)
         for metric_name, metric in result.metrics.items():
             # A metric that keeps earlier saved runs (time: their medians, the spread between
             # runs) carries them over when the new run was measured in the same environment.
             previous, saved_over = old.metrics.get(metric_name), getattr(metric, "saved_over", None)
-            same_env = (old.environments.get(metric_name) is not None
-                        and old.environments.get(metric_name) == result.environments.get(metric_name))
-            if previous is not None and saved_over is not None and same_env and type(previous) is type(metric):
+            same_env = old.environments.get(metric_name) is not None and old.environments.get(
+                metric_name
+            ) == result.environments.get(metric_name)
+            if (
+                previous is not None
+                and saved_over is not None
+                and same_env
+                and type(previous) is type(metric)
+            ):
                 metric = saved_over(previous)
             old.metrics[metric_name] = metric
         for metric_name in result.metrics:
@@ -489,7 +535,9 @@ def _umask() -> int:
 
 #: Signals whose default action ends the process without running ``finally`` blocks (SIGINT
 #: raises KeyboardInterrupt, which does). Caught only while files are being written.
-_WRITE_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+_WRITE_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 
 class _WriteInterrupted(BaseException):
@@ -530,7 +578,9 @@ def _signals_held(state: dict[str, Any]) -> Iterator[None]:
     if pending:
         signal.raise_signal(pending[0])  # the previous handler (by default: terminate) now runs
         if state.get("phase") != "renaming":  # that handler returned: the write did not happen
-            raise InterruptedError(f"interrupted by signal {pending[0]} while writing; nothing was written")
+            raise InterruptedError(
+                f"interrupted by signal {pending[0]} while writing; nothing was written"
+            )
 
 
 def _temp_prefix(path: Path) -> str:
@@ -554,7 +604,9 @@ def atomic_write_many(files: Mapping[Path, str]) -> None:
         try:
             for path, text in files.items():
                 path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent)
+                fd, tmp = tempfile.mkstemp(
+                    prefix=_temp_prefix(path), suffix=".tmp", dir=path.parent
+                )
                 staged.append((path, tmp))  # first: a failed write must not leave it behind
                 # mkstemp creates 0600; a baseline is an ordinary file of the repository
                 os.chmod(tmp, 0o666 & ~_umask())
@@ -636,8 +688,9 @@ def set_lock(folder: Path, timeout: float = 300.0) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def save_set(folder: Path, results: Iterable[BenchmarkResult],
-             stamp: Mapping[str, Any] | None = None) -> list[Path]:
+def save_set(
+    folder: Path, results: Iterable[BenchmarkResult], stamp: Mapping[str, Any] | None = None
+) -> list[Path]:
     """Write ``results`` into the set at ``folder``, keeping entries of tests that did not run.
 
     Returns the files that changed. Under the set lock, existing files are (re-)read and merged,
@@ -649,8 +702,16 @@ def save_set(folder: Path, results: Iterable[BenchmarkResult],
     by_file: dict[Path, list[BenchmarkResult]] = {}
     modules: dict[Path, str] = {}
     for result in results:
-        problem = next(filter(None, (invalid_number(name, metric_to_json(name, metric))
-                                     for name, metric in sorted(result.metrics.items()))), None)
+        problem = next(
+            filter(
+                None,
+                (
+                    invalid_number(name, metric_to_json(name, metric))
+                    for name, metric in sorted(result.metrics.items())
+                ),
+            ),
+            None,
+        )
         if problem:
             raise BaselineError(f"{result.key}: {problem}; nothing was saved")
         path = folder / module_file_name(result.module)

@@ -1,4 +1,5 @@
 """Bad input gets one clear line, exit status 4 for usage errors, and loses nothing."""
+
 from __future__ import annotations
 
 import calendar
@@ -12,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import FAST, own_lines
 
 OPS = "--bench-mode=ops"  # deterministic: no timing noise on a loaded machine
@@ -50,14 +50,19 @@ def _one_clear_line(result, *needles):
     return lines[0]
 
 
-@pytest.mark.parametrize("content, needle", [
-    ('{"schema": 1, "module": "test_bench.py", "benchm', "is not valid JSON"),
-    ("", "is not valid JSON"),
-    ('{"schema": 99, "module": "test_bench.py", "benchmarks": {}}', "has schema 99"),
-    ('[1, 2]', "is not a JSON object"),
-    ('{"schema": 1, "module": "m.py", "benchmarks": {"k": {"metrics": {"time": {"raw_times": "x"}}}}}',
-     "time.raw_times is 'x'; it must be a number"),
-])
+@pytest.mark.parametrize(
+    "content, needle",
+    [
+        ('{"schema": 1, "module": "test_bench.py", "benchm', "is not valid JSON"),
+        ("", "is not valid JSON"),
+        ('{"schema": 99, "module": "test_bench.py", "benchmarks": {}}', "has schema 99"),
+        ("[1, 2]", "is not a JSON object"),
+        (
+            '{"schema": 1, "module": "m.py", "benchmarks": {"k": {"metrics": {"time": {"raw_times": "x"}}}}}',
+            "time.raw_times is 'x'; it must be a number",
+        ),
+    ],
+)
 @pytest.mark.parametrize("option", ["--bench-compare=main", "--bench-save=main"])
 def test_bad_baseline_file_is_named_kept_and_exits_4(saved, content, needle, option):
     path = saved.baseline("main")
@@ -87,19 +92,23 @@ def test_missing_baselines_folder(bench):
     assert (bench.path / "perf" / "base" / "main" / "test_bench.json").is_file()
     compared = bench.run("--bench-compare=main", OPS)
     compared.assert_outcomes(passed=2)
-    compared.stdout.fnmatch_lines(["no changes beyond the limits against baseline 'main' (*perf/base/main)"])
+    compared.stdout.fnmatch_lines(
+        ["no changes beyond the limits against baseline 'main' (*perf/base/main)"]
+    )
 
 
 @pytest.mark.slow
 def test_baselines_folder_is_made_before_collection_and_never_searched(bench, monkeypatch):
     """A save run's workers collect with the folder there, as every later run's do (its presence
     moved their heap: the first save counted differently), and no run walks it for tests."""
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import os
         def test_folder_is_there(benchmark):
             assert os.path.isdir("baselines"), "the save run made the folder before the tests"
             benchmark(len, "x")
-    """)
+    """
+    )
     # every file pytest looks at while collecting, so that a walk of the baselines shows
     bench.pytester.makeconftest("""
         import os
@@ -109,7 +118,9 @@ def test_baselines_folder_is_made_before_collection_and_never_searched(bench, mo
     """)
     seen = bench.path / "seen.txt"
     monkeypatch.setenv("SEEN_FILES", str(seen))
-    (bench.path / "test_fails.py").write_text("def test_fails(benchmark):\n    raise AssertionError('no')\n")
+    (bench.path / "test_fails.py").write_text(
+        "def test_fails(benchmark):\n    raise AssertionError('no')\n"
+    )
     # a save that writes nothing leaves no folder behind
     bench.run("--bench-save=main", OPS, "test_fails.py").assert_outcomes(failed=1)
     assert not (bench.path / "baselines").exists()
@@ -131,7 +142,9 @@ def test_baselines_folder_is_made_before_collection_and_never_searched(bench, mo
     # a folder holding Python files, at any depth, is the user's: collected as usual
     nested = bench.path / "baselines" / "main" / "nested"
     nested.mkdir()
-    (nested / "test_theirs.py").write_text("def test_theirs():\n    raise AssertionError('collected')\n")
+    (nested / "test_theirs.py").write_text(
+        "def test_theirs():\n    raise AssertionError('collected')\n"
+    )
     bench.run("--bench-compare=main", OPS).assert_outcomes(passed=1, failed=1)
 
 
@@ -140,8 +153,9 @@ def test_a_baselines_folder_that_holds_the_tests_is_still_collected(bench):
     the tests still run."""
     unit = bench.path / "tests" / "unit"
     unit.mkdir(parents=True)
-    (unit / "test_ops.py").write_text("import torch\n\ndef test_add(benchmark):\n"
-                                      "    benchmark(torch.add, torch.ones(4), 1)\n")
+    (unit / "test_ops.py").write_text(
+        "import torch\n\ndef test_add(benchmark):\n    benchmark(torch.add, torch.ones(4), 1)\n"
+    )
     bench.run("--bench-save=main", OPS, "--bench-baselines-dir=tests").assert_outcomes(passed=1)
     assert (bench.path / "tests" / "main" / "tests" / "unit" / "test_ops.json").is_file()
     bench.run("--bench-compare=main", OPS, "--bench-baselines-dir=tests").assert_outcomes(passed=1)
@@ -152,14 +166,19 @@ def test_counting_workers_skip_the_folder_the_main_process_skips(bench):
     """Counting workers are not given ``--bench-baselines-dir`` (only the main process acts on
     it): they take the skipped folder from the main process, so a user's own package named
     ``baselines`` (where the default baselines folder would be) is collected there too."""
-    (bench.path / "test_bench.py").write_text("import torch\n\ndef test_add(benchmark):\n"
-                                              "    benchmark(torch.add, torch.ones(4), 1)\n")
+    (bench.path / "test_bench.py").write_text(
+        "import torch\n\ndef test_add(benchmark):\n    benchmark(torch.add, torch.ones(4), 1)\n"
+    )
     theirs = bench.path / "baselines"
     theirs.mkdir()
     (theirs / "__init__.py").write_text("")
     (theirs / "test_theirs.py").write_text("def test_theirs():\n    pass\n")
-    result = bench.run("--bench-save=main", "--bench-mode=instructions", "--bench-baselines-dir=perf/base",
-                       timeout=300)
+    result = bench.run(
+        "--bench-save=main",
+        "--bench-mode=instructions",
+        "--bench-baselines-dir=perf/base",
+        timeout=300,
+    )
     result.assert_outcomes(passed=2)
     assert (bench.path / "perf" / "base" / "main" / "test_bench.json").is_file()
 
@@ -176,23 +195,32 @@ def test_a_baselines_folder_pytest_could_find_tests_in_is_left_to_pytest(bench, 
     bench.run(OPS, "--bench-baselines-dir=test_bench.py").assert_outcomes(passed=2)
 
 
-@pytest.mark.parametrize("spec, needle", [
-    ("time", "cannot read 'time'"),
-    ("time:fast", "cannot read 'time:fast'"),
-    ("speed:5%", "unknown metric 'speed'"),
-    ("", "empty limits"),
-])
+@pytest.mark.parametrize(
+    "spec, needle",
+    [
+        ("time", "cannot read 'time'"),
+        ("time:fast", "cannot read 'time:fast'"),
+        ("speed:5%", "unknown metric 'speed'"),
+        ("", "empty limits"),
+    ],
+)
 def test_bad_bench_fail_spec_exits_4(bench, spec, needle):
     bench.pytester.makepyfile(test_bench=BENCH)
     _one_clear_line(bench.run(f"--bench-fail={spec}"), "--bench-fail", needle)
 
 
-@pytest.mark.parametrize("args, needle", [
-    (("--bench-mode=speed",), "unknown mode 'speed'"),
-    (("--bench-save=../x",), "a baseline set name is"),
-    (("--bench-mode=time", "--bench-min-run-time=0"), "must be > 0"),
-    (("--bench-mode=time", "--bench-rounds=0"), "--bench-rounds=0: must be a whole number >= 1"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("--bench-mode=speed",), "unknown mode 'speed'"),
+        (("--bench-save=../x",), "a baseline set name is"),
+        (("--bench-mode=time", "--bench-min-run-time=0"), "must be > 0"),
+        (
+            ("--bench-mode=time", "--bench-rounds=0"),
+            "--bench-rounds=0: must be a whole number >= 1",
+        ),
+    ],
+)
 def test_other_usage_errors_exit_4(bench, args, needle):
     bench.pytester.makepyfile(test_bench=BENCH)
     _one_clear_line(bench.run(*args), needle)
@@ -213,7 +241,8 @@ def test_benchmark_that_raises_fails_and_keeps_its_old_entry(saved, monkeypatch)
 
 
 def test_benchmark_raising_inside_the_fixture_stores_nothing(bench):
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         calls = []
         def flaky():
             calls.append(1)
@@ -221,7 +250,8 @@ def test_benchmark_raising_inside_the_fixture_stores_nothing(bench):
                 raise RuntimeError("fails while measured")
         def test_flaky(benchmark):
             benchmark(flaky)
-    """)
+    """
+    )
     result = bench.run("--bench-save=main", FAST)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*RuntimeError: fails while measured*"])
@@ -231,10 +261,13 @@ def test_benchmark_raising_inside_the_fixture_stores_nothing(bench):
 
 def test_interrupted_run_writes_no_baseline_and_says_so(saved):
     before = saved.baseline("main").read_bytes()
-    saved.pytester.makepyfile(test_bench=BENCH + """
+    saved.pytester.makepyfile(
+        test_bench=BENCH
+        + """
 def test_interrupt():
     raise KeyboardInterrupt
-""")
+"""
+    )
     result = saved.run("--bench-save=main", FAST, "--bench-json=run.json")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(["*torchbench: run interrupted: baselines were not written*"])
@@ -252,7 +285,9 @@ TORCHBENCH = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "pyt
 
 
 def _cli(cwd, *args):
-    return subprocess.run([*TORCHBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*TORCHBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
 
 
 def _cli_one_clear_line(done, *needles):
@@ -267,7 +302,10 @@ def _cli_one_clear_line(done, *needles):
 def _pytest_popen(path, *args, env=None):
     return subprocess.Popen(
         [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider", *args],
-        cwd=path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, **(env or {})},
     )
 
@@ -300,8 +338,10 @@ def test_concurrent_saves_into_one_module_lose_nothing(bench, tmp_path):
     barrier = tmp_path / "barrier"
     barrier.mkdir()
     env = {"BARRIER": str(barrier)}
-    runs = [_pytest_popen(bench.path, "--bench-save=main", FAST, "-k", name, env=env)
-            for name in ("test_ok", "test_may_raise")]
+    runs = [
+        _pytest_popen(bench.path, "--bench-save=main", FAST, "-k", name, env=env)
+        for name in ("test_ok", "test_may_raise")
+    ]
     outputs = [run.communicate(timeout=300)[0] for run in runs]
     for run, output in zip(runs, outputs):
         assert run.returncode == 0, output
@@ -318,15 +358,29 @@ def _set_metric(path, metric, data, key="test_bench.py::test_ok"):
     path.write_text(json.dumps(document))  # NaN and Infinity as Python's json writes them
 
 
-@pytest.mark.parametrize("metric, data, needle", [
-    # one case per metric here (each runs pytest twice and the CLI twice); the full matrix of
-    # values is tests/test_storage.py::test_nonsense_numbers_name_file_key_and_field
-    ("time", {"number_per_run": 10, "raw_times": [0.0, 1e-3]}, "time.raw_times[0] is 0.0; it must be > 0"),
-    ("instructions", {"instructions_per_run": 0, "number_per_run": 100, "functions": {}},
-     "instructions.instructions_per_run is 0; it must be > 0"),
-    ("ops", {"ops": {"aten::add": float("nan")}}, 'ops.ops["aten::add"] is nan; it must be a finite number'),
-    ("memory", {"peak_bytes": {"cpu": float("inf")}}, 'memory.peak_bytes["cpu"] is inf'),
-])
+@pytest.mark.parametrize(
+    "metric, data, needle",
+    [
+        # one case per metric here (each runs pytest twice and the CLI twice); the full matrix of
+        # values is tests/test_storage.py::test_nonsense_numbers_name_file_key_and_field
+        (
+            "time",
+            {"number_per_run": 10, "raw_times": [0.0, 1e-3]},
+            "time.raw_times[0] is 0.0; it must be > 0",
+        ),
+        (
+            "instructions",
+            {"instructions_per_run": 0, "number_per_run": 100, "functions": {}},
+            "instructions.instructions_per_run is 0; it must be > 0",
+        ),
+        (
+            "ops",
+            {"ops": {"aten::add": float("nan")}},
+            'ops.ops["aten::add"] is nan; it must be a finite number',
+        ),
+        ("memory", {"peak_bytes": {"cpu": float("inf")}}, 'memory.peak_bytes["cpu"] is inf'),
+    ],
+)
 def test_nonsense_numbers_in_a_baseline_are_rejected(saved, metric, data, needle):
     """A zero/negative/NaN/infinite baseline value would let every comparison pass: refuse the file
     in pytest (compare and save) and in the torchbench CLI (compare and show), naming file and key."""
@@ -335,7 +389,9 @@ def test_nonsense_numbers_in_a_baseline_are_rejected(saved, metric, data, needle
     before = path.read_bytes()
     for option in ("--bench-compare=main", "--bench-save=main"):
         result = saved.run(option, FAST)
-        _one_clear_line(result, str(path), "benchmark 'test_bench.py::test_ok'", needle, "left untouched")
+        _one_clear_line(
+            result, str(path), "benchmark 'test_bench.py::test_ok'", needle, "left untouched"
+        )
     for args in (("compare", "main", "main"), ("show", "main")):
         _cli_one_clear_line(_cli(saved.path, *args), str(path), needle)
     assert path.read_bytes() == before
@@ -351,14 +407,26 @@ def test_zero_ops_and_memory_are_real_measurements(saved):
 
 
 BAD_JSON = {
-    "huge integer": ('{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": ' + "9" * 5000 + "}",
-                     "is not usable JSON (Exceeds the limit (4300"),
-    "deep nesting": ('{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": ' + "[" * 100_000
-                     + "]" * 100_000 + "}", "is not usable JSON (nested too deeply)"),
-    "huge number": ('{"schema": 1, "module": "test_bench.py", "benchmarks": {"k": {"metrics": {"time": '
-                    '{"number_per_run": 1, "raw_times": [' + "9" * 400 + "]}}}}}", "it must be a finite number"),
-    "not UTF-8": (b'{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": "\xff\xfe"}',
-                  "is not UTF-8 text (byte 0xff at offset 65)"),
+    "huge integer": (
+        '{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": ' + "9" * 5000 + "}",
+        "is not usable JSON (Exceeds the limit (4300",
+    ),
+    "deep nesting": (
+        '{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": '
+        + "[" * 100_000
+        + "]" * 100_000
+        + "}",
+        "is not usable JSON (nested too deeply)",
+    ),
+    "huge number": (
+        '{"schema": 1, "module": "test_bench.py", "benchmarks": {"k": {"metrics": {"time": '
+        '{"number_per_run": 1, "raw_times": [' + "9" * 400 + "]}}}}}",
+        "it must be a finite number",
+    ),
+    "not UTF-8": (
+        b'{"schema": 1, "module": "test_bench.py", "benchmarks": {}, "x": "\xff\xfe"}',
+        "is not UTF-8 text (byte 0xff at offset 65)",
+    ),
 }
 
 
@@ -384,10 +452,16 @@ def test_unusable_json_is_one_line_from_disk_git_and_cli(saved, git, case):
 def test_overlong_set_names_are_one_line(bench):
     bench.pytester.makepyfile(test_bench=BENCH)
     name = "a" * 300
-    _one_clear_line(bench.run(f"--bench-save={name}", FAST), "--bench-save",
-                    "at most 100 characters, this one has 300")
-    _one_clear_line(bench.run(f"--bench-compare={name}", FAST), f"no baseline set '{name}'",
-                    "create one with pytest --bench-save=main")
+    _one_clear_line(
+        bench.run(f"--bench-save={name}", FAST),
+        "--bench-save",
+        "at most 100 characters, this one has 300",
+    )
+    _one_clear_line(
+        bench.run(f"--bench-compare={name}", FAST),
+        f"no baseline set '{name}'",
+        "create one with pytest --bench-save=main",
+    )
     _cli_one_clear_line(_cli(bench.path, "show", name), f"no baseline set '{name}'")
     assert not (bench.path / "baselines").exists()
 
@@ -407,8 +481,12 @@ def test_parametrize_ids_with_bracket_or_hash_are_not_missing_when_deselected(be
     """The node id is stored, not parsed back out of the key: 'test_p[a [b]' is not 'test_p[a'."""
     bench.pytester.makepyfile(test_bench=PARAM_IDS)
     bench.run("--bench-save=main", OPS).assert_outcomes(passed=3)
-    result = bench.run("--bench-compare=main", OPS, "--deselect=test_bench.py::test_p[a [b]",
-                       "--deselect=test_bench.py::test_p[c #d]")
+    result = bench.run(
+        "--bench-compare=main",
+        OPS,
+        "--deselect=test_bench.py::test_p[a [b]",
+        "--deselect=test_bench.py::test_p[c #d]",
+    )
     result.assert_outcomes(passed=1, deselected=2)
     assert "missing (" not in result.stdout.str(), result.stdout.str()
     entries = bench.load("main")["benchmarks"]
@@ -424,14 +502,20 @@ def test_parametrize_ids_with_bracket_or_hash_are_not_missing_when_deselected(be
     for entry in document["benchmarks"].values():
         del entry["nodeid"]
     path.write_text(json.dumps(document))
-    result = bench.run("--bench-compare=main", OPS, "--deselect=test_bench.py::test_p[a [b]",
-                       "--deselect=test_bench.py::test_p[c #d]")
+    result = bench.run(
+        "--bench-compare=main",
+        OPS,
+        "--deselect=test_bench.py::test_p[a [b]",
+        "--deselect=test_bench.py::test_p[c #d]",
+    )
     result.assert_outcomes(passed=1, deselected=2)
     assert "missing (" not in result.stdout.str(), result.stdout.str()
     # ...while a test that really is gone is still reported missing
     bench.pytester.makepyfile(test_bench=PARAM_IDS.replace('"a [b", ', ""))
     result = bench.run("--bench-compare=main", OPS)
-    result.stdout.fnmatch_lines(["missing (1):", "*test_bench.py::test_p[[]a [[]b]: ops: in the baseline, not measured*"])
+    result.stdout.fnmatch_lines(
+        ["missing (1):", "*test_bench.py::test_p[[]a [[]b]: ops: in the baseline, not measured*"]
+    )
 
 
 def test_revisions_never_reach_git_as_options(saved, git, tmp_path, monkeypatch):
@@ -444,13 +528,23 @@ def test_revisions_never_reach_git_as_options(saved, git, tmp_path, monkeypatch)
     monkeypatch.setenv("GIT_TRACE", str(trace))
     target = tmp_path / "written-by-git"
     refs = (f"--output={target}", "--all", f"-o{target}:main")
-    runs = [(saved.run(f"--bench-compare={ref}", FAST), _cli(saved.path, "show", "--", ref)) for ref in refs]
+    runs = [
+        (saved.run(f"--bench-compare={ref}", FAST), _cli(saved.path, "show", "--", ref))
+        for ref in refs
+    ]
     saved.run("--bench-compare=HEAD:main", "--bench-mode=ops").assert_outcomes(passed=2)
-    commands = [line.split("trace: built-in: ", 1)[1] for line in trace.read_text().splitlines()
-                if "trace: built-in: " in line]
+    commands = [
+        line.split("trace: built-in: ", 1)[1]
+        for line in trace.read_text().splitlines()
+        if "trace: built-in: " in line
+    ]
     assert any("--end-of-options 'HEAD^{commit}'" in c for c in commands), commands
     for command in commands:
-        assert "--output" not in command and "--all" not in command and "-o" + str(target) not in command, command
+        assert (
+            "--output" not in command
+            and "--all" not in command
+            and "-o" + str(target) not in command
+        ), command
     assert not target.exists()
     for result, done in runs:
         _one_clear_line(result, "no baseline set")
@@ -459,9 +553,13 @@ def test_revisions_never_reach_git_as_options(saved, git, tmp_path, monkeypatch)
 
 def test_bare_number_limit_is_rejected_with_the_percent_spelling(bench):
     bench.pytester.makepyfile(test_bench=BENCH)
-    _one_clear_line(bench.run("--bench-fail=time:5"), "--bench-fail: limit time:5 has no '%'; write time:5%")
-    _cli_one_clear_line(_cli(bench.path, "compare", "a", "b", "--fail", "instructions:1"),
-                        "--fail: limit instructions:1 has no '%'; write instructions:1%")
+    _one_clear_line(
+        bench.run("--bench-fail=time:5"), "--bench-fail: limit time:5 has no '%'; write time:5%"
+    )
+    _cli_one_clear_line(
+        _cli(bench.path, "compare", "a", "b", "--fail", "instructions:1"),
+        "--fail: limit instructions:1 has no '%'; write instructions:1%",
+    )
     bench.run("--bench-fail=time:50%,ops:0", FAST).assert_outcomes(passed=2)
 
 
@@ -505,7 +603,9 @@ def test_save_records_commit_and_time_and_resaving_unchanged_writes_the_same_byt
     bench.run("--bench-save=main", "--bench-mode=ops").assert_outcomes(passed=2)
     stamp = bench.load("main")["benchmarks"]["test_bench.py::test_ok"]["saved"]
     assert stamp["commit"] is None  # not a git repository
-    assert abs(time.time() - calendar.timegm(time.strptime(stamp["time"], "%Y-%m-%dT%H:%M:%SZ"))) < 600
+    assert (
+        abs(time.time() - calendar.timegm(time.strptime(stamp["time"], "%Y-%m-%dT%H:%M:%SZ"))) < 600
+    )
     git(bench.path, "init", "-q", "-b", "main")
     git(bench.path, "commit", "-q", "--allow-empty", "-m", "first")
     head = git(bench.path, "rev-parse", "HEAD").strip()
@@ -518,4 +618,6 @@ def test_save_records_commit_and_time_and_resaving_unchanged_writes_the_same_byt
     bench.run("--bench-save=main", "--bench-mode=ops").assert_outcomes(passed=2)
     assert bench.baseline("main").read_bytes() == first
     # the stamp is not part of comparability
-    bench.run("--bench-compare=main", "--bench-mode=ops", "--bench-strict").assert_outcomes(passed=2)
+    bench.run("--bench-compare=main", "--bench-mode=ops", "--bench-strict").assert_outcomes(
+        passed=2
+    )

@@ -8,16 +8,17 @@ which scans every entry of ``sys.path``; the base run had one entry more (its wo
 the release installed in site-packages. Here a small project in a real git repository does the
 same, in calls mode (exact: each scanned entry is a few more Python calls per call).
 """
+
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-OPTIONAL_IMPORT = '''import torch
+OPTIONAL_IMPORT = """import torch
 
 
 def work():
@@ -26,9 +27,13 @@ def work():
     except ImportError:
         pass
     return torch.ones(4) + 1
-'''
-REGRESSED = OPTIONAL_IMPORT.replace("return torch.ones(4) + 1", "return (torch.ones(4) + 1).clone()")
-TEST = "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_work():\n    mylib.work()\n"
+"""
+REGRESSED = OPTIONAL_IMPORT.replace(
+    "return torch.ones(4) + 1", "return (torch.ones(4) + 1).clone()"
+)
+TEST = (
+    "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_work():\n    mylib.work()\n"
+)
 
 
 @pytest.fixture
@@ -55,12 +60,21 @@ def repository(pytester: pytest.Pytester, git: Callable[..., str]) -> Callable[[
     return make
 
 
-def _run(pytester: pytest.Pytester, command: list[str], pythonpath: list[Path] = ()) -> pytest.RunResult:  # type: ignore[assignment]
+def _run(
+    pytester: pytest.Pytester, command: list[str], pythonpath: list[Path] = ()
+) -> pytest.RunResult:  # type: ignore[assignment]
     """A fresh pytest with ``-p no:benchmark``, with PYTHONPATH as a user's would be: ``pythonpath``
     and the plugin's checkout (bench_env), not the checkout in front as ``pytester.run`` puts it."""
     value = os.pathsep.join([*map(str, pythonpath), os.environ["PYTHONPATH"]])
-    return pytester.run("env", f"PYTHONPATH={value}", *command, "-p", "no:benchmark", "--bench-compare=HEAD~1",
-                        "--bench-base=measure")
+    return pytester.run(
+        "env",
+        f"PYTHONPATH={value}",
+        *command,
+        "-p",
+        "no:benchmark",
+        "--bench-compare=HEAD~1",
+        "--bench-base=measure",
+    )
 
 
 def _pytest_script() -> str:
@@ -73,8 +87,13 @@ def _pytest_script() -> str:
 
 @pytest.mark.parametrize("started_as", [["-m", "pytest"], ["script"]])
 def test_an_unchanged_commit_counts_alike_against_its_measured_base(
-        pytester: pytest.Pytester, repository, bench_env: None, monkeypatch: pytest.MonkeyPatch,
-        git: Callable[..., str], started_as: list[str]) -> None:
+    pytester: pytest.Pytester,
+    repository,
+    bench_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    git: Callable[..., str],
+    started_as: list[str],
+) -> None:
     """Fresh interpreters (not the test suite's forked ones, whose sys.path is rebuilt by hand),
     started as ``python -m pytest`` (sys.path[0]: the folder) and as the ``pytest`` script."""
     repository(OPTIONAL_IMPORT)
@@ -83,13 +102,19 @@ def test_an_unchanged_commit_counts_alike_against_its_measured_base(
     result = _run(pytester, [*command, "--bench-mode=calls,ops"])
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(["*1 benchmark(s) against baseline 'HEAD~1': 1 unchanged*"])
-    assert (pytester.path / ".torchbench" / "bases").is_dir()  # the cached base is there, yet git sees nothing
+    assert (
+        pytester.path / ".torchbench" / "bases"
+    ).is_dir()  # the cached base is there, yet git sees nothing
     assert ".torchbench" not in git(pytester.path, "status", "--porcelain", "--untracked-files=all")
 
 
 def test_an_installed_copy_does_not_stand_in_for_the_checkout(
-        pytester: pytest.Pytester, repository, bench_env: None, monkeypatch: pytest.MonkeyPatch,
-        tmp_path_factory: pytest.TempPathFactory) -> None:
+    pytester: pytest.Pytester,
+    repository,
+    bench_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     """The release installed in site-packages (here: a folder on PYTHONPATH) is the base's code;
     the checkout has the regression. The run must measure the checkout, not the installed copy
     (which would pass the regression silently)."""
@@ -103,8 +128,12 @@ def test_an_installed_copy_does_not_stand_in_for_the_checkout(
 
 
 def test_a_copy_imported_before_pytest_started_is_refused(
-        pytester: pytest.Pytester, repository, bench_env: None, monkeypatch: pytest.MonkeyPatch,
-        tmp_path_factory: pytest.TempPathFactory) -> None:
+    pytester: pytest.Pytester,
+    repository,
+    bench_env: None,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     """A copy imported at start-up (a sitecustomize here; a .pth file does the same) cannot be
     put behind the checkout: one line saying so, exit 4, before the base is measured."""
     repository(REGRESSED)
@@ -116,11 +145,14 @@ def test_a_copy_imported_before_pytest_started_is_refused(
     assert result.ret == 4, result.stdout.str()
     errors = [line for line in result.stderr.lines if line.startswith("ERROR")]
     assert len(errors) == 1, result.stderr.str()
-    assert f"this run imports mylib from {installed / 'mylib' / '__init__.py'}, not from this checkout" in errors[0]
+    assert (
+        f"this run imports mylib from {installed / 'mylib' / '__init__.py'}, not from this checkout"
+        in errors[0]
+    )
     assert "measured in this job" not in result.stdout.str()
 
 
-SLOW_TESTS = '''import time
+SLOW_TESTS = """import time
 import pytest
 import mylib
 
@@ -130,18 +162,29 @@ import mylib
 def test_work(n):
     time.sleep(0.2)
     mylib.work()
-'''
+"""
 
 
 def test_a_long_base_run_shows_its_progress_and_q_hides_it(
-        pytester: pytest.Pytester, run_bench, repository, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester, run_bench, repository, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
     repository(OPTIONAL_IMPORT, SLOW_TESTS)
     monkeypatch.setenv("TORCHBENCH_PROGRESS_SECONDS", "0.5")
-    result = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-base=measure", "tests")
+    result = run_bench(
+        "--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-base=measure", "tests"
+    )
     assert result.ret == 0, result.stdout.str()
-    result.stdout.fnmatch_lines(["torchbench: the base HEAD~1 (*): base [1-3]/4 tests (about * left of it); * so far"])
-    quiet = run_bench("-q", "--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-base=measure", "tests",
-                      "--bench-output=elsewhere")  # another cache: measured again
+    result.stdout.fnmatch_lines(
+        ["torchbench: the base HEAD~1 (*): base [1-3]/4 tests (about * left of it); * so far"]
+    )
+    quiet = run_bench(
+        "-q",
+        "--bench-mode=ops",
+        "--bench-compare=HEAD~1",
+        "--bench-base=measure",
+        "tests",
+        "--bench-output=elsewhere",
+    )  # another cache: measured again
     assert quiet.ret == 0, quiet.stdout.str()
     assert "measured in this job" in quiet.stdout.str()
     assert " so far" not in quiet.stdout.str()

@@ -1,4 +1,5 @@
 """Op deltas with their call sites (issue 13 item 2), end to end: real pytest runs, real torch."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-GRAY = '''
+GRAY = """
 import os
 
 import torch
@@ -24,9 +25,9 @@ def grayscale_to_rgb(image):
     if os.path.exists(FLAG):
         out = out.clone()  # the regression: line 12
     return out
-'''
+"""
 
-TEST = '''
+TEST = """
 import torch
 
 from color.gray import grayscale_to_rgb
@@ -40,7 +41,7 @@ def test_gray(benchmark):
 def test_unchanged(benchmark):
     x = torch.ones(4, 4)
     benchmark(lambda: x + x)
-'''
+"""
 
 
 @pytest.fixture
@@ -53,7 +54,9 @@ def color_project(pytester: pytest.Pytester):  # type: ignore[no-untyped-def]
 
 
 def test_a_changed_op_names_the_users_line_that_calls_it(
-    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    color_project,  # type: ignore[no-untyped-def]
 ) -> None:
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     assert run_bench("--bench-mode=ops", "--bench-compare=main").ret == 0  # A/A: nothing re-run
@@ -61,10 +64,12 @@ def test_a_changed_op_names_the_users_line_that_calls_it(
     result = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-json=out.json")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
-    result.stdout.fnmatch_lines([
-        "torchbench: test_color.py::test_gray: ops op counts changed: ops 2 -> 6 calls per call (4 op(s) changed)",
-        "    aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "torchbench: test_color.py::test_gray: ops op counts changed: ops 2 -> 6 calls per call (4 op(s) changed)",
+            "    aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)",
+        ]
+    )
     # The nested ops of the clone come from the same line; the path is relative to the rootdir.
     assert "aten::copy_ 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in out
     assert str(pytester.path) + "/color" not in out
@@ -74,31 +79,40 @@ def test_a_changed_op_names_the_users_line_that_calls_it(
     # The call sites are part of the verdict: the JSON report has them too.
     verdicts = json.loads((pytester.path / "out.json").read_text())["verdicts"]
     failed = [v for v in verdicts if v["key"] == "test_color.py::test_gray"]
-    assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failed[0]["details"]
+    assert (
+        "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failed[0]["details"]
+    )
 
 
 @pytest.mark.slow
 def test_under_xdist_the_controller_reruns_the_failed_test_for_its_call_sites(
-    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    color_project,  # type: ignore[no-untyped-def]
 ) -> None:
     """The judging process (xdist's controller) does not hold the measured callable: at the end
     of the session it re-runs the failed test serially, and the FAILED report, the verdict lines
     and the JSON get the call sites."""
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     color_project.write_text("")
-    result = run_bench("--bench-mode=ops", "--bench-compare=main", "-n", "2", "--bench-json=out.json")
+    result = run_bench(
+        "--bench-mode=ops", "--bench-compare=main", "-n", "2", "--bench-json=out.json"
+    )
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
-    failures = out[out.index("= FAILURES ="):out.index("short test summary")]
+    failures = out[out.index("= FAILURES =") : out.index("short test summary")]
     assert "    aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failures, out
-    assert out.count("aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)") == 2  # + verdict lines
+    assert (
+        out.count("aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)") == 2
+    )  # + verdict lines
     verdicts = json.loads((pytester.path / "out.json").read_text())["verdicts"]
     failed = [v for v in verdicts if v["key"] == "test_color.py::test_gray"]
-    assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failed[0]["details"]
+    assert (
+        "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failed[0]["details"]
+    )
 
 
-
-SCORE_BEFORE = '''
+SCORE_BEFORE = """
 import torch
 
 
@@ -107,14 +121,15 @@ def score(x):
     mean = x.sum() / 4
     var = (x * x).sum() / 4 / 1
     return scale + mean + var
-'''
+"""
 
 #: One more aten::div per call, on a new line 7 (the old line 7 is line 8 now); the most frequent
 #: div site is the line below (two divs), so only the tag tells the edited line.
-SCORE_AFTER = SCORE_BEFORE.replace("    scale = x.sum() / x.numel()\n",
-                                   "    scale = x.sum() / x.numel()\n    x = x / x.max()\n")
+SCORE_AFTER = SCORE_BEFORE.replace(
+    "    scale = x.sum() / x.numel()\n", "    scale = x.sum() / x.numel()\n    x = x / x.max()\n"
+)
 
-SCORE_TEST = '''
+SCORE_TEST = """
 import torch
 
 from stats.score import score
@@ -122,11 +137,13 @@ from stats.score import score
 
 def test_score(benchmark):
     benchmark(score, torch.arange(4.0))
-'''
+"""
 
 
 def test_the_edited_line_is_named_first_among_an_ops_call_sites(
-    pytester: pytest.Pytester, run_bench, git  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    git,  # type: ignore[no-untyped-def]
 ) -> None:
     """The baseline keeps op counts, not their lines: when an op already called from several lines
     is called once more, the line the change edited (git: since --bench-compare's revision, or
@@ -135,7 +152,9 @@ def test_the_edited_line_is_named_first_among_an_ops_call_sites(
     pytester.mkpydir("stats")
     (pytester.path / "stats" / "score.py").write_text(SCORE_BEFORE)
     pytester.makepyfile(test_score=SCORE_TEST)
-    (pytester.path / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n!baselines/**/*.json\n")
+    (pytester.path / ".gitignore").write_text(
+        ".torchbench/\n__pycache__/\n*.json\n!baselines/**/*.json\n"
+    )
     git(pytester.path, "init", "-q", "-b", "main")
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     git(pytester.path, "add", "-A")
@@ -144,8 +163,10 @@ def test_the_edited_line_is_named_first_among_an_ops_call_sites(
     git(pytester.path, "commit", "-q", "-am", "after: one more div")
     tagged = "aten::div 4 -> 5 per call (stats/score.py:7 in score x1 [changed since {}], stats/score.py:9 in score x2, +2 more)"
     # (-n 2: the parent finds the revision and hands it to the re-run, whose baseline is a folder)
-    for args, since in ((("--bench-compare=HEAD~1", "--bench-base=measure", "-n", "2"), "HEAD~1"),
-                        (("--bench-compare=main",), "baselines/main was committed")):
+    for args, since in (
+        (("--bench-compare=HEAD~1", "--bench-base=measure", "-n", "2"), "HEAD~1"),
+        (("--bench-compare=main",), "baselines/main was committed"),
+    ):
         result = run_bench("--bench-mode=ops", *args)
         result.assert_outcomes(failed=1)
         assert tagged.format(since) in result.stdout.str(), result.stdout.str()
@@ -154,13 +175,17 @@ def test_the_edited_line_is_named_first_among_an_ops_call_sites(
     (pytester.path / "stats" / "score.py").write_text(SCORE_BEFORE)
     result = run_bench("--bench-mode=ops", "--bench-compare=main")
     result.assert_outcomes(failed=1)
-    assert "aten::div 5 -> 4 per call (stats/score.py:8 in score x2, stats/score.py:6 in score x1, +1 more)" in \
-        result.stdout.str(), result.stdout.str()
+    assert (
+        "aten::div 5 -> 4 per call (stats/score.py:8 in score x2, stats/score.py:6 in score x1, +1 more)"
+        in result.stdout.str()
+    ), result.stdout.str()
 
 
 @pytest.mark.slow
 def test_the_rerun_names_its_test_where_the_checkout_path_holds_brackets(
-    pytester: pytest.Pytester, run_bench, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """A CI job's folder may be called ``job[3]``. pytest reads ``[`` in an argument as a
     parameter id and refuses a path holding one, so the re-run, which named its test by absolute
@@ -184,7 +209,7 @@ def test_the_rerun_names_its_test_where_the_checkout_path_holds_brackets(
     assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in out, out
 
 
-WORKER_ONLY = '''
+WORKER_ONLY = """
 import os
 
 import torch
@@ -195,53 +220,67 @@ def grayscale_to_rgb(image):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         out = out.clone()  # only in xdist workers: the serial re-run cannot reproduce it
     return out
-'''
+"""
 
 
 @pytest.mark.slow
 def test_a_rerun_that_does_not_reproduce_the_failure_says_so(
-    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    color_project,  # type: ignore[no-untyped-def]
 ) -> None:
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     (pytester.path / "color" / "gray.py").write_text(WORKER_ONLY)
     result = run_bench("--bench-mode=ops", "--bench-compare=main", "-n", "2")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
-    assert re.search(r"^    aten::clone 0 -> 1 per call$", out, flags=re.M), out  # the verdict stands
-    assert "call sites: not found (the test ran in another process, and re-running it did not give them)" in out
+    assert re.search(r"^    aten::clone 0 -> 1 per call$", out, flags=re.M), (
+        out
+    )  # the verdict stands
+    assert (
+        "call sites: not found (the test ran in another process, and re-running it did not give them)"
+        in out
+    )
     assert "`pytest test_color.py::test_gray --bench-mode=ops`" in out
     assert "torchbench: the re-run for call sites did not reproduce 1 failure(s)" in out
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_instructions_mode_the_main_ci_command_gets_call_sites_too(
-    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    color_project,  # type: ignore[no-untyped-def]
 ) -> None:
     """``--bench-mode=instructions,ops``: the tests run in valgrind workers, the controller judges;
     the failed test is re-run natively at the end of the session for its call sites."""
-    assert run_bench("--bench-mode=instructions,ops", "--bench-save=main", "-k", "test_gray").ret == 0
+    assert (
+        run_bench("--bench-mode=instructions,ops", "--bench-save=main", "-k", "test_gray").ret == 0
+    )
     color_project.write_text("")
     result = run_bench("--bench-mode=instructions,ops", "--bench-compare=main", "-k", "test_gray")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    failures = out[out.index("= FAILURES ="):out.index("short test summary")]
+    failures = out[out.index("= FAILURES =") : out.index("short test summary")]
     assert "instructions regressed" in failures
     assert "    aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in failures, out
 
 
-REPORT_HOOK = '''
+REPORT_HOOK = """
 import os
 
 
 def pytest_torchbench_report(config, results, verdicts):
     with open(os.path.join(os.path.dirname(__file__), "hook.log"), "a") as log:
         log.write(f"report {len(results)}\\n")
-'''
+"""
 
 
 @pytest.mark.slow
 def test_the_rerun_writes_none_of_the_users_outputs(
-    pytester: pytest.Pytester, run_bench, color_project, monkeypatch  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    color_project,
+    monkeypatch,  # type: ignore[no-untyped-def]
 ) -> None:
     """The re-run reads the same ini file (its ``addopts``) and environment as the user's run: it
     must not append a second summary to the CI job summary, rewrite the user's Markdown, HTML or
@@ -250,23 +289,29 @@ def test_the_rerun_writes_none_of_the_users_outputs(
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     pytester.makeconftest(REPORT_HOOK)
     color_project.write_text("")
-    pytester.makeini("[pytest]\naddopts = --bench-markdown=report.md --bench-html=report.html "
-                     "--junitxml=junit.xml --bench-save=after\n")
+    pytester.makeini(
+        "[pytest]\naddopts = --bench-markdown=report.md --bench-html=report.html "
+        "--junitxml=junit.xml --bench-save=after\n"
+    )
     summary = pytester.path / "step_summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = run_bench("--bench-mode=ops", "--bench-compare=main", "-n", "2")
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in out  # it re-ran
-    assert summary.read_text().strip() == (pytester.path / "report.md").read_text().strip()  # one summary: the run's
-    assert "test\\_unchanged" in (pytester.path / "report.md").read_text()  # the run's report, not the re-run's
+    assert (
+        summary.read_text().strip() == (pytester.path / "report.md").read_text().strip()
+    )  # one summary: the run's
+    assert (
+        "test\\_unchanged" in (pytester.path / "report.md").read_text()
+    )  # the run's report, not the re-run's
     assert "test_unchanged" in (pytester.path / "report.html").read_text()
     assert "test_unchanged" in (pytester.path / "junit.xml").read_text()
     assert (pytester.path / "hook.log").read_text() == "report 2\n"
     assert "saved 2 benchmark result(s) to baseline set 'after'" in out
 
 
-NEEDS_OPTION = '''
+NEEDS_OPTION = """
 import pytest
 
 
@@ -277,38 +322,44 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if config.getoption("--device") is None:
         raise pytest.UsageError("give --device")
-'''
+"""
 
 
 @pytest.mark.slow
 def test_the_rerun_gets_the_users_own_options(
-    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    color_project,  # type: ignore[no-untyped-def]
 ) -> None:
     """A conftest that requires an option of its own (``--device``): the re-run gets it, so it
     starts and gives the call sites (before, it was left out and the re-run stopped at once)."""
     pytester.makeconftest(NEEDS_OPTION)
     assert run_bench("--device=cpu", "--bench-mode=ops", "--bench-save=main").ret == 0
     color_project.write_text("")
-    result = run_bench("--device", "cpu", "--bench-mode=ops", "--bench-compare=main", "-n", "2", "test_color.py")
+    result = run_bench(
+        "--device", "cpu", "--bench-mode=ops", "--bench-compare=main", "-n", "2", "test_color.py"
+    )
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
     assert out.count("aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)") == 2, out
     assert "re-run for call sites" not in out
 
 
-INSISTS_ON_XDIST = '''
+INSISTS_ON_XDIST = """
 import pytest
 
 
 def pytest_configure(config):
     if config.getoption("numprocesses", None) == 0:
         raise pytest.UsageError("\\x1b[2J::error::this suite runs under xdist only")
-'''
+"""
 
 
 @pytest.mark.slow
 def test_a_rerun_that_cannot_start_says_why_with_its_text_escaped(
-    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    color_project,  # type: ignore[no-untyped-def]
 ) -> None:
     """A conftest that refuses the serial re-run: the note quoting the re-run's output reaches the
     terminal escaped; the verdict stands with the line saying how to get the call sites."""
@@ -324,7 +375,7 @@ def test_a_rerun_that_cannot_start_says_why_with_its_text_escaped(
     assert "call sites: not found" in out
 
 
-LEAVES_A_HELPER = '''
+LEAVES_A_HELPER = """
 import os
 import subprocess
 import sys
@@ -340,12 +391,14 @@ def test_gray(benchmark):
     with open(os.path.join(os.path.dirname(__file__), "helpers.txt"), "a") as pids:
         pids.write(f"{helper.pid}\\n")
     benchmark(grayscale_to_rgb, torch.ones(1, 8, 8))
-'''
+"""
 
 
 @pytest.mark.slow
 def test_a_helper_process_left_running_does_not_hold_up_the_session(
-    pytester: pytest.Pytester, run_bench, color_project  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    color_project,  # type: ignore[no-untyped-def]
 ) -> None:
     """With ``-s`` the re-run's tests write straight to its output, and so do the processes they
     start: read from a pipe, the session waited for a helper left running to exit (forever, when
@@ -359,7 +412,10 @@ def test_a_helper_process_left_running_does_not_hold_up_the_session(
         result = run_bench("-s", "--bench-mode=ops", "--bench-compare=main", "-n", "2")
         took = time.monotonic() - started
         result.assert_outcomes(failed=1)
-        assert "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)" in result.stdout.str()
+        assert (
+            "aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)"
+            in result.stdout.str()
+        )
         # a session that waits for the helper takes its 600 s; one that does not, 40-70 s here
         assert took < 300, f"the session took {took:.0f} s: it waited for the helper (600 s)"
     finally:
@@ -370,7 +426,7 @@ def test_a_helper_process_left_running_does_not_hold_up_the_session(
                 pass
 
 
-INSTALLED_PYPROJECT = '''
+INSTALLED_PYPROJECT = """
 [build-system]
 requires = ["setuptools"]
 build-backend = "setuptools.build_meta"
@@ -382,9 +438,9 @@ version = "0.1"
 [tool.setuptools]
 packages = ["tinyrgb"]
 package-dir = {"" = "src"}
-'''
+"""
 
-INSTALLED_LIBRARY = '''
+INSTALLED_LIBRARY = """
 import os
 
 import torch
@@ -395,9 +451,9 @@ def to_rgb(image):
     if os.environ.get("TINYRGB_EXTRA"):
         out = out.clone()  # the regression: line 10
     return out
-'''
+"""
 
-INSTALLED_TEST = '''
+INSTALLED_TEST = """
 import torch
 
 import tinyrgb
@@ -406,7 +462,7 @@ import tinyrgb
 def test_rgb(benchmark):
     image = torch.ones(1, 8, 8)
     benchmark(tinyrgb.to_rgb, image)
-'''
+"""
 
 
 def test_call_sites_inside_the_project_installed_into_site_packages(
@@ -426,22 +482,53 @@ def test_call_sites_inside_the_project_installed_into_site_packages(
     venv = pytester.path.parent / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     import torch
 
     # this environment's site-packages (torch, pytest) after the virtualenv's own
     (Path(site) / "parent.pth").write_text(os.path.dirname(os.path.dirname(torch.__file__)) + "\n")
-    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(pytester.path)],
-                   check=True, capture_output=True, cwd=pytester.path.parent)
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            str(pytester.path),
+        ],
+        check=True,
+        capture_output=True,
+        cwd=pytester.path.parent,
+    )
     shutil.rmtree(pytester.path / "build", ignore_errors=True)
-    where = subprocess.run([str(python), "-c", "import tinyrgb; print(tinyrgb.__file__)"], check=True,
-                           capture_output=True, text=True, cwd=pytester.path.parent).stdout
+    where = subprocess.run(
+        [str(python), "-c", "import tinyrgb; print(tinyrgb.__file__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=pytester.path.parent,
+    ).stdout
     assert f"{os.sep}site-packages{os.sep}tinyrgb{os.sep}" in where, where
 
     def run(*args: str) -> pytest.RunResult:
-        return pytester.run(str(python), "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider",
-                            *args, timeout=300)
+        return pytester.run(
+            str(python),
+            "-m",
+            "pytest",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider",
+            *args,
+            timeout=300,
+        )
 
     assert run("--bench-mode=ops,calls", "--bench-save=main").ret == 0
     monkeypatch.setenv("TINYRGB_EXTRA", "1")
@@ -452,15 +539,21 @@ def test_call_sites_inside_the_project_installed_into_site_packages(
     assert f"    aten::clone 0 -> 1 per call ({site})" in out, out
     assert "site-packages" not in out  # named from its import path, not the virtualenv's
     # the calls metric too: os.environ.get's helper, called from the library's line 9
-    assert "called from tinyrgb/__init__.py:9 in to_rgb, from test_rgb.py:8 in test_rgb)" in out, out
+    assert "called from tinyrgb/__init__.py:9 in to_rgb, from test_rgb.py:8 in test_rgb)" in out, (
+        out
+    )
     # The unknown-site phrase of an installed package that is not the project's: tests/engines/test_sites.py
 
 
 def test_bench_sites_that_is_not_a_package_name_is_one_line_and_exit_4(
-    pytester: pytest.Pytester, run_bench, bench_module  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    bench_module,  # type: ignore[no-untyped-def]
 ) -> None:
     pytester.makepyfile(test_a=bench_module)
     result = run_bench("--bench-mode=ops", "--bench-sites=mylib,my-lib")
     assert result.ret == 4
-    assert ("ERROR: --bench-sites=mylib,my-lib: 'my-lib' is not a Python package name; give import names, "
-            "e.g. --bench-sites=mylib,mylib_ext") in result.stderr.lines, result.stderr.str()
+    assert (
+        "ERROR: --bench-sites=mylib,my-lib: 'my-lib' is not a Python package name; give import names, "
+        "e.g. --bench-sites=mylib,mylib_ext"
+    ) in result.stderr.lines, result.stderr.str()

@@ -15,18 +15,19 @@ The origin repository: ``main`` with a small library and one benchmark (ops mode
 a pull request that adds one aten op per call (a regression), one that changes nothing the
 benchmark runs, and GitHub's merge refs for both.
 """
+
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -37,7 +38,9 @@ KEY = "test_work.py::test_work"
 
 LIB_BEFORE = "import torch\n\n\ndef work():\n    return torch.ones(4) + 1\n"
 LIB_AFTER = "import torch\n\n\ndef work():\n    return (torch.ones(4) + 1).clone()\n"
-TEST = "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_work():\n    mylib.work()\n"
+TEST = (
+    "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_work():\n    mylib.work()\n"
+)
 #: A command the runner leaves out: installing (the interpreter has everything; tests do not download).
 INSTALL = re.compile(r"^\s*(sudo\s+)?(apt-get|apt|pip|python -m pip)\b")
 
@@ -47,9 +50,14 @@ INSTALL = re.compile(r"^\s*(sudo\s+)?(apt-get|apt|pip|python -m pip)\b")
 
 def recipe(page: Path, name: str) -> str:
     """The fenced YAML block that follows ``<!-- recipe: NAME -->`` on ``page`` (exactly one)."""
-    found = re.findall(rf"<!-- recipe: {re.escape(name)} -->\n```yaml\n(.*?)```", page.read_text(encoding="utf-8"),
-                       flags=re.S)
-    assert len(found) == 1, f"{page}: expected one block marked 'recipe: {name}', found {len(found)}"
+    found = re.findall(
+        rf"<!-- recipe: {re.escape(name)} -->\n```yaml\n(.*?)```",
+        page.read_text(encoding="utf-8"),
+        flags=re.S,
+    )
+    assert len(found) == 1, (
+        f"{page}: expected one block marked 'recipe: {name}', found {len(found)}"
+    )
     return found[0]
 
 
@@ -105,7 +113,9 @@ class MiniYaml:
         while self.i < len(self.lines):
             body = _uncomment(self.lines[self.i]).rstrip()
             if body.strip():
-                assert "\t" not in body[: len(body) - len(body.lstrip())], f"line {self.i + 1}: a tab"
+                assert "\t" not in body[: len(body) - len(body.lstrip())], (
+                    f"line {self.i + 1}: a tab"
+                )
                 return len(body) - len(body.lstrip(" ")), body.strip()
             self.i += 1
         return None
@@ -114,11 +124,19 @@ class MiniYaml:
         head = self.peek()
         if head is None:
             return None
-        return self.sequence(head[0]) if head[1] == "-" or head[1].startswith("- ") else self.mapping(head[0])
+        return (
+            self.sequence(head[0])
+            if head[1] == "-" or head[1].startswith("- ")
+            else self.mapping(head[0])
+        )
 
     def sequence(self, indent: int) -> list[Any]:
         items: list[Any] = []
-        while (head := self.peek()) and head[0] == indent and (head[1] == "-" or head[1].startswith("- ")):
+        while (
+            (head := self.peek())
+            and head[0] == indent
+            and (head[1] == "-" or head[1].startswith("- "))
+        ):
             rest = head[1][1:].strip()
             if not rest:
                 self.i += 1
@@ -135,7 +153,9 @@ class MiniYaml:
     def mapping(self, indent: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
         while (head := self.peek()) and head[0] == indent:
-            assert self.KEY.match(head[1]), f"line {self.i + 1}: expected 'key: value', got {head[1]!r}"
+            assert self.KEY.match(head[1]), (
+                f"line {self.i + 1}: expected 'key: value', got {head[1]!r}"
+            )
             key, _, rest = head[1].partition(":")
             rest = rest.strip()
             self.i += 1
@@ -143,11 +163,15 @@ class MiniYaml:
             if rest in ("|", "|-"):
                 result[key] = self.literal(indent, keep_newline=rest == "|")
             elif rest:
-                assert not rest.startswith((">", "&", "*", "!")), f"line {self.i}: unsupported {rest!r}"
+                assert not rest.startswith((">", "&", "*", "!")), (
+                    f"line {self.i}: unsupported {rest!r}"
+                )
                 result[key] = _scalar(rest)
             else:
                 nxt = self.peek()
-                nested = nxt is not None and (nxt[0] > indent or (nxt[0] == indent and nxt[1].startswith("- ")))
+                nested = nxt is not None and (
+                    nxt[0] > indent or (nxt[0] == indent and nxt[1].startswith("- "))
+                )
                 result[key] = self.block() if nested else None
         assert not head or head[0] < indent, f"line {self.i + 1}: unexpected indentation"
         return result
@@ -168,7 +192,9 @@ class MiniYaml:
 
 # -- conditions and the CI systems' emulation -----------------------------------------------------
 
-_TOKEN = re.compile(r"\s+|'[^']*'|\"[^\"]*\"|&&|\|\||==|!=|!|\(|\)|\$\{?\w+\}?|[A-Za-z_][\w.\-]*(?:\(\))?")
+_TOKEN = re.compile(
+    r"\s+|'[^']*'|\"[^\"]*\"|&&|\|\||==|!=|!|\(|\)|\$\{?\w+\}?|[A-Za-z_][\w.\-]*(?:\(\))?"
+)
 
 
 def evaluate(expression: str, lookup: Callable[[str], Any]) -> Any:
@@ -190,8 +216,18 @@ def evaluate(expression: str, lookup: Callable[[str], Any]) -> Any:
         if token[0] in "'\"":
             python.append(repr(token[1:-1]))
         else:
-            python.append({"&&": " and ", "||": " or ", "!": " not ", "==": "==", "!=": "!=", "(": "(", ")": ")"}.get(
-                token) or repr(lookup(token)))
+            python.append(
+                {
+                    "&&": " and ",
+                    "||": " or ",
+                    "!": " not ",
+                    "==": "==",
+                    "!=": "!=",
+                    "(": "(",
+                    ")": ")",
+                }.get(token)
+                or repr(lookup(token))
+            )
     return eval("".join(python), {"__builtins__": {}})  # noqa: S307 - built from repr()s and operators
 
 
@@ -224,14 +260,25 @@ def _clone(origin: Path, workspace: Path, ref: str, depth: int) -> None:
     shallow = ["--depth", str(depth), "--branch", ref] if depth else []
     subprocess.run(["git", "clone", "-q", *shallow, f"file://{origin}", str(workspace)], check=True)
     if not depth:
-        subprocess.run(["git", "checkout", "-q", "--detach", f"origin/{ref}"], cwd=workspace, check=True)
+        subprocess.run(
+            ["git", "checkout", "-q", "--detach", f"origin/{ref}"], cwd=workspace, check=True
+        )
 
 
-def _shell(script: str, workspace: Path, env: dict[str, str], timeout: float = 400) -> tuple[int, str]:
+def _shell(
+    script: str, workspace: Path, env: dict[str, str], timeout: float = 400
+) -> tuple[int, str]:
     path = workspace.parent / "step.sh"
     path.write_text(script, encoding="utf-8")
-    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)], cwd=workspace, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)],
+        cwd=workspace,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
     return done.returncode, done.stdout
 
 
@@ -246,14 +293,29 @@ def _base_env(workspace: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["HOME"] = str(workspace.parent)
-    for name in ("PYTEST_ADDOPTS", "GITHUB_ENV", "GITHUB_STEP_SUMMARY", "GITHUB_ACTIONS", "GITLAB_CI"):
+    for name in (
+        "PYTEST_ADDOPTS",
+        "GITHUB_ENV",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_ACTIONS",
+        "GITLAB_CI",
+    ):
         env.pop(name, None)
     return env
 
 
-def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, workspace: Path,
-               cache: dict[str, Path], variables: dict[str, str], name: str | None = None,
-               matrix: dict[str, Any] | None = None, index: int = 0) -> Job:
+def run_github(
+    workflow: dict[str, Any],
+    event: str,
+    origin: Path,
+    ref: str,
+    workspace: Path,
+    cache: dict[str, Path],
+    variables: dict[str, str],
+    name: str | None = None,
+    matrix: dict[str, Any] | None = None,
+    index: int = 0,
+) -> Job:
     """Job ``name`` (the only one by default) of ``workflow`` on ``event``, checking out ``ref`` of
     ``origin`` as actions/checkout would; ``matrix``/``index``: one combination of its matrix.
     Artifacts go to (and come from) a folder beside the workspace, shared by the jobs of a run."""
@@ -261,19 +323,33 @@ def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, wor
     triggers = workflow.get("on") or workflow.get(True)  # a YAML 1.1 reader would make 'on' True
     assert event in triggers, f"the workflow does not run on {event}"
     if name is None:
-        (name, spec), = workflow["jobs"].items()
+        ((name, spec),) = workflow["jobs"].items()
     else:
         spec = workflow["jobs"][name]
-    store = workspace.parent.parent / f"artifacts-{ref.replace('/', '-')}"  # one workflow run per ref here
+    store = (
+        workspace.parent.parent / f"artifacts-{ref.replace('/', '-')}"
+    )  # one workflow run per ref here
     summary = workspace.parent.parent / f"summary-{ref.replace('/', '-')}-{name}-{index}.md"
     summary.unlink(missing_ok=True)
     _fresh(workspace)
-    env = {**_base_env(workspace), "CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": event,
-           "GITHUB_WORKSPACE": str(workspace), "RUNNER_OS": "Linux", "GITHUB_STEP_SUMMARY": str(summary),
-           **variables}
-    contexts: dict[str, Any] = {"github.event_name": event, "runner.os": "Linux", "github.token": "job-token",
-                                "github.base_ref": variables.get("GITHUB_BASE_REF", ""), "strategy.job-index": index,
-                                **{f"matrix.{k}": v for k, v in (matrix or {}).items()}}
+    env = {
+        **_base_env(workspace),
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_WORKSPACE": str(workspace),
+        "RUNNER_OS": "Linux",
+        "GITHUB_STEP_SUMMARY": str(summary),
+        **variables,
+    }
+    contexts: dict[str, Any] = {
+        "github.event_name": event,
+        "runner.os": "Linux",
+        "github.token": "job-token",
+        "github.base_ref": variables.get("GITHUB_BASE_REF", ""),
+        "strategy.job-index": index,
+        **{f"matrix.{k}": v for k, v in (matrix or {}).items()},
+    }
     outputs: dict[str, dict[str, str]] = {}
     post_saves: list[tuple[str, str]] = []
 
@@ -312,8 +388,11 @@ def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, wor
                 continue
             env_file = workspace.parent / "github_env"
             env_file.write_text("")
-            step_env = {**env, "GITHUB_ENV": str(env_file),
-                        **{k: substitute(str(v), lookup) for k, v in (step.get("env") or {}).items()}}
+            step_env = {
+                **env,
+                "GITHUB_ENV": str(env_file),
+                **{k: substitute(str(v), lookup) for k, v in (step.get("env") or {}).items()},
+            }
             status, output = _shell(command, workspace, step_env)
             job.log += f"--- {title} (exit {status})\n{output}"
             for line in env_file.read_text().splitlines():
@@ -334,7 +413,9 @@ def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, wor
             job.log += f"--- {title}: cache {'hit' if hit else 'miss'} for {given['key']}\n"
             outputs[step.get("id", "")] = {"cache-hit": "true" if hit else "false"}
             if uses.startswith("actions/cache@") and not hit:
-                post_saves.append((given["key"], given["path"]))  # saved in the post step, on success only
+                post_saves.append(
+                    (given["key"], given["path"])
+                )  # saved in the post step, on success only
         elif uses.startswith("actions/cache/save@"):
             _save_cache(cache, given["key"], workspace / given["path"], workspace.parent.parent)
         elif uses.startswith("actions/upload-artifact@"):
@@ -349,7 +430,9 @@ def run_github(workflow: dict[str, Any], event: str, origin: Path, ref: str, wor
                 else:
                     shutil.copy(path, target / path.name)
         elif uses.startswith("actions/download-artifact@"):
-            assert "merge-multiple" not in given and "name" not in given, "the runner emulates pattern + path"
+            assert "merge-multiple" not in given and "name" not in given, (
+                "the runner emulates pattern + path"
+            )
             for artifact in sorted(store.glob(given["pattern"])):  # each into path/<artifact name>/
                 shutil.copytree(artifact, workspace / given["path"] / artifact.name)
         else:
@@ -370,13 +453,25 @@ def _save_cache(cache: dict[str, Path], key: str, path: Path, store: Path) -> No
     cache[key] = target
 
 
-def run_gitlab(config: dict[str, Any], name: str, origin: Path, ref: str, workspace: Path,
-               cache: dict[str, Path], variables: dict[str, str]) -> Job | None:
+def run_gitlab(
+    config: dict[str, Any],
+    name: str,
+    origin: Path,
+    ref: str,
+    workspace: Path,
+    cache: dict[str, Path],
+    variables: dict[str, str],
+) -> Job | None:
     """Job ``name`` of ``.gitlab-ci.yml`` in a pipeline with ``variables``; None when its rules
     leave it out of the pipeline."""
     spec = config[name]
-    env = {**_base_env(workspace), "CI": "true", "GITLAB_CI": "true", "CI_PROJECT_DIR": str(workspace),
-           **variables}
+    env = {
+        **_base_env(workspace),
+        "CI": "true",
+        "GITLAB_CI": "true",
+        "CI_PROJECT_DIR": str(workspace),
+        **variables,
+    }
     for key, value in {**(config.get("variables") or {}), **(spec.get("variables") or {})}.items():
         env[key] = str(value)
 
@@ -404,12 +499,17 @@ def run_gitlab(config: dict[str, Any], name: str, origin: Path, ref: str, worksp
     status, output = _shell("\n".join(commands) + "\n", workspace, env)
     job.status, job.log = status, job.log + output
     job.failed_step = "script" if status else None
-    if cached and (cached.get("when") == "always" or (status == 0 and cached.get("when", "on_success") == "on_success")):
+    if cached and (
+        cached.get("when") == "always"
+        or (status == 0 and cached.get("when", "on_success") == "on_success")
+    ):
         for path in cached["paths"]:
             _save_cache(cache, expand(cached["key"]), workspace / path, workspace.parent.parent)
     artifacts = spec.get("artifacts")
     if artifacts and (artifacts.get("when") == "always" or status == 0):
-        job.artifacts["artifacts"] = sorted(p for p in artifacts["paths"] if (workspace / p).exists())
+        job.artifacts["artifacts"] = sorted(
+            p for p in artifacts["paths"] if (workspace / p).exists()
+        )
     return job
 
 
@@ -440,7 +540,9 @@ def origin(pytester: pytest.Pytester, git: Callable[..., str], bench_env: None) 
         git(root, "merge", "-q", "--no-ff", branch, "-m", f"Merge {branch} into main")
         git(root, "branch", f"pull/{number}/merge")
     git(root, "checkout", "-q", "main")
-    git(root, "config", "receive.denyCurrentBranch", "updateInstead")  # a server takes the record's push
+    git(
+        root, "config", "receive.denyCurrentBranch", "updateInstead"
+    )  # a server takes the record's push
     return root
 
 
@@ -471,17 +573,26 @@ def _gh_stub(folder: Path) -> dict[str, str]:
     folder.mkdir(parents=True)
     (folder / "gh").write_text(GH_STUB.replace("PYTHON", sys.executable))
     (folder / "gh").chmod(0o755)
-    return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}", "STUB_STATE": str(folder / "comments.json")}
+    return {
+        "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}",
+        "STUB_STATE": str(folder / "comments.json"),
+    }
 
 
 def _git_log(origin: Path) -> str:
-    return subprocess.run(["git", "log", "--format=%s", "main"], cwd=origin, capture_output=True, text=True,
-                          check=True).stdout
+    return subprocess.run(
+        ["git", "log", "--format=%s", "main"],
+        cwd=origin,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def _sha(origin: Path, ref: str) -> str:
-    return subprocess.run(["git", "rev-parse", ref], cwd=origin, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", ref], cwd=origin, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 # -- the recipes -----------------------------------------------------------------------------------
@@ -490,15 +601,20 @@ def _sha(origin: Path, ref: str) -> str:
 def test_the_readme_shows_an_excerpt_of_the_tested_github_recipe() -> None:
     """The README's CI section is the tested recipe, shortened: its lines are the recipe's lines,
     in order, with ``...`` where lines were left out."""
-    found = re.findall(r"<!-- recipe excerpt: github-actions -->\n```yaml\n(.*?)```", README.read_text(encoding="utf-8"),
-                       flags=re.S)
+    found = re.findall(
+        r"<!-- recipe excerpt: github-actions -->\n```yaml\n(.*?)```",
+        README.read_text(encoding="utf-8"),
+        flags=re.S,
+    )
     assert len(found) == 1
     whole = recipe(CI_DOC, "github-actions").splitlines()
     position = 0
     for line in found[0].splitlines():
         if line.strip() == "...":
             continue
-        assert line in whole[position:], f"README line not in docs/ci.md's recipe (or out of order): {line!r}"
+        assert line in whole[position:], (
+            f"README line not in docs/ci.md's recipe (or out of order): {line!r}"
+        )
         position = whole.index(line, position) + 1
 
 
@@ -510,8 +626,13 @@ def test_github_actions_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     workspace = pytester.path / "runner" / "repo"
     cache: dict[str, Path] = {}
     gh = _gh_stub(pytester.path / "stub")
-    pull = {"GITHUB_BASE_REF": "main", "GITHUB_REF": "refs/pull/1/merge", "GITHUB_HEAD_REF": "slow",
-            "GITHUB_REPOSITORY": "team/project", **gh}
+    pull = {
+        "GITHUB_BASE_REF": "main",
+        "GITHUB_REF": "refs/pull/1/merge",
+        "GITHUB_HEAD_REF": "slow",
+        "GITHUB_REPOSITORY": "team/project",
+        **gh,
+    }
     main = _sha(origin, "main")
 
     slow = run_github(workflow, "pull_request", origin, "pull/1/merge", workspace, cache, pull)
@@ -519,14 +640,25 @@ def test_github_actions_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     assert f"FAILED {KEY}" in slow.log and "aten::clone 0 -> 1 per call" in slow.log, slow.log
     assert f"the base {main[:12]}: measured in this job" in slow.log, slow.log
     assert slow.cache_hit is False and list(cache) == [f"torchbench-base-Linux-{main}"], slow.log
-    assert "test\\_work.py::test\\_work" in slow.summary and "aten::clone" in slow.summary, slow.summary
+    assert "test\\_work.py::test\\_work" in slow.summary and "aten::clone" in slow.summary, (
+        slow.summary
+    )
     assert slow.artifacts == {"benchmarks": ["bench.html", "bench.json", "bench.md"]}, slow.log
     assert "record" not in slow.ran
 
-    notes = run_github(workflow, "pull_request", origin, "pull/2/merge", workspace, cache,
-                       {**pull, "GITHUB_REF": "refs/pull/2/merge", "GITHUB_HEAD_REF": "notes"})
+    notes = run_github(
+        workflow,
+        "pull_request",
+        origin,
+        "pull/2/merge",
+        workspace,
+        cache,
+        {**pull, "GITHUB_REF": "refs/pull/2/merge", "GITHUB_HEAD_REF": "notes"},
+    )
     assert notes.status == 0, notes.log
-    assert notes.cache_hit is True and f"the base {main[:12]}: taken from the cache" in notes.log, notes.log
+    assert notes.cache_hit is True and f"the base {main[:12]}: taken from the cache" in notes.log, (
+        notes.log
+    )
     assert "measured in this job" not in notes.log and "compared with nothing" not in notes.log
     assert "no changes beyond the limits" in notes.log, notes.log
     print(notes.log)  # the cache hit, as the job's log says it
@@ -539,8 +671,15 @@ def test_github_actions_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     assert "aten::clone" in comments[0]["body"] and "no changes" not in comments[0]["body"]
     assert [c["token"] for c in comments] == ["job-token", "job-token"]
 
-    push = run_github(workflow, "push", origin, "main", workspace, cache,
-                      {"GITHUB_REF": "refs/heads/main", "GITHUB_REF_NAME": "main", "GITHUB_SHA": main})
+    push = run_github(
+        workflow,
+        "push",
+        origin,
+        "main",
+        workspace,
+        cache,
+        {"GITHUB_REF": "refs/heads/main", "GITHUB_REF_NAME": "main", "GITHUB_SHA": main},
+    )
     assert push.status == 0, push.log
     assert "gate" not in push.ran and "record" in push.ran, push.ran
     saved = json.loads((workspace / "baselines/main/test_work.json").read_text(encoding="utf-8"))
@@ -548,8 +687,19 @@ def test_github_actions_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     # the set is committed and pushed: origin keeps the history, and says it saved
     assert f"benchmark baselines of {main} [skip ci]" in _git_log(origin), push.log
     assert "saved as baseline set 'main'" in push.summary, push.summary
-    again = run_github(workflow, "push", origin, "main", workspace, cache,
-                       {"GITHUB_REF": "refs/heads/main", "GITHUB_REF_NAME": "main", "GITHUB_SHA": _sha(origin, "main")})
+    again = run_github(
+        workflow,
+        "push",
+        origin,
+        "main",
+        workspace,
+        cache,
+        {
+            "GITHUB_REF": "refs/heads/main",
+            "GITHUB_REF_NAME": "main",
+            "GITHUB_SHA": _sha(origin, "main"),
+        },
+    )
     assert again.status == 0, again.log  # the same counts: nothing to commit, nothing pushed
     assert _git_log(origin).count("[skip ci]") == 1
 
@@ -563,25 +713,51 @@ def test_gitlab_ci_recipe(origin: Path, pytester: pytest.Pytester) -> None:
     workspace = pytester.path / "runner" / "repo"
     cache: dict[str, Path] = {}
     main = _sha(origin, "main")
-    request = {"CI_PIPELINE_SOURCE": "merge_request_event", "CI_DEFAULT_BRANCH": "main",
-               "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main", "CI_MERGE_REQUEST_DIFF_BASE_SHA": main}
+    request = {
+        "CI_PIPELINE_SOURCE": "merge_request_event",
+        "CI_DEFAULT_BRANCH": "main",
+        "CI_MERGE_REQUEST_TARGET_BRANCH_NAME": "main",
+        "CI_MERGE_REQUEST_DIFF_BASE_SHA": main,
+    }
 
-    assert run_gitlab(config, "benchmarks-record", origin, "slow", workspace, cache, request) is None
-    slow = run_gitlab(config, "benchmarks", origin, "slow", workspace, cache,
-                      {**request, "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "slow"})
+    assert (
+        run_gitlab(config, "benchmarks-record", origin, "slow", workspace, cache, request) is None
+    )
+    slow = run_gitlab(
+        config,
+        "benchmarks",
+        origin,
+        "slow",
+        workspace,
+        cache,
+        {**request, "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "slow"},
+    )
     assert slow is not None and slow.status == 1, slow and slow.log
     assert f"FAILED {KEY}" in slow.log and "aten::clone 0 -> 1 per call" in slow.log, slow.log
     assert slow.cache_hit is False and list(cache) == [f"torchbench-base-{main}"], slow.log
     assert slow.artifacts == {"artifacts": ["bench.html", "bench.json", "bench.md"]}, slow.log
     assert "test\\_work.py::test\\_work" in (workspace / "bench.md").read_text(encoding="utf-8")
 
-    notes = run_gitlab(config, "benchmarks", origin, "notes", workspace, cache,
-                       {**request, "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "notes"})
+    notes = run_gitlab(
+        config,
+        "benchmarks",
+        origin,
+        "notes",
+        workspace,
+        cache,
+        {**request, "CI_MERGE_REQUEST_SOURCE_BRANCH_NAME": "notes"},
+    )
     assert notes is not None and notes.status == 0, notes and notes.log
-    assert notes.cache_hit is True and f"the base {main[:12]}: taken from the cache" in notes.log, notes.log
+    assert notes.cache_hit is True and f"the base {main[:12]}: taken from the cache" in notes.log, (
+        notes.log
+    )
     print(notes.log)
 
-    pipeline = {"CI_PIPELINE_SOURCE": "push", "CI_DEFAULT_BRANCH": "main", "CI_COMMIT_BRANCH": "main"}
+    pipeline = {
+        "CI_PIPELINE_SOURCE": "push",
+        "CI_DEFAULT_BRANCH": "main",
+        "CI_COMMIT_BRANCH": "main",
+    }
     assert run_gitlab(config, "benchmarks", origin, "main", workspace, cache, pipeline) is None
     record = run_gitlab(config, "benchmarks-record", origin, "main", workspace, cache, pipeline)
     assert record is not None and record.status == 0, record and record.log
@@ -591,33 +767,54 @@ def test_gitlab_ci_recipe(origin: Path, pytester: pytest.Pytester) -> None:
 
 def test_the_yaml_reader_reads_what_the_recipes_use_and_refuses_the_rest() -> None:
     """The reader is small; it must not misread silently."""
-    text = ("a:\n  b: [x, 'y']   # c\n  s:\n    - k: 1\n      l: \"v # w\"\n    - plain\n  r: |\n"
-            "    echo 1\n    # kept\n  o:\n")
-    assert MiniYaml.parse(text) == {"a": {"b": ["x", "y"], "s": [{"k": 1, "l": "v # w"}, "plain"],
-                                          "r": "echo 1\n# kept\n", "o": None}}
+    text = (
+        "a:\n  b: [x, 'y']   # c\n  s:\n    - k: 1\n      l: \"v # w\"\n    - plain\n  r: |\n"
+        "    echo 1\n    # kept\n  o:\n"
+    )
+    assert MiniYaml.parse(text) == {
+        "a": {
+            "b": ["x", "y"],
+            "s": [{"k": 1, "l": "v # w"}, "plain"],
+            "r": "echo 1\n# kept\n",
+            "o": None,
+        }
+    }
     for bad in ("a: 1\n   b: 2\n", "a: >\n  x\n", "a: 1\na: 2\n", "- x\n - y\n"):
         with pytest.raises(AssertionError):
             MiniYaml.parse(bad)
     assert evaluate("always() && x != 'y'", {"always()": True, "x": "z"}.__getitem__) is True
-    assert evaluate("$A == \"b\" && $C == $D", {"$A": "b", "$C": None, "$D": "d"}.__getitem__) is False
+    assert (
+        evaluate('$A == "b" && $C == $D', {"$A": "b", "$C": None, "$D": "d"}.__getitem__) is False
+    )
 
 
-SHARD_LEFT = "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_add():\n    torch.ones(4) + 1\n"
-SHARD_RIGHT = "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():\n    torch.ones(4) * 2\n"
+SHARD_LEFT = (
+    "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_add():\n    torch.ones(4) + 1\n"
+)
+SHARD_RIGHT = (
+    "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():\n    torch.ones(4) * 2\n"
+)
 SHARD_RIGHT_SLOW = "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():\n    (torch.ones(4) * 2).clone()\n"
 
 
 @pytest.mark.slow
-def test_github_actions_shards_recipe(pytester: pytest.Pytester, git: Callable[..., str], bench_env: None) -> None:
+def test_github_actions_shards_recipe(
+    pytester: pytest.Pytester, git: Callable[..., str], bench_env: None
+) -> None:
     """The matrix recipe: each shard gates its part against the measured merge base (the one with
     the regression fails, the other passes), each caches its own base, and the merge job fails
     with the benchmark named in its log and job summary, and uploads the merged reports."""
     root = pytester.path / "origin"
-    for folder, text in (("tests/bench_left/test_left.py", SHARD_LEFT), ("tests/bench_right/test_right.py", SHARD_RIGHT)):
+    for folder, text in (
+        ("tests/bench_left/test_left.py", SHARD_LEFT),
+        ("tests/bench_right/test_right.py", SHARD_RIGHT),
+    ):
         (root / folder).parent.mkdir(parents=True, exist_ok=True)
         (root / folder).write_text(text)
     (root / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
-    (root / ".gitignore").write_text(".torchbench/\n__pycache__/\n.pytest_cache/\nbench.*\nshard.json\nshards/\n")
+    (root / ".gitignore").write_text(
+        ".torchbench/\n__pycache__/\n.pytest_cache/\nbench.*\nshard.json\nshards/\n"
+    )
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "suite")
@@ -634,16 +831,37 @@ def test_github_actions_shards_recipe(pytester: pytest.Pytester, git: Callable[.
     main = _sha(root, "main")
 
     matrix = workflow["jobs"]["shard"]["strategy"]["matrix"]["shard"]
-    shards = [run_github(workflow, "pull_request", root, "pull/1/merge", workspace, cache, pull, "shard",
-                         {"shard": value}, index) for index, value in enumerate(matrix)]
+    shards = [
+        run_github(
+            workflow,
+            "pull_request",
+            root,
+            "pull/1/merge",
+            workspace,
+            cache,
+            pull,
+            "shard",
+            {"shard": value},
+            index,
+        )
+        for index, value in enumerate(matrix)
+    ]
     assert [job.status for job in shards] == [0, 1], "\n".join(job.log for job in shards)
     assert "FAILED tests/bench_right/test_right.py::test_mul" in shards[1].log, shards[1].log
     assert sorted(cache) == [f"torchbench-base-Linux-{i}-{main}" for i in (0, 1)], cache
-    assert [job.artifacts for job in shards] == [{"shard-0": ["shard.json"]}, {"shard-1": ["shard.json"]}]
+    assert [job.artifacts for job in shards] == [
+        {"shard-0": ["shard.json"]},
+        {"shard-1": ["shard.json"]},
+    ]
 
-    merged = run_github(workflow, "pull_request", root, "pull/1/merge", workspace, cache, pull, "merge")
+    merged = run_github(
+        workflow, "pull_request", root, "pull/1/merge", workspace, cache, pull, "merge"
+    )
     assert merged.status == 1 and merged.failed_step == "merge", merged.log
     assert "merged 2 shard(s): 2 benchmark result(s)" in merged.log, merged.log
     assert "tests/bench_right/test_right.py::test_mul: ops" in merged.log, merged.log
-    assert "test\\_right.py::test\\_mul" in merged.summary and "test\\_left.py::test\\_add" in merged.summary
+    assert (
+        "test\\_right.py::test\\_mul" in merged.summary
+        and "test\\_left.py::test\\_add" in merged.summary
+    )
     assert merged.artifacts == {"benchmarks": ["bench.html", "bench.json", "bench.md"]}, merged.log

@@ -8,6 +8,7 @@ removed; every ``exec`` of a ``bench_timer`` statement then runs it. A counted w
 such modules before its first test (``engines/callgrind/spec.py``: ``PRELOADED``), so every test
 sees the same interpreter.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,12 +23,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 # slow: torch.compile under valgrind (dynamo's import and tracing, uninstrumented) takes a minute
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind"),
+]
 
 # The same statement counted before and after a test that compiles (one session: the first and
 # the last benchmark differ only in what ran between them).
-MODULE = '''
+MODULE = """
 import torch
 
 
@@ -43,7 +46,7 @@ def test_b_compiled(benchmark):
 
 def test_c_after(bench_timer):
     bench_timer("torch.mm(x, y)", setup="x = torch.ones(4, 4); y = torch.ones(4, 4)").timeit()
-'''
+"""
 
 
 def test_a_compiled_test_does_not_move_the_count_of_a_later_benchmark(tmp_path: Path) -> None:
@@ -54,13 +57,29 @@ def test_a_compiled_test_does_not_move_the_count_of_a_later_benchmark(tmp_path: 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("PYTEST_ADDOPTS", None)
     done = subprocess.run(
-        ["timeout", "1500", sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
-         "--bench-mode=instructions", f"--bench-json={report}"],
-        cwd=project, env=env, capture_output=True, text=True,
+        [
+            "timeout",
+            "1500",
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            "--bench-mode=instructions",
+            f"--bench-json={report}",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    counts = {r["key"].split("::")[-1].split(" ")[0]: r["metrics"]["instructions"]["instructions_per_run"]
-              for r in json.loads(report.read_text())["benchmarks"]}
+    counts = {
+        r["key"].split("::")[-1].split(" ")[0]: r["metrics"]["instructions"]["instructions_per_run"]
+        for r in json.loads(report.read_text())["benchmarks"]
+    }
     assert set(counts) == {"test_a_before", "test_b_compiled", "test_c_after"}, counts
     # Without the preload on 3.12.1: 12,7xx before, 15,6xx after (the audit hook at every exec).
     assert counts["test_a_before"] == counts["test_c_after"], counts

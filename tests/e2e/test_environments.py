@@ -4,6 +4,7 @@ or not), the user's environment variables reaching the tests, and workers that c
 These tests start real pytest sessions under real valgrind from real interpreters, so they are slow
 (the fresh virtualenv is created once per test session: about 40-60 s for venv + pip install).
 """
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 needs_valgrind = pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
 
 #: A benchmark that also tells where it ran: which interpreter, which prefix, which variable values.
-PROBE_TEST = '''
+PROBE_TEST = """
 import json, os, sys
 import pytest, torch
 
@@ -36,7 +37,7 @@ def test_where(benchmark):
                    "data": os.environ.get("MY_DATASET_PATH"), "flag": os.environ.get("MY_FEATURE_FLAG"),
                    "hashseed": os.environ.get("PYTHONHASHSEED"),
                    "callgrind": "TORCHBENCH_CALLGRIND_DIR" in os.environ}, out)
-'''
+"""
 
 
 def clean_environment(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -46,11 +47,20 @@ def clean_environment(tmp_path: Path, **extra: str) -> dict[str, str]:
     VIRTUAL_ENV, PATH without any virtualenv's bin folder, and a private TMPDIR so that the run's
     temporary folders can be checked afterwards.
     """
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTEST_ADDOPTS", "PYTHONHOME", "PYTEST_CURRENT_TEST")}
-    parts = [p for p in env.get("PATH", "").split(os.pathsep)
-             if p and not (Path(p) / "activate").exists() and not (Path(p) / "pyvenv.cfg").exists()
-             and not (Path(p).parent / "pyvenv.cfg").exists()]
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTEST_ADDOPTS", "PYTHONHOME", "PYTEST_CURRENT_TEST")
+    }
+    parts = [
+        p
+        for p in env.get("PATH", "").split(os.pathsep)
+        if p
+        and not (Path(p) / "activate").exists()
+        and not (Path(p) / "pyvenv.cfg").exists()
+        and not (Path(p).parent / "pyvenv.cfg").exists()
+    ]
     env["PATH"] = os.pathsep.join(parts)
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir(exist_ok=True)
@@ -73,7 +83,9 @@ def assert_nothing_left(tmp_path: Path) -> None:
     assert not ours, ours
 
 
-def run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 400) -> subprocess.CompletedProcess[str]:
+def run(
+    argv: list[str], cwd: Path, env: dict[str, str], timeout: float = 400
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -99,10 +111,27 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env = clean_environment(tmp_path_factory.mktemp("venv-build"))
     made = run([sys.executable, "-m", "venv", str(venv)], ROOT, env, timeout=300)
     assert made.returncode == 0, made.stderr
-    pip = run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-               "-c", str(ROOT / "constraints.txt"), "-e", str(ROOT)], ROOT, env, timeout=900)
+    pip = run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "-c",
+            str(ROOT / "constraints.txt"),
+            "-e",
+            str(ROOT),
+        ],
+        ROOT,
+        env,
+        timeout=900,
+    )
     if pip.returncode != 0:
-        pytest.fail(f"pip install into a fresh venv failed:\n{pip.stdout[-2000:]}\n{pip.stderr[-3000:]}")
+        pytest.fail(
+            f"pip install into a fresh venv failed:\n{pip.stdout[-2000:]}\n{pip.stderr[-3000:]}"
+        )
     return venv
 
 
@@ -110,7 +139,9 @@ def site_packages(venv: Path) -> Path:
     return next((venv / "lib").glob("python3*/site-packages"))
 
 
-def check_probe(done: subprocess.CompletedProcess[str], probe: Path, venv: Path, tmp_path: Path) -> dict:
+def check_probe(
+    done: subprocess.CompletedProcess[str], probe: Path, venv: Path, tmp_path: Path
+) -> dict:
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
     facts = json.loads(probe.read_text())
     assert facts["callgrind"], "the test did not run in a counted worker"
@@ -119,7 +150,8 @@ def check_probe(done: subprocess.CompletedProcess[str], probe: Path, venv: Path,
     results = json.loads((tmp_path / "out.json").read_text())["benchmarks"]
     counts = {r["key"]: r["metrics"]["instructions"]["instructions_per_run"] for r in results}
     assert set(counts) == {"test_probe.py::test_add", "test_probe.py::test_where"} and all(
-        c > 0 for c in counts.values()), counts
+        c > 0 for c in counts.values()
+    ), counts
     assert_nothing_left(tmp_path)
     return facts
 
@@ -130,11 +162,26 @@ def test_fresh_venv_not_activated(fresh_venv: Path, tmp_path: Path) -> None:
     """`venv/bin/python -m pytest --bench-mode=instructions` with the virtualenv NOT on PATH."""
     project = write_project(tmp_path / "project")
     probe = tmp_path / "probe.json"
-    env = clean_environment(tmp_path, PROBE_OUT=str(probe), MY_DATASET_PATH="/data/set 1", MY_FEATURE_FLAG="on")
-    done = run([str(fresh_venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider",
-                "--bench-mode=instructions", f"--bench-json={tmp_path / 'out.json'}"], project, env)
+    env = clean_environment(
+        tmp_path, PROBE_OUT=str(probe), MY_DATASET_PATH="/data/set 1", MY_FEATURE_FLAG="on"
+    )
+    done = run(
+        [
+            str(fresh_venv / "bin" / "python"),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--bench-mode=instructions",
+            f"--bench-json={tmp_path / 'out.json'}",
+        ],
+        project,
+        env,
+    )
     facts = check_probe(done, probe, fresh_venv, tmp_path)
-    assert facts["data"] == "/data/set 1" and facts["flag"] == "on"  # the user's variables reach the test
+    assert (
+        facts["data"] == "/data/set 1" and facts["flag"] == "on"
+    )  # the user's variables reach the test
     assert facts["hashseed"] == "0"  # what counting needs is pinned
 
 
@@ -147,8 +194,17 @@ def test_fresh_venv_activated(fresh_venv: Path, tmp_path: Path) -> None:
     env = clean_environment(tmp_path, PROBE_OUT=str(probe))
     env["PATH"] = f"{fresh_venv / 'bin'}{os.pathsep}{env['PATH']}"
     env["VIRTUAL_ENV"] = str(fresh_venv)
-    done = run(["pytest", "-p", "no:cacheprovider", "--bench-mode=instructions",
-                f"--bench-json={tmp_path / 'out.json'}"], project, env)
+    done = run(
+        [
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--bench-mode=instructions",
+            f"--bench-json={tmp_path / 'out.json'}",
+        ],
+        project,
+        env,
+    )
     check_probe(done, probe, fresh_venv, tmp_path)
 
 
@@ -170,8 +226,20 @@ def linked_venv(fresh_venv: Path, venv: Path) -> None:
 @pytest.mark.parametrize("tool", ["virtualenv", "uv"])
 def test_other_virtualenv_tools(fresh_venv: Path, tmp_path: Path, tool: str) -> None:
     env = clean_environment(tmp_path)
-    installed = run([str(fresh_venv / "bin" / "python"), "-m", "pip", "install", "-q",
-                     "--disable-pip-version-check", tool], tmp_path, env, timeout=300)
+    installed = run(
+        [
+            str(fresh_venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            tool,
+        ],
+        tmp_path,
+        env,
+        timeout=300,
+    )
     if installed.returncode != 0:
         pytest.skip(f"{tool} is not installable here: {installed.stderr.strip().splitlines()[-1:]}")
     venv = tmp_path / f"{tool}-venv"
@@ -186,8 +254,19 @@ def test_other_virtualenv_tools(fresh_venv: Path, tmp_path: Path, tool: str) -> 
     project = write_project(tmp_path / "project")
     probe = tmp_path / "probe.json"
     env["PROBE_OUT"] = str(probe)
-    done = run([str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider",
-                "--bench-mode=instructions", f"--bench-json={tmp_path / 'out.json'}"], project, env)
+    done = run(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--bench-mode=instructions",
+            f"--bench-json={tmp_path / 'out.json'}",
+        ],
+        project,
+        env,
+    )
     check_probe(done, probe, venv, tmp_path)
 
 
@@ -205,10 +284,28 @@ def checkout_environment(tmp_path: Path, **extra: str) -> dict[str, str]:
 def test_tests_see_the_users_variables(tmp_path: Path) -> None:
     project = write_project(tmp_path / "project")
     probe = tmp_path / "probe.json"
-    env = checkout_environment(tmp_path, PROBE_OUT=str(probe), MY_DATASET_PATH="/srv/data/ünïcode",
-                               MY_FEATURE_FLAG="x" * 1000, PYTHONHASHSEED="123")
-    done = run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
-                "--bench-mode=instructions", f"--bench-json={tmp_path / 'out.json'}"], project, env)
+    env = checkout_environment(
+        tmp_path,
+        PROBE_OUT=str(probe),
+        MY_DATASET_PATH="/srv/data/ünïcode",
+        MY_FEATURE_FLAG="x" * 1000,
+        PYTHONHASHSEED="123",
+    )
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            "--bench-mode=instructions",
+            f"--bench-json={tmp_path / 'out.json'}",
+        ],
+        project,
+        env,
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-3000:]
     facts = json.loads(probe.read_text())
     assert facts["callgrind"]
@@ -227,16 +324,18 @@ def assert_one_line_stop(done: subprocess.CompletedProcess[str], *expected: str)
     assert len(lines) == 1, output[-4000:]
     for text in expected:
         assert text in lines[0], lines[0]
-    assert "replacing crashed worker" not in output and "INTERNALERROR" not in output, output[-4000:]
+    assert "replacing crashed worker" not in output and "INTERNALERROR" not in output, output[
+        -4000:
+    ]
     assert "Traceback" not in output, output[-4000:]
     return lines[0]
 
 
-WORKER_ONLY_CONFTEST = '''
+WORKER_ONLY_CONFTEST = """
 import os
 if "TORCHBENCH_CALLGRIND_DIR" in os.environ:  # only in the counted worker
     raise RuntimeError("this conftest refuses to load in the worker \\x1b[31m")
-'''
+"""
 
 
 @pytest.mark.slow
@@ -246,19 +345,35 @@ def test_worker_conftest_error_stops_the_run(tmp_path: Path, workers: list[str])
     project = write_project(tmp_path / "project", conftest=WORKER_ONLY_CONFTEST)
     env = checkout_environment(tmp_path, PROBE_OUT=str(tmp_path / "probe.json"))
     started = time.monotonic()
-    done = run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
-                "--bench-mode=instructions", *workers], project, env, timeout=240)
-    line = assert_one_line_stop(done, "RuntimeError: this conftest refuses to load in the worker", "\\x1b")
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            "--bench-mode=instructions",
+            *workers,
+        ],
+        project,
+        env,
+        timeout=240,
+    )
+    line = assert_one_line_stop(
+        done, "RuntimeError: this conftest refuses to load in the worker", "\\x1b"
+    )
     assert "\x1b[31m" not in line  # the worker's text is escaped
     assert time.monotonic() - started < 200
     assert_nothing_left(tmp_path)
 
 
-MISSING_EXECNET = '''
+MISSING_EXECNET = """
 import os, sys
 if "TORCHBENCH_CALLGRIND_DIR" in os.environ:  # the worker's interpreter "lacks" execnet
     sys.modules["execnet"] = None
-'''
+"""
 
 
 @pytest.mark.slow
@@ -271,18 +386,31 @@ def test_worker_without_execnet_stops_the_run(tmp_path: Path) -> None:
     (site / "sitecustomize.py").write_text(MISSING_EXECNET)
     env = checkout_environment(tmp_path)
     env["PYTHONPATH"] = f"{site}{os.pathsep}{ROOT}"
-    done = run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
-                "--bench-mode=instructions"], project, env, timeout=240)
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            "--bench-mode=instructions",
+        ],
+        project,
+        env,
+        timeout=240,
+    )
     assert_one_line_stop(done, "execnet", "pip install")
     assert_nothing_left(tmp_path)
 
 
-FAKE_VALGRIND = '''#!/bin/sh
+FAKE_VALGRIND = """#!/bin/sh
 if [ "$1" = "--version" ]; then echo valgrind-3.19.0; exit 0; fi
 echo "valgrind: Bad option: --no-such-option" >&2
 echo "valgrind: Use --help for more information or consult the user manual." >&2
 exit 1
-'''
+"""
 
 
 @pytest.mark.slow
@@ -296,9 +424,24 @@ def test_valgrind_that_fails_stops_the_run(tmp_path: Path) -> None:
     fake.chmod(0o755)
     env = checkout_environment(tmp_path)
     env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
-    done = run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark",
-                "--bench-mode=instructions"], project, env, timeout=120)
-    assert_one_line_stop(done, "valgrind: Bad option: --no-such-option", "valgrind --tool=callgrind")
+    done = run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            "--bench-mode=instructions",
+        ],
+        project,
+        env,
+        timeout=120,
+    )
+    assert_one_line_stop(
+        done, "valgrind: Bad option: --no-such-option", "valgrind --tool=callgrind"
+    )
     assert_nothing_left(tmp_path)
 
 
@@ -314,7 +457,12 @@ def test_stale_folders_of_killed_runs_are_removed(tmp_path: Path) -> None:
     live = tmp_path / f"torchbench-callgrind-{uid}-01"
     creating = tmp_path / f"torchbench-callgrind-{uid}-02"  # no owner file yet: being created
     other = tmp_path / "torchbench-callgrind-notapid"
-    for folder, owner in ((stale, dead.pid), (live, os.getpid()), (creating, None), (other, dead.pid)):
+    for folder, owner in (
+        (stale, dead.pid),
+        (live, os.getpid()),
+        (creating, None),
+        (other, dead.pid),
+    ):
         folder.mkdir()
         (folder / "callgrind.out.1.1").write_text("x")
         if owner is not None:
@@ -344,8 +492,12 @@ def readme_commands() -> list[str]:
 
 def test_ci_runs_the_readme_commands_exactly() -> None:
     commands = readme_commands()
-    assert len(commands) == 2 and all(c.startswith("python -m pip install -c constraints.txt -e ") for c in commands)
-    listed = subprocess.run([str(ROOT / ".ci" / "run"), "--list"], capture_output=True, text=True, timeout=60)
+    assert len(commands) == 2 and all(
+        c.startswith("python -m pip install -c constraints.txt -e ") for c in commands
+    )
+    listed = subprocess.run(
+        [str(ROOT / ".ci" / "run"), "--list"], capture_output=True, text=True, timeout=60
+    )
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines() == commands
     script = (ROOT / ".ci" / "run").read_text()

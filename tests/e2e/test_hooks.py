@@ -1,4 +1,5 @@
 """Extension hooks, each implemented by a conftest.py in a real pytest run."""
+
 from __future__ import annotations
 
 import json
@@ -8,64 +9,77 @@ import pytest
 
 def test_environment_hook_adds_facts(pytester: pytest.Pytester, run_bench, bench_module) -> None:  # type: ignore[no-untyped-def]
     pytester.makepyfile(test_a=bench_module)
-    pytester.makeconftest('''
+    pytester.makeconftest("""
 import os
 def pytest_torchbench_environment(config):
     return {"image": os.environ.get("IMAGE", "local"), "runner": 1}
-''')
+""")
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     saved = json.loads((pytester.path / "baselines/main/test_a.json").read_text())
     facts = next(iter(saved["environments"].values()))
     assert facts["user.image"] == "local" and facts["user.runner"] == "1"
     # A different fact makes the baseline not comparable (shown, and failing with --bench-strict).
-    pytester.makeconftest('''
+    pytester.makeconftest("""
 def pytest_torchbench_environment(config):
     return {"image": "other", "runner": 1}
-''')
+""")
     result = run_bench("--bench-mode=ops", "--bench-compare=main")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*baseline from a different environment (user.image: local -> other)*"])
+    result.stdout.fnmatch_lines(
+        ["*baseline from a different environment (user.image: local -> other)*"]
+    )
     assert run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-strict").ret == 1
 
 
-def test_verdict_hook_can_waive_a_regression(pytester: pytest.Pytester, run_bench, bench_module) -> None:  # type: ignore[no-untyped-def]
+def test_verdict_hook_can_waive_a_regression(
+    pytester: pytest.Pytester, run_bench, bench_module
+) -> None:  # type: ignore[no-untyped-def]
     pytester.makepyfile(test_a=bench_module)
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     path = pytester.path / "baselines/main/test_a.json"
     document = json.loads(path.read_text())
     for entry in document["benchmarks"].values():  # the baseline did half the work: a regression
-        entry["metrics"]["ops"]["ops"] = {op: n / 2 for op, n in entry["metrics"]["ops"]["ops"].items()}
+        entry["metrics"]["ops"]["ops"] = {
+            op: n / 2 for op, n in entry["metrics"]["ops"]["ops"].items()
+        }
     path.write_text(json.dumps(document))
     assert run_bench("--bench-mode=ops", "--bench-compare=main").ret == 1
-    pytester.makeconftest('''
+    pytester.makeconftest("""
 def pytest_torchbench_verdict(config, verdict, result, baseline):
     assert baseline is not None and result.key == verdict.key
     if result.label == "test_add":
         verdict.failed = False
         verdict.details.append("waived by conftest")
-''')
+""")
     result = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-markdown=out.md")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_a.py::test_mul*"])
     assert "waived by conftest" in (pytester.path / "out.md").read_text()
 
 
-def test_report_hook_sees_everything_and_errors_are_one_line(pytester: pytest.Pytester, run_bench, bench_module) -> None:  # type: ignore[no-untyped-def]
+def test_report_hook_sees_everything_and_errors_are_one_line(
+    pytester: pytest.Pytester, run_bench, bench_module
+) -> None:  # type: ignore[no-untyped-def]
     pytester.makepyfile(test_a=bench_module)
-    pytester.makeconftest('''
+    pytester.makeconftest("""
 import json
 def pytest_torchbench_report(config, results, verdicts):
     with open("custom.json", "w") as f:
         json.dump({"keys": sorted(r.key for r in results), "verdicts": [v.status for v in verdicts]}, f)
-''')
+""")
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     assert run_bench("--bench-mode=ops", "--bench-compare=main").ret == 0
     data = json.loads((pytester.path / "custom.json").read_text())
-    assert data == {"keys": ["test_a.py::test_add", "test_a.py::test_mul"], "verdicts": ["unchanged", "unchanged"]}
-    pytester.makeconftest('''
+    assert data == {
+        "keys": ["test_a.py::test_add", "test_a.py::test_mul"],
+        "verdicts": ["unchanged", "unchanged"],
+    }
+    pytester.makeconftest("""
 def pytest_torchbench_report(config, results, verdicts):
     raise RuntimeError("dashboard down")
-''')
+""")
     result = run_bench("--bench-mode=ops", "--bench-compare=main")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["torchbench: ERROR: a pytest_torchbench_report hook failed: RuntimeError: dashboard down"])
+    result.stdout.fnmatch_lines(
+        ["torchbench: ERROR: a pytest_torchbench_report hook failed: RuntimeError: dashboard down"]
+    )

@@ -5,6 +5,7 @@ are made once per module (fixtures ``runs`` and ``crash_run``) and the tests ass
 Files the runs write (JSON reports) go outside the benchmark folder: even an extra file beside the
 test module moves heap layout, and the point here is to see counts that do not move.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from conftest import own_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("valgrind") is None, reason="valgrind is not installed"
+)
 
 
 @dataclass
@@ -33,11 +35,16 @@ class Run:
 
     def results(self) -> dict[str, float]:
         assert self.json is not None
-        return {r["key"]: r["metrics"]["instructions"]["instructions_per_run"]
-                for r in self.json["benchmarks"] if "instructions" in r["metrics"]}
+        return {
+            r["key"]: r["metrics"]["instructions"]["instructions_per_run"]
+            for r in self.json["benchmarks"]
+            if "instructions" in r["metrics"]
+        }
 
 
-def run_pytest(cwd: Path, *args: str, json_path: Path | None = None, path: str | None = None) -> Run:
+def run_pytest(
+    cwd: Path, *args: str, json_path: Path | None = None, path: str | None = None
+) -> Run:
     """``python -m pytest -p no:benchmark ARGS`` in ``cwd`` with this checkout on PYTHONPATH
     (what conftest's ``run_bench`` does, for module-scoped fixtures that pytester cannot serve)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -46,15 +53,28 @@ def run_pytest(cwd: Path, *args: str, json_path: Path | None = None, path: str |
         env["PATH"] = path
     extra = [f"--bench-json={json_path}"] if json_path else []
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider",
-         *args, *extra],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider",
+            *args,
+            *extra,
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     data = json.loads(json_path.read_text()) if json_path and json_path.exists() else None
     return Run(done.returncode, done.stdout + done.stderr, data)
 
 
-MODULE = '''
+MODULE = """
 import os, pytest, torch
 
 FLAG = {flag!r}
@@ -84,7 +104,7 @@ def test_timer(bench_timer):
     assert len(functions) > 10 and sum(c.count for c in functions) > 0
     assert any("add" in c.function for c in functions)
     assert len(stats.delta(stats)) == 0  # CallgrindStats.delta works, and a stat minus itself is empty
-'''
+"""
 
 KEYS = ("test_bench.py::test_marker", "test_bench.py::test_fixture", "test_bench.py::test_timer")
 
@@ -101,10 +121,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     done["save"] = run_pytest(bench, mode, "--bench-save=main", json_path=out / "save.json")
     saved = bench / "baselines/main/test_bench.json"
     done["saved_file"] = Run(0, saved.read_text() if saved.exists() else "")
-    done["compare"] = run_pytest(bench, mode, "--bench-compare=main", json_path=out / "compare.json")
-    done["subset"] = run_pytest(bench, mode, "--bench-compare=main", "-k", "marker or timer",
-                                json_path=out / "subset.json")
-    done["xdist"] = run_pytest(bench, mode, "--bench-compare=main", "-n", "2", json_path=out / "xdist.json")
+    done["compare"] = run_pytest(
+        bench, mode, "--bench-compare=main", json_path=out / "compare.json"
+    )
+    done["subset"] = run_pytest(
+        bench, mode, "--bench-compare=main", "-k", "marker or timer", json_path=out / "subset.json"
+    )
+    done["xdist"] = run_pytest(
+        bench, mode, "--bench-compare=main", "-n", "2", json_path=out / "xdist.json"
+    )
     flag.write_text("")
     done["regress"] = run_pytest(bench, mode, "--bench-compare=main")
     flag.unlink()
@@ -139,7 +164,9 @@ def test_save_stores_counts_functions_and_fingerprint(runs: dict[str, Run]) -> N
         assert metric["instructions_per_run"] > 1000
         assert metric["number_per_run"] == (50 if key.endswith("test_timer") else 100)
         assert len(metric["functions"]) > 10
-        assert sum(metric["functions"].values()) == pytest.approx(metric["instructions_per_run"], rel=0.01)
+        assert sum(metric["functions"].values()) == pytest.approx(
+            metric["instructions_per_run"], rel=0.01
+        )
         env = document["environments"][metric["env"]]
         assert env["valgrind"].startswith("valgrind-")
         assert env["allocator"].startswith("torchbench-")
@@ -164,7 +191,9 @@ def _worst_drift(run: Run, baseline: dict[str, float]) -> tuple[float, str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("setup", ["compare", "subset", "xdist"])
-def test_counts_do_not_move_with_rerun_selection_or_workers(runs: dict[str, Run], setup: str) -> None:
+def test_counts_do_not_move_with_rerun_selection_or_workers(
+    runs: dict[str, Run], setup: str
+) -> None:
     saved = runs["save"]
     assert saved.ret == 0 and runs[setup].ret == 0, _fail(runs[setup])
     baseline = saved.results()
@@ -185,7 +214,9 @@ def test_real_regression_fails_its_test_with_functions(runs: dict[str, Run]) -> 
     regress = runs["regress"]
     assert regress.ret == 1, _fail(regress)
     out = regress.out
-    assert "FAILED test_bench.py::test_marker" in out and "FAILED test_bench.py::test_fixture" in out
+    assert (
+        "FAILED test_bench.py::test_marker" in out and "FAILED test_bench.py::test_fixture" in out
+    )
     assert "FAILED test_bench.py::test_timer" not in out
     for key in KEYS[:2]:
         assert f"torchbench: {key}: instructions regressed: instructions " in out
@@ -207,13 +238,16 @@ def test_stale_baseline_and_other_environment(runs: dict[str, Run]) -> None:
     out = edited.out
     assert "FAILED test_bench.py::test_marker" in out
     assert "instructions improved beyond the limit (stale baseline)" in out
-    assert "refresh the baselines with: pytest test_bench.py::test_marker --bench-mode=instructions --bench-save=edited" in out
+    assert (
+        "refresh the baselines with: pytest test_bench.py::test_marker --bench-mode=instructions --bench-save=edited"
+        in out
+    )
     # a different valgrind: shown as not comparable, not failed
     assert "FAILED test_bench.py::test_fixture" not in out
     assert "baseline from a different environment (valgrind: valgrind-3.0.0 -> valgrind-" in out
 
 
-CRASHING = '''
+CRASHING = """
 import os, signal, pytest, torch
 
 def test_ok(benchmark):
@@ -234,7 +268,7 @@ def test_raises(benchmark):
         if len(calls) > 1:
             raise RuntimeError("boom under valgrind")
     benchmark(f)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -242,7 +276,9 @@ def crash_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, Path]:
     bench = tmp_path_factory.mktemp("crash")
     out = tmp_path_factory.mktemp("crash-out")
     (bench / "test_crash.py").write_text(CRASHING)
-    run = run_pytest(bench, "--bench-mode=instructions", "--bench-save=main", json_path=out / "r.json")
+    run = run_pytest(
+        bench, "--bench-mode=instructions", "--bench-save=main", json_path=out / "r.json"
+    )
     return run, bench
 
 
@@ -252,13 +288,17 @@ def test_worker_dying_mid_run_names_the_test_and_saves_nothing(crash_run: tuple[
     assert run.ret == 1, _fail(run)
     assert "FAILED test_crash.py::test_killed" in run.out
     assert "crashed while running 'test_crash.py::test_killed'" in run.out
-    assert ("torchbench: a test process died while running test_crash.py::test_killed: "
-            "baseline set 'main' was not written") in run.out
+    assert (
+        "torchbench: a test process died while running test_crash.py::test_killed: "
+        "baseline set 'main' was not written"
+    ) in run.out
     assert not (bench / "baselines").exists()
 
 
 @pytest.mark.slow
-def test_benchmark_raising_under_valgrind_fails_and_stores_nothing(crash_run: tuple[Run, Path]) -> None:
+def test_benchmark_raising_under_valgrind_fails_and_stores_nothing(
+    crash_run: tuple[Run, Path],
+) -> None:
     run, _ = crash_run
     assert "FAILED test_crash.py::test_raises - RuntimeError: boom under valgrind" in run.out
     assert run.json is not None
@@ -269,7 +309,9 @@ def test_no_valgrind_on_path_is_one_clear_line(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "python").symlink_to(sys.executable)
-    (tmp_path / "test_a.py").write_text("import pytest\n@pytest.mark.benchmark\ndef test_a():\n    pass\n")
+    (tmp_path / "test_a.py").write_text(
+        "import pytest\n@pytest.mark.benchmark\ndef test_a():\n    pass\n"
+    )
     run = run_pytest(tmp_path, "--bench-mode=instructions", path=str(bin_dir))
     assert run.ret == 4, _fail(run)
     lines = own_lines(run.out)  # torch may warn at import: not counted

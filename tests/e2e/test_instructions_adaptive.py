@@ -5,6 +5,7 @@ code (same numbers of calls, counts within 0.1%, usually bit-identical), and a r
 eight times, past its bucket (still counted over its baseline's number of calls: a regression, not "not
 comparable") while another regressed (its failure names the functions that changed, shortened).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed"),
 ]
 
-MODULE = '''
+MODULE = """
 import os, torch
 
 GROW = {grow!r}
@@ -42,23 +43,39 @@ def test_heavy(benchmark):
     n = 6_400_000 if os.path.exists(GROW) else 800_000
     x = torch.rand(n)
     benchmark(lambda: x * 2.0 + 1.0)
-'''
+"""
 
 
 def run(cwd: Path, *args: str, json_path: Path) -> tuple[int, str, dict]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GITHUB_STEP_SUMMARY", None)
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider",
-         "--bench-mode=instructions", f"--bench-json={json_path}", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider",
+            "--bench-mode=instructions",
+            f"--bench-json={json_path}",
+            *args,
+        ],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     data = json.loads(json_path.read_text()) if json_path.exists() else {}
     return done.returncode, done.stdout + done.stderr, data
 
 
 def instructions(data: dict) -> dict[str, dict]:
-    return {r["key"].split("::")[-1]: r["metrics"]["instructions"] for r in data.get("benchmarks", [])}
+    return {
+        r["key"].split("::")[-1]: r["metrics"]["instructions"] for r in data.get("benchmarks", [])
+    }
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +115,9 @@ def test_a_rerun_picks_the_same_numbers_and_the_same_counts(runs) -> None:
         # Bit-identical is the aim and most reruns are; a residual of a few instructions per call
         # (address-dependent paths, e.g. __memcmp_avx2_movbe) still moves about one benchmark in
         # twenty by <= 0.05% (README, figures): within the -k / -n tolerance, not a failure.
-        assert after[name]["instructions_per_run"] == pytest.approx(before[name]["instructions_per_run"],
-                                                                    rel=0.001), name
+        assert after[name]["instructions_per_run"] == pytest.approx(
+            before[name]["instructions_per_run"], rel=0.001
+        ), name
 
 
 def test_work_grown_past_its_bucket_is_counted_as_its_baseline_was_and_fails(runs) -> None:
@@ -111,7 +129,9 @@ def test_work_grown_past_its_bucket_is_counted_as_its_baseline_was_and_fails(run
     assert after["test_heavy"]["number_per_run"] == before["test_heavy"]["number_per_run"] == 2
     assert after["test_heavy"]["warmup"] == before["test_heavy"]["warmup"]
     assert "FAILED test_adaptive.py::test_heavy" in out, out[-4000:]
-    verdicts = {v["key"].split("::")[-1]: v for v in data["verdicts"] if v["metric"] == "instructions"}
+    verdicts = {
+        v["key"].split("::")[-1]: v for v in data["verdicts"] if v["metric"] == "instructions"
+    }
     assert verdicts["test_heavy"]["status"] == "regression"
     assert verdicts["test_heavy"]["delta"] > 5
     assert "counted over" not in out and "re-save the baseline" not in out
@@ -123,14 +143,16 @@ def test_a_regression_names_the_changed_functions_shortened(runs) -> None:
     assert "largest |change| first; lock/GIL frames summed last" in out
     changed = re.findall(r"^ +[+-][\d,]+  (\S.*)$", out, flags=re.M)
     assert changed, out[-4000:]
-    functions = [name for name in changed if not name.startswith("in ")]  # not the lock/GIL sum line
+    functions = [
+        name for name in changed if not name.startswith("in ")
+    ]  # not the lock/GIL sum line
     assert functions and all(len(name) <= 90 for name in functions), changed
     # the full names stay in the baseline: some are longer than any shortened one
     stored = json.loads(runs["saved_file"][1])["benchmarks"]["test_adaptive.py::test_small"]
     assert max(len(name) for name in stored["metrics"]["instructions"]["functions"]) > 90
 
 
-CALL_ORDER = '''
+CALL_ORDER = """
 import pytest, torch
 
 SMALL, LARGE = torch.rand(3_000_000), torch.rand(6_000_000)
@@ -152,10 +174,12 @@ def test_default(benchmark):
 @pytest.mark.benchmark(warmup=0)
 def test_no_warmup(benchmark):
     benchmark(calls_grow_at_the_third())
-'''
+"""
 
 
-def test_a_heavy_benchmark_is_counted_at_its_third_call_unless_no_warm_up_is_asked_for(tmp_path: Path) -> None:
+def test_a_heavy_benchmark_is_counted_at_its_third_call_unless_no_warm_up_is_asked_for(
+    tmp_path: Path,
+) -> None:
     """A one-call plan counts the third call: the test's own first call and the probe come before
     it, and the probe is the second execution of every line, where CPython 3.12+ specialises (a
     count of it followed what earlier tests had run: docs/design/counting.md, "How many calls

@@ -7,6 +7,7 @@ the cache's 4,096 slots changes, and with it how often ``_PyType_Lookup`` misses
 The same work, counted under four tag offsets in one session, must count the same; the cost of the
 misses is kept apart and reported (docs/design/counting.md, "Type-cache misses are kept apart").
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed"),
+]
 
 LIBRARY = '''
 """Deep class hierarchies with many attribute lookups per call (dataclass-like containers)."""
@@ -51,7 +54,7 @@ def lookup_all(objs, lookups):
     return total
 '''
 
-TESTS = '''
+TESTS = """
 import pytest
 import deep
 
@@ -69,7 +72,7 @@ def test_lookups(benchmark, tags):
     _KEEP.append(types)
     lookups = {t: [n for k in t.__mro__ for n in vars(k) if not n.startswith("__")] for t in types}
     benchmark(deep.lookup_all, [t() for t in types], lookups)
-'''
+"""
 
 
 def test_type_cache_collisions_move_no_count(tmp_path: Path) -> None:
@@ -79,11 +82,28 @@ def test_type_cache_collisions_move_no_count(tmp_path: Path) -> None:
     (project / "test_deep.py").write_text(TESTS)
     report = tmp_path / "results.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:benchmark", "-p", "no:cacheprovider",
-                           "--bench-mode=instructions", f"--bench-json={report}"],
-                          cwd=project, env=env, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:benchmark",
+            "-p",
+            "no:cacheprovider",
+            "--bench-mode=instructions",
+            f"--bench-json={report}",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
-    values = [entry["metrics"]["instructions"] for entry in json.loads(report.read_text())["benchmarks"]]
+    values = [
+        entry["metrics"]["instructions"] for entry in json.loads(report.read_text())["benchmarks"]
+    ]
     assert len(values) == 4
     counted = [v["instructions_per_run"] for v in values]
     misses = [v.get("type_cache_misses", 0.0) for v in values]
@@ -93,5 +113,7 @@ def test_type_cache_collisions_move_no_count(tmp_path: Path) -> None:
     spread = max(counted) / min(counted) - 1
     assert spread < 0.01, figures  # within the default limit, whatever collided
     if max(raw) / min(raw) - 1 < 0.02:
-        pytest.skip(f"no collision reproduced in this environment (all instructions within 2%): {figures}")
+        pytest.skip(
+            f"no collision reproduced in this environment (all instructions within 2%): {figures}"
+        )
     assert spread < (max(raw) / min(raw) - 1) / 5, figures

@@ -7,6 +7,7 @@ other bucket in another run: "not comparable", and in CI a failed job asking to 
 The committed baseline here says 2 calls for a benchmark whose first call plans 100 (the
 neighbouring bucket): only a plan handed to both runs makes them count over 2.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,13 +24,16 @@ pytestmark = [
 
 LIB_BEFORE = "import torch\n\n\ndef work():\n    return torch.ones(4) + 1\n"
 LIB_AFTER = "import torch\n\n\ndef work():\n    return (torch.ones(4) + 1).clone()\n"
-TEST = "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_work():\n    mylib.work()\n"
+TEST = (
+    "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_work():\n    mylib.work()\n"
+)
 CONFTEST = "import os\n\n\ndef pytest_torchbench_environment(config):\n    return {'runner': os.environ.get('RUNNER')}\n"
 KEY = "test_work.py::test_work"
 
 
 def test_head_and_measured_base_count_over_the_committed_number_and_the_regression_is_caught(
-        pytester: pytest.Pytester, run_bench, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester, run_bench, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
     root = pytester.path
     (root / "mylib").mkdir()
     (root / "mylib/__init__.py").write_text(LIB_BEFORE)
@@ -51,15 +55,23 @@ def test_head_and_measured_base_count_over_the_committed_number_and_the_regressi
     (root / "mylib/__init__.py").write_text(LIB_AFTER)
     git(root, "commit", "-q", "-am", "after: one more op per call")
 
-    monkeypatch.setenv("RUNNER", "ci")  # the committed baseline is not comparable: HEAD~1 is measured
+    monkeypatch.setenv(
+        "RUNNER", "ci"
+    )  # the committed baseline is not comparable: HEAD~1 is measured
     monkeypatch.setenv("CI", "true")
-    result = run_bench("--bench-mode=instructions", "--bench-compare=HEAD~1", "--bench-json=out.json")
+    result = run_bench(
+        "--bench-mode=instructions", "--bench-compare=HEAD~1", "--bench-json=out.json"
+    )
     out = result.stdout.str()
     assert result.ret == 1, out
     assert "measured in this job in" in out and "counted over" not in out, out
     report = json.loads((root / "out.json").read_text())
     head = report["benchmarks"][0]["metrics"]["instructions"]
     base = report["baseline_entries"][KEY]["metrics"]["instructions"]
-    assert (head["number_per_run"], head["warmup"]) == (base["number_per_run"], base["warmup"]) == (2, 1)
+    assert (
+        (head["number_per_run"], head["warmup"])
+        == (base["number_per_run"], base["warmup"])
+        == (2, 1)
+    )
     (verdict,) = [v for v in report["verdicts"] if v["metric"] == "instructions"]
     assert verdict["status"] == "regression" and verdict["failed"], verdict

@@ -1,13 +1,13 @@
 """Each benchmark starts from the same process state, whatever the test before it left behind:
 torch's thread count (``torch.set_num_threads`` in a benchmark) and a torch profiler left running."""
+
 from __future__ import annotations
 
 import json
 
-
 import pytest
 
-THREADS_MODULE = '''
+THREADS_MODULE = """
 import json, os, pytest, torch
 
 @pytest.mark.benchmark
@@ -27,7 +27,7 @@ def test_b_measures(benchmark):
 def test_c_plain():
     with open("threads_c.json", "w") as out:
         json.dump(torch.get_num_threads(), out)
-'''
+"""
 
 
 def test_set_num_threads_in_a_benchmark_does_not_leak(bench) -> None:
@@ -36,12 +36,14 @@ def test_set_num_threads_in_a_benchmark_does_not_leak(bench) -> None:
     assert result.ret == 0, result.stdout.str()
     seen = json.loads((bench.path / "threads.json").read_text())
     assert seen["during_b"] == [1], seen  # measured with the 1 thread its fingerprint records
-    assert json.loads((bench.path / "threads_c.json").read_text()) == 1  # restored after the benchmark
+    assert (
+        json.loads((bench.path / "threads_c.json").read_text()) == 1
+    )  # restored after the benchmark
     # the fingerprint and what ran agree
     assert "num_threads" not in result.stdout.str() or "not comparable" not in result.stdout.str()
 
 
-PROFILER_MODULE = '''
+PROFILER_MODULE = """
 import pytest, torch
 
 {marker}
@@ -57,7 +59,7 @@ def test_b_measured():
 def test_c_profiles(bench_profiler):
     with bench_profiler as prof:
         torch.ones(4) - 1
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", ["ops", "time"])

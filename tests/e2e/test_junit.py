@@ -1,4 +1,5 @@
 """Benchmark metrics and verdicts as JUnit XML test properties (--junitxml)."""
+
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
@@ -10,18 +11,28 @@ def _properties(path) -> dict[str, dict[str, str]]:  # type: ignore[no-untyped-d
     tree = ET.parse(path)
     out: dict[str, dict[str, str]] = {}
     for case in tree.iter("testcase"):
-        out[case.get("name", "")] = {p.get("name", ""): p.get("value", "") for p in case.iter("property")}
+        out[case.get("name", "")] = {
+            p.get("name", ""): p.get("value", "") for p in case.iter("property")
+        }
     return out
 
 
 def test_metrics_and_verdicts_in_junit(pytester: pytest.Pytester, run_bench, bench_module) -> None:  # type: ignore[no-untyped-def]
     """Real measurements on tiny workloads: time and op counts, then a compare."""
-    pytester.makepyfile(test_a=bench_module + '''
+    pytester.makepyfile(
+        test_a=bench_module
+        + """
 
 def test_plain():
     assert True
-''')
-    first = run_bench("--bench-mode=time,ops", "--bench-min-run-time=0.02", "--bench-save=main", "--junitxml=j1.xml")
+"""
+    )
+    first = run_bench(
+        "--bench-mode=time,ops",
+        "--bench-min-run-time=0.02",
+        "--bench-save=main",
+        "--junitxml=j1.xml",
+    )
     assert first.ret == 0
     props = _properties(pytester.path / "j1.xml")
     add = props["test_add"]

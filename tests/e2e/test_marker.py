@@ -1,4 +1,5 @@
 """The marker, the fixtures and plain (no bench option) runs, through real pytest subprocesses."""
+
 from __future__ import annotations
 
 import json
@@ -63,12 +64,14 @@ def test_time_mode_measures_body_without_fixture_and_only_fn_with_it(bench, monk
 
 
 def test_marker_is_registered_under_strict_markers(bench):
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest
         @pytest.mark.benchmark(label="x")
         def test_a():
             pass
-    """)
+    """
+    )
     bench.run("--strict-markers").assert_outcomes(passed=1)
     bench.run("--strict-markers", "--bench-mode=time", FAST).assert_outcomes(passed=1)
     result = bench.run("--markers")
@@ -76,7 +79,8 @@ def test_marker_is_registered_under_strict_markers(bench):
 
 
 def test_unknown_marker_keyword_is_an_error_naming_it(bench):
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest
         @pytest.mark.benchmark(min_runtime=0.5)
         def test_typo():
@@ -87,7 +91,8 @@ def test_unknown_marker_keyword_is_an_error_naming_it(bench):
         @pytest.mark.benchmark(limits="time:lots")
         def test_bad_limit():
             pass
-    """)
+    """
+    )
     for args in ((), ("--bench-mode=time", FAST)):
         result = bench.run(*args)
         result.assert_outcomes(errors=3)
@@ -99,7 +104,8 @@ def test_unknown_marker_keyword_is_an_error_naming_it(bench):
 
 
 def test_marker_keywords_reach_the_measurement(bench):
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest, torch
         seen = []
         @pytest.mark.benchmark(num_threads=2, threshold=0.5, min_run_time=0.01, max_run_time=0.5,
@@ -110,7 +116,8 @@ def test_marker_keywords_reach_the_measurement(bench):
             # the first call is the test's real run (torch's default threads); every measured
             # call runs under the marker's num_threads, as Timer(num_threads=2) does
             assert set(seen[1:]) == {2}, seen
-    """)
+    """
+    )
     result = bench.run("--bench-mode=time", f"--bench-json={bench.path / 'out.json'}")
     result.assert_outcomes(passed=2)
     document = json.loads((bench.path / "out.json").read_text())
@@ -120,7 +127,8 @@ def test_marker_keywords_reach_the_measurement(bench):
 
 
 def test_bench_timer_records_with_defaults_from_test_id_and_params(bench):
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest, torch
 
         @pytest.mark.parametrize("n", [4, 16])
@@ -133,14 +141,16 @@ def test_bench_timer_records_with_defaults_from_test_id_and_params(bench):
             t.adaptive_autorange(min_run_time=0.01, max_run_time=0.2)
             bench_timer("y * 2", setup="y = torch.ones(3)", globals={"torch": torch},
                         description="mul").timeit(10)
-    """)
+    """
+    )
     result = bench.run("--bench-mode=time", f"--bench-json={bench.path / 'out.json'}")
     result.assert_outcomes(passed=2)
     document = json.loads((bench.path / "out.json").read_text())
     keys = sorted(b["key"] for b in document["benchmarks"])
     assert keys == sorted(
         f"test_bench.py::test_add[{n}]{suffix}"
-        for n in (4, 16) for suffix in ("", " #2", " #3", " [mul]")
+        for n in (4, 16)
+        for suffix in ("", " #2", " #3", " [mul]")
     )
     for b in document["benchmarks"]:
         assert b["label"] == "test_add"
@@ -154,10 +164,12 @@ def test_bench_timer_records_with_defaults_from_test_id_and_params(bench):
 
 
 def test_benchmark_fixture_unmarked_test_is_measured(bench):
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         def test_plain_fixture(benchmark):
             assert benchmark(sorted, [3, 1, 2]) == [1, 2, 3]
-    """)
+    """
+    )
     result = bench.run("--bench-mode=time", FAST)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*torchbench time*", "[[] test_plain_fixture []]"])
@@ -166,7 +178,8 @@ def test_benchmark_fixture_unmarked_test_is_measured(bench):
 def test_non_finite_and_fractional_marker_numbers_are_one_line_errors(bench):
     """Issue 8: max_run_time=nan/inf passed validation and the test never ended; a fractional
     number must not be truncated. Each is one line naming the test and the keyword."""
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest
         @pytest.mark.benchmark(max_run_time=float("nan"))
         def test_nan():
@@ -183,22 +196,29 @@ def test_non_finite_and_fractional_marker_numbers_are_one_line_errors(bench):
         @pytest.mark.benchmark(number=2.5)
         def test_fractional():
             pass
-    """)
+    """
+    )
     result = bench.run("--bench-mode=time", FAST, timeout=60)
     result.assert_outcomes(errors=5)
     out = result.stdout.str()
     assert "test_bench.py::test_nan: max_run_time=nan must be a finite number > 0" in out
     assert "test_bench.py::test_inf: max_run_time=inf must be a finite number > 0" in out
     assert "test_bench.py::test_min_inf: min_run_time=inf must be a finite number > 0" in out
-    assert "test_bench.py::test_pytest_benchmark_nan: max_time=nan must be a finite number > 0" in out
-    assert "test_bench.py::test_fractional: number=2.5 must be a whole number (not truncated) >= 1" in out
+    assert (
+        "test_bench.py::test_pytest_benchmark_nan: max_time=nan must be a finite number > 0" in out
+    )
+    assert (
+        "test_bench.py::test_fractional: number=2.5 must be a whole number (not truncated) >= 1"
+        in out
+    )
     assert "Traceback" not in out
 
 
 def test_profiler_keywords_of_the_wrong_type_are_one_line_errors(bench):
     """Issue 8: profile= and ops_by_shape= of the wrong type ended in a TypeError from inside
     the profiler; now one line naming the test and the keyword, before anything is measured."""
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest, torch
         @pytest.mark.benchmark(profile={"record_shapes": "yes"})
         def test_profile_value():
@@ -212,19 +232,30 @@ def test_profiler_keywords_of_the_wrong_type_are_one_line_errors(bench):
         @pytest.mark.benchmark(ops_by_shape="yes")
         def test_by_shape(benchmark):
             benchmark(torch.add, torch.ones(2), 1)
-    """)
+    """
+    )
     result = bench.run("--bench-mode=ops", "--bench-profile", timeout=120)
     result.assert_outcomes(errors=4)
     out = result.stdout.str()
-    assert "test_bench.py::test_profile_value: profile={'record_shapes': 'yes'}: profiler option 'record_shapes' must be True or False" in out
-    assert "test_bench.py::test_profile_typo: profile={'with_stakc': True}: unknown profiler option 'with_stakc'" in out
-    assert "test_bench.py::test_profile_not_a_dict: profile=['record_shapes'] must be a dict of profiler options" in out
+    assert (
+        "test_bench.py::test_profile_value: profile={'record_shapes': 'yes'}: profiler option 'record_shapes' must be True or False"
+        in out
+    )
+    assert (
+        "test_bench.py::test_profile_typo: profile={'with_stakc': True}: unknown profiler option 'with_stakc'"
+        in out
+    )
+    assert (
+        "test_bench.py::test_profile_not_a_dict: profile=['record_shapes'] must be a dict of profiler options"
+        in out
+    )
     assert "test_bench.py::test_by_shape: ops_by_shape='yes' must be True or False" in out
     assert "Traceback" not in out and "TypeError" not in out
 
 
 def test_seed_keyword_is_validated(bench):
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest
         @pytest.mark.benchmark(seed=-1)
         def test_negative():
@@ -238,7 +269,8 @@ def test_seed_keyword_is_validated(bench):
         @pytest.mark.benchmark(seed=None)
         def test_none_is_fine():
             pass
-    """)
+    """
+    )
     result = bench.run("--bench-mode=ops", timeout=120)
     result.assert_outcomes(errors=3, passed=1)
     out = result.stdout.str()
@@ -251,12 +283,14 @@ def test_keywords_given_as_none_mean_their_default(bench):
     """The marker's signature reads ``number=None, warmup=None``: passing None (a suite that reads
     its counts from the environment, ``warmup=int(os.environ.get("WU", 0)) or None``) is the default,
     not an error ("warmup=None must be an integer >= 0", seen 2026-11-28)."""
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest, torch
         @pytest.mark.benchmark(number=None, warmup=None)
         def test_defaults():
             torch.ones(4) + 1
-    """)
+    """
+    )
     bench.run("--bench-mode=ops", timeout=120).assert_outcomes(passed=1)
 
 
@@ -315,8 +349,12 @@ def test_counting_modes_seed_each_test_before_its_fixtures(bench):
 
     bench.pytester.makepyfile(test_bench=SEEDED_TESTS)
     documents = {}
-    runs = (("all", ()), ("again", ()), ("alone", ("-k", "second or own_seed or after_a or numpy")),
-            ("time", ("--bench-mode=time", FAST)))
+    runs = (
+        ("all", ()),
+        ("again", ()),
+        ("alone", ("-k", "second or own_seed or after_a or numpy")),
+        ("time", ("--bench-mode=time", FAST)),
+    )
     for name, selection in runs:
         out = bench.path / f"{name}.json"
         mode = () if name == "time" else ("--bench-mode=ops",)
@@ -333,13 +371,23 @@ def test_counting_modes_seed_each_test_before_its_fixtures(bench):
     numpy_draw = float(numpy.random.rand())
     for name in ("all", "again", "alone"):
         by_key = documents[name]
-        assert by_key["test_bench.py::test_second"]["extra_info"] == {"fixture": fixture, "body": body}, name
+        assert by_key["test_bench.py::test_second"]["extra_info"] == {
+            "fixture": fixture,
+            "body": body,
+        }, name
         assert by_key["test_bench.py::test_own_seed"]["extra_info"] == {"body": own}, name
         assert by_key["test_bench.py::test_after_a_module_fixture"]["extra_info"] == {
-            "weights": weights, "body": fixture}, name  # the module fixture drew from its own seeding
-        assert by_key["test_bench.py::test_numpy_fixture"]["extra_info"] == {"numpy": numpy_draw}, name
+            "weights": weights,
+            "body": fixture,
+        }, name  # the module fixture drew from its own seeding
+        assert by_key["test_bench.py::test_numpy_fixture"]["extra_info"] == {"numpy": numpy_draw}, (
+            name
+        )
         for key in ("test_bench.py::test_second", "test_bench.py::test_after_a_module_fixture"):
-            assert by_key[key]["metrics"]["ops"] == documents["all"][key]["metrics"]["ops"], (name, key)
+            assert by_key[key]["metrics"]["ops"] == documents["all"][key]["metrics"]["ops"], (
+                name,
+                key,
+            )
     timed = documents["time"]
     assert timed["test_bench.py::test_second"]["extra_info"] != {"fixture": fixture, "body": body}
     assert timed["test_bench.py::test_numpy_fixture"]["extra_info"] != {"numpy": numpy_draw}

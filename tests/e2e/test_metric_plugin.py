@@ -1,6 +1,7 @@
 """A third-party metric, registered from a conftest through pytest_torchbench_register_metrics,
 goes the whole way: measured, saved, compared (and failing its test), shown in the terminal,
 JUnit, Markdown and HTML, and validated when read back. Its one file is the conftest below."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ from pathlib import Path
 
 #: A real metric: Python line events of one call of the benchmark (sys.settrace), deterministic.
 #: It uses the defaults of pytest_torchbench.Metric for judging and showing (one headline number).
-CONFTEST = '''
+CONFTEST = """
 import dataclasses, sys
 from pytest_torchbench import Metric
 
@@ -62,9 +63,9 @@ class Lines(Metric):
 
 def pytest_torchbench_register_metrics(config):
     return [Lines()]
-'''
+"""
 
-MODULE = '''
+MODULE = """
 import pytest
 
 def work(n):
@@ -75,7 +76,7 @@ def work(n):
 
 def test_loop(benchmark):
     benchmark(work, {n})
-'''
+"""
 
 
 def test_a_metric_registered_by_a_plugin_goes_the_whole_way(bench) -> None:  # type: ignore[no-untyped-def]
@@ -90,57 +91,87 @@ def test_a_metric_registered_by_a_plugin_goes_the_whole_way(bench) -> None:  # t
     assert bench.run("--bench-mode=lines", "--bench-compare=main").ret == 0  # same code: unchanged
 
     bench.pytester.makepyfile(test_bench=MODULE.format(n=20))  # twice the loop: a regression
-    run = bench.run("--bench-mode=lines", "--bench-compare=main", "--bench-markdown=out.md",
-                    "--bench-html=out.html", "--junitxml=junit.xml", "--bench-json=out.json")
+    run = bench.run(
+        "--bench-mode=lines",
+        "--bench-compare=main",
+        "--bench-markdown=out.md",
+        "--bench-html=out.html",
+        "--junitxml=junit.xml",
+        "--bench-json=out.json",
+    )
     assert run.ret == 1
-    run.stdout.fnmatch_lines([
-        "*torchbench: test_bench.py::test_loop: lines regressed: lines * -> * (+*%, limit 5%)",
-        "*! regression*",
-    ])
+    run.stdout.fnmatch_lines(
+        [
+            "*torchbench: test_bench.py::test_loop: lines regressed: lines * -> * (+*%, limit 5%)",
+            "*! regression*",
+        ]
+    )
     verdicts = json.loads((bench.path / "out.json").read_text())["verdicts"]
-    assert [(v["metric"], v["status"], v["failed"]) for v in verdicts] == [("lines", "regression", True)]
+    assert [(v["metric"], v["status"], v["failed"]) for v in verdicts] == [
+        ("lines", "regression", True)
+    ]
     assert "lines" in (bench.path / "out.md").read_text()
     assert "test_bench.py::test_loop" in (bench.path / "out.html").read_text()
-    properties = {p.get("name"): p.get("value") for p in ET.parse(bench.path / "junit.xml").iter("property")}
+    properties = {
+        p.get("name"): p.get("value") for p in ET.parse(bench.path / "junit.xml").iter("property")
+    }
     assert properties["torchbench.verdict.lines"] == "regression (failed)"
     assert float(properties["torchbench.lines.value"]) > lines
     # The torchbench command reads and judges the same sets once told where the metric comes from;
     # without it, it says which metric is missing and how to load it (not "malformed").
     assert bench.run("--bench-mode=lines", "--bench-save=pr").ret == 0
     cli = [sys.executable, "-m", "pytest_torchbench"]
-    unknown = subprocess.run([*cli, "compare", "main", "pr"], cwd=bench.path, capture_output=True, text=True)
+    unknown = subprocess.run(
+        [*cli, "compare", "main", "pr"], cwd=bench.path, capture_output=True, text=True
+    )
     assert unknown.returncode == 4, unknown.stderr
     assert "holds metric 'lines', which no loaded plugin registers" in unknown.stderr
     assert "-p path/to/conftest.py" in unknown.stderr and unknown.stderr.count("\n") == 1
-    judged = subprocess.run([*cli, "-p", "conftest.py", "compare", "main", "pr"], cwd=bench.path,
-                            capture_output=True, text=True)
+    judged = subprocess.run(
+        [*cli, "-p", "conftest.py", "compare", "main", "pr"],
+        cwd=bench.path,
+        capture_output=True,
+        text=True,
+    )
     assert judged.returncode == 1, judged.stdout + judged.stderr
-    assert re.search(r"test_bench.py::test_loop: lines \d+ -> \d+ \(\+[\d.]+%, limit 5%\) FAILED", judged.stdout)
-    same = subprocess.run([*cli, "-p", "conftest.py", "compare", "main", "main", "-p", "conftest.py"], cwd=bench.path,
-                          capture_output=True, text=True)
+    assert re.search(
+        r"test_bench.py::test_loop: lines \d+ -> \d+ \(\+[\d.]+%, limit 5%\) FAILED", judged.stdout
+    )
+    same = subprocess.run(
+        [*cli, "-p", "conftest.py", "compare", "main", "main", "-p", "conftest.py"],
+        cwd=bench.path,
+        capture_output=True,
+        text=True,
+    )
     assert same.returncode == 0, same.stdout + same.stderr
     # The limit option knows the new name; a bad number in its baseline is one line, exit 4.
-    assert bench.run("--bench-mode=lines", "--bench-compare=main", "--bench-fail=lines:200%").ret == 0
+    assert (
+        bench.run("--bench-mode=lines", "--bench-compare=main", "--bench-fail=lines:200%").ret == 0
+    )
     path = bench.baseline("main")
     document = json.loads(path.read_text())
     document["benchmarks"]["test_bench.py::test_loop"]["metrics"]["lines"]["lines"] = 0
     path.write_text(json.dumps(document))
     bad = bench.run("--bench-mode=lines", "--bench-compare=main")
     assert bad.ret == 4
-    bad.stderr.fnmatch_lines(["*benchmark 'test_bench.py::test_loop': lines.lines is 0; it must be > 0*"])
+    bad.stderr.fnmatch_lines(
+        ["*benchmark 'test_bench.py::test_loop': lines.lines is 0; it must be > 0*"]
+    )
 
 
 def test_a_metric_name_taken_twice_is_a_usage_error(bench) -> None:  # type: ignore[no-untyped-def]
-    bench.pytester.makeconftest('''
+    bench.pytester.makeconftest("""
 from pytest_torchbench.metrics.ops import Ops
 
 def pytest_torchbench_register_metrics(config):
     return [Ops()]
-''')
+""")
     bench.pytester.makepyfile(test_bench=MODULE.format(n=1))
     result = bench.run("--bench-mode=ops")
     assert result.ret == 4
-    result.stderr.fnmatch_lines(["*pytest_torchbench_register_metrics: metric 'ops' is registered twice*"])
+    result.stderr.fnmatch_lines(
+        ["*pytest_torchbench_register_metrics: metric 'ops' is registered twice*"]
+    )
 
 
 def _documented_metric() -> str:
@@ -161,9 +192,14 @@ def test_the_documented_minimal_metric_works_as_shown(bench) -> None:  # type: i
     saved = bench.run("--bench-mode=lines", "--bench-save=main")
     assert saved.ret == 0, saved.stdout.str() + saved.stderr.str()
     saved.stdout.fnmatch_lines(["*torchbench lines (Python lines per call)*"])
-    assert bench.load("main")["benchmarks"]["test_bench.py::test_loop"]["metrics"]["lines"]["lines"] > 20
+    assert (
+        bench.load("main")["benchmarks"]["test_bench.py::test_loop"]["metrics"]["lines"]["lines"]
+        > 20
+    )
     assert bench.run("--bench-mode=lines", "--bench-compare=main").ret == 0
     bench.pytester.makepyfile(test_bench=MODULE.format(n=20))
     slower = bench.run("--bench-mode=lines", "--bench-compare=main")
     assert slower.ret == 1
-    slower.stdout.fnmatch_lines(["*test_bench.py::test_loop: lines regressed: lines * -> * (+*%, limit 5%)"])
+    slower.stdout.fnmatch_lines(
+        ["*test_bench.py::test_loop: lines regressed: lines * -> * (+*%, limit 5%)"]
+    )

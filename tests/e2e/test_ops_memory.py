@@ -1,4 +1,5 @@
 """Ops, memory and profile modes end to end (no valgrind): real pytest subprocesses."""
+
 from __future__ import annotations
 
 import json
@@ -6,10 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import own_lines
 
-MODULE = '''
+MODULE = """
 import os, pytest, torch
 
 FLAG = {flag!r}
@@ -29,7 +29,7 @@ def test_fixture(benchmark):
 def test_param(benchmark, n):
     x = torch.ones(n, n)
     benchmark(lambda: (x * 2).relu())
-'''
+"""
 
 
 def _ops(path: Path) -> dict[str, dict[str, float]]:
@@ -45,7 +45,9 @@ def ops_module(pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFacto
 
 
 def test_op_counts_saved_identical_across_runs_and_workers_and_an_extra_op_fails(
-    pytester: pytest.Pytester, run_bench, ops_module: Path,  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    ops_module: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     out = pytester.path.parent / f"{pytester.path.name}-out"
     out.mkdir()
@@ -64,21 +66,25 @@ def test_op_counts_saved_identical_across_runs_and_workers_and_an_extra_op_fails
     ops_module.write_text("")  # one extra .clone() in test_marker
     result = run_bench("--bench-mode=ops", "--bench-compare=main")
     result.assert_outcomes(passed=3, failed=1)
-    result.stdout.fnmatch_lines([
-        "*torchbench: test_bench.py::test_marker: ops op counts changed: ops * -> * calls per call (*)",
-        "*aten::clone 0 -> 1 per call*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*torchbench: test_bench.py::test_marker: ops op counts changed: ops * -> * calls per call (*)",
+            "*aten::clone 0 -> 1 per call*",
+        ]
+    )
     assert "FAILED test_bench.py::test_marker" in result.stdout.str()
 
 
 def test_memory_saved_and_gated_with_a_limit(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
     flag = pytester.path.parent / f"{pytester.path.name}-big.flag"
-    pytester.makepyfile(test_mem=f'''
+    pytester.makepyfile(
+        test_mem=f"""
 import os, torch
 def test_alloc(benchmark):
     n = 512 if os.path.exists({str(flag)!r}) else 256
     benchmark(lambda: torch.ones(n, n))
-''')
+"""
+    )
     assert run_bench("--bench-mode=memory", "--bench-save=main").ret == 0
     saved = json.loads((pytester.path / "baselines/main/test_mem.json").read_text())
     peak = saved["benchmarks"]["test_mem.py::test_alloc"]["metrics"]["memory"]
@@ -87,13 +93,20 @@ def test_alloc(benchmark):
     flag.write_text("")  # 4x the memory
     failed = run_bench("--bench-mode=memory", "--bench-compare=main")
     assert failed.ret == 1
-    failed.stdout.fnmatch_lines(["*test_alloc: memory regressed: peak memory 262,144 -> 1,048,576 bytes (+300.0%, limit *"])
+    failed.stdout.fnmatch_lines(
+        ["*test_alloc: memory regressed: peak memory 262,144 -> 1,048,576 bytes (+300.0%, limit *"]
+    )
     # a limit above the change lets it pass
-    assert run_bench("--bench-mode=memory", "--bench-compare=main", "--bench-fail=memory:400%").ret == 0
+    assert (
+        run_bench("--bench-mode=memory", "--bench-compare=main", "--bench-fail=memory:400%").ret
+        == 0
+    )
 
 
 def test_bench_profile_writes_one_trace_per_benchmark_and_shows_top_ops(
-    pytester: pytest.Pytester, run_bench, ops_module: Path,  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,
+    ops_module: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     result = run_bench("--bench-mode=ops", "--bench-profile", "--bench-output=prof")
     assert result.ret == 0
@@ -105,13 +118,17 @@ def test_bench_profile_writes_one_trace_per_benchmark_and_shows_top_ops(
             assert "traceEvents" in json.loads((pytester.path / "prof/traces" / name).read_text())
     out = result.stdout.str()
     assert "torchbench profiles (top ops by self CPU time" in out
-    result.stdout.fnmatch_lines(["*test_bench.py::test_fixture: *prof/traces/*", "    aten::* calls  self * us*"])
+    result.stdout.fnmatch_lines(
+        ["*test_bench.py::test_fixture: *prof/traces/*", "    aten::* calls  self * us*"]
+    )
 
 
 def test_bench_profiler_fixture_safe_name_unwritable_folder_raising_and_nested(
-    pytester: pytest.Pytester, run_bench,  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester,
+    run_bench,  # type: ignore[no-untyped-def]
 ) -> None:
-    pytester.makepyfile(test_prof='''
+    pytester.makepyfile(
+        test_prof="""
 import pytest, torch
 
 @pytest.mark.parametrize("case", ["a/b-\\u00fc"])
@@ -128,14 +145,17 @@ def test_nested(bench_profiler):
     with torch.profiler.profile():
         with bench_profiler:
             torch.ones(4) + 1
-''')
+"""
+    )
     result = run_bench("--bench-output=out")
     result.assert_outcomes(passed=1, failed=2)
     traces = [p.name for p in (pytester.path / "out/traces").iterdir()]
     param = [n for n in traces if n.startswith("test_prof.py__test_param-")]
     assert len(param) == 1, traces
     assert re.fullmatch(r"test_prof\.py__test_param-a_b-[A-Za-z0-9._-]+\.json", param[0]), param
-    assert any(n.startswith("test_prof.py__test_raises") for n in traces)  # profiled up to the raise
+    assert any(
+        n.startswith("test_prof.py__test_raises") for n in traces
+    )  # profiled up to the raise
     out = result.stdout.str()
     assert "ValueError: inside the profiled block" in out
     assert "a torch profiler is already active in this test" in out
@@ -149,20 +169,28 @@ def test_nested(bench_profiler):
     assert len(lines) == 1, result.stdout.str()
 
 
-KERNELS = '''
+KERNELS = """
 import torch
 
 def test_add(benchmark):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     x = torch.ones(64, 64, device=device)
     benchmark(lambda: x + x)
-'''
+"""
 
 
-@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this machine has a CUDA device")
-def test_kernels_mode_without_cuda_is_one_line_and_exit_4(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="this machine has a CUDA device"
+)
+def test_kernels_mode_without_cuda_is_one_line_and_exit_4(
+    pytester: pytest.Pytester, run_bench
+) -> None:  # type: ignore[no-untyped-def]
     pytester.makepyfile(test_k=KERNELS)
-    for modes, named in (("kernels", "kernels"), ("ops,kernels", "kernels"), ("gpu_time", "gpu_time")):
+    for modes, named in (
+        ("kernels", "kernels"),
+        ("ops,kernels", "kernels"),
+        ("gpu_time", "gpu_time"),
+    ):
         result = run_bench(f"--bench-mode={modes}", "--bench-save=main")
         assert result.ret == 4, result.stdout.str() + result.stderr.str()
         errors = own_lines(result.stderr.str())  # torch may warn at import: not counted
@@ -172,34 +200,49 @@ def test_kernels_mode_without_cuda_is_one_line_and_exit_4(pytester: pytest.Pytes
 
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
-def test_kernels_saved_identical_and_an_extra_kernel_fails(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+def test_kernels_saved_identical_and_an_extra_kernel_fails(
+    pytester: pytest.Pytester, run_bench
+) -> None:  # type: ignore[no-untyped-def]
     flag = pytester.path.parent / f"{pytester.path.name}-k.flag"
-    pytester.makepyfile(test_k=f'''
+    pytester.makepyfile(
+        test_k=f"""
 import os, torch
 
 def test_add(benchmark):
     x = torch.ones(64, 64, device="cuda")
     extra = os.path.exists({str(flag)!r})
     benchmark(lambda: (x + x).relu() if extra else x + x)
-''')
+"""
+    )
     assert run_bench("--bench-mode=kernels,memory", "--bench-save=main").ret == 0
     saved = json.loads((pytester.path / "baselines/main/test_k.json").read_text())
     entry = saved["benchmarks"]["test_k.py::test_add"]["metrics"]
     assert sum(entry["kernels"]["kernels"].values()) == 1
-    assert entry["memory"]["peak_bytes"].get("cuda", 0) >= 64 * 64 * 4  # CUDA peak memory is reported
+    assert (
+        entry["memory"]["peak_bytes"].get("cuda", 0) >= 64 * 64 * 4
+    )  # CUDA peak memory is reported
     assert run_bench("--bench-mode=kernels", "--bench-compare=main").ret == 0
     flag.write_text("")
     failed = run_bench("--bench-mode=kernels", "--bench-compare=main")
     assert failed.ret == 1
-    failed.stdout.fnmatch_lines(["*test_add: kernels kernel launches changed: kernels 1 -> 2 launches per call (1 kernel(s) changed)*"])
+    failed.stdout.fnmatch_lines(
+        [
+            "*test_add: kernels kernel launches changed: kernels 1 -> 2 launches per call (1 kernel(s) changed)*"
+        ]
+    )
     # The new kernel is named with the op that launched it and the user's line that called the op.
-    failed.stdout.re_match_lines([r".* 0 -> 1 per call \(launched by aten::(relu|clamp_min) at test_k.py:6 in <lambda>\)"])
+    failed.stdout.re_match_lines(
+        [r".* 0 -> 1 per call \(launched by aten::(relu|clamp_min) at test_k.py:6 in <lambda>\)"]
+    )
 
 
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
-def test_gpu_time_saved_compared_and_doubled_work_fails(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
+def test_gpu_time_saved_compared_and_doubled_work_fails(
+    pytester: pytest.Pytester, run_bench
+) -> None:  # type: ignore[no-untyped-def]
     flag = pytester.path.parent / f"{pytester.path.name}-g.flag"
-    pytester.makepyfile(test_g=f'''
+    pytester.makepyfile(
+        test_g=f"""
 import os, pytest, torch
 
 def test_mm(benchmark):
@@ -217,7 +260,8 @@ def test_add(benchmark):  # launch-bound: the device idles most of the call
 def test_cold(benchmark):
     x = torch.randn(1024, 1024, device="cuda")
     benchmark(lambda: x * 2)
-''')
+"""
+    )
     assert run_bench("--bench-mode=gpu_time", "--bench-save=main").ret == 0
     saved = json.loads((pytester.path / "baselines/main/test_g.json").read_text())["benchmarks"]
     mm = saved["test_g.py::test_mm"]["metrics"]["gpu_time"]
@@ -229,4 +273,6 @@ def test_cold(benchmark):
     flag.write_text("")
     failed = run_bench("--bench-mode=gpu_time", "--bench-compare=main")
     assert failed.ret == 1
-    failed.stdout.re_match_lines([r".*test_mm: gpu_time .* per call \(\+(9\d|10\d)\.\d%, limit 5%; fastest of .*"])
+    failed.stdout.re_match_lines(
+        [r".*test_mm: gpu_time .* per call \(\+(9\d|10\d)\.\d%, limit 5%; fastest of .*"]
+    )

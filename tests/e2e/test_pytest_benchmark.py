@@ -3,16 +3,18 @@
 These runs deliberately leave out ``-p no:benchmark``: the rule under test is that a plain run is
 pytest-benchmark's and any ``--bench-*`` option makes the run ours, with no flags.
 """
+
 from __future__ import annotations
 
 import json
 import statistics
 
 import pytest
-
 from conftest import FAST
 
-pytest.importorskip("pytest_benchmark", reason="the two-plugins tests need pytest-benchmark installed")
+pytest.importorskip(
+    "pytest_benchmark", reason="the two-plugins tests need pytest-benchmark installed"
+)
 
 OWNER = """
 import pytest
@@ -29,7 +31,9 @@ def test_unit():
 
 def _run(bench, *args, timeout=240):
     """A subprocess run with every installed plugin active (no -p no:benchmark)."""
-    return bench.pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s", *args, timeout=timeout)
+    return bench.pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-s", *args, timeout=timeout
+    )
 
 
 def test_plain_run_is_pytest_benchmarks_and_its_options_work(bench):
@@ -152,7 +156,13 @@ def test_bench_only_and_bench_skip(bench):
 
 def test_an_added_marker_does_not_hide_a_class_markers_keywords(bench):
     bench.pytester.makepyfile(test_bench=SELECTION)
-    result = _run(bench, "--bench-mode=ops", "-k", "TestClassMarker", f"--bench-json={bench.path / 'out.json'}")
+    result = _run(
+        bench,
+        "--bench-mode=ops",
+        "-k",
+        "TestClassMarker",
+        f"--bench-json={bench.path / 'out.json'}",
+    )
     result.assert_outcomes(passed=1, deselected=5)
     (entry,) = json.loads((bench.path / "out.json").read_text())["benchmarks"]
     assert entry["group"] == "from-class"
@@ -198,7 +208,13 @@ def test_pedantic_extra_info_group_and_keywords_in_time_mode(bench, monkeypatch)
     counts.mkdir()
     monkeypatch.setenv("COUNT_DIR", str(counts))
     bench.pytester.makepyfile(test_bench=API)
-    result = _run(bench, "--bench-mode=time", FAST, f"--bench-json={bench.path / 'out.json'}", "--bench-save=main")
+    result = _run(
+        bench,
+        "--bench-mode=time",
+        FAST,
+        f"--bench-json={bench.path / 'out.json'}",
+        "--bench-save=main",
+    )
     result.assert_outcomes(passed=4)
     by_key = {b["key"]: b for b in json.loads((bench.path / "out.json").read_text())["benchmarks"]}
     pedantic = by_key["test_bench.py::test_pedantic"]
@@ -222,7 +238,10 @@ def test_pedantic_extra_info_group_and_keywords_in_time_mode(bench, monkeypatch)
     assert len(iterations["metrics"]["time"]["raw_times"]) == 5
     # group and extra_info are kept in the baselines
     saved = bench.load("main")["benchmarks"]
-    assert saved["test_bench.py::test_pedantic"]["extra_info"] == {"size": 64, "dtype": "torch.float32"}
+    assert saved["test_bench.py::test_pedantic"]["extra_info"] == {
+        "size": 64,
+        "dtype": "torch.float32",
+    }
     assert saved["test_bench.py::test_pedantic"]["group"] == "pedantic"
     assert "group" not in saved["test_bench.py::test_iterations[2]"]  # unset: not written
 
@@ -233,7 +252,9 @@ def test_pedantic_setup_runs_outside_the_counted_region(bench, monkeypatch):
     counts.mkdir()
     monkeypatch.setenv("COUNT_DIR", str(counts))
     bench.pytester.makepyfile(test_bench=API)
-    result = _run(bench, "--bench-mode=ops", "-k", "pedantic", f"--bench-json={bench.path / 'out.json'}")
+    result = _run(
+        bench, "--bench-mode=ops", "-k", "pedantic", f"--bench-json={bench.path / 'out.json'}"
+    )
     result.assert_outcomes(passed=1, deselected=3)
     (entry,) = json.loads((bench.path / "out.json").read_text())["benchmarks"]
     assert entry["metrics"]["ops"]["ops"] == {"aten::add": 1.0}
@@ -245,7 +266,8 @@ def test_pedantic_setup_runs_outside_the_counted_region(bench, monkeypatch):
 
 
 def test_pedantic_arguments_are_checked_as_pytest_benchmark_does(bench):
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest
         def test_iterations_with_setup(benchmark):
             with pytest.raises(ValueError, match="more than 1 `iterations` with a `setup`"):
@@ -258,7 +280,8 @@ def test_pedantic_arguments_are_checked_as_pytest_benchmark_does(bench):
         def test_args_and_setup_arguments(benchmark):
             with pytest.raises(TypeError, match="can't use `args` or `kwargs` if `setup` returns"):
                 benchmark.pedantic(abs, args=(1,), setup=lambda: ((2,), {}))
-    """)
+    """
+    )
     for args in ((), ("--bench-mode=ops",)):
         _run(bench, "-p", "no:benchmark", *args).assert_outcomes(passed=3)
 
@@ -309,11 +332,19 @@ def test_counting_modes_seed_random_code_so_counts_repeat(bench):
 
 @pytest.mark.slow
 def test_instructions_mode_seeds_random_code(bench):
-    bench.pytester.makepyfile(test_bench=RANDOM_AUGMENT.replace("SEED", "7").replace(
-        "@pytest.mark.benchmark(seed=7)", "@pytest.mark.benchmark(seed=7, number=10, warmup=20)"))
+    bench.pytester.makepyfile(
+        test_bench=RANDOM_AUGMENT.replace("SEED", "7").replace(
+            "@pytest.mark.benchmark(seed=7)", "@pytest.mark.benchmark(seed=7, number=10, warmup=20)"
+        )
+    )
     counts = []
     for _ in range(2):
-        result = _run(bench, "--bench-mode=instructions", f"--bench-json={bench.path / 'out.json'}", timeout=300)
+        result = _run(
+            bench,
+            "--bench-mode=instructions",
+            f"--bench-json={bench.path / 'out.json'}",
+            timeout=300,
+        )
         result.assert_outcomes(passed=1)
         (entry,) = json.loads((bench.path / "out.json").read_text())["benchmarks"]
         counts.append(entry["metrics"]["instructions"]["instructions_per_run"])

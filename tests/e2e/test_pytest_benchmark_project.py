@@ -1,5 +1,6 @@
 """Done means (issue 10): a suite written in pytest-benchmark's style runs unchanged in plain,
 time, ops and instructions modes, with pytest-benchmark installed and not disabled."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("pytest_benchmark", reason="the two-plugins tests need pytest-benchmark installed")
+pytest.importorskip(
+    "pytest_benchmark", reason="the two-plugins tests need pytest-benchmark installed"
+)
 
 PROJECT = Path(__file__).parent / "projects" / "pytest_benchmark_style"
 BENCHMARKS = 7  # 4 test_add + convnet + augmentation + pedantic; plus one unit test
@@ -36,8 +39,13 @@ def test_plain_run_is_pytest_benchmark(project):
 
 
 def test_time_mode(project):
-    result = _run(project, "--bench-mode=time", "--bench-min-run-time=0.02", "--bench-json=out.json",
-                  "--bench-save=main")
+    result = _run(
+        project,
+        "--bench-mode=time",
+        "--bench-min-run-time=0.02",
+        "--bench-json=out.json",
+        "--bench-save=main",
+    )
     result.assert_outcomes(passed=BENCHMARKS + 1)
     found = _benchmarks(project)
     assert len(found) == BENCHMARKS
@@ -65,11 +73,19 @@ def test_ops_mode_save_then_compare_is_clean(project):
 def test_instructions_mode(project):
     """A few small benchmarks of the suite (valgrind: each costs seconds), save then compare."""
     subset = ("-k", "add and float32-16 or random_augmentation or pedantic")
-    result = _run(project, "--bench-mode=instructions", *subset, "--bench-json=out.json", "--bench-save=main",
-                  timeout=400)
+    result = _run(
+        project,
+        "--bench-mode=instructions",
+        *subset,
+        "--bench-json=out.json",
+        "--bench-save=main",
+        timeout=400,
+    )
     assert result.ret == 0 and result.parseoutcomes()["passed"] == 3  # xdist workers deselect
     found = _benchmarks(project)
     assert found["test_vision.py::test_random_augmentation"]["group"] == "augment"
     assert all(b["metrics"]["instructions"]["instructions_per_run"] > 0 for b in found.values())
-    result = _run(project, "--bench-mode=instructions", *subset, "--bench-compare=main", timeout=400)
+    result = _run(
+        project, "--bench-mode=instructions", *subset, "--bench-compare=main", timeout=400
+    )
     assert result.ret == 0 and result.parseoutcomes()["passed"] == 3  # xdist workers deselect

@@ -1,5 +1,6 @@
 """How a benchmark run behaves as a pytest run: interrupts and signals, plugins switched off,
 subset runs, and pytest-benchmark habits (issue 27's pytest-run items)."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import BASE_ARGS, FAST
 
 OPS = "--bench-mode=ops"  # deterministic and fast: no timing noise, no valgrind
@@ -36,7 +36,10 @@ def test_runs_without_xdist(bench):
     result = bench.run("-p", "no:xdist", OPS, "--bench-save=main")
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=2)
-    assert set(bench.load("main")["benchmarks"]) == {"test_bench.py::test_add", "test_bench.py::test_mul"}
+    assert set(bench.load("main")["benchmarks"]) == {
+        "test_bench.py::test_add",
+        "test_bench.py::test_mul",
+    }
     compared = bench.run("-p", "no:xdist", OPS, "--bench-compare=main")
     compared.assert_outcomes(passed=2)
     compared.stdout.fnmatch_lines(["no changes beyond the limits against baseline 'main'*"])
@@ -65,16 +68,21 @@ def pytest_keyboard_interrupt(excinfo):
 
 
 def test_a_second_ctrl_c_during_the_interrupt_handling_saves_nothing(bench):
-    bench.pytester.makepyfile(test_bench=TWO + """
+    bench.pytester.makepyfile(
+        test_bench=TWO
+        + """
 import os, signal
 
 def test_ctrl_c():
     os.kill(os.getpid(), signal.SIGINT)
-""")
+"""
+    )
     bench.pytester.makeconftest(SECOND_CTRL_C)
     result = bench.run(OPS, "--bench-save=main", "--bench-json=run.json")
     assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
-    assert "Traceback" not in result.stdout.str() + result.stderr.str()  # the second one was not raised again
+    assert (
+        "Traceback" not in result.stdout.str() + result.stderr.str()
+    )  # the second one was not raised again
     assert not (bench.path / "baselines" / "main").exists(), result.stdout.str()
     assert not (bench.path / "run.json").exists()
     result.stdout.fnmatch_lines(["*torchbench: run interrupted: baselines were not written*"])
@@ -106,8 +114,11 @@ class TestGroup:
 def test_tests_left_out_by_node_ids_are_not_missing(bench, monkeypatch):
     bench.pytester.makepyfile(test_bench=SUBSET)
     bench.run(OPS, "--bench-save=main").assert_outcomes(passed=4)
-    for selection in (["test_bench.py::test_add"], ["test_bench.py::test_p[1]"],
-                      ["test_bench.py::TestGroup", "test_bench.py::test_p"]):
+    for selection in (
+        ["test_bench.py::test_add"],
+        ["test_bench.py::test_p[1]"],
+        ["test_bench.py::TestGroup", "test_bench.py::test_p"],
+    ):
         result = bench.run(OPS, "--bench-compare=main", *selection)
         assert result.ret == 0, result.stdout.str()
         assert "missing (" not in result.stdout.str(), (selection, result.stdout.str())
@@ -116,12 +127,16 @@ def test_tests_left_out_by_node_ids_are_not_missing(bench, monkeypatch):
     for selection in (["test_bench.py::test_add"], ["-k", "add"]):
         result = bench.run(OPS, "--bench-compare=main", *selection)
         result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines(["missing (1):", "*test_bench.py::test_add: ops: in the baseline, not measured*"])
+        result.stdout.fnmatch_lines(
+            ["missing (1):", "*test_bench.py::test_add: ops: in the baseline, not measured*"]
+        )
     # the whole file named as well as a node of it: a test removed from it is missing again
     monkeypatch.delenv("BENCH_RAISE")
     bench.pytester.makepyfile(test_bench=SUBSET.replace("[1, 2]", "[1]"))
     result = bench.run(OPS, "--bench-compare=main", "test_bench.py::test_add", "test_bench.py")
-    result.stdout.fnmatch_lines(["missing (1):", "*test_bench.py::test_p[[]2]: ops: in the baseline, not measured*"])
+    result.stdout.fnmatch_lines(
+        ["missing (1):", "*test_bench.py::test_p[[]2]: ops: in the baseline, not measured*"]
+    )
 
 
 # -- SIGTERM to pytest alone: no valgrind worker and no run folder left behind -------------------
@@ -154,8 +169,18 @@ def test_sigterm_stops_the_valgrind_worker_and_removes_the_run_folder(bench, tmp
     temp = tmp_path / "tmp"  # the run folder is made here (TMPDIR), so it can be looked for
     temp.mkdir()
     run = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *BASE_ARGS, "--bench-mode=instructions", "--bench-save=main"],
-        cwd=bench.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            *BASE_ARGS,
+            "--bench-mode=instructions",
+            "--bench-save=main",
+        ],
+        cwd=bench.path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "TMPDIR": str(temp)},
     )
     worker = None
@@ -209,9 +234,12 @@ def test_benchmark_fixture_is_used_once_per_test(bench, mode):
     bench.pytester.makepyfile(test_bench=TWICE)
     result = bench.run(*mode, "--bench-json=run.json" if mode else "-q")
     result.assert_outcomes(passed=1, failed=2)
-    result.stdout.fnmatch_lines([
-        "*FixtureAlreadyUsed: the benchmark fixture can be used once per test*"
-        "it was used as benchmark(...) already*bench_timer*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*FixtureAlreadyUsed: the benchmark fixture can be used once per test*"
+            "it was used as benchmark(...) already*bench_timer*"
+        ]
+    )
     result.stdout.fnmatch_lines(["*it was used as benchmark(...) already*"])
     if mode:
         keys = [b["key"] for b in json.loads((bench.path / "run.json").read_text())["benchmarks"]]
@@ -248,9 +276,12 @@ def test_benchmark_stats_as_in_pytest_benchmark_or_a_clear_error(bench, monkeypa
     result = bench.run(*args)
     if mode == "ops":
         result.assert_outcomes(failed=1)
-        result.stdout.fnmatch_lines([
-            "*StatsUnavailable: benchmark.stats holds wall-time statistics, measured with --bench-mode=time only;"
-            " this run (--bench-mode=ops) counts instead*"])
+        result.stdout.fnmatch_lines(
+            [
+                "*StatsUnavailable: benchmark.stats holds wall-time statistics, measured with --bench-mode=time only;"
+                " this run (--bench-mode=ops) counts instead*"
+            ]
+        )
     else:
         result.assert_outcomes(passed=1)
         assert ("STATS-OK" in result.stdout.str()) == (mode == "time")
@@ -289,23 +320,40 @@ def test_benchmark_json_is_written_in_pytest_benchmarks_format_or_refused(bench)
     assert sorted(by_name) == ["test_add[16]", "test_add[4]", "test_marked"]
     add = by_name["test_add[4]"]
     assert (add["fullname"], add["group"], add["param"], add["extra_info"]) == (
-        "test_bench.py::test_add[4]", "adds", "4", {"n": 4})
+        "test_bench.py::test_add[4]",
+        "adds",
+        "4",
+        {"n": 4},
+    )
     stats = add["stats"]
-    assert 0 < stats["min"] <= stats["median"] <= stats["max"] and stats["rounds"] == len(stats["data"]) >= 2
+    assert (
+        0 < stats["min"] <= stats["median"] <= stats["max"]
+        and stats["rounds"] == len(stats["data"]) >= 2
+    )
     assert stats["iterations"] >= 1 and stats["ops"] == pytest.approx(1 / stats["mean"])
     # pytest-benchmark's own reader takes it (`pytest-benchmark compare` loads such files)
     from pytest_benchmark.stats import normalize_stats
+
     assert normalize_stats(dict(stats))["ops"] == stats["ops"]
     # a run that measures no wall time has nothing for that format: one line, exit 4, no file
     out.unlink()
     refused = run(OPS, f"--benchmark-json={out}")
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
-    refused.stderr.fnmatch_lines([f"ERROR: --benchmark-json={out}: pytest-benchmark's format holds wall times, "
-                                  "and this run (--bench-mode=ops) measures none; add time to --bench-mode*"])
+    refused.stderr.fnmatch_lines(
+        [
+            f"ERROR: --benchmark-json={out}: pytest-benchmark's format holds wall times, "
+            "and this run (--bench-mode=ops) measures none; add time to --bench-mode*"
+        ]
+    )
     import importlib.metadata
 
-    if tuple(int(p) for p in importlib.metadata.version("pytest-benchmark").split(".")[:2]) < (5, 3):
-        assert out.read_bytes() == b""  # pytest-benchmark < 5.3 opens (and empties) it at parse time
+    if tuple(int(p) for p in importlib.metadata.version("pytest-benchmark").split(".")[:2]) < (
+        5,
+        3,
+    ):
+        assert (
+            out.read_bytes() == b""
+        )  # pytest-benchmark < 5.3 opens (and empties) it at parse time
     else:
         assert not out.exists()
 
@@ -327,14 +375,34 @@ def test_benchmark_json_of_pytest_benchmark_before_5_3_is_written_to_its_path(be
     bench.pytester.makepyfile(test_bench=BENCHMARK_JSON)
     bench.pytester.makeconftest(OLD_BENCHMARK_JSON_OPTION)
     out = bench.path / "pb.json"
-    result = bench.pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:benchmark", "--bench-mode=time",
-                                                 FAST, f"--benchmark-json={out}", timeout=240)
+    result = bench.pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "--bench-mode=time",
+        FAST,
+        f"--benchmark-json={out}",
+        timeout=240,
+    )
     result.assert_outcomes(passed=3)
     document = json.loads(out.read_text())
-    assert sorted(b["name"] for b in document["benchmarks"]) == ["test_add[16]", "test_add[4]", "test_marked"]
+    assert sorted(b["name"] for b in document["benchmarks"]) == [
+        "test_add[16]",
+        "test_add[4]",
+        "test_marked",
+    ]
     assert not [p.name for p in bench.path.iterdir() if p.name.startswith("<")]
-    refused = bench.pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:benchmark",
-                                                  "--bench-mode=time", FAST, "--benchmark-json=-", timeout=240)
+    refused = bench.pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        "--bench-mode=time",
+        FAST,
+        "--benchmark-json=-",
+        timeout=240,
+    )
     assert refused.ret == pytest.ExitCode.USAGE_ERROR
     refused.stderr.fnmatch_lines(["ERROR: --benchmark-json=-: give a file path*"])
 
@@ -386,7 +454,9 @@ def test_pedantic_setup_runs_before_every_counted_call(bench):
     """pytest-benchmark runs ``setup`` before every round: each counted call measures the state its
     own setup made, never what earlier calls left (a sort of an already sorted list)."""
     bench.pytester.makepyfile(test_bench=PEDANTIC_SETUP)
-    bench.run("--bench-mode=ops,memory", "-k", "state", "--bench-json=run.json").assert_outcomes(passed=1)
+    bench.run("--bench-mode=ops,memory", "-k", "state", "--bench-json=run.json").assert_outcomes(
+        passed=1
+    )
     (entry,) = json.loads((bench.path / "run.json").read_text())["benchmarks"]
     assert entry["metrics"]["ops"]["ops"]["aten::zero_"] == 1.0, entry["metrics"]["ops"]
 
@@ -395,21 +465,30 @@ def test_pedantic_setup_runs_before_every_call_of_python_calls(bench):
     """The calls engine too: every counted call drains its own list, and the setup's own Python
     calls are not counted."""
     bench.pytester.makepyfile(test_bench=PEDANTIC_SETUP)
-    bench.run("--bench-mode=calls", "-k", "drain", "--bench-json=run.json").assert_outcomes(passed=1)
+    bench.run("--bench-mode=calls", "-k", "drain", "--bench-json=run.json").assert_outcomes(
+        passed=1
+    )
     (entry,) = json.loads((bench.path / "run.json").read_text())["benchmarks"]
-    assert entry["metrics"]["calls"]["calls"] == {"test_bench.py:drain": 1.0, "test_bench.py:helper": 3.0}
+    assert entry["metrics"]["calls"]["calls"] == {
+        "test_bench.py:drain": 1.0,
+        "test_bench.py:helper": 3.0,
+    }
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
 def test_pedantic_setup_gives_each_counted_instruction_call_its_own_state(bench):
     bench.pytester.makepyfile(test_bench=PEDANTIC_SETUP)
-    bench.run("--bench-mode=instructions", "-k", "sort", "--bench-json=run.json",
-              timeout=900).assert_outcomes(passed=2)
-    counts = {b["key"].rsplit("::", 1)[1]: b["metrics"]["instructions"]
-              for b in json.loads((bench.path / "run.json").read_text())["benchmarks"]}
+    bench.run(
+        "--bench-mode=instructions", "-k", "sort", "--bench-json=run.json", timeout=900
+    ).assert_outcomes(passed=2)
+    counts = {
+        b["key"].rsplit("::", 1)[1]: b["metrics"]["instructions"]
+        for b in json.loads((bench.path / "run.json").read_text())["benchmarks"]
+    }
     assert counts["test_sort"]["number_per_run"] == 100
     # measured: 103,573 per call over 100 calls with a setup each, 103,272 for one call; a shared
     # list (sorted by the first call) counted far fewer
     assert counts["test_sort"]["instructions_per_run"] == pytest.approx(
-        counts["test_sort_once"]["instructions_per_run"], rel=0.05), counts
+        counts["test_sort_once"]["instructions_per_run"], rel=0.05
+    ), counts

@@ -7,13 +7,14 @@ one unchanged; and, in a module of its own, one whose workload the test makes di
 to process (a counter file outside the repository numbers the processes; the loop steps follow
 the number), so that its rounds agree on nothing: too noisy to judge at a 40% limit.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -24,7 +25,7 @@ import pytest
 # (a false failure). A deadline is the same time at either speed: this test is about the
 # alternation, the passes and the reports; what the rule does with real noise is measured by
 # benchmarks/figures_time_paired.py (docs/design/time-gate.md).
-LIB = '''
+LIB = """
 import time
 
 
@@ -40,8 +41,8 @@ def steady():
 
 def slow():
     _spin({n}e-6)
-'''
-TESTS = '''
+"""
+TESTS = """
 import pytest
 
 import mylib
@@ -55,8 +56,8 @@ def test_slow():
 @pytest.mark.benchmark
 def test_steady():
     mylib.steady()
-'''
-NOISY = '''
+"""
+NOISY = """
 import os
 
 import pytest
@@ -83,13 +84,20 @@ STEPS = _STEPS[_count % len(_STEPS)]
 @pytest.mark.benchmark
 def test_noisy():
     sum(i * i for i in range(STEPS))
-'''
-OPTIONS = ("--bench-mode=time", "--bench-compare=HEAD~1", "--bench-rounds=2", "--bench-fail=time:40%",
-           "--bench-min-run-time=0.05")
+"""
+OPTIONS = (
+    "--bench-mode=time",
+    "--bench-compare=HEAD~1",
+    "--bench-rounds=2",
+    "--bench-fail=time:40%",
+    "--bench-min-run-time=0.05",
+)
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pytest.MonkeyPatch) -> Path:
+def project(
+    pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """The project at its second commit: ``slow`` takes three times as long as at HEAD~1, in a
     folder whose name holds brackets (as a CI job's may: ``job[3]``), where pytest started.
 
@@ -117,7 +125,8 @@ def project(pytester: pytest.Pytester, git: Callable[..., str], monkeypatch: pyt
 
 
 def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
-        pytester: pytest.Pytester, run_bench, project: Path) -> None:  # type: ignore[no-untyped-def]
+    pytester: pytest.Pytester, run_bench, project: Path
+) -> None:  # type: ignore[no-untyped-def]
     """The 3x slowdown fails, the unchanged benchmark passes (never a regression; on a loaded
     machine it may be called too noisy at the limit, which is not a failure either); the
     terminal, JSON, Markdown and HTML reports say the base was measured alternately, in how many
@@ -136,8 +145,14 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     (exit 0, "2 unchanged": base rounds at the slow speed, head rounds at the fast one). What a
     change must exceed on such a machine: docs/design/time-gate.md, "Two speeds against the limit"."""
     for _ in range(3):
-        result = run_bench(*OPTIONS, "--bench-rounds=4", "--bench-json=out.json", "--bench-markdown=s.md",
-                           "--bench-html=r.html", "test_lib.py")
+        result = run_bench(
+            *OPTIONS,
+            "--bench-rounds=4",
+            "--bench-json=out.json",
+            "--bench-markdown=s.md",
+            "--bench-html=r.html",
+            "test_lib.py",
+        )
         out = result.stdout.str()
         assert "FAILED test_lib.py::test_steady" not in out, out
         assert result.ret in (1, 6), out
@@ -147,16 +162,21 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     result.assert_outcomes(passed=1, failed=1)
     assert "FAILED test_lib.py::test_slow" in out
     # a change is measured again, alone, in as many rounds more
-    assert ("measured alternately with this checkout in 4 rounds of fresh processes (each round's base and head at "
-            "once, in 10 ms turns on one CPU; base first, then head first, ...), then 4 more rounds of the "
-            "benchmarks those found changed or could not decide") in out, out
+    assert (
+        "measured alternately with this checkout in 4 rounds of fresh processes (each round's base and head at "
+        "once, in 10 ms turns on one CPU; base first, then head first, ...), then 4 more rounds of the "
+        "benchmarks those found changed or could not decide"
+    ) in out, out
 
     document = json.loads((project / "out.json").read_text(encoding="utf-8"))
     again = document["base_rounds_again"]
     assert document["base_rounds"] == 4 and again in (4, 8), document
-    origin = "4 rounds (+4 for the benchmarks they found changed or could not decide" + (", +4 for those still undecided)"
-                                                                         if again == 8 else ")")
-    assert f"alternately with this checkout, {origin}" in document["compared_with"], document["compared_with"]
+    origin = "4 rounds (+4 for the benchmarks they found changed or could not decide" + (
+        ", +4 for those still undecided)" if again == 8 else ")"
+    )
+    assert f"alternately with this checkout, {origin}" in document["compared_with"], document[
+        "compared_with"
+    ]
     assert (again == 8) == (" and 4 more of those still undecided" in out), out
     verdicts = {v["key"]: v for v in document["verdicts"]}
     slow, steady = verdicts["test_lib.py::test_slow"], verdicts["test_lib.py::test_steady"]
@@ -166,16 +186,23 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     assert 2.5 < slow["current"] / slow["baseline"] < 3.6, slow  # the paired median ratio: about 3
     assert steady["status"] in ("unchanged", "too noisy") and not steady["failed"], steady
     markdown = (project / "s.md").read_text(encoding="utf-8")
-    assert "alternately with this checkout, 4 rounds" in markdown and f"{rounds_of_slow[1]} alternated rounds" in markdown
+    assert (
+        "alternately with this checkout, 4 rounds" in markdown
+        and f"{rounds_of_slow[1]} alternated rounds" in markdown
+    )
     html = (project / "r.html").read_text(encoding="utf-8")
-    assert "alternately with this checkout, 4 rounds" in html and f"{rounds_of_slow[1]} alternated rounds" in html
+    assert (
+        "alternately with this checkout, 4 rounds" in html
+        and f"{rounds_of_slow[1]} alternated rounds" in html
+    )
     worktrees = pytester.run("git", "worktree", "list").stdout.str().strip().splitlines()
     assert len(worktrees) == 1, worktrees  # the temporary worktree is gone
 
 
 @pytest.mark.slow
-def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(pytester: pytest.Pytester, run_bench,
-                                                              project: Path) -> None:  # type: ignore[no-untyped-def]
+def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(
+    pytester: pytest.Pytester, run_bench, project: Path
+) -> None:  # type: ignore[no-untyped-def]
     """Nothing regressed, but one benchmark could not be judged: it is named with its limit and
     the limit its rounds would decide at (not failed, not passed), its report says so, and in CI the run exits 6 (as when a
     baseline is not comparable), unless --bench-allow-incomparable accepts it."""
@@ -183,13 +210,20 @@ def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(pytester: pytest.P
     out = result.stdout.str()
     assert result.ret == 6, out
     assert "1 benchmark(s) could not be judged" in out, out
-    assert "test_noisy.py::test_noisy [time]: too noisy at a 40% limit: " in out and "at a limit of" in out, out
+    assert (
+        "test_noisy.py::test_noisy [time]: too noisy at a 40% limit: " in out
+        and "at a limit of" in out
+    ), out
     # the rounds that could not decide it, then those that still could not: a pass each
-    assert ("in 2 rounds of fresh processes (each round's base and head at once, in 10 ms turns on one CPU; base "
-            "first, then head first, ...), then 2 more rounds of the benchmarks "
-            "those found changed or could not decide and 2 more of those still undecided") in out, out
+    assert (
+        "in 2 rounds of fresh processes (each round's base and head at once, in 10 ms turns on one CPU; base "
+        "first, then head first, ...), then 2 more rounds of the benchmarks "
+        "those found changed or could not decide and 2 more of those still undecided"
+    ) in out, out
     assert "over 6 alternated rounds" in out, out
     assert "in CI this fails the run (exit 6)" in out
     assert "Too noisy to judge (1)" in (project / "s.md").read_text(encoding="utf-8")
-    accepted = run_bench(*OPTIONS, "--bench-base=measure", "--bench-allow-incomparable", "test_noisy.py")
+    accepted = run_bench(
+        *OPTIONS, "--bench-base=measure", "--bench-allow-incomparable", "test_noisy.py"
+    )
     assert accepted.ret == 0, accepted.stdout.str()

@@ -1,9 +1,10 @@
 """Time mode end to end: the table, saved baselines, comparing, the regression gate, --bench-json."""
+
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import socket
 
 import pytest
@@ -55,7 +56,8 @@ def _write(bench, factors=None, extra=""):
 
 
 def test_table_shows_rows_columns_median_and_iqr(bench):
-    bench.pytester.makepyfile(test_bench="""
+    bench.pytester.makepyfile(
+        test_bench="""
         import pytest, torch
         @pytest.mark.parametrize("n", [16, 1024])
         @pytest.mark.benchmark(label="add", description="x + y", max_run_time=0.5)
@@ -67,17 +69,20 @@ def test_table_shows_rows_columns_median_and_iqr(bench):
         def test_add_(benchmark, n):
             x, y = torch.ones(n), torch.ones(n)
             benchmark(x.add_, y)
-    """)
+    """
+    )
     result = bench.run("--bench-mode=time", FAST)
     result.assert_outcomes(passed=4)
     out = result.stdout.str()
-    result.stdout.re_match_lines([
-        r".*torchbench time \(median ± IQR per call, (ns|us)\).*",
-        r"\[ add \]",
-        r"\s+x \+ y\|\s+x\.add_\(y\)",
-        r"  16\s+[0-9.]+ ± [0-9.]+\|\s+[0-9.]+ ± [0-9.]+",
-        r"  1024\s+[0-9.]+ ± [0-9.]+\|\s+[0-9.]+ ± [0-9.]+",
-    ])
+    result.stdout.re_match_lines(
+        [
+            r".*torchbench time \(median ± IQR per call, (ns|us)\).*",
+            r"\[ add \]",
+            r"\s+x \+ y\|\s+x\.add_\(y\)",
+            r"  16\s+[0-9.]+ ± [0-9.]+\|\s+[0-9.]+ ± [0-9.]+",
+            r"  1024\s+[0-9.]+ ± [0-9.]+\|\s+[0-9.]+ ± [0-9.]+",
+        ]
+    )
     assert "delta vs baseline" not in out
 
 
@@ -92,9 +97,13 @@ def test_save_writes_deterministic_json_with_schema_environment_and_raw_times(be
     assert document["schema"] == 1
     assert document["module"] == "test_bench.py"
     assert sorted(document["benchmarks"]) == [
-        "test_bench.py::test_slows", "test_bench.py::test_speeds", "test_bench.py::test_steady"]
+        "test_bench.py::test_slows",
+        "test_bench.py::test_speeds",
+        "test_bench.py::test_steady",
+    ]
     (env,) = document["environments"].values()
     import torch
+
     assert env["torch"] == torch.__version__ and env["python"] and env["cpu_model"]
     time = document["benchmarks"]["test_bench.py::test_steady"]["metrics"]["time"]
     assert time["env"] in document["environments"]
@@ -103,9 +112,12 @@ def test_save_writes_deterministic_json_with_schema_environment_and_raw_times(be
     # diff-friendly: sorted keys, one line per raw time list, trailing newline; re-rendering the
     # parsed document gives the same bytes
     assert text.endswith("}\n")
-    assert any(line.strip().startswith('"raw_times": [0.') and line.rstrip().rstrip(",").endswith("]")
-               for line in text.splitlines())
+    assert any(
+        line.strip().startswith('"raw_times": [0.') and line.rstrip().rstrip(",").endswith("]")
+        for line in text.splitlines()
+    )
     from pytest_torchbench.store.storage import parse_baseline_document, render_baseline_document
+
     entries = parse_baseline_document(text, str(path))
     assert render_baseline_document("test_bench.py", entries.values()) == text
 
@@ -115,14 +127,22 @@ def test_saving_again_updates_what_ran_and_keeps_the_rest(bench):
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
     before = bench.load("main")
     # add a metric the time run does not produce: it must survive (metric-level merge)
-    before["benchmarks"]["test_bench.py::test_steady"]["metrics"]["ops"] = {"ops": {"aten::add": 1.0}}
+    before["benchmarks"]["test_bench.py::test_steady"]["metrics"]["ops"] = {
+        "ops": {"aten::add": 1.0}
+    }
     bench.baseline("main").write_text(json.dumps(before, indent=1, sort_keys=True))
     result = bench.run("--bench-save=main", FAST, "-k", "steady")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*saved 1 benchmark result(s)*"])
     after = bench.load("main")
-    assert after["benchmarks"]["test_bench.py::test_slows"] == before["benchmarks"]["test_bench.py::test_slows"]
-    assert after["benchmarks"]["test_bench.py::test_speeds"] == before["benchmarks"]["test_bench.py::test_speeds"]
+    assert (
+        after["benchmarks"]["test_bench.py::test_slows"]
+        == before["benchmarks"]["test_bench.py::test_slows"]
+    )
+    assert (
+        after["benchmarks"]["test_bench.py::test_speeds"]
+        == before["benchmarks"]["test_bench.py::test_speeds"]
+    )
     steady_before = before["benchmarks"]["test_bench.py::test_steady"]["metrics"]
     steady_after = after["benchmarks"]["test_bench.py::test_steady"]["metrics"]
     assert steady_after["ops"] == {"ops": {"aten::add": 1.0}}
@@ -132,35 +152,45 @@ def test_saving_again_updates_what_ran_and_keeps_the_rest(bench):
 def test_regression_fails_its_own_test_with_the_numbers(bench):
     _write(bench)
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
-    _write(bench, {"slows": SLOWER, "speeds": 0.5}, extra="""
+    _write(
+        bench,
+        {"slows": SLOWER, "speeds": 0.5},
+        extra="""
 @pytest.mark.benchmark(max_run_time=0.5)
 def test_new():
     work("new")
-""")
+""",
+    )
     json_path = bench.path / "run.json"
     result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}", "-rA")
     result.assert_outcomes(passed=3, failed=1)
     assert result.ret == 1
     out = result.stdout.str()
-    result.stdout.re_match_lines([
-        r"_+ test_slows _+",
-        r"torchbench: test_bench.py::test_slows: time regressed: "
-        r"time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us \(\+\d+\.\d%, limit 10%; judged on the fastest block: "
-        r"baseline \d+ blocks, this run \d+; median \d+\.?\d* us -> \d+\.?\d* us\)",
-        r"    this run: had a CPU \d+% of its wall time, load average \d+\.\d",
-        r"    baseline: had a CPU \d+% of its wall time, load average \d+\.\d",
-    ])
+    result.stdout.re_match_lines(
+        [
+            r"_+ test_slows _+",
+            r"torchbench: test_bench.py::test_slows: time regressed: "
+            r"time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us \(\+\d+\.\d%, limit 10%; judged on the fastest block: "
+            r"baseline \d+ blocks, this run \d+; median \d+\.?\d* us -> \d+\.?\d* us\)",
+            r"    this run: had a CPU \d+% of its wall time, load average \d+\.\d",
+            r"    baseline: had a CPU \d+% of its wall time, load average \d+\.\d",
+        ]
+    )
     assert "improvement (1):" in out and "test_bench.py::test_speeds: time 5" in out
     assert "new (1):" in out and "test_bench.py::test_new" in out
     # The table shows the median and judges the fastest call: the compared cell shows both.
     assert "the fastest call (judged) and its delta vs baseline 'main'" in out
-    assert re.search(r"^ +\d[\d.]* \u00b1 [\d.]+, fastest [\d.]+ \(\+\d+\.\d%\)!$", out, flags=re.M), out
+    assert re.search(
+        r"^ +\d[\d.]* \u00b1 [\d.]+, fastest [\d.]+ \(\+\d+\.\d%\)!$", out, flags=re.M
+    ), out
     assert "test_steady" not in out.split("FAILED")[-1]
     document = json.loads(json_path.read_text())
     statuses = {v["key"]: v["status"] for v in document["verdicts"]}
     assert statuses == {
-        "test_bench.py::test_new": "new", "test_bench.py::test_slows": "regression",
-        "test_bench.py::test_speeds": "improvement", "test_bench.py::test_steady": "unchanged",
+        "test_bench.py::test_new": "new",
+        "test_bench.py::test_slows": "regression",
+        "test_bench.py::test_speeds": "improvement",
+        "test_bench.py::test_steady": "unchanged",
     }
     slows = next(v for v in document["verdicts"] if v["key"] == "test_bench.py::test_slows")
     assert slows["failed"] and 1.4 < slows["delta"] < 2.6
@@ -175,16 +205,23 @@ def test_missing_benchmark_is_reported_and_limits_come_from_option_and_marker(be
     # slower fails through its marker's 5% limit (3.5x: it must fail even on a busy machine, and a
     # slower machine excuses at most 1.05 x MACHINE_MAX = 3.15x; 2.5x left a margin of 1.3x over
     # the slowest reference seen, 1.83x)
-    bench.pytester.makepyfile(test_bench=WORKLOADS.replace(
-        "@pytest.mark.benchmark(max_run_time=0.5)\ndef test_steady",
-        "@pytest.mark.benchmark(max_run_time=0.5, limits='time:5%')\ndef test_steady"
-    ).split("@pytest.mark.benchmark(max_run_time=0.5)\ndef test_speeds")[0])
+    bench.pytester.makepyfile(
+        test_bench=WORKLOADS.replace(
+            "@pytest.mark.benchmark(max_run_time=0.5)\ndef test_steady",
+            "@pytest.mark.benchmark(max_run_time=0.5, limits='time:5%')\ndef test_steady",
+        ).split("@pytest.mark.benchmark(max_run_time=0.5)\ndef test_speeds")[0]
+    )
     (bench.path / "factors.json").write_text(json.dumps({"slows": 1.3, "steady": 3.5}))
     result = bench.run("--bench-compare=main", "--bench-fail=time:50%", FAST)
     result.assert_outcomes(passed=1, failed=1)
     out = result.stdout.str()
-    assert "missing (1):" in out and "test_bench.py::test_speeds: time: in the baseline, not measured" in out
-    result.stdout.re_match_lines([r"torchbench: test_bench.py::test_steady: time regressed: .*limit 5%.*"])
+    assert (
+        "missing (1):" in out
+        and "test_bench.py::test_speeds: time: in the baseline, not measured" in out
+    )
+    result.stdout.re_match_lines(
+        [r"torchbench: test_bench.py::test_steady: time regressed: .*limit 5%.*"]
+    )
     result.stdout.fnmatch_lines(["FAILED test_bench.py::test_steady*"])
 
 
@@ -224,16 +261,20 @@ def test_other_environment_is_reported_not_failed_unless_strict(bench):
     (bench.path / "factors.json").write_text(json.dumps({"slows": 2.0}))
     result = bench.run("--bench-compare=main", FAST, "-k", "slows")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "not comparable (1):",
-        "*test_bench.py::test_slows: time: baseline from a different environment (torch: 1.0.0 -> *)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "not comparable (1):",
+            "*test_bench.py::test_slows: time: baseline from a different environment (torch: 1.0.0 -> *)",
+        ]
+    )
     strict = bench.run("--bench-compare=main", FAST, "-k", "slows", "--bench-strict")
     strict.assert_outcomes(failed=1)
-    strict.stdout.fnmatch_lines([
-        "torchbench: test_bench.py::test_slows: time not comparable (strict environment): *torch: 1.0.0 -> *",
-        "FAILED test_bench.py::test_slows*",
-    ])
+    strict.stdout.fnmatch_lines(
+        [
+            "torchbench: test_bench.py::test_slows: time not comparable (strict environment): *torch: 1.0.0 -> *",
+            "FAILED test_bench.py::test_slows*",
+        ]
+    )
     assert bench.baseline("main").read_text() == text
 
 
@@ -266,10 +307,12 @@ def test_saved_runs_form_a_band_and_the_verdict_names_it(bench):
     _write(bench, {"slows": 3.5})  # beyond any slower machine's excuse (1.1 x MACHINE_MAX = 3.3x)
     result = bench.run("--bench-compare=main", FAST)
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.re_match_lines([  # 175 us against saved runs of 50-59 us: +197% to +252%
-        r"torchbench: test_bench.py::test_slows: time regressed: time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us .*"
-        r"; 2 saved runs 5\d(?:\.\d+)? us-5\d(?:\.\d+)? us, \+(?:19\d|2\d\d)\.\d% over the slowest\)",
-    ])
+    result.stdout.re_match_lines(
+        [  # 175 us against saved runs of 50-59 us: +197% to +252%
+            r"torchbench: test_bench.py::test_slows: time regressed: time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us .*"
+            r"; 2 saved runs 5\d(?:\.\d+)? us-5\d(?:\.\d+)? us, \+(?:19\d|2\d\d)\.\d% over the slowest\)",
+        ]
+    )
 
 
 # Work for the busy-machine tests (busy-waiting on a wall clock takes less CPU time when preempted,
@@ -298,7 +341,10 @@ def _compare_beside_hogs(bench, *args):
     import subprocess
     import sys
 
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        for _ in range(2 * (os.cpu_count() or 1))
+    ]
     try:
         return bench.run("--bench-compare=main", FAST, *args)
     finally:
@@ -319,13 +365,15 @@ def test_busy_machine_gives_a_noisy_verdict_not_a_failure(bench):
     assert "### Noisy (1): not failed, the machine cannot be told from the code" in summary
     assert "test\\_bench.py::test\\_slows: time +" in summary
     assert "1 test(s) noisy</b>" in (bench.path / "report.html").read_text()
-    result.stdout.re_match_lines([
-        r"noisy \(1\):",
-        r"  test_bench.py::test_slows: time [\d.]+ [mu]s -> [\d.]+ [mu]s \(\+\d+\.\d%, .*; CPU time per call "
-        r"[\d.]+ [mu]s -> [\d.]+ [mu]s \(\+\d+\.\d%\)\): the machine was busy, so CPU time decides and it "
-        r"must rise more than \d+% to fail; not failed, rerun on a quieter machine",
-        r"      this run: had a CPU \d+% of its wall time, load average \d+\.\d",
-    ])
+    result.stdout.re_match_lines(
+        [
+            r"noisy \(1\):",
+            r"  test_bench.py::test_slows: time [\d.]+ [mu]s -> [\d.]+ [mu]s \(\+\d+\.\d%, .*; CPU time per call "
+            r"[\d.]+ [mu]s -> [\d.]+ [mu]s \(\+\d+\.\d%\)\): the machine was busy, so CPU time decides and it "
+            r"must rise more than \d+% to fail; not failed, rerun on a quieter machine",
+            r"      this run: had a CPU \d+% of its wall time, load average \d+\.\d",
+        ]
+    )
 
 
 @pytest.mark.slow
@@ -338,11 +386,13 @@ def test_busy_machine_still_fails_a_tripled_call(bench):
     (bench.path / "factors.json").write_text(json.dumps({"slows": 3 * 140}))
     result = _compare_beside_hogs(bench)
     result.assert_outcomes(failed=1)
-    result.stdout.re_match_lines([
-        r"torchbench: test_bench.py::test_slows: time regressed: .*CPU time per call [\d.]+ [mu]s -> "
-        r"[\d.]+ [mu]s \(\+\d+\.\d%\)\)",
-        r"    disturbed \(CPU share \d+% < 90%\): judged on CPU time per call, .*",
-    ])
+    result.stdout.re_match_lines(
+        [
+            r"torchbench: test_bench.py::test_slows: time regressed: .*CPU time per call [\d.]+ [mu]s -> "
+            r"[\d.]+ [mu]s \(\+\d+\.\d%\)\)",
+            r"    disturbed \(CPU share \d+% < 90%\): judged on CPU time per call, .*",
+        ]
+    )
 
 
 HUGE_PAGES_PROBE = """
@@ -387,7 +437,9 @@ def test_time_mode_backs_large_tensors_with_huge_pages(bench, monkeypatch):
     assert int((bench.path / "huge.txt").read_text()) >= 2048
 
 
-def test_huge_pages_are_left_alone_on_request_and_baselines_across_it_are_not_comparable(bench, monkeypatch):
+def test_huge_pages_are_left_alone_on_request_and_baselines_across_it_are_not_comparable(
+    bench, monkeypatch
+):
     if _kernel_policy() != "madvise":  # with "always" every process gets them anyway
         pytest.skip(f"needs the kernel's huge-page policy 'madvise' (it is {_kernel_policy()!r})")
     monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False)
@@ -397,8 +449,12 @@ def test_huge_pages_are_left_alone_on_request_and_baselines_across_it_are_not_co
     result = bench.run("--bench-compare=main", FAST)
     result.assert_outcomes(passed=1)
     assert int((bench.path / "huge.txt").read_text()) == 0
-    result.stdout.fnmatch_lines(["*baseline from a different environment (huge_pages: kernel madvise; "
-                                 "THP_MEM_ALLOC_ENABLE=1 -> kernel madvise; THP_MEM_ALLOC_ENABLE=-)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*baseline from a different environment (huge_pages: kernel madvise; "
+            "THP_MEM_ALLOC_ENABLE=1 -> kernel madvise; THP_MEM_ALLOC_ENABLE=-)*"
+        ]
+    )
 
 
 def test_a_slowdown_a_fresh_process_does_not_measure_is_not_a_failure(bench):
@@ -406,7 +462,9 @@ def test_a_slowdown_a_fresh_process_does_not_measure_is_not_a_failure(bench):
     # (as a call can be, between processes, when its memory lies badly); test_slows is slow in
     # every process. Both regress in the compare run; the fresh process measuring them again
     # confirms test_slows and not test_flaky, which is listed as noisy, not failed.
-    _write(bench, extra="""
+    _write(
+        bench,
+        extra="""
 SLOW_ONCE = os.path.join(os.path.dirname(__file__), "slow_once.txt")
 FLAKY = 1.0
 if os.path.exists(SLOW_ONCE):
@@ -418,17 +476,20 @@ def test_flaky():
     end = time.perf_counter() + 0.00005 * FLAKY
     while time.perf_counter() < end:
         pass
-""")
+""",
+    )
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
     (bench.path / "factors.json").write_text(json.dumps({"slows": SLOWER}))
     (bench.path / "slow_once.txt").write_text("")
     json_path = bench.path / "run.json"
     result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}")
     result.assert_outcomes(passed=3, failed=1)
-    result.stdout.re_match_lines([
-        r"torchbench: test_bench.py::test_slows: time regressed: time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us .*\); "
-        r"confirmed: a fresh process measured 1\d\d(?:\.\d+)? us \(\+\d+\.\d%\)",
-    ])
+    result.stdout.re_match_lines(
+        [
+            r"torchbench: test_bench.py::test_slows: time regressed: time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us .*\); "
+            r"confirmed: a fresh process measured 1\d\d(?:\.\d+)? us \(\+\d+\.\d%\)",
+        ]
+    )
     verdicts = {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
     flaky = verdicts["test_bench.py::test_flaky"]
     assert flaky["status"] == "noisy" and not flaky["failed"], flaky
@@ -446,7 +507,9 @@ def _save_then_double_two(bench):
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=3)
     (bench.path / "factors.json").write_text(json.dumps({"slows": SLOWER, "steady": SLOWER}))
     json_path = bench.path / "run.json"
-    result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}", "-p", "no:randomly")
+    result = bench.run(
+        "--bench-compare=main", FAST, f"--bench-json={json_path}", "-p", "no:randomly"
+    )
     result.assert_outcomes(passed=1, failed=2)
     return {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
 
@@ -454,14 +517,19 @@ def _save_then_double_two(bench):
 def test_confirmations_are_bounded_per_session(bench):
     # Each confirmation is a pytest start; past the bound (lowered here by the inner conftest) a
     # regression fails on this run alone and says why.
-    bench.pytester.makeconftest("import pytest_torchbench.pytest.controller as c\nc.MAX_CONFIRMATIONS = 1\n")
+    bench.pytester.makeconftest(
+        "import pytest_torchbench.pytest.controller as c\nc.MAX_CONFIRMATIONS = 1\n"
+    )
     _write(bench)
     verdicts = _save_then_double_two(bench)
     slows, steady = verdicts["test_bench.py::test_slows"], verdicts["test_bench.py::test_steady"]
     assert "; confirmed: a fresh process measured" in steady["summary"]  # test_steady runs first
     assert slows["failed"] and "confirmed" not in slows["summary"]
-    assert any("not re-measured in a fresh process (1 slowdowns were re-measured already in this session"
-               in line for line in slows["details"]), slows["details"]
+    assert any(
+        "not re-measured in a fresh process (1 slowdowns were re-measured already in this session"
+        in line
+        for line in slows["details"]
+    ), slows["details"]
 
 
 def test_huge_pages_apply_when_a_conftest_allocates_at_import(bench, monkeypatch):
@@ -492,8 +560,10 @@ def test_the_huge_pages_fact_says_when_torch_read_the_switch_before_it_was_set(b
     bench.run("-p", "early_alloc", "--bench-save=main", FAST).assert_outcomes(passed=1)
     assert int((bench.path / "huge.txt").read_text()) == 0
     (env,) = bench.load("main")["environments"].values()
-    assert env["huge_pages"] == ("kernel madvise; THP_MEM_ALLOC_ENABLE=1, not applied "
-                                 "(torch had allocated memory before it was set)")
+    assert env["huge_pages"] == (
+        "kernel madvise; THP_MEM_ALLOC_ENABLE=1, not applied "
+        "(torch had allocated memory before it was set)"
+    )
 
 
 def test_a_confirmation_that_measured_nothing_says_why_in_one_escaped_line(bench):
@@ -514,7 +584,9 @@ def test_a_confirmation_that_measured_nothing_says_why_in_one_escaped_line(bench
             yield s
             s.close()
     """)
-    _write(bench, extra="""
+    _write(
+        bench,
+        extra="""
 @pytest.fixture(autouse=True)
 def _fixed_port(request):
     yield
@@ -522,7 +594,8 @@ def _fixed_port(request):
 @pytest.mark.benchmark(max_run_time=0.5)
 def test_serves(server):
     work("slows")
-""")
+""",
+    )
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
     port = (bench.path / "port.txt").read_text()
     # from now on the fixture wants the port the first run found free: the compare run takes it
@@ -533,11 +606,15 @@ def test_serves(server):
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "\x1b[31m" not in out
-    assert "(exit 1: " in out and "=====" not in out.split("(exit 1: ")[1].splitlines()[0]  # no rules
-    result.stdout.re_match_lines([
-        r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
-        r"\(exit 1: .*RuntimeError: \\x1b\[31mport busy: .*Address already in use.*\)\): judged on this run alone",
-    ])
+    assert (
+        "(exit 1: " in out and "=====" not in out.split("(exit 1: ")[1].splitlines()[0]
+    )  # no rules
+    result.stdout.re_match_lines(
+        [
+            r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
+            r"\(exit 1: .*RuntimeError: \\x1b\[31mport busy: .*Address already in use.*\)\): judged on this run alone",
+        ]
+    )
 
 
 def test_a_confirmation_that_hangs_stops_the_later_ones(bench):
@@ -553,18 +630,25 @@ def test_a_confirmation_that_hangs_stops_the_later_ones(bench):
                 fcntl.flock(f, fcntl.LOCK_EX)  # blocks in the fresh process while this one holds it
                 yield
     """)
-    _write(bench, extra="""
+    _write(
+        bench,
+        extra="""
 @pytest.fixture(autouse=True)
 def _lock(lock):
     yield
-""")
+""",
+    )
     verdicts = _save_then_double_two(bench)
     steady, slows = verdicts["test_bench.py::test_steady"], verdicts["test_bench.py::test_slows"]
-    assert any("the re-run to confirm a slowdown took over 4 s and was stopped" in line
-               for line in steady["details"]), steady["details"]
-    assert any("not re-measured in a fresh process (earlier in this session the re-run to confirm a slowdown "
-               "took over 4 s and was stopped (test_bench.py::test_steady): no more are started)" in line
-               for line in slows["details"]), slows["details"]
+    assert any(
+        "the re-run to confirm a slowdown took over 4 s and was stopped" in line
+        for line in steady["details"]
+    ), steady["details"]
+    assert any(
+        "not re-measured in a fresh process (earlier in this session the re-run to confirm a slowdown "
+        "took over 4 s and was stopped (test_bench.py::test_steady): no more are started)" in line
+        for line in slows["details"]
+    ), slows["details"]
 
 
 def test_a_slowdown_the_fresh_process_skipped_still_fails(bench):
@@ -585,11 +669,14 @@ def test_a_slowdown_the_fresh_process_skipped_still_fails(bench):
             yield s
             s.close()
     """)
-    _write(bench, extra="""
+    _write(
+        bench,
+        extra="""
 @pytest.mark.benchmark(max_run_time=0.5)
 def test_serves(server):
     work("slows")
-""")
+""",
+    )
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=4)
     (bench.path / "factors.json").write_text(json.dumps({"slows": SLOWER}))
     with socket.socket() as probe:
@@ -601,9 +688,12 @@ def test_serves(server):
     finally:
         del os.environ["BENCH_PORT"]
     result.assert_outcomes(failed=1)
-    result.stdout.re_match_lines([
-        r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
-        r"\(exit 0: .*1 skipped in .*\)\): judged on this run alone"])
+    result.stdout.re_match_lines(
+        [
+            r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
+            r"\(exit 0: .*1 skipped in .*\)\): judged on this run alone"
+        ]
+    )
 
 
 def _as_if_saved_on_a_faster_machine(bench, times: float, reference: float) -> None:
@@ -639,7 +729,10 @@ def test_a_machine_slower_than_when_the_baseline_was_saved_is_named_not_failed(b
     assert 0.4 < verdict["delta"] < 1.2
     assert ": the machine itself was +" in verdict["summary"]
     assert "rerun when the machine is back to speed" in verdict["summary"]
-    assert any(line.startswith("the machine was slower: a reference workload took ") for line in verdict["details"])
+    assert any(
+        line.startswith("the machine was slower: a reference workload took ")
+        for line in verdict["details"]
+    )
     result.stdout.fnmatch_lines(["noisy (1):", "*test_steady: time * the machine itself was +*"])
 
 
@@ -652,6 +745,10 @@ def test_a_slowdown_the_machine_does_not_explain_still_fails(bench):
     _as_if_saved_on_a_faster_machine(bench, times=1 / SLOWER, reference=1.0)
     result = bench.run("--bench-compare=main", FAST, "-k", "steady")
     result.assert_outcomes(failed=1)
-    result.stdout.re_match_lines([r"torchbench: test_bench.py::test_steady: time regressed: .*; confirmed: "
-                                  r"a fresh process measured"])
+    result.stdout.re_match_lines(
+        [
+            r"torchbench: test_bench.py::test_steady: time regressed: .*; confirmed: "
+            r"a fresh process measured"
+        ]
+    )
     assert "the machine itself" not in result.stdout.str()

@@ -9,6 +9,7 @@ The statement order and the output folder come through the environment (which is
 to the counted process, and its block is padded to a fixed size), so that every run has
 the same argv and the same environment size whatever the order.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,9 @@ def main() -> None:
     results: dict[str, object] = {"fingerprint": counting_fingerprint(), "statements": {}}
     for name in order:
         started = time.perf_counter()
-        pending = count_region_for_controller(STATEMENTS[name], number=None, warmup=None, num_threads=1)
+        pending = count_region_for_controller(
+            STATEMENTS[name], number=None, warmup=None, num_threads=1
+        )
         elapsed = time.perf_counter() - started
         results["statements"][name] = {**pending.to_json(), "seconds": elapsed}  # type: ignore[index]
     # bench_timer(...).collect_callgrind(): torch's own tools must work on what measure() returns

@@ -5,6 +5,7 @@ runs this file as a script with the other interpreters it finds (3.12 and 3.13: 
 3.10: ``sys.setprofile`` without qualified names), which print the same report as JSON. So both
 hooks are checked against one expectation.
 """
+
 from __future__ import annotations
 
 import functools
@@ -13,7 +14,8 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # this checkout, first
@@ -122,8 +124,14 @@ def with_a_busy_thread(box: Box) -> Callable[[], Any]:
 def ours(fn: Callable[[], Any]) -> Callable[[], Any]:
     """A wrapper whose code lives in the plugin's folder, as the fixtures' wrappers do."""
     namespace: dict[str, Any] = {"fn": fn}
-    exec(compile("def wrapper():\n    return fn()\n", os.path.join(PLUGIN_DIR, "wrapper_for_tests.py"), "exec"),
-         namespace)
+    exec(
+        compile(
+            "def wrapper():\n    return fn()\n",
+            os.path.join(PLUGIN_DIR, "wrapper_for_tests.py"),
+            "exec",
+        ),
+        namespace,
+    )
     return namespace["wrapper"]  # type: ignore[no-any-return]
 
 

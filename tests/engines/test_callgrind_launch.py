@@ -1,5 +1,6 @@
 """Launch pieces of the Callgrind engine that need no valgrind run: environment, argv,
 client requests outside valgrind, and the preloaded allocator (natively)."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,9 @@ def env_size(env: dict[str, str]) -> int:
     return sum(len(os.fsencode(k)) + len(os.fsencode(v)) + 2 for k, v in env.items())
 
 
-def test_environment_passes_the_users_variables_and_pins_what_counting_needs(tmp_path: Path) -> None:
+def test_environment_passes_the_users_variables_and_pins_what_counting_needs(
+    tmp_path: Path,
+) -> None:
     source = {
         "PATH": "/usr/bin",
         "HOME": "/home/u",
@@ -45,8 +48,14 @@ def test_environment_passes_the_users_variables_and_pins_what_counting_needs(tmp
     env = cg.counted_environment(source, allocator)
     for name in ("PATH", "HOME", "LC_ALL", "MY_DATASET", "TORCH_LOGS", "CI", "PYTEST_ADDOPTS"):
         assert env[name] == source[name], name
-    for name in ("PYTHONTRACEMALLOC", "PYTHONDEVMODE", "GLIBC_TUNABLES", "MALLOC_ARENA_MAX", "VALGRIND_OPTS",
-                 "PYTEST_CURRENT_TEST"):
+    for name in (
+        "PYTHONTRACEMALLOC",
+        "PYTHONDEVMODE",
+        "GLIBC_TUNABLES",
+        "MALLOC_ARENA_MAX",
+        "VALGRIND_OPTS",
+        "PYTEST_CURRENT_TEST",
+    ):
         assert name not in env, name
     assert env["PYTHONHASHSEED"] == "0"
     assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == "1"
@@ -59,9 +68,16 @@ def test_environment_passes_the_users_variables_and_pins_what_counting_needs(tmp
 
 def test_environment_block_has_a_fixed_size() -> None:
     short = cg.counted_environment({"PATH": "/bin"}, None)
-    long = cg.counted_environment({"PATH": "/bin:" + "x" * 1000, "UNRELATED": "y" * 1000, "CI": "true",
-                                   "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567"},
-                                  None, extra={"TORCHBENCH_A": "b"})
+    long = cg.counted_environment(
+        {
+            "PATH": "/bin:" + "x" * 1000,
+            "UNRELATED": "y" * 1000,
+            "CI": "true",
+            "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
+        },
+        None,
+        extra={"TORCHBENCH_A": "b"},
+    )
     assert env_size(short) == env_size(long) == 32768
     huge = cg.counted_environment({"PATH": "x" * 40000}, None)
     assert env_size(huge) == 65536 and ENV_PAD_VARIABLE in huge
@@ -75,7 +91,11 @@ def test_valgrind_argv(tmp_path: Path) -> None:
     argv = cg.valgrind_argv(sys.executable, pattern, no_aslr=False)
     assert argv[1] == "--tool=callgrind"
     if shutil.which("setarch"):
-        assert cg.valgrind_argv(sys.executable, pattern)[:3] == [shutil.which("setarch"), "x86_64", "-R"]
+        assert cg.valgrind_argv(sys.executable, pattern)[:3] == [
+            shutil.which("setarch"),
+            "x86_64",
+            "-R",
+        ]
     for flag in ("--instr-atstart=no", "--collect-atstart=no", "--dump-instr=no", "-q"):
         assert flag in argv
     assert f"--callgrind-out-file={pattern}" in argv
@@ -211,8 +231,13 @@ print(json.dumps({"offsets": offsets, "dropped": cg.dropped_bytes()}))
 def _heap_epoch_run(allocator: Path, garbage: int) -> dict[str, object]:
     env = cg.counted_environment(os.environ, allocator)
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
-    done = subprocess.run([sys.executable, "-c", HEAP_EPOCH, str(garbage)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", HEAP_EPOCH, str(garbage)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -231,10 +256,21 @@ def test_a_heap_epoch_gives_the_same_addresses_whatever_ran_before(allocator: Pa
 
 def test_start_heap_epoch_without_the_allocator_is_a_no_op() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", "from pytest_torchbench.engines import callgrind as cg; "
-         "print(cg.start_heap_epoch(), cg.dropped_bytes())"],
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "LD_PRELOAD": ""},
-        capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-c",
+            "from pytest_torchbench.engines import callgrind as cg; "
+            "print(cg.start_heap_epoch(), cg.dropped_bytes())",
+        ],
+        env={
+            **os.environ,
+            "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+            "LD_PRELOAD": "",
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "0"]
 
@@ -248,9 +284,13 @@ def test_every_counted_worker_is_launched_from_the_one_spec(tmp_path: Path) -> N
     launch.allocator, launch.valgrind_version = tmp_path / "liballoc.so", "valgrind-3.19.0"
     source = {"PATH": "/usr/bin", "PYTHONHASHSEED": "random"}
     argv, env = launch.command(sys.executable, tmp_path, source)
-    spec = CountedProcessSpec.build(sys.executable, tmp_path, allocator=tmp_path / "liballoc.so",
-                                    valgrind_version="valgrind-3.19.0",
-                                    extra_environment={DUMP_DIR_VARIABLE: str(tmp_path)})
+    spec = CountedProcessSpec.build(
+        sys.executable,
+        tmp_path,
+        allocator=tmp_path / "liballoc.so",
+        valgrind_version="valgrind-3.19.0",
+        extra_environment={DUMP_DIR_VARIABLE: str(tmp_path)},
+    )
     assert (argv, env) == spec.command(source)
     assert argv[-1] == sys.executable and "--tool=callgrind" in argv
     assert env["PYTHONHASHSEED"] == "0" and env[DUMP_DIR_VARIABLE] == str(tmp_path)
@@ -261,8 +301,12 @@ def test_a_settled_worker_has_imported_the_modules_that_change_the_interpreter()
     every later ``exec`` runs: a settled worker has it before its first test there (and does not
     import it where it installs nothing: 3.10, 3.11)."""
     pytest.importorskip("filelock", reason="filelock is a dependency of torch; not installed here")
-    script = ("import sys\nfrom pytest_torchbench.engines.callgrind import spec\n"
-              "assert 'filelock' not in sys.modules\nspec.settle_worker()\nprint('filelock' in sys.modules)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    script = (
+        "import sys\nfrom pytest_torchbench.engines.callgrind import spec\n"
+        "assert 'filelock' not in sys.modules\nspec.settle_worker()\nprint('filelock' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == str(sys.version_info >= (3, 12))

@@ -7,6 +7,7 @@ across reruns, statement order and selection, and the parser against callgrind_a
 
 Four counted processes run once per module (two at a time on a 2-core machine: about 25 s).
 """
+
 from __future__ import annotations
 
 import json
@@ -43,11 +44,17 @@ RUNS = {
 
 def launch(out_dir: Path, order: list[str], how: CallgrindLaunch) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    environ = {**os.environ, "PYTHONPATH": str(REPO), "TORCHBENCH_TEST_ORDER": ",".join(order),
-               "TORCHBENCH_TEST_OUT": str(out_dir)}
+    environ = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "TORCHBENCH_TEST_ORDER": ",".join(order),
+        "TORCHBENCH_TEST_OUT": str(out_dir),
+    }
     argv, env = how.command(sys.executable, out_dir, environ)
     started = time.perf_counter()
-    result = subprocess.run(argv + [str(DRIVER)], env=env, cwd=REPO, capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        argv + [str(DRIVER)], env=env, cwd=REPO, capture_output=True, text=True, timeout=600
+    )
     wall = time.perf_counter() - started
     assert result.returncode == 0, result.stderr[-4000:]
     data: dict[str, Any] = json.loads((out_dir / "results.json").read_text())
@@ -60,13 +67,20 @@ def launch(out_dir: Path, order: list[str], how: CallgrindLaunch) -> dict[str, A
         exclusive, total = cg.exclusive_counts(cg.parse_callgrind_file(dump))
         entry["exclusive"], entry["total"] = exclusive, total
         if shutil.which("callgrind_annotate"):
-            entry["annotated"] = {inclusive: cg.annotate_counts(dump, inclusive) for inclusive in (False, True)}
-            entry["ours_inclusive"] = {row.function: row.count for row in cg.function_counts(
-                cg.parse_callgrind_file(dump), inclusive=True)}
+            entry["annotated"] = {
+                inclusive: cg.annotate_counts(dump, inclusive) for inclusive in (False, True)
+            }
+            entry["ours_inclusive"] = {
+                row.function: row.count
+                for row in cg.function_counts(cg.parse_callgrind_file(dump), inclusive=True)
+            }
         entry["metric"] = how.finish(entry, out_dir)
         assert not dump.exists()
-    data["leftovers"] = {p.name: cg.parse_callgrind_file(p)[0].total
-                         for p in out_dir.iterdir() if p.name != "results.json"}
+    data["leftovers"] = {
+        p.name: cg.parse_callgrind_file(p)[0].total
+        for p in out_dir.iterdir()
+        if p.name != "results.json"
+    }
     return data
 
 
@@ -82,7 +96,10 @@ def runs() -> dict[str, dict[str, Any]]:
     folders = {name: fixed_dump_dir(how.folder_prefix) for name in RUNS}
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = {name: pool.submit(launch, folders[name] / name, order, how) for name, order in RUNS.items()}
+            futures = {
+                name: pool.submit(launch, folders[name] / name, order, how)
+                for name, order in RUNS.items()
+            }
             results = {name: future.result() for name, future in futures.items()}
     finally:
         for folder in folders.values():
@@ -103,7 +120,9 @@ def test_counts_are_positive_and_plausible(runs: dict[str, dict[str, Any]]) -> N
         # a tiny torch op costs thousands of instructions, far from millions
         assert 2_000 < value < 500_000, (name, value)
         entry = runs["forward_"]["statements"][name]
-        assert entry["number_per_run"] == 100 and entry["warmup"] == 100  # small: the adaptive rule's 100
+        assert (
+            entry["number_per_run"] == 100 and entry["warmup"] == 100
+        )  # small: the adaptive rule's 100
         assert len(entry["metric"]["functions"]) > 10
         assert entry["total"] == sum(entry["exclusive"].values())
     timer = runs["forward_"]["timer"]

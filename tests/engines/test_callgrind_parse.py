@@ -3,6 +3,7 @@
 The expected figures follow callgrind_annotate's attribution rules; where callgrind_annotate is
 installed the same file is also checked against it.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -149,13 +150,31 @@ def test_exclusive_counts_total_is_what_torch_counts_gives() -> None:
     the dump's ``totals:`` line, so dumps read natively count as before."""
     from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import FunctionCounts
 
-    from pytest_torchbench.engines.callgrind.parse import exclusive_counts, function_counts, parse_callgrind
+    from pytest_torchbench.engines.callgrind.parse import (
+        exclusive_counts,
+        function_counts,
+        parse_callgrind,
+    )
 
-    text = "\n".join([
-        "version: 1", "creator: callgrind-3.19.0", "pid: 1", "cmd: python", "part: 1",
-        "desc: Trigger: Client Request: r", "positions: line", "events: Ir", "summary: 0",
-        "fl=(1) a.c", "fn=(1) f", "0 70", "fn=(2) g", "0 40", "totals: 100",
-    ])
+    text = "\n".join(
+        [
+            "version: 1",
+            "creator: callgrind-3.19.0",
+            "pid: 1",
+            "cmd: python",
+            "part: 1",
+            "desc: Trigger: Client Request: r",
+            "positions: line",
+            "events: Ir",
+            "summary: 0",
+            "fl=(1) a.c",
+            "fn=(1) f",
+            "0 70",
+            "fn=(2) g",
+            "0 40",
+            "totals: 100",
+        ]
+    )
     parts = parse_callgrind(text)
     exclusive, total = exclusive_counts(parts)
     counts: FunctionCounts = function_counts(parts, inclusive=False)
@@ -180,13 +199,30 @@ def test_exclusive_cost_of_a_function_sums_its_rows_of_every_file() -> None:
     file and one for each header a piece of it was inlined from, all of them its cost."""
     from pytest_torchbench.engines.callgrind.parse import exclusive_cost_of
 
-    text = "\n".join([
-        "version: 1", "creator: callgrind-3.19.0", "pid: 1", "cmd: python", "part: 1",
-        "desc: Trigger: Client Request: r", "positions: line", "events: Ir", "summary: 0",
-        "fl=(1) Objects/typeobject.c", "fn=(1) _PyType_Lookup", "0 70",
-        "fi=(2) Include/object.h", "0 5", "fe=(1)", "fn=(2) _PyType_LookupRef", "0 9",
-        "fn=(3) not_PyType_Lookup", "0 40", "totals: 124",
-    ])
+    text = "\n".join(
+        [
+            "version: 1",
+            "creator: callgrind-3.19.0",
+            "pid: 1",
+            "cmd: python",
+            "part: 1",
+            "desc: Trigger: Client Request: r",
+            "positions: line",
+            "events: Ir",
+            "summary: 0",
+            "fl=(1) Objects/typeobject.c",
+            "fn=(1) _PyType_Lookup",
+            "0 70",
+            "fi=(2) Include/object.h",
+            "0 5",
+            "fe=(1)",
+            "fn=(2) _PyType_LookupRef",
+            "0 9",
+            "fn=(3) not_PyType_Lookup",
+            "0 40",
+            "totals: 124",
+        ]
+    )
     parts = parse_callgrind(text)
     assert exclusive_cost_of(parts, "_PyType_Lookup") == 75
     assert exclusive_cost_of(parts, "_PyType_LookupRef") == 9

@@ -1,10 +1,17 @@
 """The adaptive rule for the number of counted calls: deterministic, coarse, bounded."""
+
 from __future__ import annotations
 
 import pytest
 
 from pytest_torchbench.engines.callgrind.collect import (
-    BUCKET_PLANS, MAX_HEAVY_NUMBER, REGION_BUDGET, SMALL_INSTRUCTIONS, SMALL_NUMBER, plan_calls, plan_followed,
+    BUCKET_PLANS,
+    MAX_HEAVY_NUMBER,
+    REGION_BUDGET,
+    SMALL_INSTRUCTIONS,
+    SMALL_NUMBER,
+    plan_calls,
+    plan_followed,
 )
 
 

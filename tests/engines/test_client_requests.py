@@ -1,5 +1,6 @@
 """engines/callgrind/client_requests: the request page is never writable and executable at once,
 and natively every request is a no-op that answers "not on valgrind"."""
+
 from __future__ import annotations
 
 import ctypes

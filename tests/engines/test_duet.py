@@ -1,6 +1,7 @@
 """Two processes measuring in turns (engines/duet.py): the protocol over a real socket pair (two
 threads stand for the two processes: each blocks in a real read while the other holds the turn),
 what a child accepts as its end of a pair, and two real processes timing with walltime.measure."""
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,14 @@ import pytest
 from pytest_torchbench.engines import duet
 
 
-def _play(baton: duet.Baton, side: str, tests: list[tuple[str, int]], log: list[tuple[str, str]],
-          turns: dict[str, int], measured: set[str] | None = None) -> None:
+def _play(
+    baton: duet.Baton,
+    side: str,
+    tests: list[tuple[str, int]],
+    log: list[tuple[str, str]],
+    turns: dict[str, int],
+    measured: set[str] | None = None,
+) -> None:
     """A session: collection (``tests``), the first turn, then per test ``slices`` slices of one
     measurement (each logged; a test not in ``measured`` fails before measuring), then done."""
     baton.tests = {test for test, _ in tests}
@@ -35,16 +42,26 @@ def _play(baton: duet.Baton, side: str, tests: list[tuple[str, int]], log: list[
     baton.finish()
 
 
-def _pair(monkeypatch: pytest.MonkeyPatch, base: list[tuple[str, int]], head: list[tuple[str, int]],
-          head_measures: set[str] | None = None) -> tuple[list[tuple[str, str]], dict[str, int]]:
+def _pair(
+    monkeypatch: pytest.MonkeyPatch,
+    base: list[tuple[str, int]],
+    head: list[tuple[str, int]],
+    head_measures: set[str] | None = None,
+) -> tuple[list[tuple[str, str]], dict[str, int]]:
     monkeypatch.setattr(duet, "SLICE_SECONDS", 0.0)  # every boundary ends a slice
     left, right = socket.socketpair()
     log: list[tuple[str, str]] = []
     turns: dict[str, int] = {}
-    threads = [threading.Thread(target=_play, args=(duet.Baton(left, holds=True), "base", base, log, turns),
-                                daemon=True),
-               threading.Thread(target=_play, args=(duet.Baton(right, holds=False), "head", head, log, turns,
-                                                    head_measures), daemon=True)]
+    threads = [
+        threading.Thread(
+            target=_play, args=(duet.Baton(left, holds=True), "base", base, log, turns), daemon=True
+        ),
+        threading.Thread(
+            target=_play,
+            args=(duet.Baton(right, holds=False), "head", head, log, turns, head_measures),
+            daemon=True,
+        ),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -53,34 +70,52 @@ def _pair(monkeypatch: pytest.MonkeyPatch, base: list[tuple[str, int]], head: li
     return log, turns
 
 
-def test_the_two_sides_take_turns_and_stay_on_the_same_benchmark(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_two_sides_take_turns_and_stay_on_the_same_benchmark(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Slices alternate; the side that finishes a benchmark first waits until the other has
     finished it too, so neither runs ahead to the next benchmark; a hand-over counts as a turn
     when the other side measured the same benchmark."""
     log, turns = _pair(monkeypatch, [("a", 3), ("b", 2)], [("a", 5), ("b", 2)])
     assert log == [
-        ("base", "a"), ("head", "a"), ("base", "a"), ("head", "a"), ("base", "a"),
-        ("head", "a"), ("head", "a"), ("head", "a"),  # the base finished a: the head finishes it alone
-        ("head", "b"), ("base", "b"), ("head", "b"), ("base", "b"),  # the last to finish a starts b
+        ("base", "a"),
+        ("head", "a"),
+        ("base", "a"),
+        ("head", "a"),
+        ("base", "a"),
+        ("head", "a"),
+        ("head", "a"),
+        ("head", "a"),  # the base finished a: the head finishes it alone
+        ("head", "b"),
+        ("base", "b"),
+        ("head", "b"),
+        ("base", "b"),  # the last to finish a starts b
     ]
     assert turns == {"base a": 3, "head a": 3, "base b": 2, "head b": 2}
 
 
 def test_a_benchmark_one_side_lacks_is_measured_alone_and_the_rest_stay_paired(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The head has a new benchmark the base lacks: while the head measures it, the base hands
     the baton straight back instead of measuring ``a`` unpaired; ``a`` and ``b`` are then
     measured in turns on both sides."""
     log, turns = _pair(monkeypatch, [("a", 4), ("b", 4)], [("new", 4), ("a", 4), ("b", 4)])
     new = [i for i, entry in enumerate(log) if entry == ("head", "new")]
     assert new == list(range(new[0], new[0] + 4)), log  # all four slices of new in a row
-    assert log[:new[0]] == [("base", "a")]  # the base's first slice, before it knew
+    assert log[: new[0]] == [("base", "a")]  # the base's first slice, before it knew
     assert turns["head new"] == 0
-    assert turns["base a"] >= 2 and turns["head a"] >= 2 and turns["base b"] >= 2 and turns["head b"] >= 2, turns
+    assert (
+        turns["base a"] >= 2
+        and turns["head a"] >= 2
+        and turns["base b"] >= 2
+        and turns["head b"] >= 2
+    ), turns
 
 
 def test_a_renamed_test_is_measured_alone_on_each_side_and_the_rest_stay_paired(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The base has ``old``, the head ``new`` in its place (a renamed test, another parameter
     id): each is a test the other lacks. Neither waits for the other forever; ``c`` is then
     measured in turns on both sides."""
@@ -89,7 +124,9 @@ def test_a_renamed_test_is_measured_alone_on_each_side_and_the_rest_stay_paired(
     assert turns["base c"] >= 2 and turns["head c"] >= 2, (turns, log)
 
 
-def test_a_test_that_did_not_measure_on_one_side_leaves_the_next_paired(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_test_that_did_not_measure_on_one_side_leaves_the_next_paired(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The head's test ``a`` failed before measuring: the head is already on ``b`` while the
     base measures ``a``; the head, having passed ``a``, hands the baton back until the base
     comes to ``b``, and ``b`` is measured in turns."""
@@ -99,7 +136,8 @@ def test_a_test_that_did_not_measure_on_one_side_leaves_the_next_paired(monkeypa
 
 
 def test_two_sides_each_measuring_elsewhere_for_the_other_do_not_pass_the_baton_forever(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The base is on ``k``, a test the head lacks, having finished ``p``; the head is on ``p``:
     each would hand the baton straight back to the other. A baton sent straight back is not sent
     straight back again, so both finish (before that rule they passed it to and fro forever)."""
@@ -120,8 +158,10 @@ def test_two_sides_each_measuring_elsewhere_for_the_other_do_not_pass_the_baton_
         baton.finished_measurement()
         baton.finish()
 
-    threads = [threading.Thread(target=play, args=(base, "base", "k"), daemon=True),
-               threading.Thread(target=play, args=(head, "head", "p"), daemon=True)]
+    threads = [
+        threading.Thread(target=play, args=(base, "base", "k"), daemon=True),
+        threading.Thread(target=play, args=(head, "head", "p"), daemon=True),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -151,7 +191,9 @@ class _RecvRaisesOnce:
         return getattr(self.sock, name)
 
 
-def test_a_wait_cut_short_by_an_exception_does_not_let_both_run_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wait_cut_short_by_an_exception_does_not_let_both_run_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The base's measurement raises while it waits for its turn (a timeout's signal); handing over
     at the end of that measurement first takes back the turn it is owed, so the two sides never
     run at the same time afterwards."""
@@ -187,8 +229,10 @@ def test_a_wait_cut_short_by_an_exception_does_not_let_both_run_at_once(monkeypa
                     baton.finished_measurement()
         baton.finish()
 
-    threads = [threading.Thread(target=play, args=(base, True), daemon=True),
-               threading.Thread(target=play, args=(head, False), daemon=True)]
+    threads = [
+        threading.Thread(target=play, args=(base, True), daemon=True),
+        threading.Thread(target=play, args=(head, False), daemon=True),
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -282,8 +326,15 @@ def test_two_processes_measure_in_turns_on_one_cpu() -> None:
     try:
         for end, first in ((left, True), (right, False)):
             description = duet.describe(end.fileno(), os.getpid(), cpu, first)
-            children.append(subprocess.Popen([sys.executable, "-c", CHILD, description], pass_fds=[end.fileno()],
-                                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+            children.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", CHILD, description],
+                    pass_fds=[end.fileno()],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
     finally:
         left.close()
         right.close()

@@ -1,4 +1,5 @@
 """engines.fresh_code: copies that behave as the original and whose code has never run."""
+
 from __future__ import annotations
 
 import functools
@@ -131,14 +132,17 @@ def test_objects_that_only_claim_to_be_functions_are_left_alone() -> None:
     assert fresh_callable(logged) is logged and logged() == ("logged", 6)
 
 
-def annotated(x: int, y: "Thing") -> list[int]:
+def annotated(x: int, y: Thing) -> list[int]:
     return [x]
 
 
 def test_the_copy_keeps_the_type_hints() -> None:
     copy = fresh_callable(annotated)
     assert copy is not annotated
-    assert copy.__annotations__ == annotated.__annotations__ and copy.__annotations__ is not annotated.__annotations__
+    assert (
+        copy.__annotations__ == annotated.__annotations__
+        and copy.__annotations__ is not annotated.__annotations__
+    )
 
 
 _KERNELS: dict[object, str] = {}
@@ -152,6 +156,7 @@ def _registered(fn):  # type: ignore[no-untyped-def]
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
         return (_KERNELS[fn], fn(*args, **kwargs))
+
     return wrapper
 
 
@@ -181,7 +186,9 @@ def test_a_decorated_function_is_copied_inside_its_decorator() -> None:
     assert inner is not original and inner.__code__ is not original.__code__
     assert inner.__code__.co_code == original.__code__.co_code
     assert any(cell.cell_contents is inner for cell in copy.__closure__)  # what the wrapper calls
-    assert any(cell.cell_contents is original for cell in doubled_without_grad.__closure__)  # untouched
+    assert any(
+        cell.cell_contents is original for cell in doubled_without_grad.__closure__
+    )  # untouched
     x = torch.ones(2, requires_grad=True)
     assert not copy(x).requires_grad and torch.equal(copy(x), doubled_without_grad(x))
 
@@ -190,7 +197,9 @@ def test_stacked_torch_decorators_are_copied_to_the_innermost_function() -> None
     copy = fresh_callable(stacked)
     assert torch.equal(copy(torch.zeros(1)), torch.ones(1)) and copy(torch.zeros(1)).is_inference()
     ours, theirs = copy, stacked
-    for _ in range(3):  # enable_grad's, autocast's and inference_mode's wrappers (kept), the function
+    for _ in range(
+        3
+    ):  # enable_grad's, autocast's and inference_mode's wrappers (kept), the function
         assert ours is not theirs and ours.__code__.co_code == theirs.__code__.co_code
         ours, theirs = ours.__wrapped__, theirs.__wrapped__  # type: ignore[attr-defined]
     assert ours.__code__ is not theirs.__code__ and ours.__name__ == "stacked"
@@ -209,6 +218,7 @@ def test_a_users_own_decorator_is_copied_as_it_is() -> None:
 def test_code_that_torch_compile_compiled_is_kept() -> None:
     """A test body compiling a lambda: dynamo's graphs are keyed on the lambda's code object, and
     a copy of it would compile again in the measured calls."""
+
     def body(x: torch.Tensor) -> torch.Tensor:
         return torch.compile(lambda y: y.sin() + 1, backend="eager")(x)
 
@@ -226,28 +236,33 @@ def test_code_that_torch_compile_compiled_is_kept() -> None:
 def test_wrappers_that_do_not_hold_what_they_name_are_copied_as_plain_functions() -> None:
     """``__wrapped__`` is only followed into a closure cell that holds it; a chain that loops
     back, an empty cell and a ``__wrapped__`` that is no function are no trouble."""
+
     def target() -> int:
         return 1
 
     def by_global() -> int:
         return scaled(1)
+
     by_global.__wrapped__ = scaled  # type: ignore[attr-defined]
     copy = fresh_callable(by_global)
     assert copy() == 6 and copy.__wrapped__ is scaled  # type: ignore[attr-defined]
 
     def looping() -> int:
         return looping.__name__ and target()  # type: ignore[return-value]
+
     looping.__wrapped__ = looping  # type: ignore[attr-defined]
     assert fresh_callable(looping)() == 1
 
     def later() -> int:
         return late()  # noqa: F821 - an empty cell until the assignment below
+
     later.__wrapped__ = target  # type: ignore[attr-defined]
     assert fresh_callable(later) is not later
     late = target  # noqa: F841
 
     def odd() -> int:
         return 2
+
     odd.__wrapped__ = functools.partial(scaled, 1)  # type: ignore[attr-defined]
     assert fresh_callable(odd)() == 2
 

@@ -5,6 +5,7 @@
 iteration marker. With CUDA activity on, the profiler records each marker twice (the CPU range and
 a CUDA-side annotation with the same correlation id): the rule must count 12 iterations, not 24.
 """
+
 from __future__ import annotations
 
 import collections
@@ -14,7 +15,12 @@ from pathlib import Path
 import pytest
 
 from pytest_torchbench.engines.profiler.iterations import ITERATION_MARKER, Windows
-from pytest_torchbench.engines.profiler.kernels import Activity, DeviceProfile, busy_ns, per_iteration
+from pytest_torchbench.engines.profiler.kernels import (
+    Activity,
+    DeviceProfile,
+    busy_ns,
+    per_iteration,
+)
 
 RECORDING = Path(__file__).parent / "data" / "cuda-events-h200.json"
 WORKLOADS = ("add", "mm", "mlp", "conv")
@@ -25,21 +31,31 @@ def events() -> list[Activity]:
     data = json.loads(RECORDING.read_text())
     assert data["order"] == list(WORKLOADS) and data["iterations_each"] == 3
     return [
-        Activity(e["name"], e["device_type"].rsplit(".", 1)[-1] == "CUDA", e["start_ns"],
-                 e["start_ns"] + e["duration_ns"], e["correlation_id"], e["linked_correlation_id"])
+        Activity(
+            e["name"],
+            e["device_type"].rsplit(".", 1)[-1] == "CUDA",
+            e["start_ns"],
+            e["start_ns"] + e["duration_ns"],
+            e["correlation_id"],
+            e["linked_correlation_id"],
+        )
         for e in data["events"]
     ]
 
 
-def test_each_iteration_is_delimited_by_the_cpu_side_of_its_marker_only(events: list[Activity]) -> None:
+def test_each_iteration_is_delimited_by_the_cpu_side_of_its_marker_only(
+    events: list[Activity],
+) -> None:
     markers = [e for e in events if e.name == ITERATION_MARKER]
-    assert len(markers) == 24 and sum(e.on_device for e in markers) == 12  # the duplicate the GPU showed
+    assert (
+        len(markers) == 24 and sum(e.on_device for e in markers) == 12
+    )  # the duplicate the GPU showed
     assert len(per_iteration(events)) == 12
 
 
 def test_every_call_of_a_workload_launches_the_same_kernels(events: list[Activity]) -> None:
     iterations = per_iteration(events)
-    by_workload = [iterations[i:i + 3] for i in range(0, 12, 3)]
+    by_workload = [iterations[i : i + 3] for i in range(0, 12, 3)]
     totals = {}
     for name, group in zip(WORKLOADS, by_workload):
         profile = DeviceProfile(group)
@@ -65,7 +81,9 @@ def test_device_time_is_the_kernels_own_busy_time(events: list[Activity]) -> Non
     from the marker's own thread: the MLP's backward (autograd's thread) lies outside it. So device
     time is the union of the call's own activities, found through their launching ops."""
     iterations = per_iteration(events)
-    device_spans = sorted((e.start_ns, e.end_ns) for e in events if e.name == ITERATION_MARKER and e.on_device)
+    device_spans = sorted(
+        (e.start_ns, e.end_ns) for e in events if e.name == ITERATION_MARKER and e.on_device
+    )
     assert len(device_spans) == len(iterations)
     for index, (it, (start, end)) in enumerate(zip(iterations, device_spans)):
         first, last = min(a.start_ns for a in it.activities), max(a.end_ns for a in it.activities)

@@ -1,17 +1,18 @@
 """Tests of the profiler engine with real torch (no pytest plugin involved)."""
-from __future__ import annotations
 
-import re
+from __future__ import annotations
 
 import collections
 import gzip
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 import torch
 
+from pytest_torchbench.core.text import safe_file_stem
 from pytest_torchbench.engines.profiler import (
     ITERATION_MARKER,
     ProfilerActiveError,
@@ -19,11 +20,11 @@ from pytest_torchbench.engines.profiler import (
     ProfilerSession,
     ScheduleOptions,
     count_ops,
+    iterations,
     peak_memory,
     profile_run,
+    traces,
 )
-from pytest_torchbench.engines.profiler import iterations, traces
-from pytest_torchbench.core.text import safe_file_stem
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 MiB = 1024 * 1024
@@ -46,7 +47,9 @@ def test_options_defaults_follow_torch() -> None:
 
 
 def test_options_from_kwargs_rejects_unknown_key_by_name() -> None:
-    with pytest.raises(TypeError, match=r"unknown profiler option 'profile_memroy'.*profile_memory"):
+    with pytest.raises(
+        TypeError, match=r"unknown profiler option 'profile_memroy'.*profile_memory"
+    ):
         ProfilerOptions.from_kwargs(profile_memroy=True)
 
 
@@ -144,7 +147,9 @@ def test_count_ops_by_shape(xy: tuple[torch.Tensor, torch.Tensor]) -> None:
     assert counts == {"aten::add [[3], [3], []]": 1.0, "aten::add [[4, 4], [4, 4], []]": 1.0}
 
 
-def test_count_ops_reports_the_common_iteration_not_a_mean(xy: tuple[torch.Tensor, torch.Tensor]) -> None:
+def test_count_ops_reports_the_common_iteration_not_a_mean(
+    xy: tuple[torch.Tensor, torch.Tensor],
+) -> None:
     x, y = xy
     calls = {"n": 0}
 
@@ -198,10 +203,14 @@ def test_peak_memory_is_a_peak_not_a_total_and_ignores_preexisting() -> None:
 # --- profile_run and traces ---------------------------------------------------------------------------
 
 
-def test_profile_run_summary_and_plain_trace(tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]) -> None:
+def test_profile_run_summary_and_plain_trace(
+    tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]
+) -> None:
     x, y = xy
     summary = profile_run(
-        lambda: x + y, iterations=3, options=ProfilerOptions.from_kwargs(activities=["cpu"]),
+        lambda: x + y,
+        iterations=3,
+        options=ProfilerOptions.from_kwargs(activities=["cpu"]),
         trace_path=tmp_path / "sub" / "t.json",
     )
     assert summary.error is None
@@ -222,7 +231,9 @@ def test_trace_compressed_when_large(
 ) -> None:
     x, y = xy
     monkeypatch.setattr(traces, "TRACE_COMPRESS_THRESHOLD_BYTES", 100)
-    summary = profile_run(lambda: x + y, iterations=2, options=ProfilerOptions(), trace_path=tmp_path / "t.json")
+    summary = profile_run(
+        lambda: x + y, iterations=2, options=ProfilerOptions(), trace_path=tmp_path / "t.json"
+    )
     assert summary.error is None
     assert summary.trace_path == tmp_path / "t.json.gz"
     assert not (tmp_path / "t.json").exists()
@@ -230,9 +241,13 @@ def test_trace_compressed_when_large(
         assert "traceEvents" in json.load(fh)
 
 
-def test_trace_path_ending_in_gz_is_always_compressed(tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]) -> None:
+def test_trace_path_ending_in_gz_is_always_compressed(
+    tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]
+) -> None:
     x, y = xy
-    summary = profile_run(lambda: x + y, iterations=1, options=ProfilerOptions(), trace_path=tmp_path / "t.json.gz")
+    summary = profile_run(
+        lambda: x + y, iterations=1, options=ProfilerOptions(), trace_path=tmp_path / "t.json.gz"
+    )
     assert summary.trace_path == tmp_path / "t.json.gz"
     with gzip.open(summary.trace_path, "rt") as fh:
         json.load(fh)
@@ -244,7 +259,9 @@ def test_unwritable_trace_folder_gives_error_not_exception(
     x, y = xy
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    summary = profile_run(lambda: x + y, iterations=1, options=ProfilerOptions(), trace_path=blocker / "t.json")
+    summary = profile_run(
+        lambda: x + y, iterations=1, options=ProfilerOptions(), trace_path=blocker / "t.json"
+    )
     assert summary.trace_path is None
     assert summary.error is not None and "\n" not in summary.error
     assert str(blocker / "t.json") in summary.error
@@ -252,19 +269,25 @@ def test_unwritable_trace_folder_gives_error_not_exception(
 
 
 @pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores permissions")
-def test_read_only_trace_folder_gives_error(tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]) -> None:
+def test_read_only_trace_folder_gives_error(
+    tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]
+) -> None:
     x, y = xy
     folder = tmp_path / "ro"
     folder.mkdir()
     folder.chmod(0o500)
     try:
-        summary = profile_run(lambda: x + y, iterations=1, options=ProfilerOptions(), trace_path=folder / "t.json")
+        summary = profile_run(
+            lambda: x + y, iterations=1, options=ProfilerOptions(), trace_path=folder / "t.json"
+        )
     finally:
         folder.chmod(0o700)
     assert summary.trace_path is None and "Permission" in (summary.error or "")
 
 
-def test_profile_run_with_schedule_records_only_active_steps(xy: tuple[torch.Tensor, torch.Tensor]) -> None:
+def test_profile_run_with_schedule_records_only_active_steps(
+    xy: tuple[torch.Tensor, torch.Tensor],
+) -> None:
     x, y = xy
     opts = ProfilerOptions.from_kwargs(schedule={"wait": 1, "warmup": 1, "active": 2})
     summary = profile_run(lambda: x + y, iterations=4, options=opts, trace_path=None)
@@ -277,9 +300,13 @@ def test_profile_run_with_schedule_records_only_active_steps(xy: tuple[torch.Ten
 # --- session and nesting ------------------------------------------------------------------------------
 
 
-def test_session_exposes_profiler_and_writes_trace(tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]) -> None:
+def test_session_exposes_profiler_and_writes_trace(
+    tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]
+) -> None:
     x, y = xy
-    session = ProfilerSession(ProfilerOptions(record_shapes=True, with_stack=True), trace_path=tmp_path / "s.json")
+    session = ProfilerSession(
+        ProfilerOptions(record_shapes=True, with_stack=True), trace_path=tmp_path / "s.json"
+    )
     with session as s:
         assert isinstance(s.profiler, torch.profiler.profile)
         for _ in range(2):
@@ -295,7 +322,9 @@ def test_session_exposes_profiler_and_writes_trace(tmp_path: Path, xy: tuple[tor
     assert stacks.exists()
 
 
-def test_session_unwritable_trace_is_kept_as_error(tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]) -> None:
+def test_session_unwritable_trace_is_kept_as_error(
+    tmp_path: Path, xy: tuple[torch.Tensor, torch.Tensor]
+) -> None:
     x, y = xy
     blocker = tmp_path / "f"
     blocker.write_text("")
@@ -305,7 +334,9 @@ def test_session_unwritable_trace_is_kept_as_error(tmp_path: Path, xy: tuple[tor
     assert s.table and "aten::add" in s.table
 
 
-def test_session_schedule_never_active_reports_nothing_recorded(xy: tuple[torch.Tensor, torch.Tensor]) -> None:
+def test_session_schedule_never_active_reports_nothing_recorded(
+    xy: tuple[torch.Tensor, torch.Tensor],
+) -> None:
     x, y = xy
     opts = ProfilerOptions.from_kwargs(schedule={"wait": 5, "warmup": 1, "active": 1})
     with ProfilerSession(opts) as s:
@@ -317,7 +348,9 @@ def test_session_schedule_never_active_reports_nothing_recorded(xy: tuple[torch.
 def test_nested_profiler_is_a_clear_error(xy: tuple[torch.Tensor, torch.Tensor]) -> None:
     x, y = xy
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
-        with pytest.raises(ProfilerActiveError, match="a torch profiler is already active in this test"):
+        with pytest.raises(
+            ProfilerActiveError, match="a torch profiler is already active in this test"
+        ):
             with ProfilerSession():
                 pass
         with pytest.raises(ProfilerActiveError):
@@ -354,8 +387,16 @@ def test_safe_file_stem_readable_cases(test_id: str, expected: str) -> None:
 
 def test_safe_file_stem_unsafe_parametrisations_stay_distinct() -> None:
     ids = [
-        "t.py::test[α]", "t.py::test[β]", "t.py::test[a/b]", "t.py::test[a_b]", "t.py::test[a b]",
-        "t.py::test[a\\b]", "t.py::test[..]", "t.py::test[<>:\"|?*]", "t.py::test[😀]", "t.py::test[\x00]",
+        "t.py::test[α]",
+        "t.py::test[β]",
+        "t.py::test[a/b]",
+        "t.py::test[a_b]",
+        "t.py::test[a b]",
+        "t.py::test[a\\b]",
+        "t.py::test[..]",
+        't.py::test[<>:"|?*]',
+        "t.py::test[😀]",
+        "t.py::test[\x00]",
     ]
     stems = [safe_file_stem(i) for i in ids]
     assert len(set(stems)) == len(ids)
@@ -396,7 +437,9 @@ def test_cuda_counts_and_peak_memory() -> None:
 @needs_cuda
 def test_cuda_profile_run_has_device_times(tmp_path: Path) -> None:
     x = torch.randn(256, 256, device="cuda")
-    summary = profile_run(lambda: x @ x, iterations=3, options=ProfilerOptions(), trace_path=tmp_path / "c.json")
+    summary = profile_run(
+        lambda: x @ x, iterations=3, options=ProfilerOptions(), trace_path=tmp_path / "c.json"
+    )
     assert summary.error is None
     mm = next(op for op in summary.top_ops if op.name == "aten::mm")
     assert mm.self_device_time_us is not None and mm.device_total_us and mm.device_total_us > 0
@@ -404,8 +447,16 @@ def test_cuda_profile_run_has_device_times(tmp_path: Path) -> None:
 
 def test_safe_file_stem_ids_that_fold_to_one_name_stay_distinct() -> None:
     """Issue 8: ids differing only in characters the rule folds or strips overwrote each other's traces."""
-    ids = ["t.py::test[a]", "t.py::test[a.]", "t.py::test[a_]", "t.py::test[a-]",
-           "t.py::test__x", "t.py::test::x", "t.py::Test/x", "t.py::Test_x"]
+    ids = [
+        "t.py::test[a]",
+        "t.py::test[a.]",
+        "t.py::test[a_]",
+        "t.py::test[a-]",
+        "t.py::test__x",
+        "t.py::test::x",
+        "t.py::Test/x",
+        "t.py::Test_x",
+    ]
     stems = [safe_file_stem(i) for i in ids]
     assert len(set(stems)) == len(ids), stems
     assert all(stem.startswith("t.py__") for stem in stems)  # still readable
@@ -416,7 +467,16 @@ def test_safe_file_stem_ids_that_fold_to_one_name_stay_distinct() -> None:
 
 def test_windows_put_a_time_in_the_window_that_contains_it() -> None:
     windows = iterations.Windows([(30, 40), (10, 20)])
-    assert [windows.index(t) for t in (5, 10, 15, 20, 25, 30, 40, 41)] == [None, 0, 0, 0, None, 1, 1, None]
+    assert [windows.index(t) for t in (5, 10, 15, 20, 25, 30, 40, 41)] == [
+        None,
+        0,
+        0,
+        0,
+        None,
+        1,
+        1,
+        None,
+    ]
     assert len(windows) == 2
 
 
@@ -437,7 +497,12 @@ def test_every_profiled_measurement_goes_through_one_loop(monkeypatch: pytest.Mo
     x = torch.ones(4, 4)
     count_ops(lambda: x + x)
     peak_memory(lambda: x + x)
-    profile_run(lambda: x + x, iterations=2, options=ProfilerOptions.from_kwargs(activities=["cpu"]), trace_path=None)
+    profile_run(
+        lambda: x + x,
+        iterations=2,
+        options=ProfilerOptions.from_kwargs(activities=["cpu"]),
+        trace_path=None,
+    )
     ops.op_call_sites(lambda: x + x, root=Path.cwd())
     assert calls == ["count_ops", "peak_memory", "profile_run", "op_call_sites"]
 
@@ -462,7 +527,7 @@ def test_op_call_sites_name_the_users_line_and_function() -> None:
     # nested ops come from the line too (``x + 1`` copies its scalar as well: two sites)
     assert (f"engines/{here.name}:{clone_line} in _helper_that_clones", 1) in sites["aten::copy_"]
     assert sites["aten::add"] == [(f"engines/{here.name}:{add_line} in _helper_that_clones", 1)]
-    mm_site, = sites["aten::mm"]
+    (mm_site,) = sites["aten::mm"]
     assert mm_site[0].endswith("in <lambda>")
     # The same keys as count_ops, so a verdict's changed ops can be looked up.
     assert set(sites) == set(count_ops(lambda: torch.mm(x, _helper_that_clones(x))))
@@ -473,7 +538,7 @@ def test_op_call_sites_outside_the_root_keep_their_path() -> None:
 
     x = torch.ones(2)
     sites = op_call_sites(lambda: x * 2, root=Path("/nonexistent-root"))
-    (site, calls), = sites["aten::mul"]
+    ((site, calls),) = sites["aten::mul"]
     assert site.startswith(str(Path(__file__).parent)) and calls == 1
 
 
@@ -481,20 +546,39 @@ def test_op_call_sites_outside_the_root_keep_their_path() -> None:
 
 
 def test_kernels_are_counted_in_the_iteration_whose_op_launched_them() -> None:
-    from pytest_torchbench.engines.profiler.kernels import Activity, kernels_per_iteration, per_iteration
+    from pytest_torchbench.engines.profiler.kernels import (
+        Activity,
+        kernels_per_iteration,
+        per_iteration,
+    )
 
     def op(start: int, correlation: int) -> list[Activity]:  # an op and the launch it makes
-        return [Activity("aten::op", False, start, start + 2, correlation, 0),
-                Activity("cudaLaunchKernel", False, start + 1, start + 2, 1000 + correlation, correlation)]
+        return [
+            Activity("aten::op", False, start, start + 2, correlation, 0),
+            Activity(
+                "cudaLaunchKernel", False, start + 1, start + 2, 1000 + correlation, correlation
+            ),
+        ]
 
     def kernel(name: str, linked: int) -> Activity:  # kernels run later, on the GPU's clock
         return Activity(name, True, 10_000, 10_001, 1000 + linked, linked)
 
-    events = [Activity(ITERATION_MARKER, False, 100, 200, 90, 0), Activity(ITERATION_MARKER, False, 300, 400, 91, 0),
-              *op(50, 1), *op(150, 2), *op(160, 3), *op(350, 4), *op(450, 5),
-              # Only the correlation says which call launched a kernel.
-              kernel("gemm", 2), kernel("relu", 3), kernel("gemm", 4), kernel("warmup_kernel", 1),
-              kernel("after", 5), kernel("gemm", 99)]
+    events = [
+        Activity(ITERATION_MARKER, False, 100, 200, 90, 0),
+        Activity(ITERATION_MARKER, False, 300, 400, 91, 0),
+        *op(50, 1),
+        *op(150, 2),
+        *op(160, 3),
+        *op(350, 4),
+        *op(450, 5),
+        # Only the correlation says which call launched a kernel.
+        kernel("gemm", 2),
+        kernel("relu", 3),
+        kernel("gemm", 4),
+        kernel("warmup_kernel", 1),
+        kernel("after", 5),
+        kernel("gemm", 99),
+    ]
     counters = kernels_per_iteration(per_iteration(events))
     assert [dict(c) for c in counters] == [{"gemm": 1, "relu": 1}, {"gemm": 1}]
 
@@ -509,14 +593,20 @@ def test_count_kernels_without_cuda_is_a_clear_error() -> None:
 
 
 @needs_cuda
-def test_cuda_peak_memory_is_not_reported_for_cpu_code_in_a_process_without_cuda_work(tmp_path: Path) -> None:
+def test_cuda_peak_memory_is_not_reported_for_cpu_code_in_a_process_without_cuda_work(
+    tmp_path: Path,
+) -> None:
     """Issue 13: the CUDA peak is reported when the process uses CUDA, not a meaningless 0."""
     import subprocess
     import sys
 
-    code = ("import torch; from pytest_torchbench.engines.profiler import peak_memory; "
-            "print(peak_memory(lambda: torch.ones(64, 64))['cuda_peak_bytes'])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import torch; from pytest_torchbench.engines.profiler import peak_memory; "
+        "print(peak_memory(lambda: torch.ones(64, 64))['cuda_peak_bytes'])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip().splitlines()[-1] == "None"
 
 
@@ -549,9 +639,14 @@ def test_after_calls_runs_once_after_the_last_call_while_the_profiler_still_reco
     from pytest_torchbench.engines.profiler.iterations import record
 
     calls: list[str] = []
-    record(lambda: calls.append("call"), iterations=3, warmup=1, what="this test",
-           after_calls=lambda: calls.append(f"after, recording={profiler_enabled()}"),
-           activities=[torch.profiler.ProfilerActivity.CPU])
+    record(
+        lambda: calls.append("call"),
+        iterations=3,
+        warmup=1,
+        what="this test",
+        after_calls=lambda: calls.append(f"after, recording={profiler_enabled()}"),
+        activities=[torch.profiler.ProfilerActivity.CPU],
+    )
     assert calls == ["call"] * 4 + ["after, recording=True"]
     assert not profiler_enabled()
 
@@ -565,13 +660,20 @@ def test_profiler_bookkeeping_warnings_are_kept_from_the_user_and_theirs_are_not
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         with iterations.profiler_output_silenced():
-            warnings.warn("Warning: Profiler clears events at the end of each cycle.Only events from the "
-                          "current cycle will be reported.To keep events across cycles, set acc_events=True.")
+            warnings.warn(
+                "Warning: Profiler clears events at the end of each cycle.Only events from the "
+                "current cycle will be reported.To keep events across cycles, set acc_events=True."
+            )
             warnings.warn("the user's own warning")
         warnings.warn("Warning: Profiler clears events at the end of each cycle (after the block)")
-        with iterations.profiler_output_silenced(one_cycle=False):  # a repeating schedule: true there
-            warnings.warn("Warning: Profiler clears events at the end of each cycle (a repeating schedule)")
+        with iterations.profiler_output_silenced(
+            one_cycle=False
+        ):  # a repeating schedule: true there
+            warnings.warn(
+                "Warning: Profiler clears events at the end of each cycle (a repeating schedule)"
+            )
     assert [str(w.message) for w in seen] == [
         "the user's own warning",
         "Warning: Profiler clears events at the end of each cycle (after the block)",
-        "Warning: Profiler clears events at the end of each cycle (a repeating schedule)"]
+        "Warning: Profiler clears events at the end of each cycle (a repeating schedule)",
+    ]

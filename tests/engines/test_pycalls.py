@@ -1,6 +1,7 @@
 """The Python-calls engine (``engines/pycalls.py``): real hooks on real code, in this interpreter
 (``sys.setprofile`` on 3.11) and, through ``pycalls_driver.py`` run as a script, in every other
 CPython 3.10-3.13 this machine has (``sys.monitoring`` on 3.12+), without torch."""
+
 from __future__ import annotations
 
 import abc
@@ -23,8 +24,13 @@ NAME = "pycalls_driver.py"
 
 #: One call of ``work``: a generator starts once (its 5 resumptions are not starts), C functions
 #: (``sorted``, ``range``, dict lookups) are not counted, the lambda ``sorted`` calls is.
-WORK = {f"{NAME}:Box.get": 4.0, f"{NAME}:helper": 4.0, f"{NAME}:numbers": 1.0, f"{NAME}:work": 1.0,
-        f"{NAME}:work.<locals>.<lambda>": 3.0}
+WORK = {
+    f"{NAME}:Box.get": 4.0,
+    f"{NAME}:helper": 4.0,
+    f"{NAME}:numbers": 1.0,
+    f"{NAME}:work": 1.0,
+    f"{NAME}:work.<locals>.<lambda>": 3.0,
+}
 
 
 def _line(text: str) -> int:
@@ -33,13 +39,21 @@ def _line(text: str) -> int:
 
 
 def _expected_report(hook: str) -> dict[str, Any]:
-    calls, loop, lambdas = _line("total += helper("), _line("for key in numbers(4)"), _line("key=lambda v")
+    calls, loop, lambdas = (
+        _line("total += helper("),
+        _line("for key in numbers(4)"),
+        _line("key=lambda v"),
+    )
     return {
         "hook": hook,
         "work": WORK,
         "again": WORK,  # deterministic
-        "resumables": {f"{NAME}:resumables": 1.0, f"{NAME}:resumables.<locals>.inner": 1.0,
-                       f"{NAME}:coroutine": 1.0, f"{NAME}:Suspend.__await__": 1.0},
+        "resumables": {
+            f"{NAME}:resumables": 1.0,
+            f"{NAME}:resumables.<locals>.inner": 1.0,
+            f"{NAME}:coroutine": 1.0,
+            f"{NAME}:Suspend.__await__": 1.0,
+        },
         # the warm-up's one-off fill() and the seeding's helper(0) are not in the region
         "cached": {f"{NAME}:cached": 1.0, f"{NAME}:helper": 1.0},
         # a wrapper in the plugin's folder is left out, what it calls is counted
@@ -47,8 +61,10 @@ def _expected_report(hook: str) -> dict[str, Any]:
         # generated code keeps its pseudo-file, without the number that depends on history
         "generated": {"<eval_with_key>.#:forward": 1.0},
         # the other thread's spin() is not counted
-        "busy": {**{name: calls * 5 for name, calls in WORK.items()},
-                 f"{NAME}:with_a_busy_thread.<locals>.run": 1.0},
+        "busy": {
+            **{name: calls * 5 for name, calls in WORK.items()},
+            f"{NAME}:with_a_busy_thread.<locals>.run": 1.0,
+        },
         "sites": {
             f"{NAME}:Box.get": [[f"{NAME}:{calls} in work", 4]],
             f"{NAME}:helper": [[f"{NAME}:{calls} in work", 4]],
@@ -57,14 +73,21 @@ def _expected_report(hook: str) -> dict[str, Any]:
             f"{NAME}:work": [[f"{NAME}:{_line('sites = pycalls.call_sites(')} in report", 1]],
             f"{NAME}:work.<locals>.<lambda>": [[f"{NAME}:{lambdas} in work", 3]],
         },
-        "defined": {f"{NAME}:Box.get": f"{NAME}:{_line('def get(')}", f"{NAME}:helper": f"{NAME}:{_line('def helper(')}",
-                    f"{NAME}:numbers": f"{NAME}:{_line('def numbers(')}", f"{NAME}:work": f"{NAME}:{_line('def work(')}",
-                    f"{NAME}:work.<locals>.<lambda>": f"{NAME}:{lambdas}"},
+        "defined": {
+            f"{NAME}:Box.get": f"{NAME}:{_line('def get(')}",
+            f"{NAME}:helper": f"{NAME}:{_line('def helper(')}",
+            f"{NAME}:numbers": f"{NAME}:{_line('def numbers(')}",
+            f"{NAME}:work": f"{NAME}:{_line('def work(')}",
+            f"{NAME}:work.<locals>.<lambda>": f"{NAME}:{lambdas}",
+        },
         # the previous profile function is back (3.11), every monitoring tool id is free again (3.12+)
         "left_behind": True,
-        "all_taken": "no tool ids before 3.12" if hook == "sys.setprofile" else (
+        "all_taken": "no tool ids before 3.12"
+        if hook == "sys.setprofile"
+        else (
             "cannot count Python calls: sys.monitoring tool ids (2, 3, 4) are all in use (2: someone else, "
-            "3: someone else, 4: someone else); stop the profiler or tool that holds them for this run"),
+            "3: someone else, 4: someone else); stop the profiler or tool that holds them for this run"
+        ),
     }
 
 
@@ -74,7 +97,9 @@ def _in_this_interpreter() -> dict[str, Any]:
         import pycalls_driver
     finally:
         sys.path.remove(str(HERE))
-    return json.loads(json.dumps(pycalls_driver.report()))  # tuples as lists, as the scripts print them
+    return json.loads(
+        json.dumps(pycalls_driver.report())
+    )  # tuples as lists, as the scripts print them
 
 
 def _expected_for(version: tuple[int, int]) -> dict[str, Any]:
@@ -106,12 +131,19 @@ def _other_interpreters() -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("python", _other_interpreters() or [pytest.param("", marks=pytest.mark.skip("none found"))])
+@pytest.mark.parametrize(
+    "python", _other_interpreters() or [pytest.param("", marks=pytest.mark.skip("none found"))]
+)
 def test_both_hooks_count_the_same_calls(python: str) -> None:
     """3.12 and 3.13 count with ``sys.monitoring``, 3.10 with ``sys.setprofile`` and no qualified
     names (functions are named by their plain names there)."""
-    done = subprocess.run([python, str(DRIVER)], capture_output=True, text=True, timeout=120,
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    done = subprocess.run(
+        [python, str(DRIVER)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     major, minor = (int(part) for part in Path(python).parts[-3].split(".")[:2])
@@ -126,8 +158,13 @@ def test_names_are_relative_to_the_root_else_to_the_import_path(tmp_path: Path) 
     assert pycalls.function_name(functools.wraps.__code__, root=tmp_path) == "functools.py:wraps"
     import _pytest.python
 
-    qualified = "Function.runtest" if sys.version_info >= (3, 11) else "runtest"  # 3.10: no co_qualname
-    assert pycalls.function_name(_pytest.python.Function.runtest.__code__) == f"_pytest/python.py:{qualified}"
+    qualified = (
+        "Function.runtest" if sys.version_info >= (3, 11) else "runtest"
+    )  # 3.10: no co_qualname
+    assert (
+        pycalls.function_name(_pytest.python.Function.runtest.__code__)
+        == f"_pytest/python.py:{qualified}"
+    )
 
 
 def test_bad_counts_are_refused() -> None:
@@ -154,7 +191,10 @@ def test_each_call_gets_its_own_setup_outside_the_count(tmp_path: Path) -> None:
             helper(items.pop())
 
     counts = pycalls.count_calls(drain, before_each=setup, iterations=3, root=tmp_path)
-    assert {re.split(r"[.:]", name)[-1]: calls for name, calls in counts.items()} == {"drain": 1.0, "helper": 3.0}
+    assert {re.split(r"[.:]", name)[-1]: calls for name, calls in counts.items()} == {
+        "drain": 1.0,
+        "helper": 3.0,
+    }
     found = pycalls.call_sites(drain, root=tmp_path, before_each=setup)
     (helper_name,) = [name for name in found.sites if name.endswith("helper")]
     assert sum(calls for _, calls in found.sites[helper_name]) == 3
@@ -166,6 +206,7 @@ def test_abcs_walk_over_subclasses_is_left_out_and_isinstance_itself_counted() -
     which classes the process has defined (tensordict's ``test_cat``: 292 calls per call after the
     other file's tests, 244 in its own file's run). Left out, the counts no longer move; the
     ``__instancecheck__`` every such ``isinstance`` starts stays."""
+
     class Base(abc.ABC):
         pass
 
@@ -180,6 +221,8 @@ def test_abcs_walk_over_subclasses_is_left_out_and_isinstance_itself_counted() -
     walked = [type(f"Sub{i}", (Left,), {}) for i in range(5)]
     after = pycalls.count_calls(check)
     assert before == after, (before, after)
-    assert [calls for name, calls in after.items() if name.endswith("ABCMeta.__instancecheck__")] == [1.0]
+    assert [
+        calls for name, calls in after.items() if name.endswith("ABCMeta.__instancecheck__")
+    ] == [1.0]
     assert not [name for name in after if "__subclasscheck__" in name or "__subclasshook__" in name]
     assert walked

@@ -1,6 +1,7 @@
 """engines.callgrind.quickening: functions marked are quickened (and specialised) by their next
 call, as CPython 3.11 itself would after 8 calls (3.10: get their inline cache, as after 1024
 calls); nothing else about them changes."""
+
 from __future__ import annotations
 
 import ctypes
@@ -30,27 +31,34 @@ def _fresh(source: str, name: str) -> types.FunctionType:
     return function
 
 
-SOURCE = '''
+SOURCE = """
 def outer(x):
     def inner(y):
         return y + LIMIT
     return inner(x) + LIMIT
-'''
+"""
 
 
-CLASS_SOURCE = '''
+CLASS_SOURCE = """
 
 class Box:
     def get(self):
         return LIMIT
-'''
+"""
 
 
 def _quickened(code: types.CodeType) -> bool:
-    if sys.version_info[:2] == (3, 10):  # the inline cache made (``co_opcache``, before the counter)
-        return ctypes.c_void_p.from_address(id(code) + quickening._WARMUP_OFFSET - 8).value is not None
-    return any(instruction.opname == "RESUME_QUICK"
-               for instruction in dis.get_instructions(code, adaptive=True))  # type: ignore[call-arg]
+    if sys.version_info[:2] == (
+        3,
+        10,
+    ):  # the inline cache made (``co_opcache``, before the counter)
+        return (
+            ctypes.c_void_p.from_address(id(code) + quickening._WARMUP_OFFSET - 8).value is not None
+        )
+    return any(
+        instruction.opname == "RESUME_QUICK"
+        for instruction in dis.get_instructions(code, adaptive=True)
+    )  # type: ignore[call-arg]
 
 
 def _inner_code(function: types.FunctionType) -> types.CodeType:
@@ -61,7 +69,10 @@ def test_this_interpreter_is_supported() -> None:
     assert quickening.supported()
 
 
-@pytest.mark.skipif(sys.gettrace() is not None, reason="under a tracer (coverage, a debugger) 3.11 does not specialise")
+@pytest.mark.skipif(
+    sys.gettrace() is not None,
+    reason="under a tracer (coverage, a debugger) 3.11 does not specialise",
+)
 def test_a_marked_function_and_its_nested_code_are_quickened_by_their_next_call() -> None:
     outer = _fresh(SOURCE, "outer")
     outer(1)
@@ -89,7 +100,9 @@ def test_quickened_code_is_left_alone_and_marking_twice_counts_once() -> None:
     for _ in range(CALLS_TO_QUICKEN + 1):
         done(1)
     fresh = _fresh(SOURCE, "outer")
-    assert quickening.quicken_at_next_call([done, fresh, fresh, "not a function", len]) == 2  # fresh's two
+    assert (
+        quickening.quicken_at_next_call([done, fresh, fresh, "not a function", len]) == 2
+    )  # fresh's two
     assert quickening.quicken_at_next_call([fresh]) == 0  # already marked
 
 
@@ -224,7 +237,9 @@ Odd.armed = True
 """
 
 
-def test_functions_behind_static_and_class_methods_and_properties_are_marked_too(tmp_path, monkeypatch) -> None:
+def test_functions_behind_static_and_class_methods_and_properties_are_marked_too(
+    tmp_path, monkeypatch
+) -> None:
     """Much of a library's code sits behind ``@staticmethod``, ``@classmethod`` and
     ``@property``; a ``sys.modules`` key that is not a string is skipped without hashing it."""
     quickening.quicken_at_next_call()
@@ -238,8 +253,11 @@ def test_functions_behind_static_and_class_methods_and_properties_are_marked_too
         wrapped_mod.Tools.static(1)
         wrapped_mod.Tools.made(1)
         assert wrapped_mod.Tools().value == 3
-        for code in (vars(wrapped_mod.Tools)["static"].__func__.__code__,
-                     vars(wrapped_mod.Tools)["made"].__func__.__code__, wrapped_mod.Tools.value.fget.__code__):
+        for code in (
+            vars(wrapped_mod.Tools)["static"].__func__.__code__,
+            vars(wrapped_mod.Tools)["made"].__func__.__code__,
+            wrapped_mod.Tools.value.fget.__code__,
+        ):
             assert _quickened(code)
     finally:
         sys.modules["wrapped_mod"].Odd.armed = False
@@ -264,8 +282,12 @@ def test_nothing_is_marked_under_a_trace_function() -> None:
 def test_a_wrong_layout_fails_the_check(monkeypatch) -> None:
     """The only guard against writing elsewhere in a code object: a wrong offset must fail it."""
     flags_at, warmup_at = quickening._FLAGS_OFFSET, quickening._WARMUP_OFFSET
-    for flags, warmup in ((flags_at - 4, warmup_at), (flags_at, warmup_at - 2), (flags_at, warmup_at + 4),
-                          (flags_at - 8, warmup_at)):
+    for flags, warmup in (
+        (flags_at - 4, warmup_at),
+        (flags_at, warmup_at - 2),
+        (flags_at, warmup_at + 4),
+        (flags_at - 8, warmup_at),
+    ):
         monkeypatch.setattr(quickening, "_FLAGS_OFFSET", flags)
         monkeypatch.setattr(quickening, "_WARMUP_OFFSET", warmup)
         assert not quickening.supported.__wrapped__(), (flags, warmup)

@@ -1,4 +1,5 @@
 """engines/reference: the reference workload timed beside a benchmark (the machine's own speed)."""
+
 from __future__ import annotations
 
 import torch

@@ -1,4 +1,5 @@
 """Classes' shared attribute keys at a state that no longer follows history (CPython 3.10-3.13)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -11,13 +12,20 @@ import pytest
 
 from pytest_torchbench.engines.callgrind import shared_keys
 
-SUPPORTED_HERE = (sys.implementation.name == "cpython" and (3, 10) <= sys.version_info[:2] <= (3, 13)
-                  and not sysconfig.get_config_var("Py_GIL_DISABLED"))
+SUPPORTED_HERE = (
+    sys.implementation.name == "cpython"
+    and (3, 10) <= sys.version_info[:2] <= (3, 13)
+    and not sysconfig.get_config_var("Py_GIL_DISABLED")
+)
 pytestmark = pytest.mark.skipif(not SUPPORTED_HERE, reason="the pin is on for CPython 3.10-3.13")
 #: 3.10 shares keys by another rule (a class stops sharing for good); the count of free slots the
 #: other tests read is 3.11-3.13's.
-COUNTED_SLOTS = pytest.mark.skipif(sys.version_info[:2] == (3, 10), reason="3.10 has no count of free slots")
-ONLY_310 = pytest.mark.skipif(sys.version_info[:2] != (3, 10), reason="3.10's rule: a class stops sharing keys")
+COUNTED_SLOTS = pytest.mark.skipif(
+    sys.version_info[:2] == (3, 10), reason="3.10 has no count of free slots"
+)
+ONLY_310 = pytest.mark.skipif(
+    sys.version_info[:2] != (3, 10), reason="3.10's rule: a class stops sharing keys"
+)
 
 
 def _keys_of(cls: type) -> int | None:
@@ -31,6 +39,7 @@ def _record_class() -> type:
     class Record:
         def __init__(self, value: int) -> None:
             self.value = value
+
     return Record
 
 
@@ -38,7 +47,10 @@ def _table(cls: type) -> tuple[int, int]:
     """(free slots, names) of the class's shared key table."""
     keys = _keys_of(cls)
     assert keys
-    return (ctypes.c_ssize_t.from_address(keys + 16).value, ctypes.c_ssize_t.from_address(keys + 24).value)
+    return (
+        ctypes.c_ssize_t.from_address(keys + 16).value,
+        ctypes.c_ssize_t.from_address(keys + 24).value,
+    )
 
 
 def _history_then_lazy_names(instances_before: int, listed: bool) -> tuple[type, object]:
@@ -172,7 +184,8 @@ def test_only_real_classes_are_listed() -> None:
 def test_classes_of_modules_imported_later_are_listed(tmp_path, monkeypatch) -> None:
     name = f"late_classes_{tmp_path.name}"  # a name of this run only: never imported before
     (tmp_path / f"{name}.py").write_text(
-        "class Late:\n    def __init__(self):\n        self.value = 1\n\nmade = [Late() for _ in range(3)]\n")
+        "class Late:\n    def __init__(self):\n        self.value = 1\n\nmade = [Late() for _ in range(3)]\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     # What this process imported so far counts as seen, so only the new module is listed (and
     # the session's own classes are left alone).

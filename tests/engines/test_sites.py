@@ -1,12 +1,14 @@
 """Which frame is the user's code (``engines/sites.py``): code of installed packages, the
 project's own installed package, and the phrase that says why a call has no site (issue 27 item 13)."""
+
 from __future__ import annotations
 
 import os
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -35,8 +37,10 @@ def test_a_call_from_an_installed_package_says_which_and_how_to_claim_it(tmp_pat
     assert inner[0] == os.path.abspath(__file__) and test_line is None
     # With this test's own frames counted as not the user's, only the installed package is left.
     skipped = (*sites.skipped_dirs(), os.path.dirname(os.path.abspath(__file__)) + os.sep)
-    assert sites.locate(frame, skipped) == \
-        "site unknown: in installed package 'fakepkg' (yours? --bench-sites=fakepkg)"
+    assert (
+        sites.locate(frame, skipped)
+        == "site unknown: in installed package 'fakepkg' (yours? --bench-sites=fakepkg)"
+    )
 
 
 def test_the_projects_own_installed_package_is_a_site_with_the_test_line_that_led_there(
@@ -49,21 +53,37 @@ def test_the_projects_own_installed_package_is_a_site_with_the_test_line_that_le
     located = sites.locate(frame, sites.skipped_dirs(), own)
     assert not isinstance(located, str)
     inner, test_line = located
-    assert inner[1:] == (2, "f") and test_line is not None and test_line[0] == os.path.abspath(__file__)
+    assert (
+        inner[1:] == (2, "f")
+        and test_line is not None
+        and test_line[0] == os.path.abspath(__file__)
+    )
     name = sites.chain_name(located, Path(__file__).parent.parent)
     # named from its sys.path entry, then this test's line (the outermost frame of the user's code)
     assert name.startswith("fakepkg/mod.py:2 in f, from engines/test_sites.py:")
-    assert name.endswith(" in test_the_projects_own_installed_package_is_a_site_with_the_test_line_that_led_there")
+    assert name.endswith(
+        " in test_the_projects_own_installed_package_is_a_site_with_the_test_line_that_led_there"
+    )
     # read back (to match the lines changed since a revision): the inner site, then the test's line
-    assert sites.chain_locations(name) == [("fakepkg/mod.py", 2), ("engines/test_sites.py", test_line[1])]
+    assert sites.chain_locations(name) == [
+        ("fakepkg/mod.py", 2),
+        ("engines/test_sites.py", test_line[1]),
+    ]
 
 
 def test_chain_locations_reads_back_what_chain_name_writes() -> None:
     root = Path("/project")
-    inner, outer = ("/project/dir with space/a.py", 12, "<lambda>"), ("/elsewhere/t.py", 3, "test_x")
-    assert sites.chain_locations(sites.chain_name((inner, None), root)) == [("dir with space/a.py", 12)]
+    inner, outer = (
+        ("/project/dir with space/a.py", 12, "<lambda>"),
+        ("/elsewhere/t.py", 3, "test_x"),
+    )
+    assert sites.chain_locations(sites.chain_name((inner, None), root)) == [
+        ("dir with space/a.py", 12)
+    ]
     assert sites.chain_locations(sites.chain_name((inner, outer), root)) == [
-        ("dir with space/a.py", 12), ("/elsewhere/t.py", 3)]
+        ("dir with space/a.py", 12),
+        ("/elsewhere/t.py", 3),
+    ]
     assert sites.chain_locations(sites.ONLY_TORCH) == []
 
 
@@ -71,14 +91,22 @@ def test_only_torch_frames_and_the_benchmark_callers_line() -> None:
     skipped = (*sites.skipped_dirs(), os.path.dirname(os.path.abspath(__file__)) + os.sep)
     frame = sys._getframe()
     caller = ("/project/test_a.py", 7, "test_mm")
-    assert sites.locate(frame, skipped) == sites.ONLY_TORCH == "site unknown: only torch, pytest, the standard library or generated frames"
-    assert sites.locate(frame, skipped, caller=caller) == (caller, None)  # benchmark(torch.mm, x, y)
+    assert (
+        sites.locate(frame, skipped)
+        == sites.ONLY_TORCH
+        == "site unknown: only torch, pytest, the standard library or generated frames"
+    )
+    assert sites.locate(frame, skipped, caller=caller) == (
+        caller,
+        None,
+    )  # benchmark(torch.mm, x, y)
 
 
 def test_project_packages_come_from_pyproject_and_src(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[project]\nname = "My-Lib.ext"\n[tool.setuptools]\npackages = ["mylib", "mylib.sub"]\n'
-        'py-modules = ["single"]\n[tool.poetry]\npackages = [{include = "poetrypkg"}]\n')
+        'py-modules = ["single"]\n[tool.poetry]\npackages = [{include = "poetrypkg"}]\n'
+    )
     (tmp_path / "src" / "srcpkg").mkdir(parents=True)
     (tmp_path / "src" / "srcpkg" / "__init__.py").write_text("")
     (tmp_path / "src" / "not_a_package").mkdir()
@@ -114,4 +142,7 @@ def test_the_standard_library_is_not_the_users_code() -> None:
     located = sites.locate(Grab.frame, sites.skipped_dirs())
     assert not isinstance(located, str)
     inner, _ = located
-    assert inner[0] == os.path.abspath(__file__) and inner[2] == "test_the_standard_library_is_not_the_users_code"
+    assert (
+        inner[0] == os.path.abspath(__file__)
+        and inner[2] == "test_the_standard_library_is_not_the_users_code"
+    )

@@ -1,4 +1,5 @@
 """engines.walltime: replicate blocks, their bounds, and how disturbed the measurement was."""
+
 from __future__ import annotations
 
 import os
@@ -20,9 +21,22 @@ def _in_a_process_without_cuda(request: pytest.FixtureRequest) -> bool:
     tests of this session have. Returns True when it ran the test there (and it passed)."""
     if not walltime._cuda_in_use():
         return False
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
-                           f"{__file__}::{request.node.name}"], capture_output=True, text=True,
-                          env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            f"{__file__}::{request.node.name}",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return True
 
@@ -31,7 +45,9 @@ def test_measure_records_cpu_share_and_load_and_keeps_to_its_bounds(request):
     if _in_a_process_without_cuda(request):
         return
     x = torch.ones(16)
-    spec = walltime.TimeSpec(min_run_time=0.01, max_run_time=0.2, min_replicates=10, max_replicates=40)
+    spec = walltime.TimeSpec(
+        min_run_time=0.01, max_run_time=0.2, min_replicates=10, max_replicates=40
+    )
     measurement = walltime.measure(lambda: x + x, spec)
     assert 10 <= len(measurement.raw_times) <= 40
     share = measurement.metadata["cpu_share"]
@@ -101,8 +117,13 @@ def test_measuring_fixes_the_allocator_so_calls_reuse_their_memory():
     # thresholds are fixed: 20 more calls take no page faults. (With glibc's default, this script
     # took 60,811 faults in two runs and 11 in a third: history decides, so no bound is asserted.)
     def run(**env: str) -> tuple[str, int]:
-        done = subprocess.run([sys.executable, "-c", _FAULTS], capture_output=True, text=True, check=True,
-                              env={**os.environ, **env})
+        done = subprocess.run(
+            [sys.executable, "-c", _FAULTS],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, **env},
+        )
         state, faults = done.stdout.strip().rsplit("|", 1)
         return state.strip(), int(faults)
 
@@ -116,7 +137,9 @@ def test_measuring_fixes_the_allocator_so_calls_reuse_their_memory():
     assert state == "disabled by TORCHBENCH_MALLOC=default"
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (not run on this project's CI)")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device (not run on this project's CI)"
+)
 def test_cuda_work_is_timed_to_completion_agreeing_with_cuda_events():
     """The Timer's clock synchronises the device, so a block's wall time is the GPU's work, not
     the launches': the time per call agrees with CUDA events (issue 13).
@@ -157,12 +180,14 @@ def test_a_process_that_never_used_cuda_is_timed_without_starting_it():
     CUDA is available and unused, the plain clock is used; elsewhere torch's, as before."""
     # torch's own clock is timeit's where CUDA is not available (torch 2.11) or a function that
     # synchronises the accelerator first (2.13): compare with whichever it is.
-    code = ("import torch, timeit; from pytest_torchbench.engines import walltime; "
-            "from torch.utils.benchmark.utils.timer import timer as torch_clock; "
-            "expected = timeit.default_timer if torch.cuda.is_available() else torch_clock; "
-            "chosen = walltime.default_clock() is expected; "
-            "m = walltime.measure(lambda: torch.ones(4) + 1, walltime.TimeSpec(min_run_time=0.01, max_run_time=0.05)); "
-            "print(chosen, torch.cuda.is_initialized(), "
-            "m.metadata['cpu_share'] is not None)")
+    code = (
+        "import torch, timeit; from pytest_torchbench.engines import walltime; "
+        "from torch.utils.benchmark.utils.timer import timer as torch_clock; "
+        "expected = timeit.default_timer if torch.cuda.is_available() else torch_clock; "
+        "chosen = walltime.default_clock() is expected; "
+        "m = walltime.measure(lambda: torch.ones(4) + 1, walltime.TimeSpec(min_run_time=0.01, max_run_time=0.05)); "
+        "print(chosen, torch.cuda.is_initialized(), "
+        "m.metadata['cpu_share'] is not None)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "False", "True"], done.stdout + done.stderr

@@ -1,21 +1,32 @@
 """The compile metric's JSON and judgement, on exact values (no compiling here)."""
+
 from __future__ import annotations
 
 import pytest
 
+from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.compile import CompileMetric
-from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 
-PRINT = "Failed to trace builtin operator: Dynamo does not know how to trace builtin operator `print`"
+PRINT = (
+    "Failed to trace builtin operator: Dynamo does not know how to trace builtin operator `print`"
+)
 
 
-def _value(graphs: int = 1, breaks: list[tuple[str, str, int]] | None = None,
-           recompiles: list[tuple[str, str, int]] | None = None) -> CompileMetric:
+def _value(
+    graphs: int = 1,
+    breaks: list[tuple[str, str, int]] | None = None,
+    recompiles: list[tuple[str, str, int]] | None = None,
+) -> CompileMetric:
     breaks, recompiles = breaks or [], recompiles or []
-    return CompileMetric(graphs=graphs, graph_breaks=sum(n for *_, n in breaks),
-                         recompiles=sum(n for *_, n in recompiles), calls=3, breaks=breaks,
-                         recompile_reasons=recompiles)
+    return CompileMetric(
+        graphs=graphs,
+        graph_breaks=sum(n for *_, n in breaks),
+        recompiles=sum(n for *_, n in recompiles),
+        calls=3,
+        breaks=breaks,
+        recompile_reasons=recompiles,
+    )
 
 
 def _judge(current: CompileMetric, baseline: CompileMetric):  # type: ignore[no-untyped-def]
@@ -39,9 +50,14 @@ def test_the_same_counts_are_unchanged_and_a_moved_break_is_shown_not_failed() -
 def test_a_recompile_more_is_a_regression_and_fewer_breaks_an_improvement() -> None:
     recompiled = _value(2, recompiles=[("model.py:3", "f: tensor 'x' size mismatch at index 0", 1)])
     verdict = _judge(recompiled, _value(1))
-    assert verdict.status == REGRESSION and "recompiles 0 -> 1: f: tensor 'x' size mismatch" in verdict.summary
+    assert (
+        verdict.status == REGRESSION
+        and "recompiles 0 -> 1: f: tensor 'x' size mismatch" in verdict.summary
+    )
     better = _judge(_value(1), _value(2, breaks=[("model.py:42", PRINT, 1)]))
-    assert better.status == IMPROVEMENT and better.details == [f"- graph break: {PRINT} at model.py:42"]
+    assert better.status == IMPROVEMENT and better.details == [
+        f"- graph break: {PRINT} at model.py:42"
+    ]
 
 
 def test_code_that_stops_compiling_is_a_regression() -> None:
@@ -66,15 +82,21 @@ def test_the_cell_reads_as_words() -> None:
     assert metric.cell(_value(1), 1.0) == "1 graph, 0 breaks, 0 recompiles"
 
 
-def test_a_hand_edited_baseline_with_more_events_or_longer_text_than_a_save_writes_is_refused() -> None:
+def test_a_hand_edited_baseline_with_more_events_or_longer_text_than_a_save_writes_is_refused() -> (
+    None
+):
     """A save stores at most 50 events per kind, reasons of at most a few hundred characters: a
     file with thousands of them (6 MB of HTML report from one entry, before) was edited by hand."""
     metric = registry.get("compile")
     data = metric.to_json(_value())
     many = [{"reason": "r", "where": f"m.py:{i}", "count": 1} for i in range(51)]
-    with pytest.raises(ValueError, match=r"compile.breaks has 51 entries; a save stores at most 50"):
+    with pytest.raises(
+        ValueError, match=r"compile.breaks has 51 entries; a save stores at most 50"
+    ):
         metric.from_json({**data, "breaks": many})
-    with pytest.raises(ValueError, match=r"compile.recompile_reasons entries: 'reason' is 5000 characters"):
+    with pytest.raises(
+        ValueError, match=r"compile.recompile_reasons entries: 'reason' is 5000 characters"
+    ):
         metric.from_json({**data, "recompile_reasons": [{"reason": "x" * 5000, "where": "m.py:1"}]})
     kept = [{"reason": "x" * 1000, "where": f"m.py:{i}", "count": 1} for i in range(50)]
     assert len(metric.from_json({**data, "breaks": kept}).breaks) == 50

@@ -2,6 +2,7 @@
 written by the run's main process for tests that record once (``CallgrindLaunch.hand_over``, set
 in its environment by ``LaunchedWorkers.hand_over``), read by a worker before each test's
 heap epoch, used by the test's first count only, ignored when not two integers."""
+
 from __future__ import annotations
 
 import os
@@ -12,34 +13,58 @@ import pytest
 from pytest_torchbench.core.results import BenchmarkResult
 from pytest_torchbench.metrics import instructions
 from pytest_torchbench.metrics.instructions import (
-    PLANS_VARIABLE, CallgrindLaunch, InstructionsMetric, load_test_plan, read_plan, take_test_plan, write_plans,
+    PLANS_VARIABLE,
+    CallgrindLaunch,
+    InstructionsMetric,
+    load_test_plan,
+    read_plan,
+    take_test_plan,
+    write_plans,
 )
 
 
 def entry(key: str, number: int, warmup: int | None, nodeid: str = "") -> BenchmarkResult:
     metric = InstructionsMetric(1000.0, number, {}, warmup=warmup)
-    return BenchmarkResult(key=key, nodeid=nodeid, module="t.py", label=key, sub_label="", description="",
-                           metrics={"instructions": metric})
+    return BenchmarkResult(
+        key=key,
+        nodeid=nodeid,
+        module="t.py",
+        label=key,
+        sub_label="",
+        description="",
+        metrics={"instructions": metric},
+    )
 
 
 def test_each_tests_plan_is_read_back_by_its_node_id(tmp_path: Path) -> None:
     odd = "t.py::test_x[\u00e9\\n/../\x1b[31m" + "p" * 300 + "]"
-    entries = {e.key: e for e in [entry("t.py::test_a", 2, 1), entry("t.py::test_b", 100, 100), entry(odd, 1, 1)]}
+    entries = {
+        e.key: e
+        for e in [entry("t.py::test_a", 2, 1), entry("t.py::test_b", 100, 100), entry(odd, 1, 1)]
+    }
     assert write_plans(tmp_path, entries) == 3
     assert read_plan(tmp_path, "t.py::test_a") == (2, 1)
     assert read_plan(tmp_path, "t.py::test_b") == (100, 100)
     assert read_plan(tmp_path, odd) == (1, 1)
     assert read_plan(tmp_path, "t.py::test_c") is None  # no baseline: adaptive
-    assert all(len(path.name) == 32 for path in tmp_path.iterdir())  # names of any node id fit a folder
+    assert all(
+        len(path.name) == 32 for path in tmp_path.iterdir()
+    )  # names of any node id fit a folder
 
 
-def test_a_test_that_records_several_times_or_under_another_key_gets_no_plan(tmp_path: Path) -> None:
-    entries = {e.key: e for e in [
-        entry("t.py::test_a", 2, 1), entry("t.py::test_a [second]", 100, 100, nodeid="t.py::test_a"),
-        # its one recording is described: a new plain recording of the test must not take its number
-        entry("t.py::test_d [heavy]", 2, 1, nodeid="t.py::test_d"),
-        entry("t.py::test_old", 2, None),  # saved before warm-ups were recorded
-    ]}
+def test_a_test_that_records_several_times_or_under_another_key_gets_no_plan(
+    tmp_path: Path,
+) -> None:
+    entries = {
+        e.key: e
+        for e in [
+            entry("t.py::test_a", 2, 1),
+            entry("t.py::test_a [second]", 100, 100, nodeid="t.py::test_a"),
+            # its one recording is described: a new plain recording of the test must not take its number
+            entry("t.py::test_d [heavy]", 2, 1, nodeid="t.py::test_d"),
+            entry("t.py::test_old", 2, None),  # saved before warm-ups were recorded
+        ]
+    }
     assert write_plans(tmp_path, entries) == 0
     assert not list(tmp_path.iterdir())
 
@@ -55,7 +80,8 @@ def test_a_mangled_file_is_no_plan(tmp_path: Path) -> None:
 
 
 def test_a_worker_takes_the_folder_out_of_its_environment_and_each_plan_once(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_plans(tmp_path, {"t.py::test_a": entry("t.py::test_a", 2, 1)})
     monkeypatch.setattr(instructions, "_plans_folder", None)
     monkeypatch.setenv(PLANS_VARIABLE, str(tmp_path))
@@ -69,7 +95,9 @@ def test_a_worker_takes_the_folder_out_of_its_environment_and_each_plan_once(
     assert take_test_plan() == (2, 1)
 
 
-def test_a_save_leaves_the_variable_empty_and_no_test_gets_a_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_save_leaves_the_variable_empty_and_no_test_gets_a_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(instructions, "_plans_folder", None)
     monkeypatch.setenv(PLANS_VARIABLE, "")
     load_test_plan("t.py::test_a")
@@ -124,11 +152,14 @@ def test_no_baseline_no_plan_or_no_room_sets_the_variable_empty(tmp_path: Path) 
     several = {e.key: e for e in [entry("t.py::test_a [x]", 2, 1, nodeid="t.py::test_a")]}
     assert launch.hand_over(several, tmp_path, {}) == {PLANS_VARIABLE: ""}  # nothing to plan
     missing = tmp_path / "gone"  # the run's folder cannot take the plans: adaptive, as in a save
-    assert launch.hand_over({"t.py::test_a": entry("t.py::test_a", 2, 1)}, missing, {}) == {PLANS_VARIABLE: ""}
+    assert launch.hand_over({"t.py::test_a": entry("t.py::test_a", 2, 1)}, missing, {}) == {
+        PLANS_VARIABLE: ""
+    }
 
 
 def test_the_controller_hands_the_baseline_over_for_the_run_and_takes_it_back(
-        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``configure_controller`` with the baseline's entries: the variable names the plans in the
     run's folder until the run ends (every process it starts inherits it), then both are gone."""
     from pytest_torchbench.pytest.workers import configure_controller
@@ -136,7 +167,9 @@ def test_the_controller_hands_the_baseline_over_for_the_run_and_takes_it_back(
     monkeypatch.setattr(CallgrindLaunch, "prepare", lambda self, python: None)  # no valgrind needed
     monkeypatch.delenv(PLANS_VARIABLE, raising=False)
     config = pytester.parseconfigure()
-    workers = configure_controller(config, ["instructions", "ops"], {"t.py::test_a": entry("t.py::test_a", 2, 1)})
+    workers = configure_controller(
+        config, ["instructions", "ops"], {"t.py::test_a": entry("t.py::test_a", 2, 1)}
+    )
     assert workers is not None
     folder = os.environ[PLANS_VARIABLE]
     assert folder == str(workers.dump_dir / "plans") and read_plan(folder, "t.py::test_a") == (2, 1)

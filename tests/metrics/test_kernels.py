@@ -1,13 +1,14 @@
 """The ``kernels`` metric (CUDA kernel launches per call): its judgement and JSON run anywhere;
 measuring needs a CUDA device (skipped without one); without one, selecting it is a usage error."""
+
 from __future__ import annotations
 
 import pytest
 import torch
 
+from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.kernels import Kernels, KernelsMetric
-from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -15,7 +16,9 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 def test_any_changed_kernel_fails_naming_it() -> None:
     metric = registry.get("kernels")
     before = KernelsMetric({"gemm_kernel": 1.0, "elementwise_kernel<add>": 1.0})
-    after = KernelsMetric({"gemm_kernel": 1.0, "elementwise_kernel<add>": 1.0, "Memcpy DtoD (Device -> Device)": 1.0})
+    after = KernelsMetric(
+        {"gemm_kernel": 1.0, "elementwise_kernel<add>": 1.0, "Memcpy DtoD (Device -> Device)": 1.0}
+    )
     verdict = metric.judge("t.py::t", after, before, metric.default_limit, Policy())
     assert verdict.status == REGRESSION and verdict.failed
     assert verdict.summary == "kernels 2 -> 3 launches per call (1 kernel(s) changed)"
@@ -47,12 +50,15 @@ def test_unavailable_without_cuda_says_so_in_one_line() -> None:
 def test_kernel_names_are_shown_without_their_parameter_lists() -> None:
     from pytest_torchbench.metrics.kernels import display_name
 
-    long = ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar"
-            "(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, std::array<char*, 2ul> >(int, "
-            "at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)"
-            "::{lambda(float)#1}, std::array<char*, 2ul>)")
+    long = (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar"
+        "(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, std::array<char*, 2ul> >(int, "
+        "at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)"
+        "::{lambda(float)#1}, std::array<char*, 2ul>)"
+    )
     assert display_name(long) == (
         "at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar"
-        "(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, std::array<char*, 2ul> >")
+        "(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, std::array<char*, 2ul> >"
+    )
     assert display_name("Memset (Device)") == "Memset (Device)"  # not a C++ name: kept whole
     assert display_name("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"

@@ -1,5 +1,6 @@
 """The metrics registry and the layering it relies on; the committed baselines survive the move
 of every metric into its own module byte for byte."""
+
 from __future__ import annotations
 
 import ast
@@ -32,22 +33,47 @@ def test_committed_baselines_load_and_render_byte_for_byte(path: Path) -> None:
     assert entries, "a committed baseline file with no benchmarks"
     module = next(iter(entries.values())).module
     rendered = render_baseline_document(module, entries.values())
-    diff = [line for line in difflib.ndiff(text.splitlines(True), rendered.splitlines(True))
-            if line[:2] in ("- ", "+ ")]
+    diff = [
+        line
+        for line in difflib.ndiff(text.splitlines(True), rendered.splitlines(True))
+        if line[:2] in ("- ", "+ ")
+    ]
     assert all(line.startswith("+ ") and _NODEID_LINE.match(line[2:]) for line in diff), diff[:5]
     # one added line per entry saved before the field existed; none for a file saved since
-    assert len(diff) == sum(1 for e in entries.values() if f'"{e.key}": {{' in text) - text.count('\n   "nodeid": ')
+    assert len(diff) == sum(1 for e in entries.values() if f'"{e.key}": {{' in text) - text.count(
+        '\n   "nodeid": '
+    )
     again = parse_baseline_document(rendered, str(path))
     assert render_baseline_document(module, again.values()) == rendered
 
 
 def test_committed_baselines_exist() -> None:
-    assert COMMITTED, "baselines/ has no committed files: the byte-for-byte test above tested nothing"
+    assert COMMITTED, (
+        "baselines/ has no committed files: the byte-for-byte test above tested nothing"
+    )
 
 
 def test_builtin_metrics_in_display_order() -> None:
-    assert registry.names()[:8] == ("time", "instructions", "ops", "calls", "memory", "kernels", "gpu_time", "compile")
-    assert registry.BUILTIN == ("time", "instructions", "ops", "calls", "memory", "kernels", "gpu_time", "compile")
+    assert registry.names()[:8] == (
+        "time",
+        "instructions",
+        "ops",
+        "calls",
+        "memory",
+        "kernels",
+        "gpu_time",
+        "compile",
+    )
+    assert registry.BUILTIN == (
+        "time",
+        "instructions",
+        "ops",
+        "calls",
+        "memory",
+        "kernels",
+        "gpu_time",
+        "compile",
+    )
     for metric in registry.all_metrics():
         assert isinstance(metric, Metric) and metric.name.isidentifier()
         assert metric.default_limit >= 0 and metric.table_title
@@ -86,8 +112,14 @@ def _imports(path: Path) -> set[str]:
 # What a metric may import: the shared vocabulary, text, statistics, the compat shims, engines and
 # other metric modules (the registry imports them). Never the results model, the gate, storage,
 # a report or the pytest glue.
-_ALLOWED = ("pytest_torchbench.core.vocabulary", "pytest_torchbench.core.text", "pytest_torchbench.core.statistics",
-            "pytest_torchbench._compat", "pytest_torchbench.engines", "pytest_torchbench.metrics")
+_ALLOWED = (
+    "pytest_torchbench.core.vocabulary",
+    "pytest_torchbench.core.text",
+    "pytest_torchbench.core.statistics",
+    "pytest_torchbench._compat",
+    "pytest_torchbench.engines",
+    "pytest_torchbench.metrics",
+)
 
 
 @pytest.mark.parametrize("path", sorted((PACKAGE / "metrics").glob("*.py")), ids=lambda p: p.name)
@@ -104,21 +136,48 @@ def test_vocabulary_imports_nothing_above_it(name: str) -> None:
 
 _NAMES = ("time", "instructions", "ops", "calls", "memory", "kernels", "gpu_time", "compile")
 #: Modules that iterate over the registry and must never name a metric (as a string literal).
-_GENERIC = ("pytest/options.py", "store/storage.py", "core/judgement.py", "core/gate.py", "pytest/session.py", "core/results.py",
-            "reports/terminal.py", "reports/junit.py", "reports/markdown.py", "reports/html.py",
-            "reports/common.py", "cli.py", "pytest/controller.py", "core/explain.py")
+_GENERIC = (
+    "pytest/options.py",
+    "store/storage.py",
+    "core/judgement.py",
+    "core/gate.py",
+    "pytest/session.py",
+    "core/results.py",
+    "reports/terminal.py",
+    "reports/junit.py",
+    "reports/markdown.py",
+    "reports/html.py",
+    "reports/common.py",
+    "cli.py",
+    "pytest/controller.py",
+    "core/explain.py",
+)
 
 
 @pytest.mark.parametrize("name", _GENERIC)
 def test_generic_modules_never_name_a_metric(name: str) -> None:
     tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
     # A profile's top op has a "calls" field, read as ``op.get("calls", 0)``: a field, not the metric.
-    fields = {id(node.args[0]) for node in ast.walk(tree) if isinstance(node, ast.Call) and node.args
-              and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-              and isinstance(node.func.value, ast.Name) and node.func.value.id == "op"}
-    named = sorted({node.value for node in ast.walk(tree)
-                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in _NAMES
-                    and id(node) not in fields})
+    fields = {
+        id(node.args[0])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and node.args
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "op"
+    }
+    named = sorted(
+        {
+            node.value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value in _NAMES
+            and id(node) not in fields
+        }
+    )
     assert named == [], f"{name} names {named}"
 
 
@@ -126,22 +185,34 @@ def test_type_cache_misses_are_kept_apart_from_the_count_and_named_when_they_mov
     """Which (type, name) pairs collide in CPython's type cache follows version tags and string
     addresses, i.e. what ran before: a conftest consuming one tag moved a count by 10.6%
     (docs/design/counting.md). Their inclusive cost is not counted, and shown when it moves."""
-    from pytest_torchbench.metrics.instructions import InstructionsMetric
     from pytest_torchbench.core.vocabulary import Policy
+    from pytest_torchbench.metrics.instructions import InstructionsMetric
 
-    exclusive = {"Objects/typeobject.c:find_name_in_mro": 2_000, "Python/ceval.c:_PyEval_EvalFrameDefault": 8_000}
-    collided = InstructionsMetric.from_counts(exclusive, 10_000 + 9_000, 10, type_cache_misses=9_000)
+    exclusive = {
+        "Objects/typeobject.c:find_name_in_mro": 2_000,
+        "Python/ceval.c:_PyEval_EvalFrameDefault": 8_000,
+    }
+    collided = InstructionsMetric.from_counts(
+        exclusive, 10_000 + 9_000, 10, type_cache_misses=9_000
+    )
     assert collided.instructions_per_run == 1_000 and collided.type_cache_misses == 900
-    assert collided.functions["Objects/typeobject.c:find_name_in_mro"] == 200  # the table stays as counted
-    clean = InstructionsMetric.from_counts({"Python/ceval.c:_PyEval_EvalFrameDefault": 8_000, "x": 2_000}, 10_000, 10)
+    assert (
+        collided.functions["Objects/typeobject.c:find_name_in_mro"] == 200
+    )  # the table stays as counted
+    clean = InstructionsMetric.from_counts(
+        {"Python/ceval.c:_PyEval_EvalFrameDefault": 8_000, "x": 2_000}, 10_000, 10
+    )
     assert clean.instructions_per_run == 1_000 and clean.type_cache_misses == 0
     again = InstructionsMetric.from_json(collided.to_json())
     assert again.type_cache_misses == 900 and again.instructions_per_run == 1_000
     assert "type_cache_misses" not in clean.to_json()  # nothing stored when there were none
     verdict = registry.get("instructions").judge("t.py::t", collided, clean, 0.01, Policy())
     assert verdict.status == "unchanged"
-    assert any(line.startswith("type-cache misses (not counted") and "0 -> 900 instructions per run" in line
-               for line in verdict.details)
+    assert any(
+        line.startswith("type-cache misses (not counted")
+        and "0 -> 900 instructions per run" in line
+        for line in verdict.details
+    )
     quiet = registry.get("instructions").judge("t.py::t", clean, clean, 0.01, Policy())
     assert not any("type-cache" in line for line in quiet.details)
 
@@ -153,16 +224,49 @@ def test_a_counted_dump_leaves_the_type_cache_misses_and_the_lookups_own_cost_ou
     from pytest_torchbench.metrics.instructions import CallgrindLaunch, InstructionsMetric
 
     dump = tmp_path / "callgrind.out.1.1"
-    dump.write_text("\n".join([
-        "version: 1", "creator: callgrind-3.19.0", "pid: 1", "cmd: python", "part: 1",
-        "desc: Trigger: Client Request: r", "positions: line", "events: Ir", "summary: 0",
-        "fl=(1) Objects/typeobject.c", "fn=(1) _PyType_Lookup", "0 70",
-        "cfn=(2) find_name_in_mro", "calls=1 0", "0 200", "fi=(2) Include/object.h", "0 5", "fe=(1)",
-        "fn=(2) find_name_in_mro", "0 150", "cfl=(3) Objects/dictobject.c", "cfn=(3) _Py_dict_lookup",
-        "calls=3 0", "0 50", "fn=(4) _PyType_LookupRef", "0 9",
-        "fl=(3)", "fn=(3)", "0 50", "fl=(4) Python/ceval.c", "fn=(5) eval", "0 1000", "totals: 1284", "",
-    ]))
-    data = CallgrindLaunch().finish({"dump": str(dump), "number_per_run": 10, "warmup": 10}, tmp_path)
+    dump.write_text(
+        "\n".join(
+            [
+                "version: 1",
+                "creator: callgrind-3.19.0",
+                "pid: 1",
+                "cmd: python",
+                "part: 1",
+                "desc: Trigger: Client Request: r",
+                "positions: line",
+                "events: Ir",
+                "summary: 0",
+                "fl=(1) Objects/typeobject.c",
+                "fn=(1) _PyType_Lookup",
+                "0 70",
+                "cfn=(2) find_name_in_mro",
+                "calls=1 0",
+                "0 200",
+                "fi=(2) Include/object.h",
+                "0 5",
+                "fe=(1)",
+                "fn=(2) find_name_in_mro",
+                "0 150",
+                "cfl=(3) Objects/dictobject.c",
+                "cfn=(3) _Py_dict_lookup",
+                "calls=3 0",
+                "0 50",
+                "fn=(4) _PyType_LookupRef",
+                "0 9",
+                "fl=(3)",
+                "fn=(3)",
+                "0 50",
+                "fl=(4) Python/ceval.c",
+                "fn=(5) eval",
+                "0 1000",
+                "totals: 1284",
+                "",
+            ]
+        )
+    )
+    data = CallgrindLaunch().finish(
+        {"dump": str(dump), "number_per_run": 10, "warmup": 10}, tmp_path
+    )
     metric = InstructionsMetric.from_json(data)
     assert metric.type_cache_misses == 20 and metric.type_cache_lookups == 8.4
     assert metric.instructions_per_run == 100  # (1284 - 200 - 84) / 10: the interpreter's own work
@@ -178,7 +282,7 @@ class _Value:
         return {"n": self.n}
 
     @classmethod
-    def from_json(cls, data: dict[str, float]) -> "_Value":
+    def from_json(cls, data: dict[str, float]) -> _Value:
         return cls(data["n"])
 
 
@@ -261,7 +365,11 @@ def test_explaining_and_confirming_are_derived_from_the_overrides() -> None:
     overrides ``explain`` gets its callable kept for the re-run, one that overrides ``confirm``
     gets its failed regressions measured again."""
     flags = {m.name: (m.explains_failures, m.confirms_failures) for m in registry.all_metrics()}
-    assert {name for name, (explains, _) in flags.items() if explains} == {"ops", "calls", "kernels"}
+    assert {name for name, (explains, _) in flags.items() if explains} == {
+        "ops",
+        "calls",
+        "kernels",
+    }
     assert {name for name, (_, confirms) in flags.items() if confirms} == {"time"}
 
 
@@ -269,7 +377,10 @@ def test_seconds_metrics_share_their_display() -> None:
     time, gpu_time = registry.get("time"), registry.get("gpu_time")
     for metric in (time, gpu_time):
         assert metric.table_scale([2e-6, 5e-6]) == ("us", 1e-6)
-        assert metric.cell_delta(0.0004) == " (+0.0%)" and metric.delta_title == "the fastest call (judged) and its delta"
+        assert (
+            metric.cell_delta(0.0004) == " (+0.0%)"
+            and metric.delta_title == "the fastest call (judged) and its delta"
+        )
         assert metric.format_value(0.0015) == time.format_value(0.0015)
     assert registry.get("instructions").cell_delta(0.0004) == " (+0.04%)"
 
@@ -282,8 +393,10 @@ def test_modes_that_exclude_each_other_are_one_usage_error_with_why() -> None:
     for raw in ("time,instructions", "instructions,time"):
         with pytest.raises(pytest.UsageError) as error:
             _parse_modes(raw)
-        assert str(error.value) == ("--bench-mode: 'time' and 'instructions' cannot run together (wall time "
-                                    "under valgrind means nothing); run them as two pytest invocations")
+        assert str(error.value) == (
+            "--bench-mode: 'time' and 'instructions' cannot run together (wall time "
+            "under valgrind means nothing); run them as two pytest invocations"
+        )
     assert _parse_modes("instructions,ops") == ("instructions", "ops")
 
     class Legacy(Metric):  # a plugin written before excludes took reasons: a tuple of names
@@ -299,19 +412,25 @@ def test_modes_that_exclude_each_other_are_one_usage_error_with_why() -> None:
 
     registry.register(Legacy())
     try:
-        with pytest.raises(pytest.UsageError, match=r"'ops' and 'legacy_probe' cannot run together \(they cannot"):
+        with pytest.raises(
+            pytest.UsageError, match=r"'ops' and 'legacy_probe' cannot run together \(they cannot"
+        ):
             _parse_modes("legacy_probe,ops")
     finally:
         registry.unregister("legacy_probe")
 
 
-@pytest.mark.parametrize("name, value_type, counted, things, title", [
-    ("ops", "OpsMetric", "calls", "op(s)", "aten op calls per run"),
-    ("calls", "CallsMetric", "calls", "function(s)", "Python function calls per run"),
-    ("kernels", "KernelsMetric", "launches", "kernel(s)", "CUDA kernel launches per run"),
-])
-def test_exact_count_metrics_share_their_judging_and_showing(name: str, value_type: str, counted: str,
-                                                             things: str, title: str) -> None:
+@pytest.mark.parametrize(
+    "name, value_type, counted, things, title",
+    [
+        ("ops", "OpsMetric", "calls", "op(s)", "aten op calls per run"),
+        ("calls", "CallsMetric", "calls", "function(s)", "Python function calls per run"),
+        ("kernels", "KernelsMetric", "launches", "kernel(s)", "CUDA kernel launches per run"),
+    ],
+)
+def test_exact_count_metrics_share_their_judging_and_showing(
+    name: str, value_type: str, counted: str, things: str, title: str
+) -> None:
     """ops, calls and kernels judge, head, list in JUnit and plot their counts by name one way
     (``NamedCounts``), each with its own words."""
     import importlib
@@ -325,12 +444,26 @@ def test_exact_count_metrics_share_their_judging_and_showing(name: str, value_ty
     assert (verdict.status, verdict.failed) == ("regression", True)
     assert verdict.summary == f"{name} 3 -> 5 {counted} per call (2 {things} changed)"
     assert verdict.details == ["a 2 -> 3 per call", "c 0 -> 1 per call"]
-    assert metric.judge("t.py::t", then, make({"b": 1.0, "a": 2.0}), 0.0, Policy()).status == "unchanged"
+    assert (
+        metric.judge("t.py::t", then, make({"b": 1.0, "a": 2.0}), 0.0, Policy()).status
+        == "unchanged"
+    )
     assert metric.headline(now) == 5.0
-    assert metric.junit_properties(now, "p.") == [(f"p.{name}.{counted}_per_run", 5.0), (f"p.{name}.distinct", 3)]
+    assert metric.junit_properties(now, "p.") == [
+        (f"p.{name}.{counted}_per_run", 5.0),
+        (f"p.{name}.distinct", 3),
+    ]
     [[heading, bars]] = metric.figures(now, then, True, 10)
     assert isinstance(heading, Heading) and heading.text == f"{title}: change vs baseline"
-    assert isinstance(bars, Bars) and bars.items == [("a", 1.0), ("c", 1.0)] and bars.axis == f"{counted} per run"
+    assert (
+        isinstance(bars, Bars)
+        and bars.items == [("a", 1.0), ("c", 1.0)]
+        and bars.axis == f"{counted} per run"
+    )
     assert metric.figures(then, then, False, 10) == []
     [[heading, bars]] = metric.figures(now, None, False, 2)
-    assert heading.text == f"{title} (no baseline)" and bars.items == [("a", 3.0), ("b", 1.0)] and bars.neutral
+    assert (
+        heading.text == f"{title} (no baseline)"
+        and bars.items == [("a", 3.0), ("b", 1.0)]
+        and bars.neutral
+    )

@@ -1,6 +1,7 @@
 """Time judged on rounds measured alternately with a measured base (issue 25, point 2): the paired
 head/base ratio arithmetic, and the verdicts it gives (regression, unchanged, improvement, too
 noisy), through the same gate the plugin and the CLI call."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -27,14 +28,23 @@ def test_alternated_rounds_arithmetic() -> None:
     """Per round head/base, sorted; each side's figures, sorted; ``depth`` 1 below 4 rounds, 2 for
     4-7, 3 for 8-11; the central ratios and each side's band at that depth; the median ratio as
     the change; pairs that are not positive finite numbers are left out."""
-    rounds = AlternatedRounds([(1.0, 1.1), (2.0, 2.0), (4.0, 3.6), (1.0, 1.3), (0.0, 1.0), (1.0, float("nan"))])
+    rounds = AlternatedRounds(
+        [(1.0, 1.1), (2.0, 2.0), (4.0, 3.6), (1.0, 1.3), (0.0, 1.0), (1.0, float("nan"))]
+    )
     assert rounds.rounds == 4 and rounds.depth == 2
     assert rounds.ratios == pytest.approx([0.9, 1.0, 1.1, 1.3])
     assert rounds.central == pytest.approx((1.0, 1.1))
     assert rounds.change == pytest.approx(0.05)  # (1.0 + 1.1) / 2 - 1
     assert rounds.spread == pytest.approx(0.1 / 2 / 1.05)
     assert rounds.band("base") == (1.0, 1.0) and rounds.band("head") == pytest.approx((1.1, 1.3))
-    assert [AlternatedRounds([(1.0, 1.0)] * n).depth for n in (1, 3, 4, 7, 8, 12)] == [1, 1, 2, 2, 3, 4]
+    assert [AlternatedRounds([(1.0, 1.0)] * n).depth for n in (1, 3, 4, 7, 8, 12)] == [
+        1,
+        1,
+        2,
+        2,
+        3,
+        4,
+    ]
     assert AlternatedRounds([(2.0, 3.0)]).central == (1.5, 1.5)
     assert rounds.numbers == [1, 2, 3, 4]  # the session's numbers of the usable pairs
     assert AlternatedRounds([(0.0, 1.0), (1.0, 2.0)], [3, 7]).numbers == [7]
@@ -46,20 +56,26 @@ def test_a_slowdown_every_round_sees_fails() -> None:
     """The machine is 30% slower in rounds 3-4 (both sides): unpaired, the head's later rounds
     would look slower; paired, the ratio is the code's +20% in every round, and the head's
     fastest rounds are beyond the base's too."""
-    verdict = judge_time_rounds("t", _rounds([(1e-3, 1.2e-3), (1e-3, 1.21e-3), (1.3e-3, 1.56e-3), (1.3e-3, 1.55e-3)]),
-                                0.10)
+    verdict = judge_time_rounds(
+        "t", _rounds([(1e-3, 1.2e-3), (1e-3, 1.21e-3), (1.3e-3, 1.56e-3), (1.3e-3, 1.55e-3)]), 0.10
+    )
     assert verdict.status == REGRESSION
     assert verdict.delta == pytest.approx(0.2, abs=0.01)
     assert "4 alternated rounds" in verdict.summary and "median +20" in verdict.summary
     assert "1 at each end set aside" in verdict.summary
-    assert "round 1 (base first)" in verdict.details[0] and "round 2 (head first)" in verdict.details[1]
+    assert (
+        "round 1 (base first)" in verdict.details[0]
+        and "round 2 (head first)" in verdict.details[1]
+    )
 
 
 def test_drift_alone_is_unchanged() -> None:
     """The machine drifts by 40% between rounds, the code does not change: unchanged (the paired
     ratios agree; each side's own fastest rounds spread with the drift, which only the pairs
     divide out)."""
-    verdict = judge_time_rounds("t", _rounds([(1e-3, 1.01e-3), (1.4e-3, 1.39e-3), (1.2e-3, 1.22e-3)]), 0.10)
+    verdict = judge_time_rounds(
+        "t", _rounds([(1e-3, 1.01e-3), (1.4e-3, 1.39e-3), (1.2e-3, 1.22e-3)]), 0.10
+    )
     assert verdict.status == UNCHANGED, verdict.summary
     assert verdict.details == []
     four = _rounds([(1e-3, 1.01e-3), (1.4e-3, 1.39e-3), (1.2e-3, 1.22e-3), (1.1e-3, 1.12e-3)])
@@ -83,8 +99,10 @@ def test_rounds_that_cannot_tell_are_too_noisy_with_their_spread() -> None:
     pairs = [(1.0, 0.85), (1.0, 1.25), (1.0, 0.95), (1.0, 1.15)]
     verdict = judge_time_rounds("t", _rounds(pairs), 0.10)
     assert verdict.status == TOO_NOISY and not verdict.failed
-    assert verdict.summary.startswith("too noisy at a 10% limit: they would be called unchanged at a limit of 15%, "
-                                      "which would pass a real change of that size (median +5.0%)"), verdict.summary
+    assert verdict.summary.startswith(
+        "too noisy at a 10% limit: they would be called unchanged at a limit of 15%, "
+        "which would pass a real change of that size (median +5.0%)"
+    ), verdict.summary
     assert "add --bench-rounds" in verdict.summary
     # the limit it names is the first (in half-percent steps) at which these rounds are judged
     assert AlternatedRounds(pairs).deciding_limit(0.10) == pytest.approx(0.15)
@@ -100,8 +118,10 @@ def test_a_slowdown_too_noisy_at_its_limit_is_not_told_to_raise_it() -> None:
     assert judge_time_rounds("t", _rounds(pairs), 0.08).status == REGRESSION
     verdict = judge_time_rounds("t", _rounds(pairs), 0.10)
     assert verdict.status == TOO_NOISY
-    assert "they would be called unchanged at a limit of 30.5%, which would pass a real change of that size " \
-           "(median +30" in verdict.summary, verdict.summary
+    assert (
+        "they would be called unchanged at a limit of 30.5%, which would pass a real change of that size "
+        "(median +30" in verdict.summary
+    ), verdict.summary
     assert "raise" not in verdict.summary
 
 
@@ -116,7 +136,9 @@ def test_a_slowdown_whose_base_was_slow_in_most_rounds_is_not_passed() -> None:
     assert rounds.decide(0.05) == "undecided"
     assert judge_time_rounds("t", _rounds(pairs), 0.05).status == TOO_NOISY
     # the same pairs where the head's fastest is within the limit of the base's: unchanged
-    assert AlternatedRounds([(1.0, 1.02), (1.2, 1.2), (1.2, 1.2), (1.2, 1.2)]).decide(0.05) == "same"
+    assert (
+        AlternatedRounds([(1.0, 1.02), (1.2, 1.2), (1.2, 1.2), (1.2, 1.2)]).decide(0.05) == "same"
+    )
 
 
 def test_large_changes_fail_however_spread_and_a_loaded_machine_gets_more_rounds() -> None:
@@ -124,8 +146,14 @@ def test_large_changes_fail_however_spread_and_a_loaded_machine_gets_more_rounds
     unchanged 10 ms benchmark at load 14 had all four rounds +17%..+90%: four rounds call that a
     regression, which is why the controller measures any change again in four more rounds
     (``Controller._undecided_tests``); with four calm rounds beside them it is unchanged."""
-    assert judge_time_rounds("t", _rounds([(1.0, 1.6), (1.0, 2.6), (1.0, 2.0)]), 0.10).status == REGRESSION
-    assert judge_time_rounds("t", _rounds([(1.0, 0.4), (1.0, 0.6), (1.0, 0.5)]), 0.10).status == IMPROVEMENT
+    assert (
+        judge_time_rounds("t", _rounds([(1.0, 1.6), (1.0, 2.6), (1.0, 2.0)]), 0.10).status
+        == REGRESSION
+    )
+    assert (
+        judge_time_rounds("t", _rounds([(1.0, 0.4), (1.0, 0.6), (1.0, 0.5)]), 0.10).status
+        == IMPROVEMENT
+    )
     loaded = [(1.0, 1.896), (1.0, 1.169), (1.0, 1.293), (1.0, 1.193)]
     assert judge_time_rounds("t", _rounds(loaded), 0.10).status == REGRESSION
     calm = [(1.0, 1.02), (1.0, 0.99), (1.0, 1.03), (1.0, 1.01)]
@@ -135,24 +163,45 @@ def test_large_changes_fail_however_spread_and_a_loaded_machine_gets_more_rounds
 def test_a_real_change_survives_more_rounds() -> None:
     """+20% in every undisturbed round, with one slow window on each side among eight rounds:
     still a regression."""
-    pairs = [(1.0, 1.2), (1.0, 1.21), (1.6, 1.19), (1.0, 1.2), (1.0, 1.9), (1.01, 1.2), (1.0, 1.22), (0.99, 1.2)]
+    pairs = [
+        (1.0, 1.2),
+        (1.0, 1.21),
+        (1.6, 1.19),
+        (1.0, 1.2),
+        (1.0, 1.9),
+        (1.01, 1.2),
+        (1.0, 1.22),
+        (0.99, 1.2),
+    ]
     verdict = judge_time_rounds("t", _rounds(pairs), 0.10)
-    assert verdict.status == REGRESSION and "8 alternated rounds" in verdict.summary, verdict.summary
+    assert verdict.status == REGRESSION and "8 alternated rounds" in verdict.summary, (
+        verdict.summary
+    )
 
 
 def test_the_gate_judges_time_on_rounds_when_given() -> None:
     """Through the gate: with rounds the single current measurement (10x slower here) does not
     decide; without them it does, as before. A failed regression is marked failed."""
-    current = BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "", metrics={"time": _time(1e-2)})
+    current = BenchmarkResult(
+        "t.py::test_a", "t.py", "test_a", "", "", metrics={"time": _time(1e-2)}
+    )
     entry = BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "", metrics={"time": _time(1e-3)})
     policy = Policy()
-    unchanged = gate.judge(current, {current.key: entry}, policy,
-                           rounds={"time": _rounds([(1e-3, 1e-3), (1e-3, 1.01e-3)])})
+    unchanged = gate.judge(
+        current,
+        {current.key: entry},
+        policy,
+        rounds={"time": _rounds([(1e-3, 1e-3), (1e-3, 1.01e-3)])},
+    )
     assert [v.status for v in unchanged] == [UNCHANGED]
     one_shot = gate.judge(current, {current.key: entry}, policy)
     assert [v.status for v in one_shot] == [REGRESSION] and one_shot[0].failed
-    regressed = gate.judge(current, {current.key: entry}, policy,
-                           rounds={"time": _rounds([(1e-3, 2e-3), (1e-3, 2.02e-3)])})
+    regressed = gate.judge(
+        current,
+        {current.key: entry},
+        policy,
+        rounds={"time": _rounds([(1e-3, 2e-3), (1e-3, 2.02e-3)])},
+    )
     assert [v.status for v in regressed] == [REGRESSION] and regressed[0].failed
 
 
@@ -162,7 +211,9 @@ def test_rounds_without_a_positive_time_are_not_judged() -> None:
     benchmark that could not be judged."""
     verdict = judge_time_rounds("t", _rounds([(0.0, 1e-3), (1e-3, 0.0)]), 0.10)
     assert verdict.status == TOO_NOISY and not verdict.failed
-    assert verdict.summary.startswith("not judged: none of its 2 alternated rounds"), verdict.summary
+    assert verdict.summary.startswith("not judged: none of its 2 alternated rounds"), (
+        verdict.summary
+    )
 
 
 def test_the_first_rounds_call_unchanged_only_what_both_views_call_so() -> None:
@@ -191,14 +242,21 @@ def test_rounds_that_were_not_measured_again_are_judged_strictly() -> None:
     from pytest_torchbench.pytest.controller import Controller
 
     pairs = [(1.08, 1.18), (1.5, 1.19), (1.1, 1.2), (1.5, 1.6)]
-    current = BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "", metrics={"time": _time(1.2)})
+    current = BenchmarkResult(
+        "t.py::test_a", "t.py", "test_a", "", "", metrics={"time": _time(1.2)}
+    )
     entry = BenchmarkResult("t.py::test_a", "t.py", "test_a", "", "", metrics={"time": _time(1.0)})
     loose = gate.judge(current, {current.key: entry}, Policy(), rounds={"time": _rounds(pairs)})
-    strict = gate.judge(current, {current.key: entry}, Policy(), rounds={"time": _rounds(pairs)}, strict_rounds=True)
+    strict = gate.judge(
+        current, {current.key: entry}, Policy(), rounds={"time": _rounds(pairs)}, strict_rounds=True
+    )
     assert [v.status for v in loose] == [UNCHANGED] and [v.status for v in strict] == [TOO_NOISY]
 
-    fake = SimpleNamespace(measured=SimpleNamespace(rounds_of_all=4), again_passes={"t.py::test_a": 1},
-                           rounds={"t.py::test_a": {"time": pairs}, "t.py::test_b": {"time": pairs * 2}})
+    fake = SimpleNamespace(
+        measured=SimpleNamespace(rounds_of_all=4),
+        again_passes={"t.py::test_a": 1},
+        rounds={"t.py::test_a": {"time": pairs}, "t.py::test_b": {"time": pairs * 2}},
+    )
     assert Controller._rounds_unfinished(fake, "t.py::test_a")  # type: ignore[arg-type]
     assert not Controller._rounds_unfinished(fake, "t.py::test_c")  # type: ignore[arg-type]  # not sent again
     fake.again_passes["t.py::test_b"] = 1
@@ -214,8 +272,15 @@ def test_round_lines_name_the_sessions_rounds() -> None:
     from pytest_torchbench.store.storage import BaselineSet
 
     def side(seconds: float | None) -> BaselineSet:
-        entries = {} if seconds is None else {"t.py::t": BenchmarkResult("t.py::t", "t.py", "t", "", "",
-                                                                         metrics={"time": _time(seconds)})}
+        entries = (
+            {}
+            if seconds is None
+            else {
+                "t.py::t": BenchmarkResult(
+                    "t.py::t", "t.py", "t", "", "", metrics={"time": _time(seconds)}
+                )
+            }
+        )
         return BaselineSet("s", "here", entries)
 
     measured = [(side(1e-3), side(2e-3 if n != 3 else None)) for n in range(1, 7)]
@@ -224,15 +289,23 @@ def test_round_lines_name_the_sessions_rounds() -> None:
     verdict = judge_time_rounds("t.py::t", pairs, 0.10)
     assert verdict.status == REGRESSION
     assert [line.split(":")[0] for line in verdict.details] == [
-        "round 1 (base first)", "round 2 (head first)", "round 4 (head first)", "round 5 (base first)",
-        "round 6 (head first)"]
+        "round 1 (base first)",
+        "round 2 (head first)",
+        "round 4 (head first)",
+        "round 5 (base first)",
+        "round 6 (head first)",
+    ]
     with pytest.raises(ValueError):
         RoundPairs([(1, 2)], [1, 2])
 
 
-def _turns(pairs: list[tuple[float, float]], turns: int | None = 9) -> list[tuple[TimeMetric, TimeMetric]]:
-    return [(dataclasses.replace(base, turns=turns), dataclasses.replace(head, turns=turns))
-            for base, head in _rounds(pairs)]
+def _turns(
+    pairs: list[tuple[float, float]], turns: int | None = 9
+) -> list[tuple[TimeMetric, TimeMetric]]:
+    return [
+        (dataclasses.replace(base, turns=turns), dataclasses.replace(head, turns=turns))
+        for base, head in _rounds(pairs)
+    ]
 
 
 def test_rounds_measured_in_turns_are_judged_on_their_pairs() -> None:
@@ -240,7 +313,9 @@ def test_rounds_measured_in_turns_are_judged_on_their_pairs() -> None:
     +18%..+23% in every round, but the machine was 16% faster in the first two rounds of both
     sides. The sides view compares the base's fast rounds with the head's slow ones and cannot
     tell: one after the other that stays undecided (too noisy); in turns the pairs decide."""
-    pairs = [(18.91e-6, 22.32e-6), (18.5e-6, 22.35e-6)] + [(21.6e-6, 26.1e-6 + i * 1e-8) for i in range(10)]
+    pairs = [(18.91e-6, 22.32e-6), (18.5e-6, 22.35e-6)] + [
+        (21.6e-6, 26.1e-6 + i * 1e-8) for i in range(10)
+    ]
     in_turns = judge_time_rounds("t", _turns(pairs), 0.10)
     assert in_turns.status == REGRESSION, in_turns.summary
     assert "12 alternated rounds in turns: median +21" in in_turns.summary
@@ -250,7 +325,12 @@ def test_rounds_measured_in_turns_are_judged_on_their_pairs() -> None:
     mixed[5] = (dataclasses.replace(mixed[5][0], turns=0), mixed[5][1])
     assert judge_time_rounds("t", mixed, 0.10).status == TOO_NOISY
     # in turns, an unchanged benchmark is judged on the pairs too, strictly or not
-    same = [(1e-3, 1.01e-3), (1.3e-3, 1.31e-3), (1.3e-3, 1.29e-3), (1.3e-3, 1.3e-3)]  # faster in round 1
+    same = [
+        (1e-3, 1.01e-3),
+        (1.3e-3, 1.31e-3),
+        (1.3e-3, 1.29e-3),
+        (1.3e-3, 1.3e-3),
+    ]  # faster in round 1
     assert judge_time_rounds("t", _turns(same), 0.10, strict=True).status == UNCHANGED
     assert judge_time_rounds("t", _rounds(same), 0.10, strict=True).status == TOO_NOISY
     assert AlternatedRounds([(1.0, 1.5)] * 4, in_turns=True).decide(0.1) == "slower"

@@ -1,4 +1,5 @@
 """Time mode's engine settings from the marker and the session (``metrics.time.time_spec``)."""
+
 from __future__ import annotations
 
 from pytest_torchbench.metrics.time import time_spec

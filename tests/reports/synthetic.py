@@ -8,6 +8,7 @@ benchmarks. Deterministic (seeded), no measuring.
 
 ``python tests/reports/synthetic.py [OUT.html]`` prints the HTML and Markdown sizes (the README figure).
 """
+
 from __future__ import annotations
 
 import math
@@ -16,12 +17,27 @@ import sys
 from pathlib import Path
 
 from pytest_torchbench.core.judgement import Policy, judge_result, missing_verdicts
-from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric, OpsMetric, TimeMetric
+from pytest_torchbench.core.results import (
+    BenchmarkResult,
+    InstructionsMetric,
+    OpsMetric,
+    TimeMetric,
+)
 
 #: Replicates per benchmark, cycled: trivial (10 us) benchmarks get thousands of 1 ms blocks.
 SAMPLE_COUNTS = (4000, 2500, 1200, 400, 120, 30)
-OPS = ("aten::add", "aten::mul", "aten::empty", "aten::copy_", "aten::to", "aten::conv2d", "aten::clamp",
-       "aten::sum", "aten::mean", "aten::index")
+OPS = (
+    "aten::add",
+    "aten::mul",
+    "aten::empty",
+    "aten::copy_",
+    "aten::to",
+    "aten::conv2d",
+    "aten::clamp",
+    "aten::sum",
+    "aten::mean",
+    "aten::index",
+)
 
 
 def _times(rng: random.Random, median: float, count: int, number: int) -> list[float]:
@@ -35,8 +51,9 @@ def _times(rng: random.Random, median: float, count: int, number: int) -> list[f
     return out
 
 
-def suite(n: int = 310, modes: tuple[str, ...] = ("time",), seed: int = 0,
-          groups: bool = True) -> tuple[list[BenchmarkResult], list, dict[str, BenchmarkResult]]:
+def suite(
+    n: int = 310, modes: tuple[str, ...] = ("time",), seed: int = 0, groups: bool = True
+) -> tuple[list[BenchmarkResult], list, dict[str, BenchmarkResult]]:
     """(current results, verdicts, baseline entries) for ``n`` benchmarks: every 37th regressed by
     30%, every 43rd improved by 20%, two new and two missing."""
     rng = random.Random(seed)
@@ -44,7 +61,9 @@ def suite(n: int = 310, modes: tuple[str, ...] = ("time",), seed: int = 0,
     current: list[BenchmarkResult] = []
     for index in range(n + 2):
         module = f"tests/test_{('color', 'geometry', 'filters', 'augment', 'losses')[index % 5]}.py"
-        name = f"test_{('resize', 'rotate', 'blur', 'flip', 'normalize', 'crop', 'warp')[index % 7]}"
+        name = (
+            f"test_{('resize', 'rotate', 'blur', 'flip', 'normalize', 'crop', 'warp')[index % 7]}"
+        )
         size = (32, 64, 128, 256)[(index // 7) % 4]
         dtype = ("float32", "float64")[(index // 28) % 2]
         key = f"{module}::{name}[{size}-{dtype}-cpu-{index}]"
@@ -59,13 +78,24 @@ def suite(n: int = 310, modes: tuple[str, ...] = ("time",), seed: int = 0,
                 number = max(1, int(1e-3 / median))
                 metrics["time"] = TimeMetric(number, _times(rng, median * scale, count, number))
             if "instructions" in modes:
-                functions = {f"lib{f % 7}.so:function_{index}_{f}(at::Tensor const&)": 1000.0 * (f + 1) for f in range(250)}
+                functions = {
+                    f"lib{f % 7}.so:function_{index}_{f}(at::Tensor const&)": 1000.0 * (f + 1)
+                    for f in range(250)
+                }
                 functions["aten::add_impl"] = 5_000_000 * scale
-                metrics["instructions"] = InstructionsMetric(sum(functions.values()), 100, functions)
+                metrics["instructions"] = InstructionsMetric(
+                    sum(functions.values()), 100, functions
+                )
             if "ops" in modes:
-                metrics["ops"] = OpsMetric({op: 1.0 + (which if op == "aten::copy_" and scale > 1 else 0)
-                                            for op in OPS[: 3 + index % 7]})
-            return BenchmarkResult(key, module, name, f"{size}-{dtype}-cpu-{index}", "", metrics, extras=dict(extras))
+                metrics["ops"] = OpsMetric(
+                    {
+                        op: 1.0 + (which if op == "aten::copy_" and scale > 1 else 0)
+                        for op in OPS[: 3 + index % 7]
+                    }
+                )
+            return BenchmarkResult(
+                key, module, name, f"{size}-{dtype}-cpu-{index}", "", metrics, extras=dict(extras)
+            )
 
         if index != n + 1:  # the last one is new: no baseline
             baseline[key] = result(1.0, 0)
@@ -84,11 +114,17 @@ def main(argv: list[str]) -> None:
 
     for modes in (("time",), ("instructions", "ops")):
         current, verdicts, base = suite(modes=modes)
-        samples = sum(len(r.metrics["time"].raw_times) for r in [*current, *base.values()] if "time" in r.metrics)
+        samples = sum(
+            len(r.metrics["time"].raw_times)
+            for r in [*current, *base.values()]
+            if "time" in r.metrics
+        )
         page = html.render(current, verdicts, base, "main", "git main")
         summary = markdown.render(current, verdicts, "main", "git main")
-        print(f"{','.join(modes)}: {len(current)} benchmarks, {samples} time samples: HTML {len(page.encode()):,} bytes, "
-              f"Markdown {len(summary.encode()):,} bytes")
+        print(
+            f"{','.join(modes)}: {len(current)} benchmarks, {samples} time samples: HTML {len(page.encode()):,} bytes, "
+            f"Markdown {len(summary.encode()):,} bytes"
+        )
         if argv and modes == ("time",):
             Path(argv[0]).write_text(page, encoding="utf-8")
 

@@ -1,4 +1,5 @@
 """The Markdown summary: order of sections, folded explanations, GitHub step summary, bad targets."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +11,11 @@ from pytest_torchbench.reports.publish import write_reports
 
 
 def _table_rows(text: str) -> list[list[str]]:
-    return [[c.strip() for c in line.strip("|").split(" | ")] for line in text.splitlines()
-            if line.startswith("| ") and not line.startswith(("| benchmark", "| group", "| ---"))]
+    return [
+        [c.strip() for c in line.strip("|").split(" | ")]
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith(("| benchmark", "| group", "| ---"))
+    ]
 
 
 def test_regressions_first_in_a_real_table_with_folded_explanations(sample_comparison) -> None:  # type: ignore[no-untyped-def]
@@ -22,24 +26,35 @@ def test_regressions_first_in_a_real_table_with_folded_explanations(sample_compa
     assert "| benchmark | metric | baseline | current | delta | verdict |" in text
     rows = _table_rows(text)
     statuses = [[w for w in row[-1].split() if not w.startswith(":")][0] for row in rows]
-    assert statuses[:3] == ["regressed"] * 3 and statuses.index("improved") < statuses.index("new") < statuses.index("missing")
-    assert rows[1][:5] == ["bench/test\\_m.py::test\\_slow", "instructions", "100,000", "130,000", "+30.0%"]
+    assert statuses[:3] == ["regressed"] * 3 and statuses.index("improved") < statuses.index(
+        "new"
+    ) < statuses.index("missing")
+    assert rows[1][:5] == [
+        "bench/test\\_m.py::test\\_slow",
+        "instructions",
+        "100,000",
+        "130,000",
+        "+30.0%",
+    ]
     assert "**FAILED**" in rows[1][5]
     assert ["bench/test\\_m.py::test\\_new", "instructions", "-", "1,000", "-", ":new: new"] in rows
     # Badges/summary count tests: test_slow regressed in three metrics, counted once.
     assert "1 regressed, 1 improved, 1 new, 1 missing; 1 test(s) failed" in text
-    why = text[text.index("### Why"):]
+    why = text[text.index("### Why") :]
     # one per regressed benchmark, + the profiles, + the folded unchanged rows
     assert why.count("<details>") == 1 + 1 + 1
-    profiles = why[why.index("<summary>Profiles (1)"):]
-    assert "**bench/test\\_m.py::test\\_slow** (--bench-profile): /tmp/traces/test\\_slow.json.gz" in profiles
+    profiles = why[why.index("<summary>Profiles (1)") :]
+    assert (
+        "**bench/test\\_m.py::test\\_slow** (--bench-profile): /tmp/traces/test\\_slow.json.gz"
+        in profiles
+    )
     # Not in a code span: CommonMark shows backslash escapes and entities inside one literally.
     assert "`/tmp/traces" not in profiles
     assert "| aten::add | 3 | 12.5 |" in profiles
     assert "+25,000  aten::add_impl" in why  # function level
     assert "aten::empty 1 -> 2 per call" in why  # op level
     assert text.count("<details>") == text.count("</details>")
-    unchanged = text[text.index("All other results"):]
+    unchanged = text[text.index("All other results") :]
     assert "| bench/test\\_m.py::test\\_fast | ops | 2 | 2 |" in unchanged
 
 
@@ -50,13 +65,24 @@ def test_hostile_text_cannot_escape_cells_or_fences() -> None:
 
     evil = "x```\n::error title=pwned::forged | <img src=x onerror=alert(1)>"
     result = BenchmarkResult("t.py::t", "t.py", "t", "", evil, {"ops": OpsMetric({"aten::add": 2})})
-    verdict = Verdict("t.py::t", "ops", REGRESSION, 1, 2, summary=evil, details=[evil, "```", "::warning::x"], failed=True)
+    verdict = Verdict(
+        "t.py::t",
+        "ops",
+        REGRESSION,
+        1,
+        2,
+        summary=evil,
+        details=[evil, "```", "::warning::x"],
+        failed=True,
+    )
     text = markdown.render([result], [verdict], evil, evil, title=evil)
     for line in text.splitlines():
         assert not line.lstrip().startswith(("::", "##[")), line
     rows = _table_rows(text)
     assert len(rows) == 1 and len(rows[0]) == 6  # the | in the text did not add a cell
-    fences = [line for line in text.splitlines() if line.startswith("````")]  # longer than any ``` inside
+    fences = [
+        line for line in text.splitlines() if line.startswith("````")
+    ]  # longer than any ``` inside
     assert len(fences) == 2 and fences[0] == fences[1] and set(fences[0]) == {"`"}
     outside_code, body = "".join(text.split(fences[0])[0::2]), text.split(fences[0])[1]
     assert "<img" not in outside_code and "&lt;img" in outside_code  # no HTML from a file rendered
@@ -66,8 +92,12 @@ def test_hostile_text_cannot_escape_cells_or_fences() -> None:
 def test_group_column_when_groups_exist() -> None:
     from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
 
-    results = [BenchmarkResult("t.py::a", "t.py", "a", "", "", {"ops": OpsMetric({"x": 1})}, extras={"group": "resize"}),
-               BenchmarkResult("t.py::b", "t.py", "b", "", "", {"ops": OpsMetric({"x": 1})})]
+    results = [
+        BenchmarkResult(
+            "t.py::a", "t.py", "a", "", "", {"ops": OpsMetric({"x": 1})}, extras={"group": "resize"}
+        ),
+        BenchmarkResult("t.py::b", "t.py", "b", "", "", {"ops": OpsMetric({"x": 1})}),
+    ]
     text = markdown.render(results, [], None)
     assert "| group | benchmark | metric | baseline | current | delta | verdict |" in text
     assert "| resize | t.py::a | ops | - | 1 | - | measured |" in text
@@ -77,14 +107,18 @@ def test_no_baseline_and_pipes_escaped(sample_comparison) -> None:  # type: igno
     current, _, _ = sample_comparison
     text = markdown.render(current, [], None)
     assert "no baseline to compare with" in text
-    assert text.count("<details>") == 1 and "<summary>Profiles (1)" in text  # only test_slow's profile is folded
-    results_part = text[:text.index("<details><summary>Profiles")]  # the profiles come last
+    assert (
+        text.count("<details>") == 1 and "<summary>Profiles (1)" in text
+    )  # only test_slow's profile is folded
+    results_part = text[: text.index("<details><summary>Profiles")]  # the profiles come last
     assert len(_table_rows(results_part)) == 3 + 2 + 2  # every measured metric of the 3 results
     assert markdown._escape("a|b\nc") == "a\\|b\\\\x0ac"  # the escape's backslash is escaped too
 
 
 def test_step_summary_appends_and_bad_target_is_one_line(
-    sample_comparison, tmp_path: Path, monkeypatch: pytest.MonkeyPatch  # type: ignore[no-untyped-def]
+    sample_comparison,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
 ) -> None:
     current, verdicts, base = sample_comparison
     summary = tmp_path / "summary.md"
@@ -92,26 +126,39 @@ def test_step_summary_appends_and_bad_target_is_one_line(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     blocker = tmp_path / "file"
     blocker.write_text("")
-    notes = write_reports(current, verdicts, base, "main", None, blocker / "x.md", None, markdown.step_summary_path())
+    notes = write_reports(
+        current, verdicts, base, "main", None, blocker / "x.md", None, markdown.step_summary_path()
+    )
     assert summary.read_text().startswith("earlier step\n## torchbench")
-    assert len(notes) == 1 and notes[0].startswith(f"ERROR: --bench-markdown={blocker / 'x.md'}: cannot write")
+    assert len(notes) == 1 and notes[0].startswith(
+        f"ERROR: --bench-markdown={blocker / 'x.md'}: cannot write"
+    )
 
 
-def test_end_to_end_markdown_and_step_summary(pytester, run_bench, bench_module, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_end_to_end_markdown_and_step_summary(
+    pytester, run_bench, bench_module, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     pytester.makepyfile(test_a=bench_module)
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     summary = pytester.path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
-    result = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-markdown=out/summary.md")
+    result = run_bench(
+        "--bench-mode=ops", "--bench-compare=main", "--bench-markdown=out/summary.md"
+    )
     assert result.ret == 0
     text = (pytester.path / "out/summary.md").read_text()
-    assert ":white_check_mark: passed: 2 test(s) (2 benchmark(s) measured) against baseline main" in text
+    assert (
+        ":white_check_mark: passed: 2 test(s) (2 benchmark(s) measured) against baseline main"
+        in text
+    )
     assert summary.read_text().strip() == text.strip()
     # An unwritable target: one line, and the passing run still passes.
     (pytester.path / "blocker").write_text("")
     bad = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-markdown=blocker/x.md")
     assert bad.ret == 0
-    bad.stdout.fnmatch_lines(["torchbench: ERROR: --bench-markdown=*blocker/x.md: cannot write (*)"])
+    bad.stdout.fnmatch_lines(
+        ["torchbench: ERROR: --bench-markdown=*blocker/x.md: cannot write (*)"]
+    )
 
 
 def _noisy_comparison() -> tuple[list, list]:
@@ -122,7 +169,10 @@ def _noisy_comparison() -> tuple[list, list]:
 
     times = [1.0e-3 * (1 + 0.01 * i) for i in range(10)]
     base = {key: make_result(key, times=times) for key in ("t.py::test_busy", "t.py::test_calm")}
-    current = [make_result("t.py::test_busy", times=[t * 1.3 for t in times]), make_result("t.py::test_calm", times=times)]
+    current = [
+        make_result("t.py::test_busy", times=[t * 1.3 for t in times]),
+        make_result("t.py::test_calm", times=times),
+    ]
     for result in (*base.values(), *current):
         result.metrics["time"].cpu_share, result.metrics["time"].load = 0.4, 9.5
     verdicts = [v for r in current for v in judge_result(r, base[r.key], Policy())]
@@ -136,9 +186,13 @@ def test_noisy_verdicts_get_their_own_section_and_do_not_fail() -> None:
     assert ":white_check_mark: passed" in text and "test(s) failed" not in text
     assert "1 noisy (not failed), 1 unchanged." in text
     assert ":warning: noisy (not failed)" in text  # marked in the table of changes
-    section = text[text.index("### Noisy (1): not failed, the machine cannot be told from the code "
-                              "(busy, slower, launch-bound with its device time held, or not measured again in a "
-                              "fresh process: each says which); rerun"):]
+    section = text[
+        text.index(
+            "### Noisy (1): not failed, the machine cannot be told from the code "
+            "(busy, slower, launch-bound with its device time held, or not measured again in a "
+            "fresh process: each says which); rerun"
+        ) :
+    ]
     assert "<details><summary>t.py::test\\_busy: time +30.0%</summary>" in section
     assert "this run: had a CPU 40% of its wall time, load average 9.5" in section
     assert text.count("<details>") == text.count("</details>")
@@ -150,5 +204,7 @@ def test_html_marks_noisy_tests() -> None:
     current, verdicts = _noisy_comparison()
     text = html.render(current, verdicts, None, "main")
     assert "1 noisy (not failed)</span>" in text  # a badge of its own colour
-    assert "1 test(s) noisy</b>: slower than the limit, by no more than the machine explains" in text
+    assert (
+        "1 test(s) noisy</b>: slower than the limit, by no more than the machine explains" in text
+    )
     assert 'class="card noisy"' in text and "this run: had a CPU 40% of its wall time" in text

@@ -1,5 +1,6 @@
 """The Markdown summary stays under GitHub's comment limit on a suite of about 300 benchmarks and
 leads with the changes (issue 25, point 6), whatever it has to leave out."""
+
 from __future__ import annotations
 
 import sys
@@ -8,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from pytest_torchbench.core.judgement import REGRESSION, Policy, judge_result
-from pytest_torchbench.reports import markdown
 from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric
+from pytest_torchbench.reports import markdown
 
 sys.path.insert(0, str(Path(__file__).parent))
 from synthetic import suite  # noqa: E402
@@ -33,13 +34,20 @@ def _wide(n: int, regress: bool) -> tuple[list[BenchmarkResult], list]:  # type:
     current, verdicts = [], []
     for index in range(n):
         key = f"tests/test_{'very_long_module_name_' * 3}{index}.py::test_case[{'parameter-' * 8}{index}]"
-        functions = {f"libtorch_cpu.so:at::native::kernel_{index}_{f}(at::Tensor const&, c10::Scalar)": 1000.0 * (f + 1)
-                     for f in range(400)}
+        functions = {
+            f"libtorch_cpu.so:at::native::kernel_{index}_{f}(at::Tensor const&, c10::Scalar)": 1000.0
+            * (f + 1)
+            for f in range(400)
+        }
         then = InstructionsMetric(sum(functions.values()), 100, functions)
         grown = {name: count * (1.5 if regress else 1.0) for name, count in functions.items()}
         now = InstructionsMetric(sum(grown.values()), 100, grown)
-        result = BenchmarkResult(key, "tests/t.py", "test_case", str(index), "", {"instructions": now})
-        base = BenchmarkResult(key, "tests/t.py", "test_case", str(index), "", {"instructions": then})
+        result = BenchmarkResult(
+            key, "tests/t.py", "test_case", str(index), "", {"instructions": now}
+        )
+        base = BenchmarkResult(
+            key, "tests/t.py", "test_case", str(index), "", {"instructions": then}
+        )
         current.append(result)
         verdicts += judge_result(result, base, Policy())
     return current, verdicts
@@ -61,5 +69,6 @@ def test_what_does_not_fit_is_cut_from_the_end_and_said() -> None:
 def test_small_summaries_are_untouched() -> None:
     current, verdicts = _wide(3, regress=True)
     assert "Left out" not in markdown.render(current, verdicts, "main")
-    assert markdown.render(current, verdicts, "main") == markdown._render(current, verdicts, "main", None,
-                                                                          "torchbench", ())
+    assert markdown.render(current, verdicts, "main") == markdown._render(
+        current, verdicts, "main", None, "torchbench", ()
+    )

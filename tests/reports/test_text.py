@@ -1,4 +1,5 @@
 """The one escaping rule for text from files, and report paths that must be regular files."""
+
 from __future__ import annotations
 
 import os
@@ -6,21 +7,24 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.reports.paths import ReportPathError, check_report_path
 from pytest_torchbench.core.text import markdown_code_block, markdown_text, safe_number, safe_text
+from pytest_torchbench.reports.paths import ReportPathError, check_report_path
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("plain key [1-2]", "plain key [1-2]"),
-    ("\x1b[2Jclear", "\\x1b[2Jclear"),
-    ("a\nb\rc\td", "a\\x0ab\\x0dc\\x09d"),
-    ("::error title=x::boom", "\\x3a:error title=x::boom"),
-    ("  ::warning::x", "  \\x3a:warning::x"),
-    ("##[error]x", "\\x23#[error]x"),
-    ("tests/test_x.py::test_a", "tests/test_x.py::test_a"),  # node ids keep their ::
-    ("\u202eevil", "\\u202eevil"),
-    ("\x85next", "\\x85next"),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("plain key [1-2]", "plain key [1-2]"),
+        ("\x1b[2Jclear", "\\x1b[2Jclear"),
+        ("a\nb\rc\td", "a\\x0ab\\x0dc\\x09d"),
+        ("::error title=x::boom", "\\x3a:error title=x::boom"),
+        ("  ::warning::x", "  \\x3a:warning::x"),
+        ("##[error]x", "\\x23#[error]x"),
+        ("tests/test_x.py::test_a", "tests/test_x.py::test_a"),  # node ids keep their ::
+        ("\u202eevil", "\\u202eevil"),
+        ("\x85next", "\\x85next"),
+    ],
+)
 def test_safe_text(raw: str, expected: str) -> None:
     assert safe_text(raw) == expected
 
@@ -56,13 +60,18 @@ def test_report_paths_regular_or_absent(tmp_path: Path) -> None:
     assert check_report_path(regular, "--bench-html") == regular
     link = tmp_path / "link.html"
     link.symlink_to(regular)
-    with pytest.raises(ReportPathError, match=r"^--bench-html=.*link.html: is a symlink to .*r.html; a report is never "
-                       "written through a link"):  # it could point at any file the user can write
+    with pytest.raises(
+        ReportPathError,
+        match=r"^--bench-html=.*link.html: is a symlink to .*r.html; a report is never "
+        "written through a link",
+    ):  # it could point at any file the user can write
         check_report_path(link, "--bench-html")
     assert regular.read_text() == "old" and link.is_symlink()
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    with pytest.raises(ReportPathError, match=r"^--bench-json=.*fifo: is a FIFO; reports are written only"):
+    with pytest.raises(
+        ReportPathError, match=r"^--bench-json=.*fifo: is a FIFO; reports are written only"
+    ):
         check_report_path(fifo, "--bench-json")
     dev_link = tmp_path / "null.md"
     dev_link.symlink_to("/dev/null")
@@ -90,7 +99,9 @@ def test_writers_refuse_a_device_and_leave_the_link(tmp_path: Path, sample_compa
         link.symlink_to("/dev/null")
         targets.append(link)
     notes = write_reports(current, verdicts, base, "main", None, *targets[:3])
-    assert len(notes) == 3 and all(n.startswith("ERROR") and "is a symlink to /dev/null" in n for n in notes)
+    assert len(notes) == 3 and all(
+        n.startswith("ERROR") and "is a symlink to /dev/null" in n for n in notes
+    )
     with pytest.raises(OSError, match="is a symlink to /dev/null"):
         jsonreport.write(targets[3], current, verdicts, {})
     assert all(t.is_symlink() and os.readlink(t) == "/dev/null" for t in targets)
@@ -103,6 +114,17 @@ def test_writers_refuse_a_device_and_leave_the_link(tmp_path: Path, sample_compa
 def test_natural_order_of_test_ids() -> None:
     from pytest_torchbench.core.text import natural_key
 
-    ids = ["t.py::test_mm[16]", "t.py::test_mm[1]", "t.py::test_mm[2]", "t.py::test_add", "t.py::test_mm[x10]"]
+    ids = [
+        "t.py::test_mm[16]",
+        "t.py::test_mm[1]",
+        "t.py::test_mm[2]",
+        "t.py::test_add",
+        "t.py::test_mm[x10]",
+    ]
     assert sorted(ids, key=natural_key) == [
-        "t.py::test_add", "t.py::test_mm[1]", "t.py::test_mm[2]", "t.py::test_mm[16]", "t.py::test_mm[x10]"]
+        "t.py::test_add",
+        "t.py::test_mm[1]",
+        "t.py::test_mm[2]",
+        "t.py::test_mm[16]",
+        "t.py::test_mm[x10]",
+    ]

@@ -1,9 +1,11 @@
 """A small Python-heavy library of tensor containers: dataclass-like classes with long inheritance
 chains and many attribute lookups per call (the hard case for counting under ``-n``: its counts
 follow CPython's caches and specialisation, not only the tensors' work)."""
+
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -11,7 +13,9 @@ import torch
 class Field:
     """A declared field: name, default, an optional check."""
 
-    def __init__(self, name: str, default: Any = None, check: Callable[[Any], bool] | None = None) -> None:
+    def __init__(
+        self, name: str, default: Any = None, check: Callable[[Any], bool] | None = None
+    ) -> None:
         self.name = name
         self.default = default
         self.check = check
@@ -44,7 +48,7 @@ class Base:
         for field in self.all_fields():
             yield field.name, getattr(self, field.name)
 
-    def apply(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> "Base":
+    def apply(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Base:
         values = {}
         for name, value in self.items():
             if isinstance(value, torch.Tensor):
@@ -88,7 +92,9 @@ def chain(prefix: str, depth: int, per_level: int) -> type:
     """A ``depth``-deep class chain adding ``per_level`` tensor fields at each level."""
     klass: type = Base
     for level in range(depth):
-        klass = _level(f"{prefix}{level}", klass, [f"{prefix.lower()}{level}_{i}" for i in range(per_level)])
+        klass = _level(
+            f"{prefix}{level}", klass, [f"{prefix.lower()}{level}_{i}" for i in range(per_level)]
+        )
     return klass
 
 
@@ -106,13 +112,18 @@ def make_tensors(klass: type, size: int) -> dict[str, torch.Tensor]:
 
 
 def make_step(size: int) -> Step:
-    return Step(obs=Observation(**make_tensors(Observation, size)), action=Action(**make_tensors(Action, size)),
-                reward=Reward(**make_tensors(Reward, size)), index=1)
+    return Step(
+        obs=Observation(**make_tensors(Observation, size)),
+        action=Action(**make_tensors(Action, size)),
+        reward=Reward(**make_tensors(Reward, size)),
+        index=1,
+    )
 
 
 def stack(steps: list[Step]) -> Step:
     """One Step whose tensors stack the steps' tensors (a batch)."""
     first = steps[0]
+
     def stacked(klass: type, parts: list[Base]) -> Base:
         values = {}
         for field in klass.all_fields():
@@ -124,4 +135,5 @@ def stack(steps: list[Step]) -> Step:
             else:
                 values[field.name] = column[0]
         return klass(**values)
+
     return stacked(type(first), steps)  # type: ignore[return-value]

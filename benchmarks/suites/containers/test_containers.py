@@ -1,8 +1,8 @@
 """56 Python-heavy benchmarks on ``tensorbox`` (init, apply, flatten, compare, stack)."""
-import pytest
-import torch
 
+import pytest
 import tensorbox as tb
+import torch
 
 SIZES = [1, 4, 16, 64, 256, 1024, 4096, 16384]
 

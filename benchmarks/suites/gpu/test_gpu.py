@@ -6,6 +6,7 @@ benchmark mode off and on, a host-to-device copy, a CUDA graph's replay, a torch
 gpu_time, kernels, ops), the add gets an extra ``* 1`` (ops: aten::mul, kernels: one more launch),
 the allocation doubles (memory), the compiled function gets a graph break (compile).
 """
+
 from __future__ import annotations
 
 import os
@@ -39,7 +40,9 @@ def test_alloc_64mib(benchmark):
 
 
 def test_mlp_step(benchmark, generator):
-    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)).cuda()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)
+    ).cuda()
     x = torch.randn(256, 1024, device="cuda", generator=generator)
 
     def step() -> None:

@@ -3,6 +3,7 @@
 Shapes go from one small image (3x64x64) to a batch (8x3x256x256), so per-call times span about
 10 us to 10 ms on a CPU core; every op is a function of a tensor so the suite can time it as is.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,6 +25,7 @@ def image(shape: str, dtype: str = "float32", seed: int = 0) -> torch.Tensor:
 
 
 # -- colour ----------------------------------------------------------------------------------------
+
 
 def rgb_to_grayscale(img: torch.Tensor) -> torch.Tensor:
     r, g, b = img.unbind(-3)
@@ -50,16 +52,21 @@ def hsv_to_rgb(img: torch.Tensor) -> torch.Tensor:
     f = h * 6.0 - i
     i = i.to(torch.int64) % 6
     p, q, t = v * (1 - s), v * (1 - s * f), v * (1 - s * (1 - f))
-    choices = torch.stack((
-        torch.stack((v, q, p, p, t, v), dim=-3),
-        torch.stack((t, v, v, q, p, p), dim=-3),
-        torch.stack((p, p, t, v, v, q), dim=-3),
-    ), dim=-4)
+    choices = torch.stack(
+        (
+            torch.stack((v, q, p, p, t, v), dim=-3),
+            torch.stack((t, v, v, q, p, p), dim=-3),
+            torch.stack((p, p, t, v, v, q), dim=-3),
+        ),
+        dim=-4,
+    )
     index = i.unsqueeze(-3).unsqueeze(-4).expand(*choices.shape[:-3], 1, *i.shape[-2:])
     return choices.gather(-3, index).squeeze(-3)
 
 
-_YUV = torch.tensor([[0.299, 0.587, 0.114], [-0.14713, -0.28886, 0.436], [0.615, -0.51499, -0.10001]])
+_YUV = torch.tensor(
+    [[0.299, 0.587, 0.114], [-0.14713, -0.28886, 0.436], [0.615, -0.51499, -0.10001]]
+)
 
 
 def rgb_to_yuv(img: torch.Tensor) -> torch.Tensor:
@@ -81,11 +88,22 @@ def normalize(img: torch.Tensor) -> torch.Tensor:
     return (img - mean) / std
 
 
-COLOUR = {f.__name__: f for f in (rgb_to_grayscale, rgb_to_hsv, hsv_to_rgb, rgb_to_yuv,
-                                  adjust_brightness, adjust_contrast, normalize)}
+COLOUR = {
+    f.__name__: f
+    for f in (
+        rgb_to_grayscale,
+        rgb_to_hsv,
+        hsv_to_rgb,
+        rgb_to_yuv,
+        adjust_brightness,
+        adjust_contrast,
+        normalize,
+    )
+}
 
 
 # -- geometry --------------------------------------------------------------------------------------
+
 
 def _batched(img: torch.Tensor) -> torch.Tensor:
     return img if img.dim() == 4 else img.unsqueeze(0)
@@ -101,7 +119,9 @@ def rot90(img: torch.Tensor) -> torch.Tensor:
 
 def resize_bilinear(img: torch.Tensor) -> torch.Tensor:
     size = [s // 2 for s in img.shape[-2:]]
-    return F.interpolate(_batched(img), size=size, mode="bilinear", align_corners=False, antialias=False)
+    return F.interpolate(
+        _batched(img), size=size, mode="bilinear", align_corners=False, antialias=False
+    )
 
 
 def resize_nearest(img: torch.Tensor) -> torch.Tensor:
@@ -111,27 +131,34 @@ def resize_nearest(img: torch.Tensor) -> torch.Tensor:
 
 def center_crop_pad(img: torch.Tensor) -> torch.Tensor:
     h, w = img.shape[-2:]
-    crop = img[..., h // 8: h - h // 8, w // 8: w - w // 8]
+    crop = img[..., h // 8 : h - h // 8, w // 8 : w - w // 8]
     return F.pad(crop, (h // 8, h // 8, w // 8, w // 8), mode="constant", value=0.0)
 
 
 def rotate(img: torch.Tensor) -> torch.Tensor:
     batch = _batched(img)
     angle = torch.tensor(0.3, dtype=img.dtype)
-    theta = torch.stack((torch.stack((angle.cos(), -angle.sin(), torch.zeros((), dtype=img.dtype))),
-                         torch.stack((angle.sin(), angle.cos(), torch.zeros((), dtype=img.dtype)))))
+    theta = torch.stack(
+        (
+            torch.stack((angle.cos(), -angle.sin(), torch.zeros((), dtype=img.dtype))),
+            torch.stack((angle.sin(), angle.cos(), torch.zeros((), dtype=img.dtype))),
+        )
+    )
     grid = F.affine_grid(theta.expand(batch.shape[0], 2, 3), list(batch.shape), align_corners=False)
     return F.grid_sample(batch, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
 
 
-GEOMETRY = {f.__name__: f for f in (hflip, rot90, resize_bilinear, resize_nearest, center_crop_pad, rotate)}
+GEOMETRY = {
+    f.__name__: f for f in (hflip, rot90, resize_bilinear, resize_nearest, center_crop_pad, rotate)
+}
 
 
 # -- filters ---------------------------------------------------------------------------------------
 
+
 def _gaussian_kernel(size: int, sigma: float, dtype: torch.dtype) -> torch.Tensor:
     x = torch.arange(size, dtype=dtype) - (size - 1) / 2
-    k = torch.exp(-(x ** 2) / (2 * sigma ** 2))
+    k = torch.exp(-(x**2) / (2 * sigma**2))
     return k / k.sum()
 
 
@@ -155,17 +182,22 @@ def sobel(img: torch.Tensor) -> torch.Tensor:
     return grad.pow(2).sum(1, keepdim=True).sqrt()
 
 
-FILTERS = {"gaussian_blur3": lambda img: gaussian_blur(img, 3), "gaussian_blur7": lambda img: gaussian_blur(img, 7),
-           "box_blur": box_blur, "sobel": sobel}
+FILTERS = {
+    "gaussian_blur3": lambda img: gaussian_blur(img, 3),
+    "gaussian_blur7": lambda img: gaussian_blur(img, 7),
+    "box_blur": box_blur,
+    "sobel": sobel,
+}
 
 
 # -- random augmentations (a seeded generator, advanced by every call) ------------------------------
+
 
 def random_crop(img: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     h, w = img.shape[-2:]
     top = int(torch.randint(0, h // 4, (1,), generator=generator))
     left = int(torch.randint(0, w // 4, (1,), generator=generator))
-    return img[..., top: top + 3 * h // 4, left: left + 3 * w // 4].contiguous()
+    return img[..., top : top + 3 * h // 4, left : left + 3 * w // 4].contiguous()
 
 
 def random_flip(img: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -185,8 +217,9 @@ def random_erasing(img: torch.Tensor, generator: torch.Generator) -> torch.Tenso
     top = int(torch.randint(0, h // 2, (1,), generator=generator))
     left = int(torch.randint(0, w // 2, (1,), generator=generator))
     out = img.clone()
-    out[..., top: top + h // 4, left: left + w // 4] = torch.rand(
-        (*img.shape[:-2], h // 4, w // 4), generator=generator, dtype=img.dtype)
+    out[..., top : top + h // 4, left : left + w // 4] = torch.rand(
+        (*img.shape[:-2], h // 4, w // 4), generator=generator, dtype=img.dtype
+    )
     return out
 
 
@@ -199,5 +232,7 @@ def mixup(img: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     return lam * img + (1 - lam) * img.flip(0)
 
 
-AUGMENTATIONS = {f.__name__: f for f in (random_crop, random_flip, color_jitter, random_erasing,
-                                         gaussian_noise, mixup)}
+AUGMENTATIONS = {
+    f.__name__: f
+    for f in (random_crop, random_flip, color_jitter, random_erasing, gaussian_noise, mixup)
+}

@@ -1,8 +1,8 @@
 """Random augmentations driven by a seeded generator: 6 augmentations x 4 shapes x 2 dtypes."""
-import pytest
-import torch
 
 import imaging
+import pytest
+import torch
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

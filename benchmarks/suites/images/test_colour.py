@@ -1,7 +1,7 @@
 """Colour conversions and adjustments: 7 ops x 4 image shapes x 2 dtypes."""
-import pytest
 
 import imaging
+import pytest
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

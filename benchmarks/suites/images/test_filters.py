@@ -1,7 +1,7 @@
 """Blurs and edge filters (depthwise and plain convolutions, pooling): 4 filters x 4 shapes x 2 dtypes."""
-import pytest
 
 import imaging
+import pytest
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -1,7 +1,7 @@
 """Flips, rotations, resizes and crops: 6 ops x 4 image shapes x 2 dtypes."""
-import pytest
 
 import imaging
+import pytest
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -5,9 +5,16 @@ This engine knows nothing of pytest. The caller launches the counted process wit
 construction), optionally preloading the deterministic allocator from :func:`build_allocator`;
 inside that process :func:`measure` counts one callable and returns torch's ``CallgrindStats``.
 """
+
 from __future__ import annotations
 
-from .allocator import ALLOCATOR_NAME, allocator_hash, build_allocator, dropped_bytes, start_heap_epoch
+from .allocator import (
+    ALLOCATOR_NAME,
+    allocator_hash,
+    build_allocator,
+    dropped_bytes,
+    start_heap_epoch,
+)
 from .client_requests import UnsupportedPlatform, running_on_valgrind
 from .launch import (
     ValgrindUnavailable,

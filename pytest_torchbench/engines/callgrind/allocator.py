@@ -5,6 +5,7 @@ that is compared (it is part of the counts' fingerprint), building it runs a C c
 several processes (xdist workers) may ask at the same moment, so it is written under a temporary
 name and renamed into place atomically.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -17,8 +18,14 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["ALLOCATOR_NAME", "allocator_source", "allocator_hash", "build_allocator", "start_heap_epoch",
-           "dropped_bytes"]
+__all__ = [
+    "ALLOCATOR_NAME",
+    "allocator_source",
+    "allocator_hash",
+    "build_allocator",
+    "start_heap_epoch",
+    "dropped_bytes",
+]
 
 #: Recorded in fingerprints: which allocator the counts were made with.
 ALLOCATOR_NAME = "torchbench-sizeclass"

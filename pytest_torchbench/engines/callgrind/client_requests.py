@@ -17,6 +17,7 @@ The request codes come from ``valgrind.h``/``callgrind.h`` (shipped with torch i
 ``torch/utils/benchmark/utils/valgrind_wrapper/``):
 ``VG_USERREQ_TOOL_BASE('C','T') == 0x43540000`` and the Callgrind requests follow in order.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -60,14 +61,34 @@ _STOP_INSTRUMENTATION = _TOOL_BASE + 5
 # the body of VALGRIND_DO_CLIENT_REQUEST_EXPR for PLAT_amd64_linux as a System V function.
 _CODE = bytes(
     [
-        0x48, 0x89, 0xF8,  # mov rax, rdi      ; rax = &args[0]
-        0x48, 0x89, 0xF2,  # mov rdx, rsi      ; rdx = default
-        0x48, 0xC1, 0xC7, 0x03,  # rol rdi, 3  ; the special-instruction preamble:
-        0x48, 0xC1, 0xC7, 0x0D,  # rol rdi, 13 ; four rotations summing to 128 bits,
-        0x48, 0xC1, 0xC7, 0x3D,  # rol rdi, 61 ; i.e. a no-op on real hardware
-        0x48, 0xC1, 0xC7, 0x33,  # rol rdi, 51
-        0x48, 0x87, 0xDB,  # xchg rbx, rbx     ; rdx = client_request(rax)
-        0x48, 0x89, 0xD0,  # mov rax, rdx      ; return rdx
+        0x48,
+        0x89,
+        0xF8,  # mov rax, rdi      ; rax = &args[0]
+        0x48,
+        0x89,
+        0xF2,  # mov rdx, rsi      ; rdx = default
+        0x48,
+        0xC1,
+        0xC7,
+        0x03,  # rol rdi, 3  ; the special-instruction preamble:
+        0x48,
+        0xC1,
+        0xC7,
+        0x0D,  # rol rdi, 13 ; four rotations summing to 128 bits,
+        0x48,
+        0xC1,
+        0xC7,
+        0x3D,  # rol rdi, 61 ; i.e. a no-op on real hardware
+        0x48,
+        0xC1,
+        0xC7,
+        0x33,  # rol rdi, 51
+        0x48,
+        0x87,
+        0xDB,  # xchg rbx, rbx     ; rdx = client_request(rax)
+        0x48,
+        0x89,
+        0xD0,  # mov rax, rdx      ; return rdx
         0xC3,  # ret
     ]
 )
@@ -110,7 +131,9 @@ def _request_function() -> ctypes._CFuncPtr:  # type: ignore[name-defined]
             libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
             if libc.mprotect(address, mmap.PAGESIZE, mmap.PROT_READ | mmap.PROT_EXEC) != 0:
                 errno = ctypes.get_errno()
-                raise UnsupportedPlatform(f"cannot make the client-request page executable: {os.strerror(errno)}")
+                raise UnsupportedPlatform(
+                    f"cannot make the client-request page executable: {os.strerror(errno)}"
+                )
             prototype = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_uint64)
             _keepalive.append(page)  # the mapping must outlive the function pointer
             _function = prototype(address)

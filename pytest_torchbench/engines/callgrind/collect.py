@@ -27,6 +27,7 @@ Each region is dumped under a unique label to this process's own file (``...<pid
 :func:`count_region` leaves the dump unread (the pytest plugin's controller reads it natively),
 :func:`measure` reads it here and returns torch's ``CallgrindStats``.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,8 +50,18 @@ from . import client_requests, shared_keys
 from .parse import function_counts, parse_callgrind_file
 
 __all__ = [
-    "NotUnderValgrind", "DumpNotFound", "Region", "measure", "count_region", "read_region",
-    "plan_calls", "plan_followed", "dump_total", "pause_instrumentation", "pause_on_imports", "PauseOnImport",
+    "NotUnderValgrind",
+    "DumpNotFound",
+    "Region",
+    "measure",
+    "count_region",
+    "read_region",
+    "plan_calls",
+    "plan_followed",
+    "dump_total",
+    "pause_instrumentation",
+    "pause_on_imports",
+    "PauseOnImport",
 ]
 
 
@@ -210,8 +221,10 @@ class Region:
 def _labelled(path: Path, label: str) -> bool:
     with open(path, "rb") as handle:
         head = handle.read(4096)
-    return any(line.startswith(b"desc: Trigger:") and line.rstrip().endswith(b" " + label.encode())
-               for line in head.splitlines())
+    return any(
+        line.startswith(b"desc: Trigger:") and line.rstrip().endswith(b" " + label.encode())
+        for line in head.splitlines()
+    )
 
 
 def _dump_stats_at(label: str, out_dir: Path) -> Path:
@@ -370,7 +383,9 @@ def count_region(
             before_region()
         client_requests.zero_stats()
         _run_loop(loop, fn, number, toggle)
-        region = Region(_dump_stats_at(label, out), label, number, warmup + (1 if adaptive else 0), adaptive)
+        region = Region(
+            _dump_stats_at(label, out), label, number, warmup + (1 if adaptive else 0), adaptive
+        )
         if not adaptive:
             keep_instrumenting = _is_small(dump_total(region.dump) // number)
         return region
@@ -464,9 +479,15 @@ def measure(
     natively.
     """
     task_spec = task_spec or _default_task_spec(fn)
-    region = count_region(fn, number=number, warmup=warmup, out_dir=out_dir,
-                          num_threads=task_spec.num_threads, before_warmup=before_warmup,
-                          before_region=before_region)
+    region = count_region(
+        fn,
+        number=number,
+        warmup=warmup,
+        out_dir=out_dir,
+        num_threads=task_spec.num_threads,
+        before_warmup=before_warmup,
+        before_region=before_region,
+    )
     return read_region(region, task_spec)
 
 

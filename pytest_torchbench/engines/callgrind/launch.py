@@ -5,6 +5,7 @@ heap and stack layout, which depend on the environment's size, the thread variab
 allocator and PYTHONMALLOC. A serial run, a re-exec'd pytest and an xdist worker that all build
 their command and environment here get the same counts by construction rather than by luck.
 """
+
 from __future__ import annotations
 
 import os

@@ -18,6 +18,7 @@ so torch's ``FunctionCounts``/``CallgrindStats`` tools (``as_standardized``, ``d
 Files with several parts (``--combine-dumps=yes``) are split into parts; name compression tables
 are shared across the whole file, as Callgrind writes them.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -29,8 +30,13 @@ if TYPE_CHECKING:
     from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import FunctionCounts
 
 __all__ = [
-    "CallgrindPart", "parse_callgrind", "parse_callgrind_file", "function_counts", "exclusive_counts",
-    "inclusive_cost_of", "exclusive_cost_of",
+    "CallgrindPart",
+    "parse_callgrind",
+    "parse_callgrind_file",
+    "function_counts",
+    "exclusive_counts",
+    "inclusive_cost_of",
+    "exclusive_cost_of",
 ]
 
 _HEADER_KEYS = frozenset(
@@ -107,7 +113,9 @@ def _new_part(number: int) -> CallgrindPart:
     return CallgrindPart(number, "", [], None, None, {}, {}, {}, {})
 
 
-def parse_callgrind(text: str | Iterable[str], strip_prefix: str | None = None) -> list[CallgrindPart]:
+def parse_callgrind(
+    text: str | Iterable[str], strip_prefix: str | None = None
+) -> list[CallgrindPart]:
     """Parse Callgrind output (a string or an iterable of lines) into its parts.
 
     ``strip_prefix`` mirrors callgrind_annotate removing its working directory (with a trailing
@@ -256,7 +264,9 @@ def inclusive_cost_of(parts: Iterable[CallgrindPart], function: str) -> int:
     parts: what the function and everything it called cost. 0 when it was never called, or is not
     a function of its own in this binary (inlined)."""
     suffix = ":" + function
-    return sum(cost for part in parts for name, cost in part.calls_in.items() if name.endswith(suffix))
+    return sum(
+        cost for part in parts for name, cost in part.calls_in.items() if name.endswith(suffix)
+    )
 
 
 def exclusive_cost_of(parts: Iterable[CallgrindPart], *functions: str) -> int:
@@ -264,7 +274,9 @@ def exclusive_cost_of(parts: Iterable[CallgrindPart], *functions: str) -> int:
     one inlined from headers are rows of their own), summed over parts in one pass. 0 when none
     ran."""
     suffixes = tuple(":" + function for function in functions)
-    return sum(cost for part in parts for name, cost in part.self_cost.items() if name.endswith(suffixes))
+    return sum(
+        cost for part in parts for name, cost in part.self_cost.items() if name.endswith(suffixes)
+    )
 
 
 def function_counts(
@@ -311,9 +323,16 @@ def annotate_counts(path: str | os.PathLike[str], inclusive: bool = False) -> di
     import subprocess
 
     output = subprocess.run(
-        ["callgrind_annotate", f"--inclusive={'yes' if inclusive else 'no'}", "--threshold=100",
-         "--show-percs=no", str(path)],
-        capture_output=True, text=True, check=True,
+        [
+            "callgrind_annotate",
+            f"--inclusive={'yes' if inclusive else 'no'}",
+            "--threshold=100",
+            "--show-percs=no",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
         cwd="/",  # annotate strips its working directory from file names
     ).stdout
     rows: dict[str, int] = {}

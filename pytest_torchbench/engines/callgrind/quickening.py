@@ -43,6 +43,7 @@ trace or profile function (coverage, a debugger) it marks nothing. Modules impor
 read one level deep (their functions, their classes' functions, static and class methods and
 properties); a decorator's inner function, held in a closure, waits for its 8 calls (3.10: 1024).
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -79,7 +80,6 @@ else:
     _NEXT_CALL = -1
     #: Quickened.
     _QUICKENED = 0
-
 
 
 class ModulesSince:
@@ -202,7 +202,9 @@ except (KeyError, AttributeError):  # not CPython's layout: supported() is False
 #: Where a class keeps functions that are not plain attributes; each reached through its C-level
 #: member, exactly this type asked (a subclass may override what it returns).
 _WRAPPED_FUNCTION_FIELDS: dict[type, tuple[str, ...]] = {
-    staticmethod: ("__func__",), classmethod: ("__func__",), property: ("fget", "fset", "fdel"),
+    staticmethod: ("__func__",),
+    classmethod: ("__func__",),
+    property: ("fget", "fset", "fdel"),
 }
 
 

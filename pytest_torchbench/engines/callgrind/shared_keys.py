@@ -49,6 +49,7 @@ afterwards, the same in every run only when every test sets its attributes in th
 its first call ran; a class made outside a module's namespace after collection (inside a test, by
 a factory, a nested class) starts fresh and keeps its history.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -91,9 +92,12 @@ def _qualname_offset(probe: type) -> int | None:
     name (which is not its name, so ``ht_name`` does not match)."""
     width = ctypes.sizeof(ctypes.c_void_p)
     wanted = id(probe.__qualname__)
-    size: int = getattr(type, "__basicsize__")  # sizeof(PyHeapTypeObject)
-    found = [offset for offset in range(0, size - width + 1, width)
-             if ctypes.c_void_p.from_address(id(probe) + offset).value == wanted]
+    size: int = type.__basicsize__  # sizeof(PyHeapTypeObject)
+    found = [
+        offset
+        for offset in range(0, size - width + 1, width)
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == wanted
+    ]
     return found[0] if len(found) == 1 else None
 
 
@@ -114,6 +118,7 @@ def _keys_offset() -> int | None:
             def __init__(self) -> None:
                 self.first = 1
                 self.second = 2
+
         return Probe
 
     probe = make()
@@ -185,7 +190,8 @@ def track(objects: Iterable[object] | None = None) -> int:
             # One line, as below: the class's reference dropped where another holder keeps the
             # table alive (a count of 1 is the class's alone: that table stays, unreferenced).
             references = ctypes.c_ssize_t.from_address(keys)  # dk_refcnt
-            field.value = None; references.value -= references.value > 1  # noqa: E702
+            field.value = None
+            references.value -= references.value > 1  # noqa: E702
             continue
         usable = ctypes.c_ssize_t.from_address(keys + _USABLE_OFFSET)
         # The read and the write on one line, with no call and no backward jump between them: no
@@ -193,7 +199,8 @@ def track(objects: Iterable[object] | None = None) -> int:
         # a line's start). Another thread's instance or name could otherwise take the count from
         # 2 to 0 there, and writing 1 over that 0 would hand out a slot that arrays made
         # meanwhile lack; lowered, the count never does.
-        if usable.value > _STEADY_USABLE: usable.value = _STEADY_USABLE  # noqa: E701
+        if usable.value > _STEADY_USABLE:
+            usable.value = _STEADY_USABLE  # noqa: E701
     return looked_at
 
 

@@ -41,6 +41,7 @@ fresh code of the benchmarked function      its specialisation history          
 
 This module knows nothing of pytest.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -84,22 +85,43 @@ class CountedProcessSpec:
     no_aslr: bool = True
 
     @classmethod
-    def build(cls, python: str, folder: Path, *, allocator: Path | None, valgrind_version: str | None,
-              extra_environment: Mapping[str, str] | None = None) -> CountedProcessSpec:
+    def build(
+        cls,
+        python: str,
+        folder: Path,
+        *,
+        allocator: Path | None,
+        valgrind_version: str | None,
+        extra_environment: Mapping[str, str] | None = None,
+    ) -> CountedProcessSpec:
         """The one builder: every counted worker of a run gets the spec built here."""
-        return cls(python=python, folder=Path(folder), allocator=allocator, valgrind_version=valgrind_version,
-                   extra_environment=tuple(sorted((extra_environment or {}).items())))
+        return cls(
+            python=python,
+            folder=Path(folder),
+            allocator=allocator,
+            valgrind_version=valgrind_version,
+            extra_environment=tuple(sorted((extra_environment or {}).items())),
+        )
 
     def argv(self) -> list[str]:
         """``[setarch -R] valgrind --tool=callgrind ... python``: the worker's own arguments follow."""
-        return [*valgrind_argv(self.python, out_file_pattern(self.folder), no_aslr=self.no_aslr), self.python]
+        return [
+            *valgrind_argv(self.python, out_file_pattern(self.folder), no_aslr=self.no_aslr),
+            self.python,
+        ]
 
     def environment(self, source_env: Mapping[str, str]) -> dict[str, str]:
         """The user's environment with what counting needs pinned (``launch.counted_environment``)."""
-        return counted_environment(source_env, self.allocator, extra=dict(self.extra_environment),
-                                   valgrind_version=self.valgrind_version)
+        return counted_environment(
+            source_env,
+            self.allocator,
+            extra=dict(self.extra_environment),
+            valgrind_version=self.valgrind_version,
+        )
 
-    def command(self, source_env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
+    def command(
+        self, source_env: Mapping[str, str] | None = None
+    ) -> tuple[list[str], dict[str, str]]:
         """``(argv, environment)``, the environment from ``source_env`` (default: this process's)."""
         return self.argv(), self.environment(os.environ if source_env is None else source_env)
 

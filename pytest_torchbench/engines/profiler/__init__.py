@@ -13,6 +13,7 @@ One module per job:
 
 The names below are the engine's API; metrics, the session and the fixtures import them from here.
 """
+
 from __future__ import annotations
 
 from .iterations import ITERATION_MARKER, ProfilerActiveError, stop_leftover_profiler
@@ -21,13 +22,37 @@ from .memory import peak_memory
 from .ops import count_ops, op_call_sites
 from .options import ProfilerOptions, ScheduleOptions, cuda_usable, default_activities
 from .traces import (
-    PROFILE_SOURCES, TRACE_COMPRESS_THRESHOLD_BYTES, OpStat, ProfilerSession, ProfileSummary, profile_run,
-    trace_file, write_trace,
+    PROFILE_SOURCES,
+    TRACE_COMPRESS_THRESHOLD_BYTES,
+    OpStat,
+    ProfilerSession,
+    ProfileSummary,
+    profile_run,
+    trace_file,
+    write_trace,
 )
 
 __all__ = [
-    "ITERATION_MARKER", "NoCudaError", "OpStat", "PROFILE_SOURCES", "ProfileSummary", "ProfilerActiveError",
-    "ProfilerOptions", "ProfilerSession", "ScheduleOptions", "TRACE_COMPRESS_THRESHOLD_BYTES", "count_kernels",
-    "count_ops", "kernel_launchers", "measure_device", "cuda_usable", "default_activities", "op_call_sites", "peak_memory", "profile_run",
-    "stop_leftover_profiler", "trace_file", "write_trace",
+    "ITERATION_MARKER",
+    "NoCudaError",
+    "OpStat",
+    "PROFILE_SOURCES",
+    "ProfileSummary",
+    "ProfilerActiveError",
+    "ProfilerOptions",
+    "ProfilerSession",
+    "ScheduleOptions",
+    "TRACE_COMPRESS_THRESHOLD_BYTES",
+    "count_kernels",
+    "count_ops",
+    "kernel_launchers",
+    "measure_device",
+    "cuda_usable",
+    "default_activities",
+    "op_call_sites",
+    "peak_memory",
+    "profile_run",
+    "stop_leftover_profiler",
+    "trace_file",
+    "write_trace",
 ]

@@ -11,6 +11,7 @@ marker also lets a caller check that every iteration did the same work instead o
 Op counts, peak memory, kernel launches, call sites and ``--bench-profile`` summaries all go
 through :func:`record` and :class:`Windows`: the marker logic is written once.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -18,7 +19,8 @@ import contextlib
 import os
 import sys
 import warnings
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import torch
 from torch.profiler import profile, record_function
@@ -27,8 +29,15 @@ from ..._compat import kineto_events, profiler_enabled, stop_profiler
 from ...core.statistics import representative
 
 __all__ = [
-    "ITERATION_MARKER", "ProfilerActiveError", "Windows", "check_counts", "ensure_no_active_profiler",
-    "record", "representative", "stop_leftover_profiler", "sync_cuda",
+    "ITERATION_MARKER",
+    "ProfilerActiveError",
+    "Windows",
+    "check_counts",
+    "ensure_no_active_profiler",
+    "record",
+    "representative",
+    "stop_leftover_profiler",
+    "sync_cuda",
 ]
 
 #: Name of the ``record_function`` range wrapped around each call of the measured callable. It is not
@@ -206,8 +215,12 @@ class Windows:
     @classmethod
     def of_events(cls, events: Sequence[Any], name: str = ITERATION_MARKER) -> Windows:
         """Windows of the ``prof.events()`` (FunctionEvent) ranges called ``name``."""
-        return cls((ev.time_range.start, ev.time_range.end) for ev in events
-                   if ev.name == name and str(getattr(ev, "device_type", "CPU")).rsplit(".", 1)[-1] == "CPU")
+        return cls(
+            (ev.time_range.start, ev.time_range.end)
+            for ev in events
+            if ev.name == name
+            and str(getattr(ev, "device_type", "CPU")).rsplit(".", 1)[-1] == "CPU"
+        )
 
     @classmethod
     def of_raw(cls, prof: profile, name: str = ITERATION_MARKER) -> Windows:
@@ -216,5 +229,8 @@ class Windows:
         CPU events only: with CUDA activity recorded, each ``record_function`` range also appears as
         a CUDA-side annotation of the same name on the GPU's clock (see ``kernels``)."""
         raw = kineto_events(prof) or []
-        return cls((ev.start_ns(), ev.end_ns()) for ev in raw
-                   if ev.name() == name and str(ev.device_type()).rsplit(".", 1)[-1] == "CPU")
+        return cls(
+            (ev.start_ns(), ev.end_ns())
+            for ev in raw
+            if ev.name() == name and str(ev.device_type()).rsplit(".", 1)[-1] == "CPU"
+        )

@@ -20,6 +20,7 @@ with the CPU and the driver from process to process; the kernels' own durations 
 The rule is pure (:func:`per_iteration`, on :class:`Activity` records), so it is tested on the
 recorded events of a real CUDA run without a GPU.
 """
+
 from __future__ import annotations
 
 import collections
@@ -27,7 +28,8 @@ import dataclasses
 import re
 import statistics
 import time
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple
 
 import torch
 from torch.profiler import ProfilerActivity
@@ -36,8 +38,15 @@ from ..._compat import kineto_events, sm_clock_reader
 from .iterations import ITERATION_MARKER, Windows, record, representative, sync_cuda
 
 __all__ = [
-    "Activity", "DeviceProfile", "NoCudaError", "busy_ns", "count_kernels", "kernel_launchers",
-    "kernels_per_iteration", "measure_device", "per_iteration",
+    "Activity",
+    "DeviceProfile",
+    "NoCudaError",
+    "busy_ns",
+    "count_kernels",
+    "kernel_launchers",
+    "kernels_per_iteration",
+    "measure_device",
+    "per_iteration",
 ]
 
 #: The device types whose events are GPU activities (the GPU side of the trace).
@@ -60,8 +69,14 @@ class Activity(NamedTuple):
 
     @classmethod
     def of_kineto(cls, ev: Any) -> Activity:
-        return cls(str(ev.name()), _device_name(ev.device_type()) in _DEVICE_TYPES, int(ev.start_ns()),
-                   int(ev.end_ns()), int(ev.correlation_id()), int(ev.linked_correlation_id()))
+        return cls(
+            str(ev.name()),
+            _device_name(ev.device_type()) in _DEVICE_TYPES,
+            int(ev.start_ns()),
+            int(ev.end_ns()),
+            int(ev.correlation_id()),
+            int(ev.linked_correlation_id()),
+        )
 
 
 def _device_name(device_type: Any) -> str:
@@ -92,7 +107,9 @@ def per_iteration(events: Sequence[Activity], marker: str = ITERATION_MARKER) ->
     (its ``linked_correlation_id``) is kept for explanations; CUPTI's ids and the ops' ids are
     different counters, so they are kept in different maps. Activities launched outside every range
     (the profiler's own work, a flush between calls) belong to none."""
-    windows = Windows((ev.start_ns, ev.end_ns) for ev in events if ev.name == marker and not ev.on_device)
+    windows = Windows(
+        (ev.start_ns, ev.end_ns) for ev in events if ev.name == marker and not ev.on_device
+    )
     runtime_window: dict[int, int] = {}
     runtime_name: dict[int, str] = {}
     op_name: dict[int, str] = {}
@@ -104,7 +121,9 @@ def per_iteration(events: Sequence[Activity], marker: str = ITERATION_MARKER) ->
             if i is not None and ev.correlation_id > 0:
                 runtime_window[ev.correlation_id] = i
                 runtime_name[ev.correlation_id] = ev.name
-        elif ev.correlation_id > 0 and (ev.name.startswith("aten::") or ev.correlation_id not in op_name):
+        elif ev.correlation_id > 0 and (
+            ev.name.startswith("aten::") or ev.correlation_id not in op_name
+        ):
             op_name[ev.correlation_id] = ev.name
     iterations = [Iteration(int(end - start), [], []) for start, end in windows.spans]
     for ev in events:
@@ -165,7 +184,9 @@ class _L2Flush:
     def __init__(self) -> None:
         device = torch.cuda.current_device()
         size = int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0) or 0)
-        self.buffer = torch.empty(max(2 * size, 64 * 1024 * 1024), dtype=torch.int8, device=f"cuda:{device}")
+        self.buffer = torch.empty(
+            max(2 * size, 64 * 1024 * 1024), dtype=torch.int8, device=f"cuda:{device}"
+        )
 
     def __call__(self) -> None:
         self.buffer.zero_()
@@ -196,15 +217,24 @@ def measure_device(
     each: Callable[[], object] | None = before_each
     if flush is not None:
         each = flush if before_each is None else (lambda: (before_each(), flush()))
-    prof = record(fn, iterations=iterations, warmup=warmup, what="measuring device activity",
-                  before_region=before_region, before_each=each, after_calls=after_calls,
-                  activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+    prof = record(
+        fn,
+        iterations=iterations,
+        warmup=warmup,
+        what="measuring device activity",
+        before_region=before_region,
+        before_each=each,
+        after_calls=after_calls,
+        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+    )
     raw = kineto_events(prof)
     if raw is None:  # pragma: no cover - depends on torch internals
         raise RuntimeError("this torch version does not expose the profiler's raw events")
     found = per_iteration([Activity.of_kineto(ev) for ev in raw])
     if len(found) != iterations:  # pragma: no cover - would mean the profiler lost our markers
-        raise RuntimeError(f"profiler recorded {len(found)} iteration markers for {iterations} iterations")
+        raise RuntimeError(
+            f"profiler recorded {len(found)} iteration markers for {iterations} iterations"
+        )
     return DeviceProfile(found)
 
 
@@ -220,12 +250,19 @@ def count_kernels(
 
     ``fn`` is warmed up (cuDNN/cuBLAS choose their algorithms in the first calls), then called
     ``iterations`` times under the profiler. Raises :class:`NoCudaError` without a CUDA device."""
-    return measure_device(fn, iterations=iterations, warmup=warmup, before_region=before_region,
-                          before_each=before_each).kernel_counts()
+    return measure_device(
+        fn,
+        iterations=iterations,
+        warmup=warmup,
+        before_region=before_region,
+        before_each=before_each,
+    ).kernel_counts()
 
 
 def kernel_launchers(
-    fn: Callable[[], object], *, before_region: Callable[[], object] | None = None,
+    fn: Callable[[], object],
+    *,
+    before_region: Callable[[], object] | None = None,
 ) -> dict[str, list[str]]:
     """For each activity one call of ``fn`` launches, the ops that launched it (most frequent first):
     the link from a changed kernel to the op, and from there to the user's line (op call sites)."""
@@ -272,9 +309,15 @@ SETTLED_WINDOW = 0.6
 SETTLED_SPREAD = 0.02
 
 
-def settle(fn: Callable[[], object], least: float, most: float, *,
-           clock: Callable[[], int | None] = sm_clock_mhz, sync: Callable[[], None] = sync_cuda,
-           now: Callable[[], float] = time.perf_counter) -> int | None:
+def settle(
+    fn: Callable[[], object],
+    least: float,
+    most: float,
+    *,
+    clock: Callable[[], int | None] = sm_clock_mhz,
+    sync: Callable[[], None] = sync_cuda,
+    now: Callable[[], float] = time.perf_counter,
+) -> int | None:
     """Call ``fn`` back to back (waiting for the device every few calls, so the launch queue stays
     short) for at least ``least`` seconds, then, where the SM clock can be read, until it has settled
     or ``most`` seconds have passed. Returns the last clock reading (None where none could be read).
@@ -307,7 +350,9 @@ def settle(fn: Callable[[], object], least: float, most: float, *,
             break
         readings.append((elapsed, reading))
         recent = [mhz for at, mhz in readings if at >= elapsed - SETTLED_WINDOW]
-        if readings[0][0] <= elapsed - SETTLED_WINDOW and max(recent) <= min(recent) * (1 + SETTLED_SPREAD):
+        if readings[0][0] <= elapsed - SETTLED_WINDOW and max(recent) <= min(recent) * (
+            1 + SETTLED_SPREAD
+        ):
             break
     sync()
     return reading

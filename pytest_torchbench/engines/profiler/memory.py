@@ -1,7 +1,8 @@
 """Peak memory: the high-water mark of the bytes one call allocates, CPU and (when used) CUDA."""
+
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 from torch.profiler import ProfilerActivity, profile
@@ -44,9 +45,14 @@ def _cuda_in_use() -> bool:
     return bool(torch.cuda.is_available() and torch.cuda.is_initialized())
 
 
-def peak_memory(fn: Callable[[], object], *, iterations: int = 1, warmup: int = 1,
-                before_region: Callable[[], object] | None = None,
-                before_each: Callable[[], object] | None = None) -> dict[str, int | None]:
+def peak_memory(
+    fn: Callable[[], object],
+    *,
+    iterations: int = 1,
+    warmup: int = 1,
+    before_region: Callable[[], object] | None = None,
+    before_each: Callable[[], object] | None = None,
+) -> dict[str, int | None]:
     """Peak bytes allocated during one call of ``fn``, relative to what was allocated before it.
 
     CPU: the running sum of the profiler's ``[memory]`` events (allocations positive, frees
@@ -61,8 +67,16 @@ def peak_memory(fn: Callable[[], object], *, iterations: int = 1, warmup: int = 
 
     With several iterations the largest per-iteration peak is returned.
     """
-    prof = record(fn, iterations=iterations, warmup=warmup, what="peak_memory", before_region=before_region,
-                  before_each=before_each, activities=[ProfilerActivity.CPU], profile_memory=True)
+    prof = record(
+        fn,
+        iterations=iterations,
+        warmup=warmup,
+        what="peak_memory",
+        before_region=before_region,
+        before_each=before_each,
+        activities=[ProfilerActivity.CPU],
+        profile_memory=True,
+    )
     mem = _cpu_memory_events(prof)
     if mem is None:  # pragma: no cover - depends on torch internals
         raise RuntimeError("this torch version does not expose the profiler's raw memory events")

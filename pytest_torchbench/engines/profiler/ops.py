@@ -5,13 +5,15 @@ baseline, and a difference explains *why* something got slower (one more ``aten:
 ``aten::copy_``). :func:`op_call_sites` answers the next question, *which line*: it is run only
 for a benchmark whose op counts already failed the gate, because tagging every torch call costs.
 """
+
 from __future__ import annotations
 
 import collections
 import re
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from torch.overrides import TorchFunctionMode
 from torch.profiler import ProfilerActivity, record_function
@@ -84,8 +86,16 @@ def count_ops(
     integers. ``before_region`` (e.g. seeding) runs before the warm-up and before the profiled
     iterations, outside any iteration marker; ``before_each`` before every call (:func:`record`).
     """
-    prof = record(fn, iterations=iterations, warmup=warmup, what="count_ops", before_region=before_region,
-                  before_each=before_each, activities=[ProfilerActivity.CPU], record_shapes=by_shape)
+    prof = record(
+        fn,
+        iterations=iterations,
+        warmup=warmup,
+        what="count_ops",
+        before_region=before_region,
+        before_each=before_each,
+        activities=[ProfilerActivity.CPU],
+        record_shapes=by_shape,
+    )
     counters = _per_iteration_counts(prof.events(), by_shape=by_shape, prefixes=prefixes)
     if len(counters) != iterations:  # pragma: no cover - would mean the profiler lost our markers
         raise RuntimeError(
@@ -116,7 +126,9 @@ class _SiteMode(TorchFunctionMode):
         self.caller = caller
         self.names: dict[tuple[Site, Site | None] | str, str] = {}
 
-    def __torch_function__(self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None) -> Any:
+    def __torch_function__(
+        self, func: Any, types: Any, args: Sequence[Any] = (), kwargs: Any = None
+    ) -> Any:
         kwargs = kwargs or {}
         site = locate(sys._getframe(1), self.skipped, self.own, self.caller)
         name = self.names.get(site)
@@ -158,12 +170,23 @@ def op_call_sites(
             return fn()
 
     with profiler_output_silenced():
-        prof = record(tagged, iterations=1, warmup=1, what="op_call_sites", before_region=before_region,
-                      before_each=before_each, activities=[ProfilerActivity.CPU], record_shapes=by_shape)
+        prof = record(
+            tagged,
+            iterations=1,
+            warmup=1,
+            what="op_call_sites",
+            before_region=before_region,
+            before_each=before_each,
+            activities=[ProfilerActivity.CPU],
+            record_shapes=by_shape,
+        )
     events = prof.events()
     iteration = Windows.of_events(events)
-    site_spans = [(ev.time_range.start, ev.time_range.end, ev.name[len(SITE_MARKER):])
-                  for ev in events if ev.name.startswith(SITE_MARKER)]
+    site_spans = [
+        (ev.time_range.start, ev.time_range.end, ev.name[len(SITE_MARKER) :])
+        for ev in events
+        if ev.name.startswith(SITE_MARKER)
+    ]
     sites = Windows((start, end) for start, end, _ in site_spans)
     names = [name for _, _, name in sorted(site_spans)]
     found: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
@@ -172,8 +195,10 @@ def op_call_sites(
             continue
         i = sites.index(ev.time_range.start)
         found[_op_key(ev, by_shape)][names[i] if i is not None else NOT_SEEN] += 1
-    return {op: sorted(counter.items(), key=lambda item: (-item[1], _in_line_order(item[0])))
-            for op, counter in sorted(found.items())}
+    return {
+        op: sorted(counter.items(), key=lambda item: (-item[1], _in_line_order(item[0])))
+        for op, counter in sorted(found.items())
+    }
 
 
 def _in_line_order(site: str) -> list[tuple[int, str]]:

@@ -4,10 +4,12 @@ Why a module of its own: the marker (``profile={...}``), the ``bench_profiler`` 
 ``--bench-profile`` all describe a profiler set-up; validating it here, once, turns a typo into a
 line naming the keyword instead of a TypeError deep inside torch while measuring.
 """
+
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity
@@ -45,7 +47,9 @@ class ScheduleOptions:
         for name in ("wait", "warmup", "active", "repeat", "skip_first"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"profiler schedule {name} must be a non-negative int, got {value!r}")
+                raise ValueError(
+                    f"profiler schedule {name} must be a non-negative int, got {value!r}"
+                )
         if self.active < 1:
             raise ValueError("profiler schedule active must be >= 1")
 
@@ -104,7 +108,9 @@ class ProfilerOptions:
             if name in kwargs:
                 value = kwargs[name]
                 if not isinstance(value, bool):
-                    raise TypeError(f"profiler option {name!r} must be True or False, got {value!r}")
+                    raise TypeError(
+                        f"profiler option {name!r} must be True or False, got {value!r}"
+                    )
                 values[name] = value
         if "schedule" in kwargs:
             values["schedule"] = _coerce_schedule(kwargs["schedule"])

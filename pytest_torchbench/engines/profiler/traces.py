@@ -6,24 +6,39 @@ result's ``extras["profiles"]`` (JSON, xdist, every report), so the terminal, JS
 HTML read one list whichever way the profile was taken. :func:`trace_file` is the one rule for
 where a test's trace goes.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import gzip
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from torch.profiler import ProfilerActivity, profile
 
 from ...core.text import safe_file_stem
-from .iterations import ITERATION_MARKER, check_counts, ensure_no_active_profiler, profiler_output_silenced, record, sync_cuda
+from .iterations import (
+    ITERATION_MARKER,
+    check_counts,
+    ensure_no_active_profiler,
+    profiler_output_silenced,
+    record,
+    sync_cuda,
+)
 from .options import ProfilerOptions
 
 __all__ = [
-    "PROFILE_SOURCES", "TRACE_COMPRESS_THRESHOLD_BYTES", "OpStat", "ProfileSummary", "ProfilerSession",
-    "profile_run", "trace_file", "write_trace",
+    "PROFILE_SOURCES",
+    "TRACE_COMPRESS_THRESHOLD_BYTES",
+    "OpStat",
+    "ProfileSummary",
+    "ProfilerSession",
+    "profile_run",
+    "trace_file",
+    "write_trace",
 ]
 
 #: Chrome traces above this size are gzip-compressed (``.json.gz``). Small traces stay plain JSON so
@@ -116,7 +131,9 @@ def _top_ops(prof: profile, top_n: int) -> list[OpStat]:
                 calls=int(avg.count),
                 self_cpu_time_us=float(avg.self_cpu_time_total),
                 cpu_total_us=float(avg.cpu_time_total),
-                self_device_time_us=float(self_dev) if has_device and self_dev is not None else None,
+                self_device_time_us=float(self_dev)
+                if has_device and self_dev is not None
+                else None,
                 device_total_us=float(dev_total) if has_device and dev_total is not None else None,
             )
         )
@@ -194,10 +211,20 @@ def profile_run(
             f"profiler schedule needs at least {options.schedule.steps_needed} iterations "
             f"(skip_first + wait + warmup + active), got iterations={iterations}"
         )
-    prof = record(fn, iterations=iterations, warmup=warmup, what="profile_run", step=True,
-                  one_cycle=options.one_cycle, **options.profile_kwargs())
+    prof = record(
+        fn,
+        iterations=iterations,
+        warmup=warmup,
+        what="profile_run",
+        step=True,
+        one_cycle=options.one_cycle,
+        **options.profile_kwargs(),
+    )
     summary = ProfileSummary(
-        iterations=iterations, top_ops=_top_ops(prof, top_n), table=_table(prof, top_n), trace_path=None
+        iterations=iterations,
+        top_ops=_top_ops(prof, top_n),
+        table=_table(prof, top_n),
+        trace_path=None,
     )
     if trace_path is not None:
         summary.trace_path, summary.error = write_trace(prof, trace_path)
@@ -244,7 +271,9 @@ class ProfilerSession:
         """Mark an iteration boundary (drives the schedule, labels ``ProfilerStep#N`` in traces)."""
         if self.profiler is None:
             raise RuntimeError("ProfilerSession.step() called outside its 'with' block")
-        with profiler_output_silenced(self.options.one_cycle):  # a schedule starts and stops Kineto at a step
+        with profiler_output_silenced(
+            self.options.one_cycle
+        ):  # a schedule starts and stops Kineto at a step
             self.profiler.step()
 
     def key_averages(self, *args: Any, **kwargs: Any) -> Any:

@@ -3,6 +3,7 @@
 Nothing here knows pytest-torchbench: it must run unchanged under pytest-benchmark (plain
 ``pytest``) and under pytest-torchbench (``--bench-mode=time|ops|instructions``).
 """
+
 import time
 
 import pytest
@@ -27,8 +28,12 @@ class SmallConvNet(nn.Module):
     def __init__(self):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+            nn.Conv2d(3, 8, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(8, 16, 3, padding=1),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
         )
         self.head = nn.Linear(16, 10)
 
@@ -36,7 +41,9 @@ class SmallConvNet(nn.Module):
         return self.head(self.features(x).flatten(1))
 
 
-@pytest.mark.benchmark(group="model", min_rounds=10, max_time=0.5, warmup=True, warmup_iterations=10)
+@pytest.mark.benchmark(
+    group="model", min_rounds=10, max_time=0.5, warmup=True, warmup_iterations=10
+)
 def test_convnet_forward(benchmark):
     torch.manual_seed(0)
     model = SmallConvNet().eval()
@@ -49,7 +56,7 @@ def test_convnet_forward(benchmark):
 def random_crop_flip(image, size=24):
     """A random crop, then a horizontal flip half of the time: the ops run depend on the draw."""
     top, left = (int(v) for v in torch.randint(0, image.shape[-1] - size + 1, (2,)))
-    image = image[..., top:top + size, left:left + size]
+    image = image[..., top : top + size, left : left + size]
     if torch.rand(()) < 0.5:
         image = image.flip(-1)
     return image.contiguous()
