@@ -2,7 +2,8 @@
 are identical run to run, serially and under ``-n 2``, and catch one extra helper call per key.
 
     python benchmarks/figures_calls.py            # about a minute on 2 cores
-    PYTHONPATH=. python3.12 benchmarks/figures_calls.py   # without torch: the pure-Python overhead only
+    # without torch: the pure-Python overhead only
+    PYTHONPATH=. python3.12 benchmarks/figures_calls.py
 
 Prints one Markdown table per figure. Run it with the project's virtualenv (torch, pytest-xdist);
 an interpreter without torch measures the hook's cost on the pure-Python lookup only.
@@ -135,11 +136,13 @@ def overhead() -> None:
         cases["MLP of 3 modules, 8x16"] = functools.partial(model, torch.ones(8, 16))
         cases["torch.mm 4x4"] = functools.partial(torch.mm, torch.ones(4, 4), torch.ones(4, 4))
     print(
-        f"\n{pycalls.HOOK} on Python {sys.version.split()[0]}, torch {getattr(torch, '__version__', 'none')}, "
+        f"\n{pycalls.HOOK} on Python {sys.version.split()[0]}, "
+        f"torch {getattr(torch, '__version__', 'none')}, "
         f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores\n"
     )
     print(
-        "| callable | Python calls per call | plain, us per call | counted, us per call | x | count_calls total, ms |"
+        "| callable | Python calls per call | plain, us per call | counted, us per call | x "
+        "| count_calls total, ms |"
     )
     print("| --- | --- | --- | --- | --- | --- |")
     for name, fn in cases.items():

@@ -68,7 +68,8 @@ def _session(cwd: Path, *args: str) -> tuple[float, int]:
     seconds = time.monotonic() - started
     if done.returncode not in (0, 1):
         sys.exit(
-            f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+            f"pytest {' '.join(args)} exited {done.returncode}:\n"
+            f"{done.stdout[-3000:]}{done.stderr[-2000:]}"
         )
     return seconds, done.returncode
 

@@ -309,7 +309,7 @@ def met(ok: bool) -> str:
     return "met" if ok else "NOT met"
 
 
-# -- the figures -------------------------------------------------------------------------------------
+# -- the figures -----------------------------------------------------------------------------------
 
 
 def figure_small(work: Path) -> None:
@@ -318,12 +318,14 @@ def figure_small(work: Path) -> None:
     many = Session(_project(work, "many", small_module(64)))
     for name, s in (("1 statement", one), ("64 statements", many)):
         print(
-            f"  {name:<14} wall {s.wall:6.1f} s, CPU {s.cpu:6.1f} s, exit {s.rc}, {len(s.counts)} results ({s.load})"
+            f"  {name:<14} wall {s.wall:6.1f} s, CPU {s.cpu:6.1f} s, exit {s.rc}, "
+            f"{len(s.counts)} results ({s.load})"
         )
     print(
         f"  ratio 64/1: wall {many.wall / one.wall:.2f}x, CPU {many.cpu / one.cpu:.2f}x -> "
         f"{met(many.wall / one.wall <= 2.0)} (wall), {met(many.cpu / one.cpu <= 2.0)} (CPU); "
-        f"marginal per statement: wall {(many.wall - one.wall) / 63:.2f} s, CPU {(many.cpu - one.cpu) / 63:.2f} s"
+        f"marginal per statement: wall {(many.wall - one.wall) / 63:.2f} s, "
+        f"CPU {(many.cpu - one.cpu) / 63:.2f} s"
     )
 
 
@@ -333,15 +335,17 @@ def figure_heavy(work: Path) -> None:
     first = Session(folder, "--durations=0", "--durations-min=0", "--bench-save=main")
     durations = first.durations()
     print(
-        f"  session wall {first.wall:.1f} s, CPU {first.cpu:.1f} s, exit {first.rc} ({first.load}); "
-        "per test: wall of the call phase, and its CPU time in the worker (what the load inflates less)"
+        f"  session wall {first.wall:.1f} s, CPU {first.cpu:.1f} s, exit {first.rc} "
+        f"({first.load}); per test: wall of the call phase, and its CPU time in the worker "
+        "(what the load inflates less)"
     )
     for name, target in HEAVY_TARGETS.items():
         seconds, cpu = durations.get(name), first.test_cpu.get(name)
         shown = f"wall {seconds:5.1f} s" if seconds is not None else "wall n/a"
         shown += f", CPU {cpu:5.1f} s" if cpu is not None else ""
         print(
-            f"  {name:<32} {shown} (target <= {target:g} s: wall {met(seconds is not None and seconds <= target)}, "
+            f"  {name:<32} {shown} (target <= {target:g} s: "
+            f"wall {met(seconds is not None and seconds <= target)}, "
             f"CPU {met(cpu is not None and cpu <= target)}), number {first.numbers.get(name)}, "
             f"{first.counts.get(name, 0):,.0f} instructions per call"
         )
@@ -355,7 +359,8 @@ def figure_heavy(work: Path) -> None:
         if again.counts.get(name) != count or again.numbers.get(name) != first.numbers[name]:
             print(
                 f"    {name}: {count:,.1f} -> {again.counts.get(name, 0):,.1f} per call "
-                f"({(again.counts.get(name, 0) / count - 1) * 100:+.4f}%), number {first.numbers[name]} -> "
+                f"({(again.counts.get(name, 0) / count - 1) * 100:+.4f}%), "
+                f"number {first.numbers[name]} -> "
                 f"{again.numbers.get(name)}"
             )
 
@@ -366,8 +371,10 @@ def figure_sensitivity(work: Path) -> None:
     if "test_mm" in s.counts and "test_mm_clone" in s.counts:
         change = s.counts["test_mm_clone"] / s.counts["test_mm"] - 1
         print(
-            f"  mm {s.counts['test_mm']:,.0f}, mm + clone {s.counts['test_mm_clone']:,.0f} instructions per call: "
-            f"{change * 100:+.1f}% (numbers {s.numbers['test_mm']}, {s.numbers['test_mm_clone']}) -> {met(change >= 0.8)}"
+            f"  mm {s.counts['test_mm']:,.0f}, mm + clone {s.counts['test_mm_clone']:,.0f} "
+            f"instructions per call: {change * 100:+.1f}% "
+            f"(numbers {s.numbers['test_mm']}, {s.numbers['test_mm_clone']}) "
+            f"-> {met(change >= 0.8)}"
         )
     else:
         print(f"  no results (exit {s.rc})")
@@ -401,7 +408,8 @@ def figure_reruns(work: Path) -> None:
                 worst, worst_key = drift, key
         ok = bool(s.counts) and (differing == 0 if limit == 0 else worst <= limit)
         print(
-            f"  {name:<20} {len(s.counts):>2} results, exit {s.rc}, {differing} differ, worst |delta| "
+            f"  {name:<20} {len(s.counts):>2} results, exit {s.rc}, {differing} differ, "
+            "worst |delta| "
             f"{worst * 100:.4f}% ({worst_key}) -> {met(ok)} ({s.load})"
         )
     if len(reruns) == 2 and reruns[0]:
@@ -409,7 +417,8 @@ def figure_reruns(work: Path) -> None:
         # very same command shows what is left of run-to-run nondeterminism alone
         differing = sorted(k for k in reruns[0] if reruns[1].get(k) != reruns[0][k])
         print(
-            f"  second rerun vs full rerun (one command twice): {len(differing)} of {len(reruns[0])} differ "
+            f"  second rerun vs full rerun (one command twice): "
+            f"{len(differing)} of {len(reruns[0])} differ "
             f"{differing[:4]} -> {met(not differing)}"
         )
 
@@ -436,8 +445,10 @@ def figure_baseline_size(work: Path) -> None:
     sizes = _entry_sizes(folder / "baselines" / "main")
     if sizes:
         print(
-            f"  saved now: {len(sizes)} benchmarks, median {statistics.median(sizes) / 1024:.1f} KB, "
-            f"max {max(sizes) / 1024:.1f} KB -> {met(statistics.median(sizes) <= 8192)} (exit {s.rc})"
+            f"  saved now: {len(sizes)} benchmarks, "
+            f"median {statistics.median(sizes) / 1024:.1f} KB, "
+            f"max {max(sizes) / 1024:.1f} KB -> {met(statistics.median(sizes) <= 8192)} "
+            f"(exit {s.rc})"
         )
     committed = ROOT / "baselines" / "main"
     entries = []
@@ -449,7 +460,8 @@ def figure_baseline_size(work: Path) -> None:
     if not entries:
         return
     print(
-        f"  trade-off on the committed example baselines ({len(entries)} benchmarks, full function lists "
+        f"  trade-off on the committed example baselines ({len(entries)} benchmarks, "
+        "full function lists "
         f"at 99% coverage): share of the instructions named, and bytes of the functions map"
     )
     for cap in (10, 20, 40, 64, 80, 10_000):
@@ -502,12 +514,19 @@ def figure_xdist(
             if k in parallel.counts
         )
         worst, worst_key = drifts[-1] if drifts else (0.0, "")
+        outcome = (
+            "identical"
+            if same
+            else f"DIFFER in {differing}, worst |delta| {worst * 100:.4f}% ({worst_key})"
+        )
         print(
-            f"  {len(serial.counts)} benchmarks; serial {serial.wall:.1f} s ({serial.load}), -n 2 --dist {dist} "
-            f"{parallel.wall:.1f} s ({parallel.load}): speed-up {serial.wall / parallel.wall:.2f}x on 2 cores (a "
-            f"session of one benchmark {fixed:.1f} s: with that fixed cost per worker the most -n 2 can give is "
+            f"  {len(serial.counts)} benchmarks; serial {serial.wall:.1f} s ({serial.load}), "
+            f"-n 2 --dist {dist} {parallel.wall:.1f} s ({parallel.load}): "
+            f"speed-up {serial.wall / parallel.wall:.2f}x on 2 cores (a "
+            f"session of one benchmark {fixed:.1f} s: with that fixed cost per worker "
+            f"the most -n 2 can give is "
             f"{ideal:.2f}x; the work beyond it ran {throughput:.2f}x as fast); counts "
-            f"{'identical' if same else f'DIFFER in {differing}, worst |delta| {worst * 100:.4f}% ({worst_key})'} "
+            f"{outcome} "
             f"-> {met(same)}"
         )
 
@@ -518,7 +537,8 @@ def figure_xdist_large(work: Path) -> None:
 
 def figure_collect_callgrind(work: Path, k: int = 2) -> None:
     print(
-        "== collect_callgrind: 20 small statements in one session vs torch's Timer.collect_callgrind =="
+        "== collect_callgrind: 20 small statements in one session "
+        "vs torch's Timer.collect_callgrind =="
     )
     from torch.utils.benchmark import Timer
 
@@ -532,7 +552,8 @@ def figure_collect_callgrind(work: Path, k: int = 2) -> None:
         seconds.append(time.perf_counter() - started)
     twenty = statistics.mean(seconds) * 20
     print(
-        f"  session {s.wall:.1f} s; 20 collect_callgrind calls {twenty:.0f} s (extrapolated from {k}); "
+        f"  session {s.wall:.1f} s; 20 collect_callgrind calls {twenty:.0f} s "
+        f"(extrapolated from {k}); "
         f"ratio 1/{twenty / s.wall:.0f} -> {met(s.wall <= twenty / 20)} ({load()})"
     )
 
@@ -566,7 +587,8 @@ def figure_parser(work: Path) -> None:
     differing = sorted(f for f in set(ours) | set(theirs) if ours.get(f) != theirs.get(f))
     print(
         f"  dump {dump.stat().st_size / 1024:.0f} KB, {len(theirs)} functions: "
-        f"{'identical' if not differing else f'DIFFER in {len(differing)}'}; ours {ours_s * 1000:.0f} ms, "
+        f"{'identical' if not differing else f'DIFFER in {len(differing)}'}; "
+        f"ours {ours_s * 1000:.0f} ms, "
         f"callgrind_annotate {annotate_s * 1000:.0f} ms"
     )
 
@@ -597,7 +619,8 @@ CI_VARIABLES = [
 
 def figure_environment(work: Path) -> None:
     print(
-        "== environment: unrelated and CI variables (worst |delta| vs the saved run; target <= 0.1%) =="
+        "== environment: unrelated and CI variables "
+        "(worst |delta| vs the saved run; target <= 0.1%) =="
     )
     folder = _project(work, "environment", small_module(20))
     saved = Session(folder, "--bench-save=main")
@@ -621,8 +644,10 @@ def figure_environment(work: Path) -> None:
             default=float("nan"),
         )
         print(
-            f"  {name:<24} {len(s.counts):>2} results, exit {s.rc}, worst |delta| vs saved {worst * 100:.4f}% "
-            f"({worst_key}), vs the plain rerun {versus_rerun * 100:.4f}% -> {met(worst <= 0.001)} ({s.load})"
+            f"  {name:<24} {len(s.counts):>2} results, exit {s.rc}, "
+            f"worst |delta| vs saved {worst * 100:.4f}% "
+            f"({worst_key}), vs the plain rerun {versus_rerun * 100:.4f}% "
+            f"-> {met(worst <= 0.001)} ({s.load})"
         )
 
 

@@ -82,7 +82,8 @@ def main() -> None:
     bench.mkdir()
     (bench / "test_small.py").write_text(module())
     print(
-        f"== --bench-profile cost, {N} small benchmarks, --bench-mode=ops (median of 3 sessions each) =="
+        f"== --bench-profile cost, {N} small benchmarks, --bench-mode=ops "
+        "(median of 3 sessions each) =="
     )
     plain, profiled = [], []
     ops_runs = []
@@ -101,14 +102,16 @@ def main() -> None:
         f"  --bench-mode=ops: {p:.2f} s; with --bench-profile: {q:.2f} s ({traces} traces written)"
     )
     print(
-        f"  added per benchmark: {added * 1000:.0f} ms (target <= 1 s: {'met' if added <= 1 else 'NOT met'})"
+        f"  added per benchmark: {added * 1000:.0f} ms "
+        f"(target <= 1 s: {'met' if added <= 1 else 'NOT met'})"
     )
     print()
     print("== op counts: identical across runs and with -n 2 ==")
     _, rc, xdist = run(bench, "--bench-mode=ops", "-n", "2")
     same_runs = all(o == ops_runs[0] for o in ops_runs[1:])
     print(
-        f"  {len(ops_runs[0])} benchmarks; 3 serial runs identical: {same_runs}; -n 2 identical: {xdist == ops_runs[0]}"
+        f"  {len(ops_runs[0])} benchmarks; 3 serial runs identical: {same_runs}; "
+        f"-n 2 identical: {xdist == ops_runs[0]}"
     )
     example = ops_runs[0].get("test_small.py::test_s02")
     print(f"  e.g. torch.mm(x, y): {example}")

@@ -32,8 +32,8 @@ the 2-core machine, ``--fast`` about 5):
 Every figure prints the load average and the measuring thread's CPU share it ran at: wall time on a
 loaded machine is a different figure. Run from the repository root:
 
-  python benchmarks/figures_time.py                 # the default figures, ~10 min (613 s at load 3-5)
-  python benchmarks/figures_time.py --fast          # half the suite (-k float32), fewer rounds, ~5 min
+  python benchmarks/figures_time.py         # the default figures, ~10 min (613 s at load 3-5)
+  python benchmarks/figures_time.py --fast  # half the suite (-k float32), fewer rounds, ~5 min
   python benchmarks/figures_time.py --only power,hogs
 
 ``--pb-python`` names an interpreter with pytest-benchmark 5.2.3 and torch (pytest-benchmark fails
@@ -102,7 +102,8 @@ def pytest_seconds(folder: Path, *args: str) -> float:
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(
-            f"pytest {' '.join(args)} failed in {folder}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+            f"pytest {' '.join(args)} failed in {folder}:\n"
+            f"{done.stdout[-3000:]}{done.stderr[-3000:]}"
         )
     return elapsed
 
@@ -458,7 +459,8 @@ def figure_suite(selection: list[str], pb_python: str | None, again: bool) -> di
 def _compare_session(
     ours: list[str], out: Path
 ) -> tuple[tuple[float, float], list[dict], dict[str, int]]:
-    """A ``--bench-compare=main`` session: its load, its time verdicts and how many of each status."""
+    """A ``--bench-compare=main`` session: its load, its time verdicts and how many of each
+    status."""
     _, _, load = _suite_run([*ours, "--bench-compare=main", f"--bench-json={out}"])
     verdicts = [
         v for v in json.loads(out.read_text())["verdicts"] if v.get("metric", "time") == "time"
@@ -531,7 +533,8 @@ def figure_band(selection: list[str], saves: int = 4) -> dict:
     }
 
 
-#: The rules the machine figure compares: (name, fails(delta, reference ratio - 1)) on fastest calls.
+#: The rules the machine figure compares: (name, fails(delta, reference ratio - 1)) on fastest
+#: calls.
 MACHINE_RULES: list[tuple[str, Callable[[float, float], bool]]] = [
     ("the limit alone", lambda d, r: d > 0.1),
     (
@@ -668,7 +671,8 @@ def main() -> None:
     class_rounds = args.class_rounds or (5 if args.fast else 10)
     started = time.perf_counter()
     print(
-        f"pytest-torchbench wall-time figures  (python {sys.version.split()[0]}, {os.cpu_count()} cores, "
+        f"pytest-torchbench wall-time figures  (python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} cores, "
         f"load average {os.getloadavg()[0]:.1f} at start)",
         flush=True,
     )
@@ -679,7 +683,8 @@ def main() -> None:
         pb_python = _find_pb_python(args.pb_python)
         if pb_python is None:
             print(
-                "(suite) no interpreter with pytest-benchmark, pytest < 9 and torch: no comparison with it"
+                "(suite) no interpreter with pytest-benchmark, pytest < 9 and torch: "
+                "no comparison with it"
             )
         selection = ["-k", suite_k] if suite_k else []
         d = figure_suite(selection, pb_python, again="again" in only)
@@ -702,7 +707,8 @@ def main() -> None:
                 continue
             x = d[name]
             print(
-                f"(suite) fastest-call deltas, {words}: median {x['median']:+.1%}, > +10% {x['up10']:.1%}, "
+                f"(suite) fastest-call deltas, {words}: median {x['median']:+.1%}, "
+                f"> +10% {x['up10']:.1%}, "
                 f"< -10% {x['down10']:.1%}"
             )
         c = d["compare"]
@@ -714,7 +720,8 @@ def main() -> None:
         rows.append(
             (
                 f"A/A false regressions, image suite{subset}, compare straight after save",
-                f"{regressions}/{n} ({regressions / max(n, 1):.1%}), noisy {c['counts'].get('noisy', 0)}",
+                f"{regressions}/{n} ({regressions / max(n, 1):.1%}), "
+                f"noisy {c['counts'].get('noisy', 0)}",
                 "<= 1%",
                 regressions <= n / 100,
                 conditions,
@@ -739,7 +746,8 @@ def main() -> None:
             cond = f"load {d['save']['load'][0]:.1f} / {pb['load'][0]:.1f}"
             rows.append(
                 (
-                    f"session time, image suite{subset}: torchbench save / pytest-benchmark defaults",
+                    f"session time, image suite{subset}: "
+                    "torchbench save / pytest-benchmark defaults",
                     f"{d['save']['seconds']:.0f} s / {pb['seconds']:.0f} s",
                     "<= 1x",
                     d["save"]["seconds"] <= pb["seconds"],
@@ -761,10 +769,14 @@ def main() -> None:
         m = figure_machine(selection)
         pairs = max(m["pairs"], 1)
         low, high = m["reference_spread"]
-        cond = f"load {', '.join(f'{x:.1f}' for x in m['loads'])}; reference ratio 5th-95th percentile {low:+.0%}/{high:+.0%}"
+        cond = (
+            f"load {', '.join(f'{x:.1f}' for x in m['loads'])}; "
+            f"reference ratio 5th-95th percentile {low:+.0%}/{high:+.0%}"
+        )
         for name, (false, caught20, caught2x) in m["counts"].items():
             print(
-                f"(machine{subset}) {name}: A/A {false}/{m['pairs']} ({false / pairs:.1%}), +20% caught "
+                f"(machine{subset}) {name}: A/A {false}/{m['pairs']} ({false / pairs:.1%}), "
+                "+20% caught "
                 f"{caught20 / pairs:.1%}, 2x caught {caught2x / pairs:.1%}; {cond}",
                 flush=True,
             )
@@ -772,8 +784,10 @@ def main() -> None:
         chosen = m["counts"][MACHINE_RULES[1][0]]
         rows.append(
             (
-                f"fastest-call A/A beyond the limit, {m['pairs']} session pairs{subset}: limit alone / scaled by a slower reference",
-                f"{alone[0] / pairs:.1%} / {chosen[0] / pairs:.1%} (2x caught {alone[2] / pairs:.1%} / {chosen[2] / pairs:.1%})",
+                f"fastest-call A/A beyond the limit, {m['pairs']} session pairs{subset}: "
+                "limit alone / scaled by a slower reference",
+                f"{alone[0] / pairs:.1%} / {chosen[0] / pairs:.1%} "
+                f"(2x caught {alone[2] / pairs:.1%} / {chosen[2] / pairs:.1%})",
                 "fewer, 2x still caught",
                 chosen[0] <= alone[0] and chosen[2] >= 0.99 * alone[2],
                 cond,
@@ -794,8 +808,10 @@ def main() -> None:
         )
         rows.append(
             (
-                f"A/A false regressions, image suite{subset}, against a band of {e['saves']} saved sessions",
-                f"{regressions}/{e['n']} ({regressions / max(e['n'], 1):.1%}), noisy {e['counts'].get('noisy', 0)}",
+                f"A/A false regressions, image suite{subset}, "
+                f"against a band of {e['saves']} saved sessions",
+                f"{regressions}/{e['n']} ({regressions / max(e['n'], 1):.1%}), "
+                f"noisy {e['counts'].get('noisy', 0)}",
                 "<= 1%",
                 regressions <= e["n"] / 100,
                 cond,
@@ -807,18 +823,22 @@ def main() -> None:
         f = figure_loaded(selection, saves=args.loaded_saves)
         regressions = f["counts"].get("regression", 0)
         cond = (
-            f"load {f['load'][0]:.1f} saving, {f['load'][1]:.1f} after the hogs, {f['load'][2]:.1f} comparing, "
+            f"load {f['load'][0]:.1f} saving, {f['load'][1]:.1f} after the hogs, "
+            f"{f['load'][2]:.1f} comparing, "
             f"CPU share {_share(f['share'])}"
         )
         print(
-            f"(loaded{subset}) {args.loaded_saves} save(s), 60 s of CPU and memory hogs, compare: verdicts {f['counts']}; {cond}",
+            f"(loaded{subset}) {args.loaded_saves} save(s), 60 s of CPU and memory hogs, "
+            f"compare: verdicts {f['counts']}; {cond}",
             flush=True,
         )
         saved = "one save" if args.loaded_saves == 1 else f"a band of {args.loaded_saves} saves"
         rows.append(
             (
-                f"A/A false regressions, image suite{subset}, {saved}, machine loaded, then compare",
-                f"{regressions}/{f['n']} ({regressions / max(f['n'], 1):.1%}), noisy {f['counts'].get('noisy', 0)}",
+                f"A/A false regressions, image suite{subset}, {saved}, "
+                "machine loaded, then compare",
+                f"{regressions}/{f['n']} ({regressions / max(f['n'], 1):.1%}), "
+                f"noisy {f['counts'].get('noisy', 0)}",
                 "<= 1%",
                 regressions <= f["n"] / 100,
                 cond,
@@ -828,7 +848,8 @@ def main() -> None:
         g = figure_gate(args.gate_rounds or (5 if args.fast else 10))
         count, cond = g["rounds"], f"load {g['load'][0]:.1f}->{g['load'][1]:.1f}"
         print(
-            f"(gate) {count} compare sessions, median {g['seconds']:.1f} s each; failed {g['failed']}; "
+            f"(gate) {count} compare sessions, median {g['seconds']:.1f} s each; "
+            f"failed {g['failed']}; "
             f"not confirmed by the fresh process: {g['unconfirmed']}; {cond}",
             flush=True,
         )
@@ -865,7 +886,8 @@ def main() -> None:
             + (f", {hogs} CPU hogs" if hogs else "")
         )
         print(
-            f"({figure}) {b['iterations']} x 64x64 mm, median {b['base_median'] * 1e3:.3f} ms; slow/base "
+            f"({figure}) {b['iterations']} x 64x64 mm, median {b['base_median'] * 1e3:.3f} ms; "
+            "slow/base "
             f"fastest-call ratio median {b['ratio_median']:.3f}; noisy: A/A {b['aa_noisy']}, 20% "
             f"{b['slow_noisy']}, 2x {b['double_noisy']}; {cond}",
             flush=True,
@@ -901,7 +923,8 @@ def main() -> None:
                 f"load {r['load'][0]:.1f}->{r['load'][1]:.1f}, CPU share {_share(r['cpu_share'])}"
             )
             print(
-                f"(classes) {label} (median {r['median'] * 1e3:.3f} ms): A/A {r['aa']}/{r['rounds']}; caught "
+                f"(classes) {label} (median {r['median'] * 1e3:.3f} ms): "
+                f"A/A {r['aa']}/{r['rounds']}; caught "
                 + ", ".join(
                     f"+{(s - 1) * 100:.0f}% {c}/{r['rounds']}" for s, c in r["caught"].items()
                 )
@@ -913,7 +936,8 @@ def main() -> None:
             )
             rows.append(
                 (
-                    f"smallest slowdown caught in {r['rounds']}/{r['rounds']} rounds, {label} class",
+                    f"smallest slowdown caught in {r['rounds']}/{r['rounds']} rounds, "
+                    f"{label} class",
                     f"{smallest} (A/A {r['aa']}/{r['rounds']})",
                     "report",
                     None,
@@ -936,7 +960,8 @@ def main() -> None:
             overhead = on / off - 1
             rows.append(
                 (
-                    f"plugin overhead, 2,000 tests{', torch imported' if with_torch else ', no torch'}",
+                    "plugin overhead, 2,000 tests"
+                    f"{', torch imported' if with_torch else ', no torch'}",
                     f"{overhead * 100:+.1f}%",
                     "<= 2%",
                     overhead <= 0.02,
@@ -950,7 +975,8 @@ def main() -> None:
     print(f"{'figure'.ljust(width)}  {'measured':<32} {'target':<10} {'met':<4} conditions")
     for name, value, target, ok, cond in rows:
         print(
-            f"{name.ljust(width)}  {value:<32} {target:<10} {'-' if ok is None else 'yes' if ok else 'NO':<4} {cond}"
+            f"{name.ljust(width)}  {value:<32} {target:<10} "
+            f"{'-' if ok is None else 'yes' if ok else 'NO':<4} {cond}"
         )
     print(
         f"\n{time.perf_counter() - started:.0f} s in all; load average now {os.getloadavg()[0]:.1f}"

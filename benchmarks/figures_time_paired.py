@@ -52,7 +52,10 @@ def _tensors(kind, n):
     if (kind, n) not in _TENSORS:
         generator = torch.Generator().manual_seed(n)
         shape = (n, n) if kind == "mm" else (n,)
-        _TENSORS[kind, n] = (torch.rand(shape, generator=generator), torch.rand(shape, generator=generator))
+        _TENSORS[kind, n] = (
+            torch.rand(shape, generator=generator),
+            torch.rand(shape, generator=generator),
+        )
     return _TENSORS[kind, n]
 
 
@@ -197,7 +200,8 @@ def _line(kind: str, number: int, run: dict[str, object]) -> str:
         f"{kind} run {number}: exit {run['exit']}, {run['count']} verdicts: "
         + ", ".join(f"{len(keys)} {status}" for status, keys in sorted(statuses.items()))
         + f"; paired change median {(median - 1) * 100:+.1f}%; {run['again']} measured again, "
-        f"{run['twice']} of them twice ({run['rounds_again']} more rounds in all); session {run['seconds']:.0f} s, "
+        f"{run['twice']} of them twice ({run['rounds_again']} more rounds in all); "
+        f"session {run['seconds']:.0f} s, "
         f"load {run['load']:.1f}"
     )
 
@@ -237,7 +241,8 @@ def main() -> None:
         _git(repo, "commit", "-q", "-am", "A/B: every benchmark 20% slower")
         _git(repo, "tag", "ab")
         print(
-            f"suite: {args.benchmarks} benchmarks, --bench-rounds={args.rounds}, limit {args.limit}, "
+            f"suite: {args.benchmarks} benchmarks, --bench-rounds={args.rounds}, "
+            f"limit {args.limit}, "
             f"{os.cpu_count()} cores, {sys.executable}"
         )
         aa_runs, ab_runs = [], []
@@ -256,7 +261,8 @@ def main() -> None:
     times: list[float] = (aa_runs or ab_runs)[0]["times"] if (aa_runs or ab_runs) else []  # type: ignore[assignment]
     if times:
         print(
-            f"fastest call per benchmark (the base's median over rounds): {times[0] * 1e6:.1f} us .. "
+            "fastest call per benchmark (the base's median over rounds): "
+            f"{times[0] * 1e6:.1f} us .. "
             f"{times[-1] * 1e3:.2f} ms"
         )
 
@@ -272,7 +278,8 @@ def main() -> None:
             1 - 0.05 ** (1 / judged) if judged and not false else None
         )  # 95% upper bound with none seen
         print(
-            f"A/A: {false} false failure(s) in {judged} benchmark comparisons ({rate * 100:.3f}% per benchmark"
+            f"A/A: {false} false failure(s) in {judged} benchmark comparisons "
+            f"({rate * 100:.3f}% per benchmark"
             + (
                 f"; none seen: below {bound * 100:.2f}% at 95% confidence"
                 if bound is not None
@@ -283,14 +290,16 @@ def main() -> None:
         )
         at_300 = (1 - rate) ** 300
         print(
-            f"     target: per-benchmark false rate <= 0.02% (a 300-benchmark suite green in >= 19/20 runs); "
+            "     target: per-benchmark false rate <= 0.02% "
+            "(a 300-benchmark suite green in >= 19/20 runs); "
             f"at the observed rate a 300-benchmark suite is green in {at_300 * 100:.0f}% of runs"
         )
     if ab_runs:
         judged = sum(int(run["count"]) for run in ab_runs)  # type: ignore[call-overload]
         caught = total(ab_runs, "regression")
         print(
-            f"A/B (+20% everywhere): caught {caught}/{judged} ({caught / max(judged, 1) * 100:.1f}%; target >= 95%); "
+            f"A/B (+20% everywhere): caught {caught}/{judged} "
+            f"({caught / max(judged, 1) * 100:.1f}%; target >= 95%); "
             f"too noisy {total(ab_runs, 'too noisy')}, unchanged {total(ab_runs, 'unchanged')}, "
             f"improvements {total(ab_runs, 'improvement')}"
         )

@@ -32,7 +32,9 @@ import torch
 from pytest_torchbench.engines import duet, walltime
 from pytest_torchbench.metrics.time import TimeMetric
 
-description, kind, size, reps, slices = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+description, kind, size, reps, slices = (
+    sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+)
 if slices == "no":
     duet.SLICE_SECONDS = 1e9  # hand over only at the end of each measurement: one after the other
 torch.set_num_threads(1)
@@ -49,7 +51,12 @@ baton.start()
 for i in range(reps):
     baton.begin_test(f"rep{i}")
     fn()
-    print(TimeMetric.from_measurement(walltime.measure(fn, walltime.TimeSpec(min_run_time=0.1))).fastest, flush=True)
+    print(
+        TimeMetric.from_measurement(
+            walltime.measure(fn, walltime.TimeSpec(min_run_time=0.1))
+        ).fastest,
+        flush=True,
+    )
 baton.finish()
 """
 
@@ -99,7 +106,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of every way (interleaved)")
     args = parser.parse_args()
     print(
-        f"{args.reps} paired measurements of 0.1 s per way, workload and run; load {os.getloadavg()[0]:.2f}"
+        f"{args.reps} paired measurements of 0.1 s per way, workload and run; "
+        f"load {os.getloadavg()[0]:.2f}"
     )
     totals: dict[str, list[int]] = {way: [0, 0] for way in WAYS}
     started = time.monotonic()
@@ -111,8 +119,9 @@ def main() -> None:
                 totals[way][0] += beyond
                 totals[way][1] += len(ratios)
                 print(
-                    f"run {run + 1} {name:4} {way:30} beyond 10%: {beyond:3}/{len(ratios)}   ratios "
-                    f"{ratios[0]:.3f} .. median {statistics.median(ratios):.3f} .. {ratios[-1]:.3f}",
+                    f"run {run + 1} {name:4} {way:30} beyond 10%: {beyond:3}/{len(ratios)}   "
+                    f"ratios {ratios[0]:.3f} .. median {statistics.median(ratios):.3f} .. "
+                    f"{ratios[-1]:.3f}",
                     flush=True,
                 )
     print(f"\ntotal ({time.monotonic() - started:.0f} s, load {os.getloadavg()[0]:.2f}):")

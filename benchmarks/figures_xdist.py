@@ -82,7 +82,8 @@ class Run:
             print(done.stdout[-3000:], done.stderr[-2000:])
 
     def usable(self) -> bool:
-        """A run judged nothing unless it exited 0 (all passed) or 1 (a test failed) with results."""
+        """A run judged nothing unless it exited 0 (all passed) or 1 (a test failed) with
+        results."""
         return self.rc in (0, 1) and bool(self.counts)
 
     def line(self, name: str) -> str:
@@ -152,7 +153,8 @@ def main() -> None:
             )
             print(
                 f"  speed-up: wall {wall:.2f}x ({'met' if wall >= SPEED_UP_TARGET else 'NOT met'}; "
-                f"wall time on a loaded machine is only indicative), from CPU {cpu:.2f}x (what 2 free cores "
+                "wall time on a loaded machine is only indicative), "
+                f"from CPU {cpu:.2f}x (what 2 free cores "
                 f"would give if the workers split the work evenly: "
                 f"{'met' if cpu >= SPEED_UP_TARGET else 'NOT met'})"
             )

@@ -1,4 +1,5 @@
-"""The GPU check: every CUDA path of pytest-torchbench on one GPU, each figure printed against its target.
+"""The GPU check: every CUDA path of pytest-torchbench on one GPU, each figure printed against its
+target.
 
 Run through ``benchmarks/gpu_check.sh`` (which installs the project without network first), from the
 repository root, on a machine with a CUDA device. Steps, each bounded in time:
@@ -6,7 +7,8 @@ repository root, on a machine with a CUDA device. Steps, each bounded in time:
 1. the GPU suite (``benchmarks/suites/gpu``) saved in every profiler mode plus time and gpu_time;
 2. A/A: the same suite compared in a second process, and measured again in a third (device-time
    spread across three processes, beside the wall time's);
-3. one injected regression per metric (``TORCHBENCH_GPU_INJECT=1``): each must fail, naming what changed;
+3. one injected regression per metric (``TORCHBENCH_GPU_INJECT=1``): each must fail, naming what
+   changed;
 4. the project's GPU-path tests, then the rest of its fast tests (``-m "not slow"``) with xdist.
 
 Each step's time bound can be set (``GPU_CHECK_SAVE_SECONDS``, ``_AA_``, ``_INJECT_``, ``_TESTS_``,
@@ -48,7 +50,8 @@ def pytest(
     keep: bool = False,
 ) -> tuple[int, str, float]:
     """One pytest session; its output goes to <name>.log, under $OUT when ``keep`` (the device tool
-    brings back a few files only), else in a scratch folder. Returns (exit code, output, seconds)."""
+    brings back a few files only), else in a scratch folder. Returns (exit code, output,
+    seconds)."""
     command = [sys.executable, "-m", "pytest", *args]
     start = time.perf_counter()
     try:
@@ -93,7 +96,8 @@ def main() -> int:
 
     print(
         f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
-        f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU'}, Python {sys.version.split()[0]}",
+        f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU'}, "
+        f"Python {sys.version.split()[0]}",
         flush=True,
     )
     baselines = SCRATCH / "baselines"
@@ -189,8 +193,10 @@ def main() -> int:
         row(
             f"device time {name}",
             f"{fastest[0] * 1e6:.2f} us, spread {spread(fastest) * 100:.2f}% (median spread "
-            f"{spread(median) * 100:.2f}%; wall {wall[0] * 1e6 if wall else float('nan'):.2f} us, spread "
-            f"{spread(wall) * 100:.1f}%; host {min(host) * 1e6:.1f} us per call; SM clock {clocks} MHz)",
+            f"{spread(median) * 100:.2f}%; "
+            f"wall {wall[0] * 1e6 if wall else float('nan'):.2f} us, spread "
+            f"{spread(wall) * 100:.1f}%; host {min(host) * 1e6:.1f} us per call; "
+            f"SM clock {clocks} MHz)",
             "spread <= 1%",
             spread(fastest) <= 0.01,
         )
@@ -269,7 +275,8 @@ def main() -> int:
         bool(verdicts) and not [v for v in bystanders if v.get("metric") != "time"],
     )
 
-    # 4. the project's tests: the GPU paths first, then the rest of the fast tests (xdist, per-test timeout)
+    # 4. the project's tests: the GPU paths first, then the rest of the fast tests (xdist, per-test
+    # timeout)
     gpu_tests = [
         "tests/engines/test_kernels_recorded.py",
         "tests/engines/test_profiler.py",

@@ -108,7 +108,8 @@ def main() -> int:
             )
             rows[name].append(row)
             print(
-                f"  {name}: fastest {row[0]:.2f} us, median {row[1]:.2f} us, median clock {row[2]:.0f} MHz, "
+                f"  {name}: fastest {row[0]:.2f} us, median {row[1]:.2f} us, "
+                f"median clock {row[2]:.0f} MHz, "
                 f"median cycles {row[3]:.0f} (clock range {min(clocks)}-{max(clocks)} MHz)",
                 flush=True,
             )
@@ -117,12 +118,14 @@ def main() -> int:
         return (max(values) / min(values) - 1) * 100
 
     print(
-        "\n| workload | fastest: spread | median: spread | clock: spread | cycles (median): spread |"
+        "\n| workload | fastest: spread | median: spread | clock: spread "
+        "| cycles (median): spread |"
     )
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, found in rows.items():
         print(
-            f"| {name} | {spread([r[0] for r in found]):.2f}% | {spread([r[1] for r in found]):.2f}% | "
+            f"| {name} | {spread([r[0] for r in found]):.2f}% | "
+            f"{spread([r[1] for r in found]):.2f}% | "
             f"{spread([r[2] for r in found]):.2f}% | {spread([r[3] for r in found]):.2f}% |"
         )
     return 0

@@ -1,16 +1,19 @@
 """Measure the noise a time gate must live with, and how candidate gate designs fare against it.
 
-Runs SESSIONS separate processes one after another (a "session" is one process, as one pytest run is),
-each measuring the same image benchmarks (benchmarks/suites/images/imaging.py) twice: once in order
-(round 1, what a pytest run measures) and once more at the end of the session with fresh inputs
-(round 2, what a confirmation re-run of a suspected benchmark would see). One session runs with a
-CPU hog beside it (a loaded machine). Then every ordered pair of sessions is an A/A comparison
-(same code), judged by each candidate design:
+Runs SESSIONS separate processes one after another (a "session" is one process, as one pytest run
+is), each measuring the same image benchmarks (benchmarks/suites/images/imaging.py) twice: once in
+order (round 1, what a pytest run measures) and once more at the end of the session with fresh
+inputs (round 2, what a confirmation re-run of a suspected benchmark would see). One session runs
+with a CPU hog beside it (a loaded machine). Then every ordered pair of sessions is an A/A
+comparison (same code), judged by each candidate design:
 
-  mw        ratio of medians above the limit AND Mann-Whitney p < 0.001 on raw replicates (the old gate)
+  mw        ratio of medians above the limit AND Mann-Whitney p < 0.001 on raw replicates
+            (the old gate)
   ratio     ratio of medians above the limit only
-  confirm   mw, and the round-2 re-run also above the limit vs the baseline (re-run only the suspects)
-  band      ratio above the limit over the highest median of two saved sessions (a band of baselines)
+  confirm   mw, and the round-2 re-run also above the limit vs the baseline (re-run only the
+            suspects)
+  band      ratio above the limit over the highest median of two saved sessions (a band of
+            baselines)
 
 Power is checked by scaling the current session's times by 1.2 and 2.0 (the same noise, a slowdown).
 
@@ -206,7 +209,8 @@ def analyse(folder: Path) -> None:
         got, total = rates(scale)
         print(f"  x{scale}: " + ", ".join(f"{d} {got[d] / total:.0%}" for d in designs))
     print(
-        "\nsmallest slowdown caught >= 95% (and A/A rate) by size class of the fastest call, per design:"
+        "\nsmallest slowdown caught >= 95% (and A/A rate) "
+        "by size class of the fastest call, per design:"
     )
     for label, bounds in (
         ("< 100 us", (0, 1e-4)),
@@ -241,8 +245,10 @@ def analyse(folder: Path) -> None:
             for n in names
         ]
         print(
-            f"session {s}: load {session['load']:.1f}->{session['load_end']:.1f}; round 2 vs round 1 "
-            f"(later, fresh inputs): median of medians {med(r):+.1%} ({sum(x > 0.1 for x in r)} > +10%, "
+            f"session {s}: load {session['load']:.1f}->{session['load_end']:.1f}; "
+            "round 2 vs round 1 "
+            f"(later, fresh inputs): median of medians {med(r):+.1%} "
+            f"({sum(x > 0.1 for x in r)} > +10%, "
             f"{sum(x < -0.1 for x in r)} < -10%), median of fastest {med(f):+.1%} "
             f"({sum(x > 0.1 for x in f)} > +10%, {sum(x < -0.1 for x in f)} < -10%)"
         )

@@ -1,5 +1,6 @@
-"""torch.compile: a compiled nn.Module, gated on what the compiler does with it (--bench-mode=compile:
-its graphs, graph breaks and recompilations) as well as on its instructions and ops.
+"""torch.compile: a compiled nn.Module, gated on what the compiler does with it
+(--bench-mode=compile: its graphs, graph breaks and recompilations) as well as on its instructions
+and ops.
 
 backend="eager": dynamo captures the graph and runs it with eager kernels, so the gate sees graph
 breaks and recompilations without a C++ compiler (inductor needs one, and compiling with it under

@@ -1,10 +1,11 @@
 """What torch.compile does when a callable runs: graphs, graph breaks and recompilations.
 
-This module knows nothing of pytest. :func:`count_compiles` resets dynamo (``torch._dynamo.reset()``:
-every compiled frame forgotten, as in a fresh process), then calls the callable a few times and
-reads dynamo's own bookkeeping (through ``_compat``): how many graphs it handed to a backend, each
-graph break with its reason and the user's source line, each recompilation with its guard failure,
-and each frame dynamo gave up on (a graph break inside a loop runs the whole frame eagerly).
+This module knows nothing of pytest. :func:`count_compiles` resets dynamo
+(``torch._dynamo.reset()``: every compiled frame forgotten, as in a fresh process), then calls the
+callable a few times and reads dynamo's own bookkeeping (through ``_compat``): how many graphs it
+handed to a backend, each graph break with its reason and the user's source line, each recompilation
+with its guard failure, and each frame dynamo gave up on (a graph break inside a loop runs the whole
+frame eagerly).
 
 Why the reset: dynamo caches compiled code per code object for the life of the process, so without
 it a benchmark would see nothing (its function was compiled by an earlier test, or by the test's
@@ -183,7 +184,8 @@ def short_reason(text: str, rootdir: str | os.PathLike[str] | None = None) -> st
 def relative_location(
     filename: str, line: int, rootdir: str | os.PathLike[str] | None = None
 ) -> str:
-    """``path:line`` with the path relative to ``rootdir`` (else to site-packages, else its name)."""
+    """``path:line`` with the path relative to ``rootdir`` (else to site-packages, else its
+    name)."""
     return f"{_relative_path(filename, rootdir)}:{int(line)}"
 
 

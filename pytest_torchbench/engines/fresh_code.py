@@ -4,10 +4,10 @@ Why: CPython (3.11+) quickens a code object after a few calls and then specialis
 instructions to the types it saw. A heavy benchmark is counted after two or three calls, so the
 instructions it counts depend on how often *other* tests already ran the same function (a
 parametrised test counts fewer after its other parameters than alone, all in CPython's attribute
-and dict lookups: docs/design/counting.md, "Fresh code for every benchmark"), and under ``-n`` which tests ran before it
-depends on the scheduling. Counting a fresh copy of the function's code makes its start the
-same in every run: as in a fresh process, whatever ran before. This is what ``timeit`` (and
-:mod:`.callgrind.collect`) already do for the timing loop itself.
+and dict lookups: docs/design/counting.md, "Fresh code for every benchmark"), and under ``-n`` which
+tests ran before it depends on the scheduling. Counting a fresh copy of the function's code makes
+its start the same in every run: as in a fresh process, whatever ran before. This is what ``timeit``
+(and :mod:`.callgrind.collect`) already do for the timing loop itself.
 
 Only the benchmarked callable's own code is copied (nested functions and lambdas included); what
 it calls keeps its state, and so does a recursive function's recursion (it calls the original
@@ -22,8 +22,8 @@ function it holds in its closure and names in ``__wrapped__``: the copy is torch
 code as it is, shared by every function it decorates) whose closure holds a fresh copy of that
 function in a new cell. Without this a ``@torch.no_grad()`` benchmark still counted the history
 of its parametrised siblings; with it, only torch's wrapper and ``no_grad``'s methods keep theirs
-(docs/design/measurements.md, "Moved from the code"). Only these wrappers, whose code is known to call
-the function and nothing else: a user's own decorator may key a cache or a registry on the
+(docs/design/measurements.md, "Moved from the code"). Only these wrappers, whose code is known to
+call the function and nothing else: a user's own decorator may key a cache or a registry on the
 function it wraps, or rebind it (``nonlocal``), and a wrapped copy would miss the cache, raise
 ``KeyError`` or split the state between the original and the copy; it is copied as it is (fresh
 code, same closure), with the function inside keeping its history.
@@ -184,7 +184,8 @@ def _torch_directory() -> str | None:
 
 
 def _compiled(fn: types.FunctionType) -> bool:
-    """A ``torch.compile`` wrapper (or a function dynamo was told to skip): its graphs belong to it."""
+    """A ``torch.compile`` wrapper (or a function dynamo was told to skip): its graphs belong to
+    it."""
     return any(
         hasattr(fn, marker)
         for marker in ("_torchdynamo_orig_callable", "_torchdynamo_inline", "_torchdynamo_disable")

@@ -21,8 +21,9 @@ warm-up and the seeding, and code of this plugin (the wrapper calling the user's
 left out, and so is abc's walk over an abstract class's subclasses when its caches do not answer
 (``ABCMeta.__subclasscheck__``, ``__subclasshook__``: it follows which classes the process has
 defined, :func:`_abc_subclass_walk`). Other threads are not counted (a data loader's or a
-progress bar's thread would make the counts depend on timing). The counts are those of one call, the one most iterations agree on
-(``statistics.representative``), so a one-off first call (a cache fill) does not show.
+progress bar's thread would make the counts depend on timing). The counts are those of one call, the
+one most iterations agree on (``statistics.representative``), so a one-off first call (a cache fill)
+does not show.
 
 A function is named ``file:qualified name``: the file relative to the project's root when it is in
 the project, else relative to the ``sys.path`` entry it was imported from (``torch/nn/modules/

@@ -185,7 +185,10 @@ def locate(
         frame = frame.f_back
     if inner is None:
         if installed is not None:
-            return f"site unknown: in installed package '{installed}' (yours? --bench-sites={installed})"
+            return (
+                f"site unknown: in installed package '{installed}' "
+                f"(yours? --bench-sites={installed})"
+            )
         # torch called straight by the plugin: ``benchmark(torch.mm, x, y)``'s line is the site
         return (caller, None) if caller is not None else ONLY_TORCH
     return inner, test_line if test_line is not None else caller

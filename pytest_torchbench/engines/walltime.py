@@ -16,7 +16,8 @@ Timer's default timer synchronises CUDA, so GPU work is timed to completion.
 Each block's CPU time (this thread's, ``time.thread_time``) is read beside its wall time, by the
 clock handed to the Timer (``_CpuClock``): other processes take wall time from a preempted thread
 but not CPU time, so on a busy machine the CPU time of a long call still says how much work it did
-while its wall time grows by multiples. The gate uses it when the machine was disturbed (metrics/time.py).
+while its wall time grows by multiples. The gate uses it when the machine was disturbed
+(metrics/time.py).
 
 Before the first measurement, glibc malloc's thresholds are fixed (``steady_allocator``): by
 default glibc moves its mmap threshold after each large free and gives the top of the heap back
@@ -66,7 +67,8 @@ class TimeSpec:
     num_threads: int = 1
     threshold: float = 0.1
     min_run_time: float = 0.1
-    max_run_time: float = 0.25  # adaptive_autorange says 10 s; pytest-benchmark stops at 1 s; the fastest call settles sooner
+    # adaptive_autorange says 10 s; pytest-benchmark stops at 1 s; the fastest call settles sooner
+    max_run_time: float = 0.25
     block_time: float = 0.0001
     min_replicates: int = 30
     timer: Callable[[], float] | None = None  # None: torch's default (syncs CUDA)
@@ -131,8 +133,9 @@ def _calibrate_number(timer: Timer, block_time: float) -> int:
 #: glibc mallopt parameters (malloc.h) and the values steady_allocator sets: every allocation
 #: comes from the heap (no mmap: glibc's mmap threshold cannot exceed 32 MiB, and a larger
 #: temporary was either mapped afresh, with a page fault per page on every call, or taken from a
-#: free heap chunk, depending on history, and its CPU time per call with it), and the heap is never trimmed, so a call's memory is reused from call to call
-#: whatever ran before. glibc still maps memory when the heap cannot grow.
+#: free heap chunk, depending on history, and its CPU time per call with it), and the heap is never
+#: trimmed, so a call's memory is reused from call to call whatever ran before. glibc still maps
+#: memory when the heap cannot grow.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
 _MMAP_THRESHOLD = 32 << 20
 _TRIM_THRESHOLD = 2**31 - 1  # mallopt takes an int: 2 GiB, the most it can say
@@ -179,7 +182,8 @@ _huge_pages_state: str | None = None
 
 
 def kernel_huge_pages() -> str:
-    """The kernel's transparent-huge-page policy (``always``, ``madvise``, ``never``), or ``none``."""
+    """The kernel's transparent-huge-page policy (``always``, ``madvise``, ``never``), or
+    ``none``."""
     try:
         with open(_THP_SETTING, encoding="ascii", errors="replace") as setting:
             text = setting.read()
@@ -195,9 +199,9 @@ def prefer_huge_pages() -> str:
     Why: memory-bound calls on image batches spent their time in page walks, and how much depended
     on where the process's pages happened to lie, which changes from process to process
     (docs/design/time-gate.md, "Huge pages for large tensors"). A gate compares sessions, so that
-    between-process spread became false regressions. It must run before the process's first tensor of any size (the plugin
-    calls it before the first conftest is imported); it leaves a value the user set alone,
-    and ``TORCHBENCH_MALLOC=default`` leaves torch as it is.
+    between-process spread became false regressions. It must run before the process's first tensor
+    of any size (the plugin calls it before the first conftest is imported); it leaves a value the
+    user set alone, and ``TORCHBENCH_MALLOC=default`` leaves torch as it is.
     """
     global _huge_pages_state
     if _huge_pages_state is not None:
@@ -428,7 +432,8 @@ def measure_rounds(
                 probe.maybe_sample()
             if baton is not None:
                 if uses_cuda:
-                    torch.cuda.synchronize()  # the teardown's queued work is not the peer's to wait for
+                    # the teardown's queued work is not the peer's to wait for
+                    torch.cuda.synchronize()
                 baton.boundary()
     finally:
         torch.set_num_threads(previous_threads)

@@ -127,7 +127,8 @@ class MeasuredBase:
 
     @property
     def tests_failed(self) -> int:
-        """How many of :attr:`unmeasured` failed (not skipped): any keeps the base out of the cache."""
+        """How many of :attr:`unmeasured` failed (not skipped): any keeps the base out of the
+        cache."""
         return failed_count(self.unmeasured)
 
     @property
@@ -183,7 +184,8 @@ class MeasuredBase:
 
 
 def failed_count(unmeasured: Mapping[str, str]) -> int:
-    """The tests of a base run's ``unmeasured`` (node id -> ``failed: ...`` / ``skipped: ...``) that failed."""
+    """The tests of a base run's ``unmeasured`` (node id -> ``failed: ...`` / ``skipped: ...``)
+    that failed."""
     return sum(why.startswith("failed:") for why in unmeasured.values())
 
 
@@ -340,7 +342,8 @@ def cache_key(
             "prepare": prepare,
             "plugin": __version__,
             "set": revision.set_name,
-            # what the child imports, and its sys.path[0]: PYTHONPATH, its checkout entries named alike
+            # what the child imports, and its sys.path[0]: PYTHONPATH, its checkout entries
+            # named alike
             "pythonpath": map_pythonpath(
                 os.environ.get("PYTHONPATH", ""), revision.toplevel, Path("<tree>")
             ),
@@ -601,7 +604,8 @@ def measure(
                 culprit = wrong_import(_read_imported_modules(head_modules), toplevel, toplevel)
                 if culprit is not None:
                     raise BaseError(
-                        f"{shown}: a head run imported {culprit[0]} from {safe_text(culprit[1])}, not "
+                        f"{shown}: a head run imported {culprit[0]} "
+                        f"from {safe_text(culprit[1])}, not "
                         f"from this checkout ({toplevel}); install the project editable from this "
                         "checkout (pip install -e .), or use --bench-base=stored"
                     )
@@ -695,8 +699,9 @@ def measure(
 def pytest_launcher() -> list[str]:
     """How this pytest was started, to start a child the same way: ``[python, *flags, script]``
     for the ``pytest`` script, ``[python, *flags, "-m", "pytest"]`` for ``python -m pytest``.
-    Why: it decides ``sys.path[0]`` (the script's folder, or the current one), which the two sides
-    of a comparison must share. Anything else (``pytest.main`` in a program) starts ``-m pytest``."""
+    Why: it decides ``sys.path[0]`` (the script's folder, or the current one), which the two
+    sides of a comparison must share. Anything else (``pytest.main`` in a program) starts
+    ``-m pytest``."""
     orig = list(getattr(sys, "orig_argv", []))
     extra = len(orig) - len(sys.argv)
     prefix = orig[1 : extra + 1] if extra >= 1 and orig[extra + 1 :] == sys.argv[1:] else []
@@ -718,10 +723,10 @@ def check_head_imports(toplevel: Path, shown: str) -> None:
         name, file = culprit
         raise BaseError(
             f"{shown}: this run imports {name} from {safe_text(file)}, not from this checkout "
-            f"({safe_text(str(toplevel))}), so it would not measure the code the base is compared with: an "
-            "installed copy imported before pytest started (a .pth file, sitecustomize) or an import hook "
-            "ahead of sys.path shadows it; install the project editable from this checkout "
-            "(pip install -e .), or use --bench-base=stored"
+            f"({safe_text(str(toplevel))}), so it would not measure the code the base is compared "
+            "with: an installed copy imported before pytest started (a .pth file, sitecustomize) "
+            "or an import hook ahead of sys.path shadows it; install the project editable from "
+            "this checkout (pip install -e .), or use --bench-base=stored"
         )
 
 
@@ -733,10 +738,10 @@ def _check_imports(
     if culprit is not None:
         name, file = culprit
         raise BaseError(
-            f"{shown}: the base run imported {name} from {safe_text(file)}, not from the worktree of "
-            f"{revision.commit[:12]} ({worktree}): an installed or editable copy of the project shadows it "
-            "and would measure this checkout twice; install the project non-editable outside the "
-            "checkout's import path, or use --bench-base=stored"
+            f"{shown}: the base run imported {name} from {safe_text(file)}, not from the worktree "
+            f"of {revision.commit[:12]} ({worktree}): an installed or editable copy of the "
+            "project shadows it and would measure this checkout twice; install the project "
+            "non-editable outside the checkout's import path, or use --bench-base=stored"
         )
 
 
@@ -842,7 +847,8 @@ class _Child:
             f"--bench-save={SET_NAME}",
             f"--bench-baselines-dir={self.results_dir}",
             f"--bench-json={self.report_path}",
-            "--maxfail=0",  # the user's -x or --maxfail would leave the benchmarks after a failure unmeasured
+            # the user's -x or --maxfail would leave the benchmarks after a failure unmeasured
+            "--maxfail=0",
             f"--bench-output={self.scratch / ('output-' + own)}",
             f"--basetemp={self.scratch / ('basetemp-' + own)}",
             *self.paths,

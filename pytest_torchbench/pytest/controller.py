@@ -1,9 +1,10 @@
 """The gathering side of a run: the process that owns the terminal (serial run or xdist controller).
 
-Test processes attach their results and verdicts to the call-phase TestReport (``report.torchbench``),
-which pytest and xdist already carry between processes; this plugin collects them in
-``pytest_runtest_logreport`` and, once, at the end of the session writes baselines, the JSON
-report and the terminal table. Baselines are written once, by this process only.
+Test processes attach their results and verdicts to the call-phase TestReport
+(``report.torchbench``), which pytest and xdist already carry between processes; this plugin
+collects them in ``pytest_runtest_logreport`` and, once, at the end of the session writes
+baselines, the JSON report and the terminal table. Baselines are written once, by this process
+only.
 """
 
 from __future__ import annotations
@@ -218,7 +219,8 @@ class Controller:
         #: --bench-compare's git revision when its base may be measured (auto / measure), else None.
         self.revision = revision
         self.measured: MeasuredBase | None = None
-        #: Why the base was measured in this job (auto mode: the first committed entry that could not serve).
+        #: Why the base was measured in this job (auto mode: the first committed entry that could
+        #: not serve).
         self.measure_reason = ""
         #: Where each judged benchmark's baseline came from (key -> words), with a revision only.
         self.origins: dict[str, str] = {}
@@ -249,10 +251,11 @@ class Controller:
         #: markers), with its first failure's error, one line each (``--bench-json``'s
         #: ``failed_test_errors``): what a measured base tells of a benchmark that failed at REV.
         self.failure_lines: dict[str, str] = {}
-        #: Benchmark tests that were skipped, with the reason (``--bench-json``'s ``skipped_tests``).
+        #: Benchmark tests that were skipped, with the reason (``--bench-json``'s
+        #: ``skipped_tests``).
         self.skip_reasons: dict[str, str] = {}
-        #: Benchmarks with no baseline because their test failed in the base run of REV (key -> why):
-        #: not new, but not judged (:meth:`_not_judged_at_base`).
+        #: Benchmarks with no baseline because their test failed in the base run of REV
+        #: (key -> why): not new, but not judged (:meth:`_not_judged_at_base`).
         self.failed_at_base: dict[str, str] = {}
         self.notes: list[str] = []
         #: The lines edited since the baseline's revision (asked of git at the first failure).
@@ -598,7 +601,10 @@ class Controller:
                 metric, result.environments.get(metric), entry.environments.get(metric)
             )
             if differences:
-                return f"the committed {metric} baselines are not comparable ({'; '.join(differences)})"
+                return (
+                    f"the committed {metric} baselines are not comparable "
+                    f"({'; '.join(differences)})"
+                )
         return ""
 
     def _module_at_revision(self, module: str) -> bool:
@@ -671,19 +677,21 @@ class Controller:
         if self.measured.rounds:
             first_pass, later = self.measured.extra_rounds()
             again = (
-                f", then {first_pass} more rounds of the benchmarks those found changed or could not decide"
+                f", then {first_pass} more rounds of the benchmarks those found changed "
+                "or could not decide"
                 if first_pass
                 else ""
             )
             again += f" and {later} more of those still undecided" if later else ""
             order = (
-                "each round's base and head at once, in 10 ms turns on one CPU; base first, then head first, ..."
+                "each round's base and head at once, in 10 ms turns on one CPU; "
+                "base first, then head first, ..."
                 if self.measured.in_turns
                 else "base, head; head, base; ..."
             )
             how = (
-                f"measured alternately with this checkout in {self.measured.rounds_of_all} rounds of fresh "
-                f"processes ({order}){again}, in {self.measured.seconds:.1f} s; time is "
+                f"measured alternately with this checkout in {self.measured.rounds_of_all} rounds "
+                f"of fresh processes ({order}){again}, in {self.measured.seconds:.1f} s; time is "
                 "judged on the fastest call of each side in each round"
             )
         elif self.measured.cached:
@@ -694,7 +702,10 @@ class Controller:
                 f"{self.measured.tests_failed} of its tests failed"
             )
         else:
-            how = f"measured in this job in {self.measured.seconds:.1f} s, cached in {self.measured.folder.parent.parent}"
+            how = (
+                f"measured in this job in {self.measured.seconds:.1f} s, "
+                f"cached in {self.measured.folder.parent.parent}"
+            )
         self.notes.append(
             f"the base {self.revision.label}: {how}, "
             f"{len(self.measured.entries.entries)} benchmark result(s){self._because()}"
@@ -810,8 +821,8 @@ class Controller:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist: a worker reports the test ids it collected, so removed tests can be told apart.
 
-        Optional: xdist defines this hook, and a run with ``-p no:xdist`` (pytest-benchmark's advice)
-        or without xdist installed must not fail on it."""
+        Optional: xdist defines this hook, and a run with ``-p no:xdist`` (pytest-benchmark's
+        advice) or without xdist installed must not fail on it."""
         self.collected.update(getattr(node, "workeroutput", {}).get("torchbench_collected", ()))
         if error == "keyboard-interrupt":
             self.interrupted = True
@@ -863,7 +874,10 @@ class Controller:
                 self.notes.append(f"ERROR: baselines not written: {exc}")
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
             else:
-                self.saved_as = f"saved as baseline set '{self.settings.save}' ({len(self.saved)} file(s) changed)"
+                self.saved_as = (
+                    f"saved as baseline set '{self.settings.save}' "
+                    f"({len(self.saved)} file(s) changed)"
+                )
                 self.notes.append(
                     f"saved {len(measured)} benchmark result(s) to baseline set "
                     f"'{self.settings.save}' ({folder}; {len(self.saved)} file(s) changed)"
@@ -924,7 +938,8 @@ class Controller:
                 )
             except OSError as exc:
                 self.notes.append(
-                    f"ERROR: --benchmark-json={self.settings.benchmark_json_path}: cannot write ({exc})"
+                    f"ERROR: --benchmark-json={self.settings.benchmark_json_path}: "
+                    f"cannot write ({exc})"
                 )
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
         # Markdown / job summary / HTML, then the users' report hooks: errors are notes only.
@@ -941,7 +956,8 @@ class Controller:
                 failed_tests=self.failed_tests,
             )
         )
-        # The end-of-session re-run (explain.py) does not call the user's report hooks a second time.
+        # The end-of-session re-run (explain.py) does not call the user's report hooks a second
+        # time.
         error = (
             None
             if explain.in_rerun()
@@ -979,28 +995,31 @@ class Controller:
         lines = []
         if at_base:
             lines.append(
-                f"{len({v.key for v in at_base})} benchmark(s) were compared with nothing: their test "
-                "is at the base revision but failed, was skipped or did not run in the base run:"
+                f"{len({v.key for v in at_base})} benchmark(s) were compared with nothing: "
+                "their test is at the base revision but failed, was skipped or did not run in the "
+                "base run:"
             )
             for verdict in sorted(at_base, key=lambda v: (v.key, v.metric)):
                 lines.append(
-                    f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}"
+                    f"  {verdict.key} [{verdict.metric}]: "
+                    f"{'; '.join(verdict.details) or verdict.summary}"
                 )
         if found:
             tests = sorted({v.key for v in found})
             lines.append(
                 f"{len(tests)} benchmark(s) were compared with nothing: their baseline in '{name}' "
-                "comes from another environment, or was measured under other conditions (each line says which), "
-                "and nothing was measured in its place:"
+                "comes from another environment, or was measured under other conditions "
+                "(each line says which), and nothing was measured in its place:"
             )
             for verdict in sorted(found, key=lambda v: (v.key, v.metric)):
                 lines.append(
-                    f"  {verdict.key} [{verdict.metric}]: {'; '.join(verdict.details) or verdict.summary}"
+                    f"  {verdict.key} [{verdict.metric}]: "
+                    f"{'; '.join(verdict.details) or verdict.summary}"
                 )
         if noisy:
             lines.append(
-                f"{len({v.key for v in noisy})} benchmark(s) could not be judged: measured alternately "
-                "with the base, their rounds decide nothing at their limit:"
+                f"{len({v.key for v in noisy})} benchmark(s) could not be judged: "
+                "measured alternately with the base, their rounds decide nothing at their limit:"
             )
             for verdict in sorted(noisy, key=lambda v: (v.key, v.metric)):
                 lines.append(f"  {verdict.key} [{verdict.metric}]: {verdict.summary}")
@@ -1008,19 +1027,21 @@ class Controller:
         if at_base:
             hints.append(
                 "the base runs while this session runs: where the error is a port or a lock that a "
-                "session fixture holds, let the fixture take a free port or a lock of its own; where the "
-                "test is broken at the base revision, compare with a revision where it passes"
+                "session fixture holds, let the fixture take a free port or a lock of its own; "
+                "where the test is broken at the base revision, compare with a revision where it "
+                "passes"
             )
         if found:
             hints.append(
-                "measure the base here with --bench-compare=REV (a git revision) and --bench-base=auto, "
-                "or save the baselines on this kind of machine; where a line above says what to do, do that"
+                "measure the base here with --bench-compare=REV (a git revision) and "
+                "--bench-base=auto, or save the baselines on this kind of machine; where a line "
+                "above says what to do, do that"
             )
         if noisy:
             hints.append(
-                "give the too noisy ones more rounds (--bench-rounds), measure on a quieter machine, or "
-                "a limit they can hold (--bench-fail or the marker's limits=; their lines say what it "
-                "would let through)"
+                "give the too noisy ones more rounds (--bench-rounds), measure on a quieter "
+                "machine, or a limit they can hold (--bench-fail or the marker's limits=; their "
+                "lines say what it would let through)"
             )
         git_hint = "; ".join(hints)
         if not in_ci():
@@ -1031,8 +1052,8 @@ class Controller:
             )
         else:
             lines.append(
-                f"ERROR: in CI this fails the run (exit {EXIT_INCOMPARABLE}); {git_hint}, or accept "
-                "it with --bench-allow-incomparable"
+                f"ERROR: in CI this fails the run (exit {EXIT_INCOMPARABLE}); {git_hint}, "
+                "or accept it with --bench-allow-incomparable"
             )
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = EXIT_INCOMPARABLE
@@ -1092,7 +1113,8 @@ class Controller:
                 write(line)
             if not shown and self.results:
                 write(
-                    f"no changes beyond the limits against baseline '{safe_text(name)}' ({safe_text(self._source())})"
+                    f"no changes beyond the limits against baseline '{safe_text(name)}' "
+                    f"({safe_text(self._source())})"
                 )
             elif self.revision is not None and self.origins:
                 write(f"baselines: {safe_text(self._source())}")

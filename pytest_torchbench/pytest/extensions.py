@@ -40,7 +40,8 @@ def environment_facts(config: pytest.Config) -> dict[str, str]:
             continue
         if not isinstance(facts, Mapping):
             raise pytest.UsageError(
-                f"pytest_torchbench_environment must return a dict of facts or None, got {type(facts).__name__}"
+                "pytest_torchbench_environment must return a dict of facts or None, "
+                f"got {type(facts).__name__}"
             )
         merged.update({_fact_name(str(k)): str(v) for k, v in facts.items()})
     return merged
@@ -68,7 +69,8 @@ def review_verdicts(
 def report(
     config: pytest.Config, results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]
 ) -> str | None:
-    """Call pytest_torchbench_report; an exception becomes one error line (returned), not a crash."""
+    """Call pytest_torchbench_report; an exception becomes one error line (returned), not a
+    crash."""
     try:
         config.hook.pytest_torchbench_report(
             config=config, results=list(results), verdicts=list(verdicts)

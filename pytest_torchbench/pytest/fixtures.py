@@ -144,9 +144,9 @@ class BenchmarkFixture:
         if "time" in self._session.modes:
             return None  # the use raised before it was measured
         raise StatsUnavailable(
-            f"benchmark.stats holds wall-time statistics, measured with --bench-mode=time only; this run "
-            f"(--bench-mode={modes}) counts instead: judge the counts with --bench-fail or the marker's "
-            "limits=, and read them in the --bench-json file or the run's table"
+            "benchmark.stats holds wall-time statistics, measured with --bench-mode=time only; "
+            f"this run (--bench-mode={modes}) counts instead: judge the counts with --bench-fail "
+            "or the marker's limits=, and read them in the --bench-json file or the run's table"
         )
 
     def _use(self, how: str) -> None:
@@ -158,9 +158,10 @@ class BenchmarkFixture:
         ``bench_timer`` calls, each with its own ``description``."""
         if self._used is not None:
             raise FixtureAlreadyUsed(
-                f"the benchmark fixture can be used once per test (as in pytest-benchmark); it was used as "
-                f"{self._used} already in {self.fullname}: measure each thing in a test of its own "
-                "(parametrize it), or with bench_timer(stmt, globals=..., description=...) once per thing"
+                "the benchmark fixture can be used once per test (as in pytest-benchmark); it was "
+                f"used as {self._used} already in {self.fullname}: measure each thing in a test of "
+                "its own (parametrize it), or with bench_timer(stmt, globals=..., description=...) "
+                "once per thing"
             )
         self._used = how
 
@@ -221,7 +222,8 @@ class BenchmarkFixture:
         warmup_rounds: int = 0,
         iterations: int = 1,
     ) -> Any:
-        """pytest-benchmark's ``pedantic``, with its meaning in time mode and a counting one otherwise.
+        """pytest-benchmark's ``pedantic``, with its meaning in time mode and a counting one
+        otherwise.
 
         Time mode: ``warmup_rounds`` untimed rounds, then exactly ``rounds`` timed rounds of
         ``iterations`` calls; ``setup`` (which may return ``(args, kwargs)``) runs before and
@@ -259,7 +261,8 @@ class BenchmarkFixture:
                 return base_args, base_kwargs
             if base_args or base_kwargs:
                 raise TypeError(
-                    "benchmark.pedantic: can't use `args` or `kwargs` if `setup` returns the arguments"
+                    "benchmark.pedantic: can't use `args` or `kwargs` "
+                    "if `setup` returns the arguments"
                 )
             try:
                 new_args, new_kwargs = made
@@ -351,8 +354,9 @@ def _callers_line() -> tuple[str, int, str] | None:
 
 @functools.cache
 def _recording_timer_class() -> type:
-    """Built on first use: importing torch (most of a second) must not be paid by a plain ``pytest`` run
-    whose tests never touch the bench fixtures (the plugin is loaded by every pytest run)."""
+    """Built on first use: importing torch (most of a second) must not be paid by a plain
+    ``pytest`` run whose tests never touch the bench fixtures (the plugin is loaded by every
+    pytest run)."""
     from torch.utils.benchmark import Measurement, Timer
 
     class RecordingTimer(Timer):
@@ -376,7 +380,7 @@ def _recording_timer_class() -> type:
             self._recorder = _recorder
             self._session = _session
 
-        # -- helpers ---------------------------------------------------------------------------------
+        # -- helpers -------------------------------------------------------------------------------
 
         def _naming(self) -> Naming:
             spec = self._task_spec
@@ -442,7 +446,7 @@ def _recording_timer_class() -> type:
             self._recorder.add(result, self._explicit_description)
             return super().timeit(1)
 
-        # -- Timer API -------------------------------------------------------------------------------
+        # -- Timer API -----------------------------------------------------------------------------
 
         def timeit(self, number: int = 1000000) -> Measurement:
             if self._session is None:

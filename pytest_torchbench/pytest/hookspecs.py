@@ -32,9 +32,9 @@ def pytest_torchbench_register_metrics(config: pytest.Config | None) -> Sequence
     are validated, so ``--bench-mode=NAME`` and ``--bench-fail=NAME:5%`` accept the new names.
     A registered metric is measured, saved, compared and shown like a built-in one (see
     docs/metrics.md); it is removed again when pytest unconfigures. A name that is
-    already registered is a usage error. The ``torchbench`` command calls it with ``config=None``
-    when given ``-p MODULE`` (or ``-p path/to/conftest.py``), so that it can read and judge sets that
-    hold the metric. Example::
+    already registered is a usage error. The ``torchbench`` command calls it with
+    ``config=None`` when given ``-p MODULE`` (or ``-p path/to/conftest.py``), so that it can read
+    and judge sets that hold the metric. Example::
 
         def pytest_torchbench_register_metrics(config):
             return [MyMetric()]
@@ -67,10 +67,11 @@ def pytest_torchbench_verdict(
     """See, or change in place, one verdict of one benchmark, before it can fail the test.
 
     Called where results are judged: the process that owns the terminal (the serial run or the
-    xdist controller), when the test's call report arrives and before it is marked failed: setting ``verdict.failed = False`` waives a regression, setting it to True
-    makes any status fail; ``verdict.details`` can be extended with your own explanation. The
-    changed verdict is what the terminal, JSON, Markdown and HTML reports show. ``baseline`` is
-    the baseline entry of the benchmark (None for a new one). The return value is ignored.
+    xdist controller), when the test's call report arrives and before it is marked failed:
+    setting ``verdict.failed = False`` waives a regression, setting it to True makes any status
+    fail; ``verdict.details`` can be extended with your own explanation. The changed verdict is
+    what the terminal, JSON, Markdown and HTML reports show. ``baseline`` is the baseline entry
+    of the benchmark (None for a new one). The return value is ignored.
     """
 
 

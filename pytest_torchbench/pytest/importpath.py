@@ -7,11 +7,12 @@ site-packages, or another checkout's editable install on a shared runner), and l
 import path differently: code that tries an optional import in every call (torchrl's losses do,
 twice per forward) scans every entry of ``sys.path`` each time, so one entry more on the base's
 side made an unchanged commit count more instructions than the limit allows
-(docs/design/measurements.md, "A measured base counts like the checkout"). So every benchmarking process (the user's run, a
-base run, a round's head run) puts its own tree first the same way, at the same point of its
-start (:func:`put_first`, from ``pytest_load_initial_conftests``): the checkout for the user's
-run, the worktree for a base run. Processes it starts inherit the order: the environment's
-``PYTHONPATH`` for all of them, and xdist's copy of ``sys.path`` for its local workers.
+(docs/design/measurements.md, "A measured base counts like the checkout"). So every
+benchmarking process (the user's run, a base run, a round's head run) puts its own tree first
+the same way, at the same point of its start (:func:`put_first`, from
+``pytest_load_initial_conftests``): the checkout for the user's run, the worktree for a base
+run. Processes it starts inherit the order: the environment's ``PYTHONPATH`` for all of them,
+and xdist's copy of ``sys.path`` for its local workers.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def tree_entries(tree: Path) -> list[str]:
 
 
 def own_tree(rootdir: Path) -> Path | None:
-    """The git tree pytest's rootdir lies in (the checkout, or a base run's worktree); None outside git."""
+    """The git tree pytest's rootdir lies in (the checkout, or a base run's worktree); None
+    outside git."""
     return git_toplevel(rootdir)
 
 
@@ -96,7 +98,8 @@ def first_import_outside(names: Iterable[str], tree: Path) -> tuple[str, str] | 
     """Of the top-level packages ``names`` (the project's), the first that this process imported,
     or would import, from outside ``tree``, as (name, file); None when each comes from the tree
     or is not importable here. A package imported before the tree went first (by a ``.pth``
-    file or a ``sitecustomize``), or found by an import hook placed ahead of ``sys.path``, is one."""
+    file or a ``sitecustomize``), or found by an import hook placed ahead of ``sys.path``, is
+    one."""
     tree = tree.resolve()
     for name in sorted(names):
         module = sys.modules.get(name)

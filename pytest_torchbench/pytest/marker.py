@@ -21,9 +21,9 @@ MARKER_NAME = "benchmark"
 MARKER_DOC = (
     "benchmark(label=None, sub_label=None, description=None, num_threads=1, threshold=0.1, "
     "min_run_time=0.1, max_run_time=0.25, limits=None, number=None, warmup=None, seed=0, "
-    "ops_by_shape=False, flush_l2=False, profile=None; pytest-benchmark's group, min_rounds, min_time, max_time, "
-    "timer, disable_gc, warmup=True/False, warmup_iterations, calibration_precision, cprofile, precision, "
-    "confidence): "
+    "ops_by_shape=False, flush_l2=False, profile=None; pytest-benchmark's group, min_rounds, "
+    "min_time, max_time, timer, disable_gc, warmup=True/False, warmup_iterations, "
+    "calibration_precision, cprofile, precision, confidence): "
     "the test is a benchmark for pytest-torchbench. Without the benchmark fixture the whole test "
     "body is measured."
 )
@@ -125,7 +125,8 @@ def for_pytest_benchmark(marker: pytest.Mark) -> pytest.MarkDecorator | None:
 def _check_number(
     where: str, name: str, value: Any, *, integer: bool, minimum: float, strict: bool
 ) -> None:
-    """Ints (or numbers) within bounds; NaN and infinities never pass (they would never end a run)."""
+    """Ints (or numbers) within bounds; NaN and infinities never pass (they would never end a
+    run)."""
     types = (int,) if integer else (int, float)
     bad = isinstance(value, bool) or not isinstance(value, types)
     if not bad:
@@ -143,7 +144,8 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
         return BenchOptions()
     if marker.args:
         raise MarkerError(
-            f"{where}: @pytest.mark.benchmark takes keyword arguments only, got positional {marker.args!r}"
+            f"{where}: @pytest.mark.benchmark takes keyword arguments only, "
+            f"got positional {marker.args!r}"
         )
     kwargs = dict(marker.kwargs)
     unknown = sorted(set(kwargs) - _KEYWORDS)
@@ -202,7 +204,8 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
         _check_number(where, "seed", kwargs["seed"], integer=True, minimum=0, strict=False)
         if kwargs["seed"] > MAX_SEED:
             raise MarkerError(
-                f"{where}: seed={kwargs['seed']!r} must be at most {MAX_SEED} (numpy's limit), or None"
+                f"{where}: seed={kwargs['seed']!r} must be at most {MAX_SEED} "
+                "(numpy's limit), or None"
             )
     for flag in ("ops_by_shape", "flush_l2"):
         if flag in kwargs and not isinstance(kwargs[flag], bool):

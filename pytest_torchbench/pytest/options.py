@@ -342,7 +342,8 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         math.isfinite(opt.bench_min_run_time) and opt.bench_min_run_time > 0
     ):  # nan, inf: never ends
         raise pytest.UsageError(
-            f"--bench-min-run-time={opt.bench_min_run_time}: must be > 0 seconds and finite, e.g. 0.1"
+            f"--bench-min-run-time={opt.bench_min_run_time}: "
+            "must be > 0 seconds and finite, e.g. 0.1"
         )
     policy = Policy(
         limits=limits,
@@ -396,7 +397,8 @@ def _own_packages(option: str | None, ini: str, rootdir: Path) -> tuple[str, ...
     for name in names:
         if not _PACKAGE_NAME.fullmatch(name):
             raise pytest.UsageError(
-                f"{source}={safe_text(str(given))}: {safe_text(name)!r} is not a Python package name; "
+                f"{source}={safe_text(str(given))}: "
+                f"{safe_text(name)!r} is not a Python package name; "
                 "give import names, e.g. --bench-sites=mylib,mylib_ext"
             )
     if option is not None and not names:
@@ -415,7 +417,8 @@ def project_packages(rootdir: Path) -> tuple[str, ...]:
     """The import names a project at ``rootdir`` declares, best effort: its ``pyproject.toml``'s
     ``[project] name`` (``my-lib`` -> ``my_lib``), ``[tool.setuptools] packages`` and
     ``py-modules``, ``[tool.poetry] packages``, and the packages of a ``src/`` layout. Names that
-    are not importable are harmless (``sites.own_dirs`` skips them); an unreadable file gives none."""
+    are not importable are harmless (``sites.own_dirs`` skips them); an unreadable file gives
+    none."""
     names: list[str] = []
     try:
         import tomllib
@@ -477,20 +480,23 @@ def _benchmark_json_path(
             "<stderr>",
         ):  # "-": standard output (or fd 1)
             raise pytest.UsageError(
-                "--benchmark-json=-: give a file path (pytest-torchbench writes the wall times there in "
-                "pytest-benchmark's format)"
+                "--benchmark-json=-: give a file path (pytest-torchbench writes the wall times "
+                "there in pytest-benchmark's format)"
             )
         raw = name
     if not active:
         raise pytest.UsageError(
-            f"--benchmark-json={safe_text(str(raw))}: this run measures nothing (its --bench-* options only "
-            f"select tests); add --bench-mode={benchmark_json.METRIC} to write pytest-benchmark's JSON of the wall times"
+            f"--benchmark-json={safe_text(str(raw))}: this run measures nothing (its --bench-* "
+            f"options only select tests); add --bench-mode={benchmark_json.METRIC} to write "
+            "pytest-benchmark's JSON of the wall times"
         )
     if benchmark_json.METRIC not in modes:
         raise pytest.UsageError(
-            f"--benchmark-json={safe_text(str(raw))}: pytest-benchmark's format holds wall times, and this run "
-            f"(--bench-mode={','.join(modes)}) measures none; add {benchmark_json.METRIC} to --bench-mode (e.g. "
-            f"--bench-mode={benchmark_json.METRIC},{modes[0]}), or use --bench-json=PATH for this run's results"
+            f"--benchmark-json={safe_text(str(raw))}: pytest-benchmark's format holds wall times, "
+            f"and this run (--bench-mode={','.join(modes)}) measures none; "
+            f"add {benchmark_json.METRIC} to --bench-mode "
+            f"(e.g. --bench-mode={benchmark_json.METRIC},{modes[0]}), "
+            "or use --bench-json=PATH for this run's results"
         )
     try:
         return check_report_path(Path(str(raw)).absolute(), "--benchmark-json")

@@ -2,8 +2,9 @@
 
 Roles, as in pytest-xdist: every process that runs tests owns a BenchSession (measure); the
 process that owns the terminal (serial run or xdist controller) owns a Controller (judge, gather,
-save, report), so measuring processes never read baselines. A plain ``pytest`` (no --bench-* option) creates neither: marked tests run once and
-the plugin's cost is a marker lookup per test.
+save, report), so measuring processes never read baselines. A plain ``pytest`` (no --bench-*
+option) creates neither: marked tests run once and the plugin's cost is a marker lookup per
+test.
 
 Beside pytest-benchmark (which defines the same ``benchmark`` fixture and marker): a run without
 any --bench-* option is left to pytest-benchmark entirely (its fixture, marker checks and
@@ -67,13 +68,14 @@ skipped_baselines_key = pytest.StashKey["Path | None"]()
 SKIPPED_BASELINES_ENV = "TORCHBENCH_SKIPPED_BASELINES_DIR"
 recorder_key = pytest.StashKey[ItemRecorder]()
 
-#: A test using one of these records what it measures itself, so its body is not measured as a whole.
-#: bench_profiler is among them: it carries the benchmark marker (for -m benchmark), and measuring
-#: its body in ops or memory mode would start a second profiler inside the test's own.
+#: A test using one of these records what it measures itself, so its body is not measured as a
+#: whole. bench_profiler is among them: it carries the benchmark marker (for -m benchmark), and
+#: measuring its body in ops or memory mode would start a second profiler inside the test's own.
 BENCH_FIXTURES = ("benchmark", "bench_timer", "bench_profiler")
 #: A test using one of these is a benchmark (it gets the marker at collection: -m benchmark).
 SELECTING_FIXTURES = ("benchmark", "bench_timer", "bench_profiler")
-#: pytest-benchmark's plugin, as registered from its entry point, -p, or a conftest's pytest_plugins.
+#: pytest-benchmark's plugin, as registered from its entry point, -p, or a conftest's
+#: pytest_plugins.
 PYTEST_BENCHMARK_MODULE = "pytest_benchmark.plugin"
 
 
@@ -142,8 +144,9 @@ class BenchmarkFixturePlugin:
 
     @pytest.fixture
     def benchmark(self, request: pytest.FixtureRequest) -> BenchmarkFixture:
-        """``benchmark(fn, *args, **kwargs)`` measures ``fn`` in the session's mode and returns its result;
-        ``benchmark.pedantic(...)``, ``.extra_info``, ``.group`` as in pytest-benchmark."""
+        """``benchmark(fn, *args, **kwargs)`` measures ``fn`` in the session's mode and returns
+        its result; ``benchmark.pedantic(...)``, ``.extra_info``, ``.group`` as in
+        pytest-benchmark."""
         return BenchmarkFixture(_recorder(request.node), _session(request.config), request.node)
 
 
@@ -287,8 +290,9 @@ def _measurable_revision(settings: BenchSettings) -> Revision | None:
     revision = compare_revision(settings.compare, settings.baselines_dir, Path.cwd())
     if revision is None and settings.base == "measure":
         raise pytest.UsageError(
-            f"--bench-base=measure: --bench-compare={safe_text(settings.compare)} is not a git revision (a saved set name "
-            "or a path is already measured); name a revision, e.g. --bench-compare=origin/main"
+            f"--bench-base=measure: --bench-compare={safe_text(settings.compare)} is not a git "
+            "revision (a saved set name or a path is already measured); name a revision, e.g. "
+            "--bench-compare=origin/main"
         )
     return revision
 
@@ -347,8 +351,8 @@ def _make_baselines_folder(config: pytest.Config, folder: Path) -> None:
     Why: the processes that measure collect with the folder there in every later run, and its
     presence alone moved their heap: on a real library's suite the first ``--bench-save`` in a
     fresh project counted most benchmarks differently from every later run, so the first compare
-    after the first save was never bit-identical. With the folder made here and skipped in collection
-    (:func:`pytest_ignore_collect`) both runs collect alike.
+    after the first save was never bit-identical. With the folder made here and skipped in
+    collection (:func:`pytest_ignore_collect`) both runs collect alike.
     """
     missing = []  # deepest first
     probe = folder
@@ -359,8 +363,8 @@ def _make_baselines_folder(config: pytest.Config, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # before any test runs, not after all of them
         raise BaselineError(
-            f"--bench-save: cannot create the baselines folder {safe_text(folder)} ({exc.strerror or exc}); "
-            "choose another folder (--bench-baselines-dir)"
+            f"--bench-save: cannot create the baselines folder {safe_text(folder)} "
+            f"({exc.strerror or exc}); choose another folder (--bench-baselines-dir)"
         ) from None
 
     def remove_if_unused() -> None:
@@ -444,13 +448,15 @@ def _is_benchmark(item: pytest.Item) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark tests that use a bench fixture (before -m selects), apply --bench-only/--bench-skip,
-    and remember every collected test before -k/-m deselect some: to tell removed from deselected."""
+    and remember every collected test before -k/-m deselect some: to tell removed from
+    deselected."""
     settings = config.stash[settings_key]
     # pytest-benchmark owns this run (installed, no --bench-* option) and refuses our keywords.
     theirs_to_run = not config.stash.get(owns_key, True)
     for item in items:
         uses_fixture = any(name in getattr(item, "fixturenames", ()) for name in SELECTING_FIXTURES)
-        # Only when unmarked: an empty marker on the item would hide a class or module marker's keywords.
+        # Only when unmarked: an empty marker on the item would hide a class or module marker's
+        # keywords.
         if uses_fixture and item.get_closest_marker(MARKER_NAME) is None:
             item.add_marker(MARKER_NAME)
         marker = item.get_closest_marker(MARKER_NAME) if theirs_to_run else None
@@ -458,7 +464,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             theirs = for_pytest_benchmark(marker)
             if theirs is not None:
                 item.add_marker(theirs, append=False)
-        # Skipped, not deselected, as pytest-benchmark does: the summary counts them with the reason.
+        # Skipped, not deselected, as pytest-benchmark does: the summary counts them with the
+        # reason.
         if settings.skip and _is_benchmark(item):
             item.add_marker(pytest.mark.skip(reason="benchmark skipped (--bench-skip)"))
         elif settings.only and not _is_benchmark(item):
@@ -616,7 +623,8 @@ def pytest_runtest_makereport(
 
 @pytest.fixture
 def bench_timer(request: pytest.FixtureRequest) -> Any:
-    """``bench_timer(stmt, setup="pass", globals=None, **kw)``: a torch Timer whose results are recorded."""
+    """``bench_timer(stmt, setup="pass", globals=None, **kw)``: a torch Timer whose results are
+    recorded."""
     return make_timer_factory(_recorder(request.node), _session(request.config))
 
 

@@ -64,7 +64,8 @@ def _duration(seconds: float) -> str:
 
 
 def read_progress(path: Path) -> tuple[int, int] | None:
-    """(done, total) from a child's progress file; None while there is none (or it is unreadable)."""
+    """(done, total) from a child's progress file; None while there is none (or it is
+    unreadable)."""
     try:
         done, total = (int(part) for part in path.read_text(encoding="utf-8").split())
     except (OSError, ValueError):
@@ -74,7 +75,8 @@ def read_progress(path: Path) -> tuple[int, int] | None:
 
 class ProgressLines:
     """The waiting side: :meth:`poll` while children run; a line at most every ``every`` seconds
-    (:data:`EVERY_ENV`), the first after as long (a short wait prints nothing), none without ``write``."""
+    (:data:`EVERY_ENV`), the first after as long (a short wait prints nothing), none without
+    ``write``."""
 
     def __init__(self, write: Callable[[str], None] | None, every: float | None = None) -> None:
         self.write = write

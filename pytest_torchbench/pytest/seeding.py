@@ -4,9 +4,9 @@ Why: a random augmentation (crop or flip chosen with ``torch.rand``) dispatches 
 executes different instructions depending on what it draws, so unseeded it counts differently
 run to run and fails A/A comparisons. The plugin seeds each benchmark test before its fixtures
 (what they and the test body draw must not depend on the tests before it); counting engines
-call the hook returned by
-:func:`seeder` before their warm-up (ops and memory again before the counted region; never inside it: the
-seeding itself would be counted). Wall time is never seeded: it is a statistic over many calls.
+call the hook returned by :func:`seeder` before their warm-up (ops and memory again before the
+counted region; never inside it: the seeding itself would be counted). Wall time is never
+seeded: it is a statistic over many calls.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The measuring side of a run: one per process that runs tests (the only one serially, each xdist
-worker otherwise). It turns a callable into a BenchmarkResult by running the engines of the session's
-modes. It never reads baselines: judging is the controller's (see controller.py for why). It keeps
-each test's measured callables until the test's teardown: where the controller judges in this same
-process (a serial run without valgrind), it hands a failed verdict back to :meth:`BenchSession.explain`,
-which re-runs the callable for details only a re-run can give (op call sites), for that test only.
+worker otherwise). It turns a callable into a BenchmarkResult by running the engines of the
+session's modes. It never reads baselines: judging is the controller's (see controller.py for
+why). It keeps each test's measured callables until the test's teardown: where the controller
+judges in this same process (a serial run without valgrind), it hands a failed verdict back to
+:meth:`BenchSession.explain`, which re-runs the callable for details only a re-run can give (op
+call sites), for that test only.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from .marker import BenchOptions
 
 @contextlib.contextmanager
 def torch_threads(num_threads: int) -> Any:
-    """Run with torch's intra-op thread count at ``num_threads``, restoring the previous count after.
+    """Run with torch's intra-op thread count at ``num_threads``, restoring the previous count
+    after.
 
     Why: the fingerprint records the benchmark's ``num_threads``; a count left by an earlier test
     (``torch.set_num_threads(4)`` in its body) must not be what the engines measure with.
@@ -44,7 +46,8 @@ def torch_threads(num_threads: int) -> Any:
 
 
 class IsolationGuard:
-    """Process state one test can leave behind for the next, captured before a test and restored after.
+    """Process state one test can leave behind for the next, captured before a test and restored
+    after.
 
     torch's thread count (a benchmark calling ``torch.set_num_threads``) and a torch profiler left
     running (which makes every later profiler fail). Costs nothing while torch is not imported.
@@ -67,7 +70,8 @@ class IsolationGuard:
         if stop_leftover_profiler():
             messages.append(
                 f"{nodeid} left a torch profiler running; pytest-torchbench stopped it so that the "
-                "next tests can profile (stop it in the test: `with torch.profiler.profile() as prof:`)"
+                "next tests can profile (stop it in the test: "
+                "`with torch.profiler.profile() as prof:`)"
             )
         return messages
 
@@ -203,9 +207,10 @@ class BenchSession:
     def add_profiles(
         self, results: list[BenchmarkResult], records: list[dict[str, Any]], naming: Naming
     ) -> None:
-        """The test's ``bench_profiler`` blocks join its results (the first one's ``extras["profiles"]``,
-        beside any ``--bench-profile`` record), or make a result of their own when the test measured
-        nothing else: one path and one shape for every profile, so every report shows them."""
+        """The test's ``bench_profiler`` blocks join its results (the first one's
+        ``extras["profiles"]``, beside any ``--bench-profile`` record), or make a result of their
+        own when the test measured nothing else: one path and one shape for every profile, so
+        every report shows them."""
         if not records:
             return
         if not results:
@@ -323,7 +328,8 @@ class BenchSession:
     ) -> tuple[Any, BenchmarkResult] | None:
         """A ``Timer`` method call (``collect_callgrind``) answered by the session's metric whose
         ``timer_method`` it is: (what the method returns, the result recorded); None when no
-        metric of this session answers it. ``before`` runs first, uncounted (the caller's first call)."""
+        metric of this session answers it. ``before`` runs first, uncounted (the caller's first
+        call)."""
         for mode in self.modes:
             metric = registry.get(mode)
             if metric.timer_method != method:

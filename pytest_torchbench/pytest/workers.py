@@ -4,10 +4,10 @@ A metric says so through ``Metric.worker_launch()`` (``metrics/base.py``'s ``Wor
 module then runs the tests in pytest-xdist workers started with the metric's command and
 environment, serially in one worker, with ``-n 2`` in two. It knows xdist and nothing of the
 metric. Why workers and not a re-exec of pytest itself (instructions mode): counts move with the
-process's argv and environment (stack and heap layout, docs/design/counting.md, "What moves counts"),
-so a re-exec'd ``pytest ...`` and an xdist worker (``python -u -c <bootstrap>``) would count
-differently; launching every measuring process the same way (same environment, same interpreter
-arguments, same working directory) gives serial and parallel runs the same counts by
+process's argv and environment (stack and heap layout, docs/design/counting.md, "What moves
+counts"), so a re-exec'd ``pytest ...`` and an xdist worker (``python -u -c <bootstrap>``) would
+count differently; launching every measuring process the same way (same environment, same
+interpreter arguments, same working directory) gives serial and parallel runs the same counts by
 construction. xdist also brings Ctrl-C handling, crash reports naming the test that was running,
 and result transport.
 
@@ -131,7 +131,8 @@ def printable(text: str, limit: int = 300) -> str:
 
 
 def remove_stale_dump_dirs(prefix: str, temp_dir: str | None = None) -> None:
-    """Remove the temporary folders of earlier runs whose controller process is gone (killed runs)."""
+    """Remove the temporary folders of earlier runs whose controller process is gone (killed
+    runs)."""
     base = Path(temp_dir or tempfile.gettempdir())
     try:
         candidates = list(base.glob(f"{prefix}{os.getuid()}-[0-9][0-9]"))
@@ -151,8 +152,9 @@ class LaunchedWorkers:
         self.python = sys.executable
         if not self.python or not os.path.isfile(self.python):
             raise pytest.UsageError(
-                f"--bench-mode={','.join(launches)} needs the path of this Python interpreter to launch its "
-                f"workers, but sys.executable is {self.python!r}; run pytest as `/path/to/python -m pytest`"
+                f"--bench-mode={','.join(launches)} needs the path of this Python interpreter to "
+                f"launch its workers, but sys.executable is {self.python!r}; run pytest as "
+                "`/path/to/python -m pytest`"
             )
         if len(launches) > 1:
             raise pytest.UsageError(
@@ -218,7 +220,8 @@ class LaunchedWorkers:
         for spec in specs:
             if not spec.popen or spec.ssh or spec.socket:
                 raise pytest.UsageError(
-                    f"--bench-mode={self.name} runs workers locally ({self.launch.describe('python')}); "
+                    f"--bench-mode={self.name} runs workers locally "
+                    f"({self.launch.describe('python')}); "
                     f"the xdist spec {spec} is not a local popen worker"
                 )
             spec.python = command
@@ -281,7 +284,8 @@ class LaunchedWorkers:
 
     def _install_signal_handlers(self) -> None:
         """Where SIGTERM/SIGHUP would end this process as is (their default), end it the same way
-        after stopping the workers and removing the run's folder. Main thread only (Python's rule)."""
+        after stopping the workers and removing the run's folder. Main thread only (Python's
+        rule)."""
         if threading.current_thread() is not threading.main_thread():
             return
         for signum in _TERMINATING_SIGNALS:
@@ -336,7 +340,8 @@ class LaunchedWorkers:
             raise pytest.UsageError(self.startup_failure(exc, None)) from None
 
     def startup_failure(self, error: object, pid: int | None) -> str:
-        """One line: which worker failed, why (the tail of its stderr or of its traceback), what to do."""
+        """One line: which worker failed, why (the tail of its stderr or of its traceback), what to
+        do."""
         tail = _last_lines(self._stderr_text(pid), 3)
         reported = _last_lines(str(error), 1) if error is not None else ""
         if (
@@ -349,7 +354,8 @@ class LaunchedWorkers:
             cause = tail or reported or type(error).__name__
         if "No module named" in cause or "ModuleNotFoundError" in cause:
             todo = (
-                f"install what is missing into that environment ({self.python} -m pip install ...), "
+                "install what is missing into that environment "
+                f"({self.python} -m pip install ...), "
                 f"and check that `{self.python} -m pytest --version` works"
             )
         elif (
@@ -358,12 +364,12 @@ class LaunchedWorkers:
             todo = f"check that `{self.launch.check_hint(self.python)}` runs"
         else:
             todo = (
-                f"run the same tests without --bench-mode={self.name} to see the error, and check that "
-                f"`{self.launch.check_hint(self.python)}` runs"
+                f"run the same tests without --bench-mode={self.name} to see the error, "
+                f"and check that `{self.launch.check_hint(self.python)}` runs"
             )
         return (
-            f"torchbench: an {self.name}-mode worker ({self.launch.describe(self.python)}) could not "
-            f"start: {printable(cause)}; {todo}"
+            f"torchbench: an {self.name}-mode worker ({self.launch.describe(self.python)}) "
+            f"could not start: {printable(cause)}; {todo}"
         )
 
     def _stderr_text(self, pid: int | None) -> str:
@@ -386,7 +392,8 @@ class LaunchedWorkers:
         return ""
 
     def _replay_stderr(self, pid: int | None) -> None:
-        """What a worker that ran normally wrote to its stderr (``-s`` output, warnings) is not lost."""
+        """What a worker that ran normally wrote to its stderr (``-s`` output, warnings) is not
+        lost."""
         if pid is None:
             return
         path = self.dump_dir / f"stderr.{pid}"
@@ -465,7 +472,8 @@ def worker_args(args: Sequence[str], *, keep_xdist: bool = False) -> tuple[str, 
 
 
 def _from_execnet(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised inside execnet (starting a worker), not by other code in the hook."""
+    """Whether ``exc`` was raised inside execnet (starting a worker), not by other code in the
+    hook."""
     tb = exc.__traceback__
     while tb is not None:
         if f"{os.sep}execnet{os.sep}" in tb.tb_frame.f_code.co_filename:
@@ -501,7 +509,8 @@ def configure_controller(
         what = ", ".join(launch.describe("python") for launch in launches.values())
         raise pytest.UsageError(
             f"--bench-mode={','.join(launches)} runs tests in pytest-xdist workers ({what}); "
-            "pytest-xdist is disabled or missing (pip install pytest-xdist; do not pass -p no:xdist)"
+            "pytest-xdist is disabled or missing "
+            "(pip install pytest-xdist; do not pass -p no:xdist)"
         )
     workers = LaunchedWorkers(config, launches)
     if getattr(config.option, "dist", "no") == "no" or not getattr(config.option, "tx", None):

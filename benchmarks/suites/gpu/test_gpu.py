@@ -1,6 +1,7 @@
 """A GPU suite for benchmarks/gpu_check.sh: one benchmark per kind of CUDA work the modes must
 handle (a large matmul, a launch-bound add, an allocation, an MLP training step, a conv with cuDNN's
-benchmark mode off and on, a host-to-device copy, a CUDA graph's replay, a torch.compile'd function).
+benchmark mode off and on, a host-to-device copy, a CUDA graph's replay, a torch.compile'd
+function).
 
 ``TORCHBENCH_GPU_INJECT=1`` injects one regression per metric: the matmul runs twice (time,
 gpu_time, kernels, ops), the add gets an extra ``* 1`` (ops: aten::mul, kernels: one more launch),

@@ -190,7 +190,7 @@ FILTERS = {
 }
 
 
-# -- random augmentations (a seeded generator, advanced by every call) ------------------------------
+# -- random augmentations (a seeded generator, advanced by every call) -----------------------------
 
 
 def random_crop(img: torch.Tensor, generator: torch.Generator) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Blurs and edge filters (depthwise and plain convolutions, pooling): 4 filters x 4 shapes x 2 dtypes."""
+"""Blurs and edge filters (depthwise and plain convolutions, pooling): 4 filters x 4 shapes x 2
+dtypes."""
 
 import imaging
 import pytest

@@ -1,4 +1,5 @@
-"""Small modules in inference: conv blocks, a residual block, a depthwise block, a tiny classifier."""
+"""Small modules in inference: conv blocks, a residual block, a depthwise block, a tiny
+classifier."""
 
 import imaging
 import pytest

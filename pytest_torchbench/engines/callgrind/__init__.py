@@ -73,8 +73,8 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> object:
-    # collect imports torch (parse only where torch's types are asked for); the launching side (which may not need torch yet) only
-    # pays for that when it uses them.
+    # collect imports torch (parse only where torch's types are asked for); the launching side
+    # (which may not need torch yet) only pays for that when it uses them.
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -71,8 +71,8 @@ def build_allocator(cache_dir: str | os.PathLike[str]) -> Path | None:
     """Compile the allocator into ``cache_dir`` unless already there; None when no C compiler.
 
     The caller decides what to do without it (warn and count with glibc malloc: counts are then
-    less stable across statement order and environment: docs/design/counting.md, "What moves counts").
-    Raises :class:`RuntimeError` with the compiler's message if compilation fails.
+    less stable across statement order and environment: docs/design/counting.md, "What moves
+    counts"). Raises :class:`RuntimeError` with the compiler's message if compilation fails.
     """
     compiler = _compiler()
     if compiler is None:

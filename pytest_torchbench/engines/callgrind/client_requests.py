@@ -146,7 +146,8 @@ def _request(code: int, arg1: int = 0, default: int = 0) -> int:
 
 
 def running_on_valgrind() -> bool:
-    """True inside a valgrind process (any tool); False natively. Raises only on a wrong platform."""
+    """True inside a valgrind process (any tool); False natively. Raises only on a wrong
+    platform."""
     return _request(_RUNNING_ON_VALGRIND, default=0) != 0
 
 
@@ -190,6 +191,7 @@ def dump_stats() -> None:
 
 
 def dump_stats_at(label: str) -> None:
-    """CALLGRIND_DUMP_STATS_AT(label): as :func:`dump_stats`, naming the part (``desc: Trigger:``)."""
+    """CALLGRIND_DUMP_STATS_AT(label): as :func:`dump_stats`, naming the part
+    (``desc: Trigger:``)."""
     buffer = ctypes.create_string_buffer(label.encode("utf-8", "replace"))
     _request(_DUMP_STATS_AT, ctypes.addressof(buffer))

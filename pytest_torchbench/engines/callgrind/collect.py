@@ -149,7 +149,8 @@ REGION_BUDGET = 1 << 21  # ~2.1M: 1-4 calls of a heavy benchmark
 SMALL_INSTRUCTIONS = 1 << 19  # ~524k
 #: Calls per region of small benchmarks (and their warm-up).
 SMALL_NUMBER = 100
-#: At most this many counted calls for a heavy benchmark (4: the number just above SMALL_INSTRUCTIONS).
+#: At most this many counted calls for a heavy benchmark (4: the number just above
+#: SMALL_INSTRUCTIONS).
 MAX_HEAVY_NUMBER = REGION_BUDGET // SMALL_INSTRUCTIONS
 
 
@@ -475,8 +476,8 @@ def measure(
     ``out_dir`` is the folder of the ``--callgrind-out-file`` pattern. The baseline stats are
     empty (no empty-statement baseline is collected); the region includes a constant overhead of
     some hundred instructions (the loop set-up and the two toggles). The dump is parsed here,
-    under valgrind (``bench_timer(...).collect_callgrind()``); for benchmarks the plugin hands :func:`count_region`'s dump to its controller, which reads it
-    natively.
+    under valgrind (``bench_timer(...).collect_callgrind()``); for benchmarks the plugin hands
+    :func:`count_region`'s dump to its controller, which reads it natively.
     """
     task_spec = task_spec or _default_task_spec(fn)
     region = count_region(

@@ -158,7 +158,8 @@ def counted_environment(
     extra: Mapping[str, str] | None = None,
     valgrind_version: str | None = None,
 ) -> dict[str, str]:
-    """The counted process's environment: the user's whole environment, with what counting needs pinned.
+    """The counted process's environment: the user's whole environment, with what counting needs
+    pinned.
 
     Why not a whitelist: a test that reads a variable (a data path, a feature flag,
     ``TORCH_LOGS``) must behave in instructions mode as in every other mode. Only what changes

@@ -4,15 +4,14 @@ whatever ran before.
 Why: CPython 3.11 runs a function's plain bytecode for its first 8 calls, then "quickens" it
 (rewrites it in place with adaptive instructions that specialise on their first execution: a
 global lookup becomes a cached read, a call of a Python function a direct frame push). A heavy
-benchmark is called only 3-7 times (its own first call, the probe, then one to four counted calls), so the
-Python helpers it shares with earlier tests (``F.pad``, ``Module.__call__``) ran specialised or
-not depending on how many earlier tests had called them: a blur counted differently as a
-worker's only test and after other blurs, all of it in dict and attribute lookups and frame
-set-up, and nearly alike once the helpers had been called often enough before either run
-(docs/design/counting.md, "Quickening the helpers it calls"). So the counted process marks
-every function it has to be quickened at its next call: a helper is then specialised by the
-benchmark's own (uncounted) first call, in every run, whatever ran before it.
-
+benchmark is called only 3-7 times (its own first call, the probe, then one to four counted calls),
+so the Python helpers it shares with earlier tests (``F.pad``, ``Module.__call__``) ran specialised
+or not depending on how many earlier tests had called them: a blur counted differently as a worker's
+only test and after other blurs, all of it in dict and attribute lookups and frame set-up, and
+nearly alike once the helpers had been called often enough before either run
+(docs/design/counting.md, "Quickening the helpers it calls"). So the counted process marks every
+function it has to be quickened at its next call: a helper is then specialised by the benchmark's
+own (uncounted) first call, in every run, whatever ran before it.
 How: the only handle is the code object's warm-up counter (``co_warmup``, a ``short`` that
 counts up from -8 to 0), not exposed to Python; it is written through :mod:`ctypes` at the
 offset it has in CPython 3.11's ``PyCodeObject``, after checking that offset on a fresh
@@ -89,7 +88,8 @@ class ModulesSince:
     def __init__(self) -> None:
         #: Names of the modules already read (or that were there when everything was).
         self.seen: set[str] = set()
-        #: ``len(sys.modules)`` then: the cheap test for "imported anything since" (every test asks).
+        #: ``len(sys.modules)`` then: the cheap test for "imported anything since" (every test
+        #: asks).
         self.length = 0
 
     def all_seen(self) -> None:

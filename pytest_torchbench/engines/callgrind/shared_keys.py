@@ -78,7 +78,8 @@ _NENTRIES_OFFSET_310 = 32
 #: table of 8 (``USABLE_FRACTION(PyDict_MINSIZE)``).
 _FRESH_USABLE = 30
 _FRESH_USABLE_310 = 5
-#: Whether this is 3.10's rule (stop sharing for good) rather than 3.11-3.13's (a count of free slots).
+#: Whether this is 3.10's rule (stop sharing for good) rather than 3.11-3.13's (a count of free
+#: slots).
 _SHARING_STOPS = sys.version_info[:2] == (3, 10)
 #: The steady state: what CPython's instance creation lowers the count to, and no further.
 _STEADY_USABLE = 1

@@ -10,34 +10,43 @@ of the launch (built once by :meth:`CountedProcessSpec.build`, in the controller
 names every pin and where it acts (the ones applied per test or per region stay next to the
 code they pin, and are listed here so that a reader finds them all):
 
-=========================================  ==========================================  ============================
-pin                                         why                                         applied by
-=========================================  ==========================================  ============================
-environment: ``PYTHONHASHSEED=0``,          hash randomisation; spinning thread pools   :meth:`environment`
-thread variables ``=1``, dropped allocator                                              (``launch.counted_environment``)
-hooks, padded block
-``PYTHONMALLOC=malloc`` + ``LD_PRELOAD``    glibc malloc's cost follows heap history    :meth:`environment`
-the deterministic allocator
-valgrind options, ASLR off (``setarch -R``)  instrumentation off during imports; a      :meth:`argv`
-                                            ``memcmp`` path follows addresses           (``launch.valgrind_argv``)
-``sys.executable`` as given                 a virtualenv is found from that path        :meth:`argv`
-modules preloaded (:data:`PRELOADED`)       interpreter-wide hooks they install at      :func:`settle_worker`
-                                            import (audit hooks are permanent)
-worker arguments without controller-only    argv length moves the heap                  ``pytest/workers.py``
-options; fixed basetemp and run id
-a heap epoch per test and per collector     a test's addresses independent of history   ``WorkerLaunch.isolate``
-functions marked to quicken (3.10, 3.11)    helpers specialised by the test itself      ``quickening`` via
-                                                                                        :func:`settle_worker`
-``gc.freeze()`` after collection, gc off    collections inside regions                  :func:`settle_worker`,
-in regions                                                                              ``collect.count_region``
-``torch.set_num_threads`` (default 1)       thread pools                                ``collect.count_region``
-type attribute cache emptied per region     stale entries of earlier tests              ``collect.count_region``
-(not on 3.10)
-classes' attribute keys at their steady    which names a class's instances share       ``shared_keys`` via
-state (3.10-3.13)                          follows how many earlier tests made         :func:`settle_worker`
-seeds (torch, numpy, ``random``)            random code draws alike                     ``pytest/seeding.py``
-fresh code of the benchmarked function      its specialisation history                  ``engines/fresh_code.py``
-=========================================  ==========================================  ============================
+====================================  ============================  ================================
+pin                                   why                           applied by
+====================================  ============================  ================================
+environment: ``PYTHONHASHSEED=0``,    hash randomisation; spinning  :meth:`environment`
+thread variables ``=1``, dropped      thread pools                  (``launch.counted_environment``)
+allocator hooks, padded block
+``PYTHONMALLOC=malloc`` +             glibc malloc's cost follows   :meth:`environment`
+``LD_PRELOAD`` the deterministic      heap history
+allocator
+valgrind options, ASLR off            instrumentation off during    :meth:`argv`
+(``setarch -R``)                      imports; a ``memcmp`` path    (``launch.valgrind_argv``)
+                                      follows addresses
+``sys.executable`` as given           a virtualenv is found from    :meth:`argv`
+                                      that path
+modules preloaded                     interpreter-wide hooks they   :func:`settle_worker`
+(:data:`PRELOADED`)                   install at import (audit
+                                      hooks are permanent)
+worker arguments without              argv length moves the heap    ``pytest/workers.py``
+controller-only options; fixed
+basetemp and run id
+a heap epoch per test and per         a test's addresses            ``WorkerLaunch.isolate``
+collector                             independent of history
+functions marked to quicken           helpers specialised by the    ``quickening`` via
+(3.10, 3.11)                          test itself                   :func:`settle_worker`
+``gc.freeze()`` after collection, gc  collections inside regions    :func:`settle_worker`,
+off in regions                                                      ``collect.count_region``
+``torch.set_num_threads``             thread pools                  ``collect.count_region``
+(default 1)
+type attribute cache emptied per      stale entries of earlier      ``collect.count_region``
+region (not on 3.10)                  tests
+classes' attribute keys at their      which names a class's         ``shared_keys`` via
+steady state (3.10-3.13)              instances share follows how   :func:`settle_worker`
+                                      many earlier tests made
+seeds (torch, numpy, ``random``)      random code draws alike       ``pytest/seeding.py``
+fresh code of the benchmarked         its specialisation history    ``engines/fresh_code.py``
+function
+====================================  ============================  ================================
 
 This module knows nothing of pytest.
 """
@@ -104,14 +113,16 @@ class CountedProcessSpec:
         )
 
     def argv(self) -> list[str]:
-        """``[setarch -R] valgrind --tool=callgrind ... python``: the worker's own arguments follow."""
+        """``[setarch -R] valgrind --tool=callgrind ... python``: the worker's own arguments
+        follow."""
         return [
             *valgrind_argv(self.python, out_file_pattern(self.folder), no_aslr=self.no_aslr),
             self.python,
         ]
 
     def environment(self, source_env: Mapping[str, str]) -> dict[str, str]:
-        """The user's environment with what counting needs pinned (``launch.counted_environment``)."""
+        """The user's environment with what counting needs pinned
+        (``launch.counted_environment``)."""
         return counted_environment(
             source_env,
             self.allocator,
@@ -122,7 +133,8 @@ class CountedProcessSpec:
     def command(
         self, source_env: Mapping[str, str] | None = None
     ) -> tuple[list[str], dict[str, str]]:
-        """``(argv, environment)``, the environment from ``source_env`` (default: this process's)."""
+        """``(argv, environment)``, the environment from ``source_env`` (default: this
+        process's)."""
         return self.argv(), self.environment(os.environ if source_env is None else source_env)
 
 

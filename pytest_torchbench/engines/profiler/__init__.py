@@ -2,14 +2,18 @@
 
 One module per job:
 
-| module | job |
-| --- | --- |
-| ``options`` | profiler options as plain values (marker, fixture, ``--bench-profile``), validated once |
-| ``iterations`` | the one profiled loop (:func:`record`: warm-up, one marker per call) and the rule that puts an event in its iteration (:class:`Windows`); only one profiler at a time |
-| ``ops`` | ``aten::`` op counts per call (:func:`count_ops`), and their call sites in the user's code (:func:`op_call_sites`, for failed benchmarks only) |
-| ``memory`` | peak bytes per call, CPU and CUDA (:func:`peak_memory`) |
-| ``kernels`` | what one call does on the GPU: kernel launches by name (:func:`count_kernels`), device time (:func:`measure_device`), which op launched a kernel (:func:`kernel_launchers`) |
-| ``traces`` | traces and top-op summaries for humans (:func:`profile_run`, :class:`ProfilerSession`), the one shape they take in results (:meth:`ProfileSummary.record`) and where traces go (:func:`trace_file`) |
+- ``options``: profiler options as plain values (marker, fixture, ``--bench-profile``), validated
+  once
+- ``iterations``: the one profiled loop (:func:`record`: warm-up, one marker per call) and the rule
+  that puts an event in its iteration (:class:`Windows`); only one profiler at a time
+- ``ops``: ``aten::`` op counts per call (:func:`count_ops`), and their call sites in the user's
+  code (:func:`op_call_sites`, for failed benchmarks only)
+- ``memory``: peak bytes per call, CPU and CUDA (:func:`peak_memory`)
+- ``kernels``: what one call does on the GPU: kernel launches by name (:func:`count_kernels`),
+  device time (:func:`measure_device`), which op launched a kernel (:func:`kernel_launchers`)
+- ``traces``: traces and top-op summaries for humans (:func:`profile_run`,
+  :class:`ProfilerSession`), the one shape they take in results (:meth:`ProfileSummary.record`) and
+  where traces go (:func:`trace_file`)
 
 The names below are the engine's API; metrics, the session and the fixtures import them from here.
 """

@@ -40,8 +40,8 @@ __all__ = [
     "sync_cuda",
 ]
 
-#: Name of the ``record_function`` range wrapped around each call of the measured callable. It is not
-#: an ``aten::`` name, so it never shows up in op counts itself.
+#: Name of the ``record_function`` range wrapped around each call of the measured callable. It is
+#: not an ``aten::`` name, so it never shows up in op counts itself.
 ITERATION_MARKER = "torchbench::iteration"
 
 
@@ -49,7 +49,8 @@ class ProfilerActiveError(RuntimeError):
     """Raised when a profiler is started while another one is already recording.
 
     torch supports only one active profiler per process; a second one either fails deep inside
-    Kineto or silently steals the events, so we refuse early with a message a test author can act on.
+    Kineto or silently steals the events, so we refuse early with a message a test author can act
+    on.
     """
 
 
@@ -101,19 +102,20 @@ def record(
     one_cycle: bool = True,
     **profile_kwargs: Any,
 ) -> profile:
-    """Warm ``fn`` up, then call it ``iterations`` times under ``torch.profiler.profile(**profile_kwargs)``,
-    each call inside its own :data:`ITERATION_MARKER`; returns the finished profile.
+    """Warm ``fn`` up, then call it ``iterations`` times under
+    ``torch.profiler.profile(**profile_kwargs)``, each call inside its own :data:`ITERATION_MARKER`;
+    returns the finished profile.
 
     ``before_region`` (e.g. seeding) runs before the warm-up and again before the profiled
     iterations, outside any marker. ``before_each`` (pedantic's setup, when every call needs its
     own arguments) runs before every call, warm-up and profiled, outside the markers: its ops and
-    allocations are not the iteration's. ``step``: each call is one profiler step (``prof.step()`` after
-    it, CUDA synchronised first), so a schedule in ``profile_kwargs`` selects which calls are
-    recorded. The callable's result is dropped inside the marker, so freeing it is attributed to
-    the iteration that made it, not to the next one. ``what`` names the caller in the error raised
-    when another profiler is already recording. ``after_calls`` runs once the last call's device
-    work is done, before the profiler stops (gpu_time reads the SM clock there). ``one_cycle``
-    False (a schedule that repeats) keeps torch's warning that later cycles drop earlier events.
+    allocations are not the iteration's. ``step``: each call is one profiler step (``prof.step()``
+    after it, CUDA synchronised first), so a schedule in ``profile_kwargs`` selects which calls are
+    recorded. The callable's result is dropped inside the marker, so freeing it is attributed to the
+    iteration that made it, not to the next one. ``what`` names the caller in the error raised when
+    another profiler is already recording. ``after_calls`` runs once the last call's device work is
+    done, before the profiler stops (gpu_time reads the SM clock there). ``one_cycle`` False (a
+    schedule that repeats) keeps torch's warning that later cycles drop earlier events.
     """
     check_counts(iterations, warmup)
     ensure_no_active_profiler(what)
@@ -192,7 +194,8 @@ def profiler_output_silenced(one_cycle: bool = True) -> Iterator[None]:
 
 
 class Windows:
-    """Sorted, non-overlapping time windows (iterations, or call sites) and which one a time falls in.
+    """Sorted, non-overlapping time windows (iterations, or call sites) and which one a time falls
+    in.
 
     Times are whatever unit the events use (microseconds for ``prof.events()``, nanoseconds for
     the raw Kineto events); a window contains both its ends.

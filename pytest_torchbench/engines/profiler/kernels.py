@@ -138,7 +138,8 @@ def per_iteration(events: Sequence[Activity], marker: str = ITERATION_MARKER) ->
 
 
 def busy_ns(activities: Iterable[Activity]) -> int:
-    """Nanoseconds the device was busy with ``activities``: the length of the union of their spans."""
+    """Nanoseconds the device was busy with ``activities``: the length of the union of their
+    spans."""
     total = 0
     current_start = current_end = None
     for start, end in sorted((a.start_ns, a.end_ns) for a in activities):
@@ -210,8 +211,8 @@ def measure_device(
     """Warm ``fn`` up, then profile ``iterations`` calls with CPU and CUDA activities, each call in
     its marker (with ``flush_l2``, the L2 cache is overwritten before each call, outside the marker,
     so the flush's kernel belongs to no call; ``before_each``, pedantic's setup, runs before every
-    call, warm-up and profiled, outside the markers too; ``after_calls`` once the last call's work is
-    done, before the profiler stops). Raises :class:`NoCudaError` without a CUDA device."""
+    call, warm-up and profiled, outside the markers too; ``after_calls`` once the last call's work
+    is done, before the profiler stops). Raises :class:`NoCudaError` without a CUDA device."""
     _require_cuda()
     flush = _L2Flush() if flush_l2 else None
     each: Callable[[], object] | None = before_each
@@ -264,8 +265,9 @@ def kernel_launchers(
     *,
     before_region: Callable[[], object] | None = None,
 ) -> dict[str, list[str]]:
-    """For each activity one call of ``fn`` launches, the ops that launched it (most frequent first):
-    the link from a changed kernel to the op, and from there to the user's line (op call sites)."""
+    """For each activity one call of ``fn`` launches, the ops that launched it (most frequent
+    first): the link from a changed kernel to the op, and from there to the user's line (op call
+    sites)."""
     profile = measure_device(fn, iterations=1, warmup=1, before_region=before_region)
     by_kernel: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for it in profile.iterations:
@@ -319,15 +321,16 @@ def settle(
     now: Callable[[], float] = time.perf_counter,
 ) -> int | None:
     """Call ``fn`` back to back (waiting for the device every few calls, so the launch queue stays
-    short) for at least ``least`` seconds, then, where the SM clock can be read, until it has settled
-    or ``most`` seconds have passed. Returns the last clock reading (None where none could be read).
+    short) for at least ``least`` seconds, then, where the SM clock can be read, until it has
+    settled or ``most`` seconds have passed. Returns the last clock reading (None where none could
+    be read).
 
     Why: a compute-bound kernel runs at whatever clock the GPU holds, and the clock follows the
     load: the maximum after idling, then down to where the power limit holds it under sustained
     work, over seconds. Profiling partway down gives each process its own time for the same
     kernel; profiling once the clock has stopped moving gives the time that sustained work gets,
-    run after run (an H200's figures: docs/design/gpu.md). Light work never moves the clock: it settles in
-    SETTLED_WINDOW."""
+    run after run (an H200's figures: docs/design/gpu.md). Light work never moves the clock: it
+    settles in SETTLED_WINDOW."""
     sync()
     start = last_sync = now()
     readings: list[tuple[float, int]] = []

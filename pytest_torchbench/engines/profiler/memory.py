@@ -17,8 +17,8 @@ def _cpu_memory_events(prof: profile) -> list[tuple[int, int, int]] | None:
     """(start_ns, order, nbytes) of CPU ``[memory]`` events from the raw Kineto results.
 
     The aggregated ``FunctionEvent`` view folds allocations into the op that made them and loses the
-    alloc/free order a peak needs, so we read the raw events. That is a private torch API; None means
-    it is not available in this torch and the caller falls back.
+    alloc/free order a peak needs, so we read the raw events. That is a private torch API; None
+    means it is not available in this torch and the caller falls back.
     """
     raw = kineto_events(prof)
     if raw is None:

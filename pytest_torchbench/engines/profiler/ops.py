@@ -1,4 +1,5 @@
-"""Op counts: deterministic per-iteration counts of ``aten::`` ops, and where the user's code calls them.
+"""Op counts: deterministic per-iteration counts of ``aten::`` ops, and where the user's code calls
+them.
 
 Unlike times, op counts do not move with machine load, so they can be compared exactly against a
 baseline, and a difference explains *why* something got slower (one more ``aten::clone``, one more
@@ -76,10 +77,10 @@ def count_ops(
 
     ``fn`` is first called ``warmup`` times without the profiler (lazy initialisation, caches), then
     ``iterations`` times under a CPU-only profiler, each call inside its own marker. The counts are
-    those of one iteration (see ``iterations.representative``), so they do not depend on ``iterations`` nor
-    on anything the profiler does outside the markers. Counting *nested* ops gives the most
-    explanatory diff (``aten::linear`` -> ``aten::addmm`` -> ``aten::copy_``), at the price that one
-    extra top-level op can show up as several changed lines.
+    those of one iteration (see ``iterations.representative``), so they do not depend on
+    ``iterations`` nor on anything the profiler does outside the markers. Counting *nested* ops
+    gives the most explanatory diff (``aten::linear`` -> ``aten::addmm`` -> ``aten::copy_``), at the
+    price that one extra top-level op can show up as several changed lines.
 
     With ``by_shape`` the keys carry the input shapes, e.g. ``"aten::add [[4, 4], [4, 4], []]"``.
     Returns a dict sorted by key; values are floats (for storage alongside other metrics) holding
@@ -105,7 +106,7 @@ def count_ops(
     return {key: float(chosen[key]) for key in sorted(chosen)}
 
 
-# -- call sites -------------------------------------------------------------------------------------
+# -- call sites ------------------------------------------------------------------------------------
 
 
 class _SiteMode(TorchFunctionMode):

@@ -76,8 +76,8 @@ _ACTIVITY_NAMES: dict[str, ProfilerActivity] = {
 
 @dataclasses.dataclass(frozen=True)
 class ProfilerOptions:
-    """How to configure ``torch.profiler.profile``; a plain value so marker keywords, ini options and
-    stored results can all describe the same profiler set-up."""
+    """How to configure ``torch.profiler.profile``; a plain value so marker keywords, ini options
+    and stored results can all describe the same profiler set-up."""
 
     record_shapes: bool = False
     profile_memory: bool = False
@@ -148,7 +148,8 @@ def _coerce_schedule(value: object) -> ScheduleOptions | None:
         unknown = sorted(set(value) - fields)
         if unknown:
             raise TypeError(
-                f"unknown profiler schedule option {unknown[0]!r}; valid: {', '.join(sorted(fields))}"
+                f"unknown profiler schedule option {unknown[0]!r}; "
+                f"valid: {', '.join(sorted(fields))}"
             )
         return ScheduleOptions(**value)
     raise TypeError(

@@ -52,8 +52,9 @@ PROFILE_SOURCES = ("--bench-profile", "bench_profiler")
 
 
 def trace_file(output_dir: Path, test_id: str, suffix: str = "") -> Path:
-    """Where a test's profiler trace goes: one name rule for ``--bench-profile`` and ``bench_profiler``
-    (``<output>/traces/<safe stem of the test id><suffix>.json``; see ``text.safe_file_stem``)."""
+    """Where a test's profiler trace goes: one name rule for ``--bench-profile`` and
+    ``bench_profiler`` (``<output>/traces/<safe stem of the test id><suffix>.json``; see
+    ``text.safe_file_stem``)."""
     return Path(output_dir) / "traces" / f"{safe_file_stem(test_id)}{suffix}.json"
 
 
@@ -156,9 +157,10 @@ def write_trace(prof: profile, trace_path: Path | str) -> tuple[Path | None, str
 
     Compression policy: a path ending in ``.gz`` is always gzip-compressed; otherwise the trace is
     written as plain JSON and, when larger than :data:`TRACE_COMPRESS_THRESHOLD_BYTES`, replaced by
-    ``<path>.gz``. We export to a temporary file in the target folder and rename it, so a crash never
-    leaves a half-written trace under the final name. (torch's own ``.gz`` support goes through the
-    system temp folder and an extra copy; doing it here keeps everything on one filesystem.)
+    ``<path>.gz``. We export to a temporary file in the target folder and rename it, so a crash
+    never leaves a half-written trace under the final name. (torch's own ``.gz`` support goes
+    through the system temp folder and an extra copy; doing it here keeps everything on one
+    filesystem.)
 
     Never raises for I/O problems: a trace is a by-product, and losing it must not fail the test.
     """
