@@ -2,6 +2,7 @@
 are identical run to run, serially and under ``-n 2``, and catch one extra helper call per key.
 
     python benchmarks/figures_calls.py            # about a minute on 2 cores
+    python benchmarks/figures_calls.py --tiny     # a check that it runs: 2 sessions, seconds
     # without torch: the pure-Python overhead only
     PYTHONPATH=. python3.12 benchmarks/figures_calls.py
 
@@ -11,6 +12,7 @@ an interpreter without torch measures the hook's cost on the pure-Python lookup 
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 import subprocess
@@ -91,8 +93,13 @@ def test_mm(benchmark):
 """
 
 
-def per_call(fn: Callable[[], Any], seconds: float = 0.3) -> float:
+#: Seconds each figure of :func:`per_call` takes (``--tiny``: far less).
+PER_CALL_SECONDS = 0.3
+
+
+def per_call(fn: Callable[[], Any], seconds: float | None = None) -> float:
     """Fastest of 5 blocks, seconds per call."""
+    seconds = PER_CALL_SECONDS if seconds is None else seconds
     fn()
     number = 1
     while True:
@@ -178,10 +185,10 @@ def pytest_run(*args: str) -> tuple[int, float, str]:
     return done.returncode, time.perf_counter() - start, done.stdout
 
 
-def sessions() -> None:
+def sessions(tiny: bool = False) -> None:
     print("\n| session (6 benchmarks) | exit | wall s |")
     print("| --- | --- | --- |")
-    for label, args in [
+    setups = [
         ("plain pytest (no --bench-*)", ()),
         ("--bench-mode=calls --bench-save=main", ("--bench-mode=calls", "--bench-save=main")),
         ("--bench-mode=ops --bench-save=ops", ("--bench-mode=ops", "--bench-save=ops")),
@@ -194,7 +201,10 @@ def sessions() -> None:
             "... -k mlp (A/A of a subset)",
             ("--bench-mode=calls", "--bench-compare=main", "-k", "mlp"),
         ),
-    ]:
+    ]
+    if tiny:  # the save that the extra call below is compared with: the fewest sessions
+        setups = setups[1:2]
+    for label, args in setups:
         code, wall, out = pytest_run(*args)
         print(f"| {label} | {code} | {wall:.1f} |")
     (project / "store" / "extra.flag").write_text("")
@@ -205,6 +215,15 @@ def sessions() -> None:
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="a check that the script runs: short timings, 2 sessions (save, extra call)",
+    )
+    tiny = parser.parse_args().tiny
+    if tiny:
+        PER_CALL_SECONDS = 0.005
     with tempfile.TemporaryDirectory(prefix="calls-figures-") as folder:
         project = Path(folder)
         (project / "store").mkdir()
@@ -214,4 +233,4 @@ if __name__ == "__main__":
         os.environ.pop("CI", None)
         overhead()
         if torch is not None:
-            sessions()
+            sessions(tiny)

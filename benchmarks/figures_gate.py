@@ -15,7 +15,9 @@ percent; time: the machine's noise). Wall time depends on the machine's load: th
 printed with every line.
 
 Run from the repository root: ``python benchmarks/figures_gate.py [--modes ops,time,instructions]``
-(instructions needs valgrind and takes a few minutes).
+(instructions needs valgrind and takes a few minutes). ``--tiny``: ops mode on
+``examples/test_ops.py`` only, no cached-base session: a check that the script runs (its figures
+mean little).
 """
 
 from __future__ import annotations
@@ -77,7 +79,14 @@ def _session(cwd: Path, *args: str) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default="ops,time")
-    modes = parser.parse_args().modes.split(",")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="ops mode on examples/test_ops.py, no cached base: a check that the script runs",
+    )
+    args = parser.parse_args()
+    modes = ["ops"] if args.tiny else args.modes.split(",")
+    selection = "examples/test_ops.py" if args.tiny else "examples"
     with tempfile.TemporaryDirectory(prefix="figures-gate-") as folder:
         repo = Path(folder) / "project"
         shutil.copytree(
@@ -90,16 +99,20 @@ def main() -> None:
         (repo / "examples" / "NOTES").write_text("a change no benchmark runs\n")
         _git(repo, "add", "-A")
         _git(repo, "commit", "-q", "-m", "head")
-        print(f"suite: {ROOT / 'examples'} ({sys.executable}, {os.cpu_count()} cores)")
+        print(f"suite: {ROOT / selection} ({sys.executable}, {os.cpu_count()} cores)")
         for mode in modes:
-            plain, _ = _session(repo, "examples", f"--bench-mode={mode}")
+            plain, _ = _session(repo, selection, f"--bench-mode={mode}")
             shutil.rmtree(repo / ".torchbench", ignore_errors=True)
             rows = [("head only", plain)]
             verdict = ""
-            for label in ("base measured (cold)", "base cached"):
+            # --tiny: the cold base only (the cached one runs the same lines of this script)
+            labels = (
+                ("base measured (cold)",) if args.tiny else ("base measured (cold)", "base cached")
+            )
+            for label in labels:
                 seconds, code = _session(
                     repo,
-                    "examples",
+                    selection,
                     f"--bench-mode={mode}",
                     "--bench-compare=HEAD~1",
                     "--bench-base=measure",

@@ -22,7 +22,8 @@
 Timing figures depend on the machine's load: each line says the load average it ran under, and the
 CPU time of the pytest process tree (user + system, what the load does not inflate much) is printed
 beside wall time. Run: ``python benchmarks/figures_instructions.py [--only small,heavy,...]``
-from the repository root (needs valgrind).
+from the repository root (needs valgrind). ``--tiny``: the sensitivity, baseline_size and parser
+figures on the fewest benchmarks (2 sessions of 1-2 benchmarks), a check that the script runs.
 """
 
 from __future__ import annotations
@@ -436,11 +437,10 @@ def _entry_sizes(baseline_dir: Path) -> list[int]:
 
 def figure_baseline_size(work: Path) -> None:
     print("== baseline size: bytes per benchmark, median (target <= 8 KB) ==")
-    from pytest_torchbench.core.results import InstructionsMetric
+    from pytest_torchbench import InstructionsMetric
 
-    folder = _project(
-        work, "size", small_module(20) + HEAVY_MODULE.replace("import pytest, torch", "")
-    )
+    module = small_module(20) + HEAVY_MODULE.replace("import pytest, torch", "")
+    folder = _project(work, "size", small_module(1) if TINY else module)
     s = Session(folder, "--bench-save=main", "-k", "not grayscale")
     sizes = _entry_sizes(folder / "baselines" / "main")
     if sizes:
@@ -666,6 +666,10 @@ FIGURES: dict[str, Callable[[Path], None]] = {
 
 #: Figures left out of the default run for their length.
 OPT_IN = ("xdist_large",)
+#: ``--tiny``'s figures: the package's calls beyond the Session class (InstructionsMetric, the
+#: Callgrind reader), each on the fewest benchmarks.
+TINY_FIGURES = ("sensitivity", "baseline_size", "parser")
+TINY = False
 
 
 def main() -> None:
@@ -677,7 +681,16 @@ def main() -> None:
         help=f"comma-separated figures to print (default: {', '.join(default)}; "
         f"also: {', '.join(OPT_IN)})",
     )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help=f"only {', '.join(TINY_FIGURES)}, on the fewest benchmarks: a check that it runs",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        global TINY
+        TINY = True
+        args.only = ",".join(TINY_FIGURES)
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in FIGURES]
     if unknown:

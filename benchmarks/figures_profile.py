@@ -1,13 +1,16 @@
 """Figures for the profiler modes: what --bench-profile adds per small benchmark (target <= 1 s),
 and whether op counts are identical across runs and with -n 2.
 
-Run: ``python benchmarks/figures_profile.py`` from the repository root.
+Run: ``python benchmarks/figures_profile.py`` from the repository root (``--tiny``: 3 benchmarks,
+one session of each kind, a check that the script runs).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -16,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 10
-STATEMENTS = [
+ALL_STATEMENTS = [
     "x + y",
     "x.sum()",
     "torch.mm(x, y)",
@@ -27,12 +30,12 @@ STATEMENTS = [
     "x.t()",
     "torch.cat([x, y])",
     "x.pow(2)",
-][:N]
+]
 
 
-def module() -> str:
+def module(n: int) -> str:
     lines = ["import torch", ""]
-    for i, stmt in enumerate(STATEMENTS):
+    for i, stmt in enumerate(ALL_STATEMENTS[:n]):
         lines += [
             f"def test_s{i:02d}(benchmark):",
             "    x = torch.ones(4, 4); y = torch.ones(4, 4)",
@@ -77,17 +80,31 @@ def run(cwd: Path, *args: str) -> tuple[float, int, dict]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="3 benchmarks, one session of each kind: a check that the script runs",
+    )
+    args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="torchbench-profile-figures-"))
+    try:
+        figures(work, 3 if args.tiny else N, 1 if args.tiny else 3)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def figures(work: Path, n: int, sessions: int) -> None:
     bench = work / "bench"
     bench.mkdir()
-    (bench / "test_small.py").write_text(module())
+    (bench / "test_small.py").write_text(module(n))
     print(
-        f"== --bench-profile cost, {N} small benchmarks, --bench-mode=ops "
-        "(median of 3 sessions each) =="
+        f"== --bench-profile cost, {n} small benchmarks, --bench-mode=ops "
+        f"(median of {sessions} sessions each) =="
     )
     plain, profiled = [], []
     ops_runs = []
-    for _ in range(3):
+    for _ in range(sessions):
         wall, rc, ops = run(bench, "--bench-mode=ops")
         plain.append(wall)
         ops_runs.append(ops)
@@ -95,9 +112,9 @@ def main() -> None:
             bench, "--bench-mode=ops", "--bench-profile", f"--bench-output={work / 'prof'}"
         )
         profiled.append(wall)
-    p, q = sorted(plain)[1], sorted(profiled)[1]
+    p, q = sorted(plain)[len(plain) // 2], sorted(profiled)[len(profiled) // 2]
     traces = len(list((work / "prof" / "traces").iterdir()))
-    added = (q - p) / N
+    added = (q - p) / n
     print(
         f"  --bench-mode=ops: {p:.2f} s; with --bench-profile: {q:.2f} s ({traces} traces written)"
     )
@@ -110,7 +127,7 @@ def main() -> None:
     _, rc, xdist = run(bench, "--bench-mode=ops", "-n", "2")
     same_runs = all(o == ops_runs[0] for o in ops_runs[1:])
     print(
-        f"  {len(ops_runs[0])} benchmarks; 3 serial runs identical: {same_runs}; "
+        f"  {len(ops_runs[0])} benchmarks; {sessions} serial runs identical: {same_runs}; "
         f"-n 2 identical: {xdist == ops_runs[0]}"
     )
     example = ops_runs[0].get("test_small.py::test_s02")

@@ -35,6 +35,8 @@ loaded machine is a different figure. Run from the repository root:
   python benchmarks/figures_time.py         # the default figures, ~10 min (613 s at load 3-5)
   python benchmarks/figures_time.py --fast  # half the suite (-k float32), fewer rounds, ~5 min
   python benchmarks/figures_time.py --only power,hogs
+  python benchmarks/figures_time.py --tiny  # suite, gate, power, classes at their smallest: a
+                                            # check that the script runs (figures mean nothing)
 
 ``--pb-python`` names an interpreter with pytest-benchmark 5.2.3 and torch (pytest-benchmark fails
 under pytest 9: "'Function' object has no attribute '_nodeid'"); by default the script looks for
@@ -165,16 +167,16 @@ def _iterations_for(target: float, size: int) -> int:
 
 
 def _judged(fn, baseline) -> tuple[str, object]:
-    from pytest_torchbench.core.judgement import Policy, judge_metric
-    from pytest_torchbench.core.results import TimeMetric
+    from pytest_torchbench import Policy, TimeMetric
     from pytest_torchbench.engines import walltime
+    from pytest_torchbench.judging.judgement import judge_metric
 
     metric = TimeMetric.from_measurement(walltime.measure(fn))
     return judge_metric("k", "time", metric, baseline, Policy()).status, metric
 
 
 def _baseline(fn):
-    from pytest_torchbench.core.results import TimeMetric
+    from pytest_torchbench import TimeMetric
     from pytest_torchbench.engines import walltime
 
     fn()
@@ -189,7 +191,7 @@ def figure_power(count: int, hogs: int = 0) -> dict:
     """A ~1 ms workload, the same 20% and 100% slower, measured in turn ``count`` times."""
     import torch
 
-    from pytest_torchbench.core.judgement import NOISY, REGRESSION
+    from pytest_torchbench import NOISY, REGRESSION
 
     torch.set_num_threads(1)
     base_n = _iterations_for(1e-3, 64)
@@ -294,15 +296,15 @@ CLASSES = (("10 us", 10e-6, 16), ("1 ms", 1e-3, 64), ("100 ms", 100e-3, 128))
 SLOWDOWNS = (1.05, 1.1, 1.2, 1.5, 2.0)
 
 
-def figure_classes(rounds: int) -> dict:
+def figure_classes(rounds: int, classes: tuple = CLASSES) -> dict:
     """Per size class: A/A regressions and each slowdown's catches over ``rounds`` rounds."""
     import torch
 
-    from pytest_torchbench.core.judgement import REGRESSION
+    from pytest_torchbench import REGRESSION
 
     torch.set_num_threads(1)
     found = {}
-    for label, target, size in CLASSES:
+    for label, target, size in classes:
         n = _iterations_for(target, size)
         load_start = os.getloadavg()[0]
         same = _workload(n, size)
@@ -649,7 +651,19 @@ def main() -> None:
         default=None,
         help="suite: interpreter with pytest-benchmark 5.2.3, pytest 8, torch",
     )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="suite (7 benchmarks), gate, power, classes (10 us only), one round each: a check "
+        "that the script runs",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.only = "suite,gate,power,classes"
+        args.suite_k = args.suite_k or "test_colour and 3x64x64 and float32"
+        args.power_count = args.power_count or 1
+        args.class_rounds = args.class_rounds or 1
+        args.gate_rounds = args.gate_rounds or 1
     only = set(args.only.split(","))
     unknown = only - {
         "suite",
@@ -680,13 +694,15 @@ def main() -> None:
         tuple[str, str, str, bool | None, str]
     ] = []  # figure, measured, target, met, conditions
     if "suite" in only:
-        pb_python = _find_pb_python(args.pb_python)
-        if pb_python is None:
+        pb_python = None if args.tiny else _find_pb_python(args.pb_python)
+        if pb_python is None and not args.tiny:
             print(
                 "(suite) no interpreter with pytest-benchmark, pytest < 9 and torch: "
                 "no comparison with it"
             )
         selection = ["-k", suite_k] if suite_k else []
+        if args.tiny:
+            selection.append("--bench-min-run-time=0.02")
         d = figure_suite(selection, pb_python, again="again" in only)
         n = d["save"]["n"]
         subset = f" (-k {suite_k})" if suite_k else ""
@@ -917,7 +933,7 @@ def main() -> None:
             ),
         ]
     if "classes" in only:
-        k = figure_classes(class_rounds)
+        k = figure_classes(class_rounds, CLASSES[:1] if args.tiny else CLASSES)
         for label, r in k.items():
             cond = (
                 f"load {r['load'][0]:.1f}->{r['load'][1]:.1f}, CPU share {_share(r['cpu_share'])}"

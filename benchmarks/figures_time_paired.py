@@ -24,6 +24,9 @@ The full-size run (``--benchmarks 300 --aa 20 --ab 20``) takes hours on a 2-core
 defaults are a scaled run. Run from the repository root, e.g.::
 
     python benchmarks/figures_time_paired.py --benchmarks 40 --aa 3 --ab 2 --rounds 4
+
+``--tiny``: 2 benchmarks, one A/A comparison of one round at a 1000% limit (no benchmark measured
+again), no A/B one: a check that the script runs (its figures mean nothing).
 """
 
 from __future__ import annotations
@@ -221,7 +224,17 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, default=None, help="a folder to keep each run's --bench-json in"
     )
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="2 benchmarks, one A/A comparison of one round: a check that the script runs",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.benchmarks, args.aa, args.ab, args.rounds = 2, 1, 0, 1
+        # a limit no noise reaches: every verdict decided in the one round, none measured again
+        args.limit = "1000%"
+        args.min_run_time = args.min_run_time or "0.02"
     extra = [f"--bench-min-run-time={args.min_run_time}"] if args.min_run_time else []
     all_cases = cases(args.benchmarks)
     with tempfile.TemporaryDirectory(prefix="figures-time-paired-") as folder:

@@ -14,6 +14,9 @@ benchmark read as a change at the gate's default limit), and their range. With n
 ratio would be 1. Run from the repository root::
 
     python benchmarks/figures_turns.py --reps 100
+
+``--tiny``: 2 repetitions of the ``add`` workload, two ways (one after the other; turns on one
+CPU): a check that the script runs, in seconds.
 """
 
 from __future__ import annotations
@@ -104,16 +107,26 @@ def main() -> None:
         "--reps", type=int, default=100, help="paired measurements per way and workload"
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs of every way (interleaved)")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="2 repetitions, one workload, two ways: a check that the script runs",
+    )
     args = parser.parse_args()
+    ways, workloads = WAYS, WORKLOADS
+    if args.tiny:
+        args.reps, args.repeat = 2, 1
+        ways = {w: WAYS[w] for w in ("one after the other", "turns, one CPU")}
+        workloads = {"add": WORKLOADS["add"]}
     print(
         f"{args.reps} paired measurements of 0.1 s per way, workload and run; "
         f"load {os.getloadavg()[0]:.2f}"
     )
-    totals: dict[str, list[int]] = {way: [0, 0] for way in WAYS}
+    totals: dict[str, list[int]] = {way: [0, 0] for way in ways}
     started = time.monotonic()
     for run in range(args.repeat):
-        for name, (kind, size) in WORKLOADS.items():
-            for way, (slices, pinned) in WAYS.items():
+        for name, (kind, size) in workloads.items():
+            for way, (slices, pinned) in ways.items():
                 ratios = sorted(pair(kind, size, args.reps, slices, pinned))
                 beyond = sum(abs(r - 1) > 0.10 for r in ratios)
                 totals[way][0] += beyond

@@ -15,6 +15,8 @@ benchmarks of ``figures_instructions.py --only xdist``), or a folder of your own
 
 Run from the repository root (needs valgrind; 10-40 minutes on a loaded 2-core machine):
 ``python benchmarks/figures_xdist.py [--suite containers] [--rounds 1] [-k EXPR]``
+(``--tiny``: 2 benchmarks of the containers suite, one round: a check that the script runs; the
+speed-up it prints means nothing, the workers' start dominates.)
 """
 
 from __future__ import annotations
@@ -121,7 +123,15 @@ def main() -> None:
     parser.add_argument("--suite", default="containers")
     parser.add_argument("--rounds", type=int, default=1, help="serial and -n 2 runs, interleaved")
     parser.add_argument("-k", default=None, help="pytest -k expression (a smaller suite)")
+    parser.add_argument(
+        "--tiny",
+        action="store_true",
+        help="2 benchmarks of the containers suite, one round: a check that the script runs",
+    )
     args = parser.parse_args()
+    if args.tiny:
+        args.suite, args.rounds = "containers", 1
+        args.k = args.k or "test_init[1] or test_equal[1]"
     source = suite_folder(args.suite)
     work = Path(tempfile.mkdtemp(prefix="torchbench-xdist-"))
     folder = work / "suite"

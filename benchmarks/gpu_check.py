@@ -14,7 +14,9 @@ repository root, on a machine with a CUDA device. Steps, each bounded in time:
 Each step's time bound can be set (``GPU_CHECK_SAVE_SECONDS``, ``_AA_``, ``_INJECT_``, ``_TESTS_``,
 ``_REST_``) and the third process left out (``GPU_CHECK_THIRD=0``) to fit a short device lease.
 
-Writes logs and JSON under ``$OUT`` (or a temporary folder) and ends with one table.
+Writes logs and JSON under ``$OUT`` (or a temporary folder) and ends with one table. Exit status:
+0 every figure met its target, 1 one was missed, 2 no CUDA device (one line says so; nothing is
+run or written: ``CUDA_VISIBLE_DEVICES=`` gives this path on any machine, what the test suite runs).
 """
 
 from __future__ import annotations
@@ -30,8 +32,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / "benchmarks" / "suites" / "gpu"
-OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="gpu-check-"))
-SCRATCH = Path(tempfile.mkdtemp(prefix="gpu-check-scratch-"))
+#: Where logs and JSON go ($OUT or a temporary folder), and a scratch folder: both set by main(),
+#: so that importing this module creates nothing.
+OUT = Path()
+SCRATCH = Path()
+#: The exit status when there is no CUDA device.
+NO_DEVICE = 2
 MODES = "time,ops,memory,kernels,gpu_time,compile"
 ROWS: list[tuple[str, str, str, str]] = []  # (figure, value, target, ok)
 
@@ -91,9 +97,17 @@ def spread(values: list[float]) -> float:
 
 
 def main() -> int:
-    OUT.mkdir(parents=True, exist_ok=True)
+    global OUT, SCRATCH
     import torch
 
+    if not torch.cuda.is_available():
+        print(
+            f"gpu_check: no CUDA device (torch {torch.__version__}): needs a GPU, nothing checked"
+        )
+        return NO_DEVICE
+    OUT = Path(os.environ.get("OUT") or tempfile.mkdtemp(prefix="gpu-check-"))
+    OUT.mkdir(parents=True, exist_ok=True)
+    SCRATCH = Path(tempfile.mkdtemp(prefix="gpu-check-scratch-"))
     print(
         f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
         f"{torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU'}, "

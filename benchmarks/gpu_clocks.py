@@ -11,6 +11,8 @@ call followed by a read of the SM clock, in three states of the GPU: after idlin
 after 20 s of sustained 8192^3 matmuls. For each it prints the fastest call, the median call, the
 median clock and the median of time x clock (cycles): the spread across states of each tells
 whether device time or cycles is the stable quantity, and for which kind of work.
+
+Exit status: 0 done, 2 no CUDA device or no pynvml (one line says which; nothing is run).
 """
 
 from __future__ import annotations
@@ -22,16 +24,19 @@ from collections.abc import Callable
 
 import torch
 
+#: The exit status when there is no CUDA device or no NVML binding.
+NOT_HERE = 2
+
 
 def main() -> int:
+    if not torch.cuda.is_available():
+        print(f"gpu_clocks: no CUDA device (torch {torch.__version__}): needs a GPU, nothing timed")
+        return NOT_HERE
     try:
         import pynvml
     except ImportError:
-        print("gpu_clocks: needs pynvml (pip install nvidia-ml-py)")
-        return 2
-    if not torch.cuda.is_available():
-        print("gpu_clocks: no CUDA device")
-        return 2
+        print("gpu_clocks: needs pynvml (pip install nvidia-ml-py): nothing timed")
+        return NOT_HERE
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(torch.cuda.current_device())
     print(
