@@ -1,17 +1,16 @@
 """pytest-torchbench: performance regression testing for PyTorch code, as a pytest plugin.
 
-The public API: what a hook implementation (``pytest/hookspecs.py``) or a metric author needs. Everything
-else (modules not named here, and any name starting with ``_``) is internal and may change; this
-list only grows, as pluggy keeps its private modules behind a curated ``__init__``. Importing it
-imports neither torch nor numpy.
+The public API: what a hook implementation (``pytest/hookspecs.py``) or a metric author needs.
+Everything else (modules not named here, and any name starting with ``_``) is internal and may
+change; this list only grows, as pluggy keeps its private modules behind a curated ``__init__``.
+Importing it imports neither torch nor numpy.
 """
 
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .core.results import BenchmarkResult  # noqa: E402
-from .core.vocabulary import (  # noqa: E402
+from .common.vocabulary import (  # noqa: E402
     ACCEPTED,
     IMPROVEMENT,
     MISSING,
@@ -28,6 +27,7 @@ from .core.vocabulary import (  # noqa: E402
     Policy,
     Verdict,
 )
+from .judging.results import BenchmarkResult  # noqa: E402
 from .metrics.base import MeasureContext, Metric, NamedCounts, SecondsDisplay  # noqa: E402
 from .metrics.calls import CallsMetric  # noqa: E402
 from .metrics.instructions import InstructionsMetric  # noqa: E402

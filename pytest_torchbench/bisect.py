@@ -7,9 +7,9 @@ How: GOOD and BAD are measured with the user's selection (the measured-base mach
 to BAD is then searched for on the first-parent line between them, a commit counting as "after"
 when its value against GOOD's is a regression. Measurements are shared between the searches and
 kept in the cache, so a second bisect over the same range measures nothing again. The commit found
-is explained by judging it against its parent, which the search has measured too, by the metric's own
-details (functions for instructions, ops for ops, calls for calls). Cost for one regression: GOOD,
-BAD and at most ceil(log2(n)) commits between them for n commits.
+is explained by judging it against its parent, which the search has measured too, by the metric's
+own details (functions for instructions, ops for ops, calls for calls). Cost for one regression:
+GOOD, BAD and at most ceil(log2(n)) commits between them for n commits.
 
 Why counts bisect well here: instruction, op and call counts repeat across processes (within
 hundredths of a percent for instructions), so one measurement per commit decides. Wall time does
@@ -27,10 +27,11 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 
-from .core.gate import judge
-from .core.text import safe_text
-from .core.vocabulary import REGRESSION, Policy, Verdict
-from .pytest.base import BaseError, measure
+from .common.text import safe_text
+from .common.vocabulary import REGRESSION, Policy, Verdict
+from .judging.explain import Invocation
+from .judging.gate import judge
+from .pytest.base import BaseError, BaseRequest, measure
 from .pytest.progress import ProgressLines
 from .store.refs import Revision, git_toplevel, revision_label
 from .store.storage import BaselineSet
@@ -44,7 +45,8 @@ class BisectError(BaseError):
 
 @dataclasses.dataclass(frozen=True)
 class Found:
-    """The first commit of ``key``'s ``metric`` beyond the limit, and its verdict against its parent."""
+    """The first commit of ``key``'s ``metric`` beyond the limit, and its verdict against its
+    parent."""
 
     key: str
     metric: str
@@ -146,84 +148,103 @@ def bisect(
         raise BisectError(
             f"bisect: {safe_text(bad)} is not after {safe_text(good)} on its first-parent line"
         )
-    args = [f"--bench-mode={','.join(modes)}", *pytest_args]
-    cache_root = cwd / ".torchbench" / "bases"
-    measured: dict[str, BaselineSet] = {}
-    progress = ProgressLines(write)
-    order: list[str] = []
-    cached: list[str] = []
-
-    def at(index: int) -> BaselineSet:
-        sha, subject = line[index]
-        if sha not in measured:
-            revision = Revision(sha, sha, None, sha, toplevel)
-            write(
-                f"torchbench bisect: measuring {revision_label(sha, sha)} ({safe_text(subject[:60])}), "
-                f"{index} of {len(line) - 1} commits after GOOD"
-            )
-            base = measure(
-                revision,
-                args,
-                [],
-                cwd,
-                modes,
-                _environment(modes),
-                cache_root,
-                prepare,
-                option="bisect",
-                progress=progress,
-            )
-            measured[sha] = base.entries
-            order.append(sha)
-            cached.extend([sha] if base.cached else [])
-        return measured[sha]
-
-    first, last = at(0), at(len(line) - 1)
+    commits = _Commits(
+        line=line,
+        toplevel=toplevel,
+        cwd=cwd,
+        modes=tuple(modes),
+        args=(f"--bench-mode={','.join(modes)}", *pytest_args),
+        prepare=prepare,
+        write=write,
+    )
+    first, last = commits.at(0), commits.at(len(line) - 1)
     targets = [
         v
         for key, result in sorted(last.entries.items())
         for v in judge(result, first.entries, policy)
         if v.status == REGRESSION
     ]
-    found = []
-    for target in targets:
-        low, high = 0, len(line) - 1  # low: not beyond the limit against GOOD; high: beyond it
-        while high - low > 1:
-            middle = (low + high) // 2
-            if _regressed(at(middle), first, target, policy):
-                high = middle
-            else:
-                low = middle
-        parent = at(low).entries.get(target.key)
-        here = at(high).entries[target.key]
-        against_parent = next(
-            (
-                v
-                for v in judge(here, {target.key: parent} if parent else {}, policy)
-                if v.metric == target.metric
-            ),
-            target,
-        )
-        later = next(
-            (
-                v
-                for v in judge(last.entries[target.key], {target.key: here}, policy)
-                if v.metric == target.metric and v.status == REGRESSION
-            ),
-            None,
-        )
-        found.append(
-            Found(
-                target.key,
-                target.metric,
-                line[high][0],
-                line[high][1],
-                against_parent,
-                target,
-                later,
+    found = [_trace(target, commits, policy=policy) for target in targets]
+    return Bisection(len(line) - 1, commits.order, found, not targets, len(commits.cached))
+
+
+@dataclasses.dataclass
+class _Commits:
+    """The first-parent line from GOOD to BAD, each commit measured when first asked for and
+    once only: the searches for several regressions share the measurements."""
+
+    line: list[tuple[str, str]]
+    toplevel: Path
+    cwd: Path
+    modes: tuple[str, ...]
+    args: tuple[str, ...]
+    prepare: str | None
+    write: Callable[[str], None]
+    measured: dict[str, BaselineSet] = dataclasses.field(default_factory=dict)
+    order: list[str] = dataclasses.field(default_factory=list)
+    cached: list[str] = dataclasses.field(default_factory=list)
+    progress: ProgressLines = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.progress = ProgressLines(self.write)
+
+    def at(self, index: int) -> BaselineSet:
+        sha, subject = self.line[index]
+        if sha not in self.measured:
+            revision = Revision(sha, sha, None, sha, self.toplevel)
+            self.write(
+                f"torchbench bisect: measuring {revision_label(sha, sha)} "
+                f"({safe_text(subject[:60])}), {index} of {len(self.line) - 1} commits after GOOD"
             )
-        )
-    return Bisection(len(line) - 1, order, found, not targets, len(cached))
+            base = measure(
+                BaseRequest(
+                    revision=revision,
+                    modes=self.modes,
+                    environment=_environment(self.modes),
+                    cache_root=self.cwd / ".torchbench" / "bases",
+                    prepare=self.prepare,
+                    option="bisect",
+                ),
+                Invocation(args=self.args, rootdir=self.cwd, cwd=self.cwd),
+                progress=self.progress,
+            )
+            self.measured[sha] = base.entries
+            self.order.append(sha)
+            self.cached.extend([sha] if base.cached else [])
+        return self.measured[sha]
+
+
+def _trace(target: Verdict, commits: _Commits, *, policy: Policy) -> Found:
+    """Binary search for the first commit where ``target`` (BAD against GOOD) is a regression
+    against GOOD, judged then against its parent and against BAD."""
+    first, last = commits.at(0), commits.at(len(commits.line) - 1)
+    low, high = 0, len(commits.line) - 1  # low: not beyond the limit against GOOD; high: beyond it
+    while high - low > 1:
+        middle = (low + high) // 2
+        if _regressed(commits.at(middle), first, target, policy):
+            high = middle
+        else:
+            low = middle
+    parent = commits.at(low).entries.get(target.key)
+    here = commits.at(high).entries[target.key]
+    against_parent = next(
+        (
+            v
+            for v in judge(here, {target.key: parent} if parent else {}, policy)
+            if v.metric == target.metric
+        ),
+        target,
+    )
+    later = next(
+        (
+            v
+            for v in judge(last.entries[target.key], {target.key: here}, policy)
+            if v.metric == target.metric and v.status == REGRESSION
+        ),
+        None,
+    )
+    commit, subject = commits.line[high]
+    return Found(target.key, target.metric, commit, subject, against_parent, target, later)
 
 
 def _regressed(measured: BaselineSet, good: BaselineSet, target: Verdict, policy: Policy) -> bool:
@@ -240,24 +261,26 @@ def report(found: Bisection, write: Callable[[str], None]) -> None:
     """The answer: per regression, the first commit beyond the limit and why; then the cost."""
     if found.unchanged:
         write(
-            "torchbench bisect: nothing regressed beyond its limit between GOOD and BAD: nothing to bisect"
+            "torchbench bisect: nothing regressed beyond its limit between GOOD and BAD: nothing "
+            "to bisect"
         )
     for item in found.found:
         write(
-            f"torchbench bisect: {safe_text(item.key)} [{item.metric}]: {safe_text(item.overall.summary)} from GOOD "
-            f"to BAD; first beyond the limit: {item.commit[:12]} ({safe_text(item.subject[:72])})"
+            f"torchbench bisect: {safe_text(item.key)} [{item.metric}]: "
+            f"{safe_text(item.overall.summary)} from GOOD to BAD; first beyond the limit: "
+            f"{item.commit[:12]} ({safe_text(item.subject[:72])})"
         )
         write(f"    against its parent: {safe_text(item.parent_verdict.summary)}")
         for detail in item.parent_verdict.details[:12]:
             write(f"      {safe_text(detail)}")
         if item.later is not None:
             write(
-                f"    and more after it: {safe_text(item.later.summary)} from {item.commit[:12]} to BAD; "
-                f"bisect {item.commit[:12]} BAD for the next"
+                f"    and more after it: {safe_text(item.later.summary)} from {item.commit[:12]} "
+                f"to BAD; bisect {item.commit[:12]} BAD for the next"
             )
     bound = math.ceil(math.log2(max(found.commits, 1))) + 2
     cache = f", {found.from_cache} of them from the cache" if found.from_cache else ""
     write(
-        f"torchbench bisect: measured {len(found.measured)} revision(s) for {found.commits} commit(s) "
-        f"(at most {bound} for one regression){cache}"
+        f"torchbench bisect: measured {len(found.measured)} revision(s) for {found.commits} "
+        f"commit(s) (at most {bound} for one regression){cache}"
     )

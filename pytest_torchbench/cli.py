@@ -29,10 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from .core import gate
-from .core.judgement import LimitSpecError, Policy, Verdict, parse_limits
-from .core.results import BenchmarkResult
-from .core.text import natural_key, safe_text
+from .common.text import natural_key, safe_text
+from .common.vocabulary import Policy, Verdict
+from .judging import gate
+from .judging.judgement import LimitSpecError, parse_limits
+from .judging.results import BenchmarkResult
 from .metrics import registry
 from .reports import jsonreport, markdown, publish, shards, terminal
 from .reports.common import count_tests
@@ -47,7 +48,8 @@ from .store.storage import (
 )
 
 EXIT_OK, EXIT_REGRESSION, EXIT_USAGE = 0, 1, 4
-#: The gate's exit in CI when a benchmark was compared with nothing (``--bench-allow-incomparable``).
+#: The gate's exit in CI when a benchmark was compared with nothing
+#: (``--bench-allow-incomparable``).
 EXIT_INCOMPARABLE = 6
 
 
@@ -83,6 +85,53 @@ def build_parser() -> argparse.ArgumentParser:
         "tests/conftest.py, defining pytest_torchbench_register_metrics); repeatable",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add_compare(commands)
+    _add_show(commands)
+    _add_merge(commands)
+    _add_history(commands)
+    _add_bisect(commands)
+    _add_comment(commands)
+    return parser
+
+
+def _add_hidden_globals(sub: argparse.ArgumentParser) -> None:
+    """``--baselines-dir`` and ``-p`` also accepted after the command, hidden from its help."""
+    sub.add_argument(
+        "--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+    sub.add_argument(
+        "-p",
+        dest="sub_plugins",
+        metavar="PLUGIN",
+        action="append",
+        default=[],
+        help=argparse.SUPPRESS,
+    )
+
+
+def _add_report_options(sub: argparse.ArgumentParser, *, json: bool) -> None:
+    """The hidden globals and the report files of ``compare``, ``show`` and ``merge`` (``merge``
+    has no ``--json``: its OUT.json is one)."""
+    _add_hidden_globals(sub)
+    sub.add_argument("--markdown", metavar="PATH", type=Path, help="also write a Markdown summary")
+    sub.add_argument(
+        "--html", metavar="PATH", type=Path, help="also write a self-contained HTML report"
+    )
+    if json:
+        sub.add_argument(
+            "--json", metavar="PATH", type=Path, help="also write results and verdicts as JSON"
+        )
+
+
+def _add_allow_incomparable(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--allow-incomparable",
+        action="store_true",
+        help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing",
+    )
+
+
+def _add_compare(commands: argparse._SubParsersAction[_Parser]) -> None:
     compare = commands.add_parser(
         "compare", help="compare B (current) with A (baseline); exit 1 on regressions"
     )
@@ -106,13 +155,17 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--fail-stale", action="store_true", help="fail counts that improved beyond the limit"
     )
-    compare.add_argument(
-        "--allow-incomparable",
-        action="store_true",
-        help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing",
-    )
+    _add_allow_incomparable(compare)
+    _add_report_options(compare, json=True)
+
+
+def _add_show(commands: argparse._SubParsersAction[_Parser]) -> None:
     show = commands.add_parser("show", help="print the table of one baseline set")
     show.add_argument("baseline", metavar="A", help="set name, git revision or path")
+    _add_report_options(show, json=True)
+
+
+def _add_merge(commands: argparse._SubParsersAction[_Parser]) -> None:
     merge = commands.add_parser(
         "merge",
         help="combine the --bench-json files of CI shards into one result; exit 1 on regressions",
@@ -132,14 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
     saving.add_argument(
         "--save-dir", metavar="DIR", type=Path, help="also write them as a baseline set in DIR"
     )
-    merge.add_argument(
-        "--allow-incomparable",
-        action="store_true",
-        help=f"in CI, do not exit {EXIT_INCOMPARABLE} when a benchmark was compared with nothing",
-    )
+    _add_allow_incomparable(merge)
+    _add_report_options(merge, json=False)
+
+
+def _add_history(commands: argparse._SubParsersAction[_Parser]) -> None:
     history = commands.add_parser(
         "history",
-        help="the trend of every benchmark and metric across the commits that changed a baseline set",
+        help=(
+            "the trend of every benchmark and metric across the commits that changed a baseline set"
+        ),
     )
     history.add_argument(
         "set", metavar="SET", nargs="?", default="main", help="the baseline set (default: main)"
@@ -159,17 +214,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     history.add_argument("--json", metavar="PATH", type=Path, help="write the series as JSON")
     history.add_argument("--csv", metavar="PATH", type=Path, help="write one row per point as CSV")
-    history.add_argument(
-        "--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-    )
-    history.add_argument(
-        "-p",
-        dest="sub_plugins",
-        metavar="PLUGIN",
-        action="append",
-        default=[],
-        help=argparse.SUPPRESS,
-    )
+    _add_hidden_globals(history)
+
+
+def _add_bisect(commands: argparse._SubParsersAction[_Parser]) -> None:
     bisecting = commands.add_parser(
         "bisect",
         help="the first commit whose value moved beyond the limit: torchbench bisect GOOD BAD "
@@ -193,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="a command that builds each revision's worktree before it is measured",
     )
+
+
+def _add_comment(commands: argparse._SubParsersAction[_Parser]) -> None:
     commenting = commands.add_parser(
         "comment",
         help="post a Markdown summary as the pull request's one benchmark comment, edited in place",
@@ -203,29 +254,6 @@ def build_parser() -> argparse.ArgumentParser:
     commenting.add_argument(
         "--pr", metavar="N", help="the pull (merge) request (default: from the CI variables)"
     )
-    for sub in (compare, show, merge):
-        sub.add_argument(
-            "--baselines-dir", metavar="DIR", default=argparse.SUPPRESS, help=argparse.SUPPRESS
-        )
-        sub.add_argument(
-            "-p",
-            dest="sub_plugins",
-            metavar="PLUGIN",
-            action="append",
-            default=[],
-            help=argparse.SUPPRESS,
-        )
-        sub.add_argument(
-            "--markdown", metavar="PATH", type=Path, help="also write a Markdown summary"
-        )
-        sub.add_argument(
-            "--html", metavar="PATH", type=Path, help="also write a self-contained HTML report"
-        )
-        if sub is not merge:
-            sub.add_argument(
-                "--json", metavar="PATH", type=Path, help="also write results and verdicts as JSON"
-            )
-    return parser
 
 
 def load_plugin_metrics(plugin: str) -> list[str]:
@@ -305,7 +333,8 @@ def _print_table(
             print(line)
         if not shown and results:
             print(
-                f"no changes beyond the limits against baseline '{safe_text(baseline.shown_as)}' ({safe_text(baseline.source)})"
+                f"no changes beyond the limits against baseline '{safe_text(baseline.shown_as)}' "
+                f"({safe_text(baseline.source)})"
             )
 
 
@@ -338,15 +367,14 @@ def _write_reports(
 ) -> bool:
     """Write the reports asked for; False when one could not be written (its ERROR line printed)."""
     notes = publish.write_reports(
-        results,
-        verdicts,
-        baseline.entries if baseline else None,
-        baseline.shown_as if baseline else None,
-        baseline.source if baseline else None,
-        args.markdown,
-        args.html,
-        None,
-        option_prefix="--",
+        publish.RunOutcome(
+            results,
+            verdicts,
+            baseline_entries=baseline.entries if baseline else None,
+            baseline_name=baseline.shown_as if baseline else None,
+            baseline_source=baseline.source if baseline else None,
+        ),
+        publish.ReportTargets(args.markdown, args.html, None, option_prefix="--"),
     )
     if getattr(args, "json", None) is not None:
         try:
@@ -372,7 +400,8 @@ def run(argv: Sequence[str] | None = None) -> int:
     args.pytest_args = argv[split + 1 :] if split is not None else []
     if args.command is None:
         raise UsageError(
-            "name a command: torchbench compare A B, torchbench show A or torchbench merge OUT.json SHARD.json... (see torchbench --help)"
+            "name a command: torchbench compare A B, torchbench show A or torchbench merge "
+            "OUT.json SHARD.json... (see torchbench --help)"
         )
     baselines_dir = Path(args.baselines_dir).absolute()
     added: list[str] = []
@@ -401,7 +430,8 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
         shown = _resolve(args.baseline, "show", baselines_dir)
         results = [shown.entries[k] for k in sorted(shown.entries, key=natural_key)]
         print(
-            f"baseline set '{safe_text(shown.name)}' ({safe_text(shown.source)}): {len(results)} benchmark(s)"
+            f"baseline set '{safe_text(shown.name)}' ({safe_text(shown.source)}): {len(results)} "
+            "benchmark(s)"
         )
         _print_table(results, [], None)
         written = _write_reports(
@@ -446,19 +476,19 @@ def _run_command(args: argparse.Namespace, baselines_dir: Path) -> int:
 def _incomparable_exit(verdicts: Sequence[Verdict], allowed: bool, what: str) -> int:
     """EXIT_INCOMPARABLE in CI when a benchmark was compared with nothing, as the gate does
     (a line naming them either way), unless ``allowed``; else EXIT_OK."""
-    from .pytest.controller import in_ci, uncompared
+    from .pytest.session_facts import in_ci, uncompared
 
     nothing = uncompared(list(verdicts))
     if not nothing:
         return EXIT_OK
     print(
-        f"torchbench: {len(nothing)} verdict(s) compared with nothing (a baseline from another environment): "
-        + ", ".join(sorted({safe_text(v.key) for v in nothing}))
+        f"torchbench: {len(nothing)} verdict(s) compared with nothing (a baseline from another "
+        "environment): " + ", ".join(sorted({safe_text(v.key) for v in nothing}))
     )
     if in_ci() and not allowed:
         print(
-            f"torchbench: ERROR: in CI this fails the {what} (exit {EXIT_INCOMPARABLE}), as it fails the gate; "
-            "accept it with --allow-incomparable",
+            f"torchbench: ERROR: in CI this fails the {what} (exit {EXIT_INCOMPARABLE}), as it "
+            "fails the gate; accept it with --allow-incomparable",
             file=sys.stderr,
         )
         return EXIT_INCOMPARABLE
@@ -472,17 +502,7 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
     none), and the verdict the unsharded
     run would have had: 1 on a failing verdict or a failed benchmark test; in CI, 6 when a
     benchmark was compared with nothing, as the gate does."""
-    folder = None
-    if args.save is not None or args.save_dir is not None:
-        try:
-            if args.save is not None:
-                validate_set_name(args.save, "--save")
-            folder = (
-                args.save_dir.absolute() if args.save_dir is not None else baselines_dir / args.save
-            )
-            check_save_folder(folder, "--save-dir" if args.save_dir is not None else "--save")
-        except BaselineError as exc:
-            raise UsageError(str(exc)) from None
+    folder = _merge_save_folder(args, baselines_dir)
     try:
         merged = shards.merge([shards.read_shard(path) for path in args.shards])
     except shards.ShardError as exc:
@@ -490,7 +510,8 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
     print(
         f"merged {len(args.shards)} shard(s): {len(merged.results)} benchmark result(s)"
         + (
-            f", compared with baseline '{safe_text(merged.baseline_name)}' ({safe_text(merged.baseline_source or '')})"
+            f", compared with baseline '{safe_text(merged.baseline_name)}' "
+            f"({safe_text(merged.baseline_source or '')})"
             if merged.baseline_name is not None
             else ""
         )
@@ -504,16 +525,17 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
     )
     _print_table(merged.results, merged.verdicts, baseline)
     notes = publish.write_reports(
-        merged.results,
-        merged.verdicts,
-        merged.baseline_entries,
-        merged.baseline_name,
-        merged.baseline_source,
-        args.markdown,
-        args.html,
-        markdown.step_summary_path(),
-        option_prefix="--",
-        failed_tests=merged.failed_tests,
+        publish.RunOutcome(
+            merged.results,
+            merged.verdicts,
+            baseline_entries=merged.baseline_entries,
+            baseline_name=merged.baseline_name,
+            baseline_source=merged.baseline_source,
+            failed_tests=merged.failed_tests,
+        ),
+        publish.ReportTargets(
+            args.markdown, args.html, markdown.step_summary_path(), option_prefix="--"
+        ),
     )
     measured = [r for r in merged.results if r.metrics]
     if folder is not None and measured:
@@ -522,6 +544,34 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
             notes.append(f"saved {len(measured)} benchmark result(s) to {folder}")
         except (BaselineError, OSError) as exc:
             notes.append(f"ERROR: baselines not written: {exc}")
+    notes.append(_write_merged_json(args, merged))
+    for note in notes:
+        print(
+            f"torchbench: {safe_text(note)}",
+            file=sys.stderr if note.startswith("ERROR") else sys.stdout,
+        )
+    return _merge_exit(args, merged, written=not any(n.startswith("ERROR") for n in notes))
+
+
+def _merge_save_folder(args: argparse.Namespace, baselines_dir: Path) -> Path | None:
+    """The folder ``--save``/``--save-dir`` name, checked before any shard is read (a usage error
+    then costs nothing); None when neither was given."""
+    if args.save is None and args.save_dir is None:
+        return None
+    try:
+        if args.save is not None:
+            validate_set_name(args.save, "--save")
+        folder: Path = (
+            args.save_dir.absolute() if args.save_dir is not None else baselines_dir / args.save
+        )
+        check_save_folder(folder, "--save-dir" if args.save_dir is not None else "--save")
+    except BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    return folder
+
+
+def _write_merged_json(args: argparse.Namespace, merged: shards.Merged) -> str:
+    """Write OUT.json; the note saying so, or its ERROR line."""
     try:
         jsonreport.write(
             args.out,
@@ -536,14 +586,13 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
                 or None,
             },
         )
-        notes.append(f"merged JSON written to {args.out}")
     except OSError as exc:
-        notes.append(f"ERROR: OUT.json={args.out}: cannot write ({exc.strerror or exc})")
-    for note in notes:
-        print(
-            f"torchbench: {safe_text(note)}",
-            file=sys.stderr if note.startswith("ERROR") else sys.stdout,
-        )
+        return f"ERROR: OUT.json={args.out}: cannot write ({exc.strerror or exc})"
+    return f"merged JSON written to {args.out}"
+
+
+def _merge_exit(args: argparse.Namespace, merged: shards.Merged, *, written: bool) -> int:
+    """The failed-tests line, then the exit status: a missing report first, as in ``compare``."""
     failed = [v for v in merged.verdicts if v.failed]
     if failed or merged.failed_tests:
         tests = count_tests(merged.results, merged.verdicts, merged.failed_tests)["failed"]
@@ -551,7 +600,7 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
             f"torchbench: {tests} test(s) failed ({len(failed)} failing verdict(s), "
             f"{len(merged.failed_tests)} benchmark test(s) failed by pytest)"
         )
-    if any(note.startswith("ERROR") for note in notes):
+    if not written:
         return EXIT_USAGE
     if failed or merged.failed_tests:
         return EXIT_REGRESSION
@@ -561,7 +610,7 @@ def _merge(args: argparse.Namespace, baselines_dir: Path) -> int:
 def _history(args: argparse.Namespace, baselines_dir: Path) -> int:
     """``torchbench history``: the set as every commit that changed it saved it; steps beyond the
     limit, creep and environment breaks printed, and drawn or written where asked."""
-    from .core.history import series_of
+    from .judging.history import series_of
     from .reports import history as report
     from .store.history import commits_of, snapshots
 
@@ -612,7 +661,8 @@ def _history(args: argparse.Namespace, baselines_dir: Path) -> int:
 
 def _bisect(args: argparse.Namespace) -> int:
     """``torchbench bisect``: 0 when each regression between GOOD and BAD was traced to a commit,
-    1 when nothing regressed between them (nothing to find), 4 on bad input or a failed measurement."""
+    1 when nothing regressed between them (nothing to find), 4 on bad input or a failed
+    measurement."""
     from . import bisect
 
     try:
@@ -621,8 +671,8 @@ def _bisect(args: argparse.Namespace) -> int:
         unknown = [m for m in modes if registry.find(m) is None]
         if unknown or not modes:
             raise UsageError(
-                f"bisect: --bench-mode={args.modes}: unknown mode(s) {', '.join(unknown) or '(none)'} "
-                f"(known: {', '.join(registry.names())})"
+                f"bisect: --bench-mode={args.modes}: unknown mode(s) "
+                f"{', '.join(unknown) or '(none)'} (known: {', '.join(registry.names())})"
             )
         found = bisect.bisect(
             args.good,
@@ -659,7 +709,7 @@ def _comment(args: argparse.Namespace) -> int:
 
 def _keyword_matches(expression: str, key: str) -> bool:
     """pytest's ``-k``: names are substrings of the benchmark's id (case-insensitive)."""
-    from ._compat import keyword_matcher
+    from .common.compat import keyword_matcher
 
     try:
         return keyword_matcher(expression)(key)

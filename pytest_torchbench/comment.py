@@ -20,13 +20,14 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from .core.text import safe_text
+from .common.text import safe_text
 
 __all__ = ["MARKER", "CommentError", "Target", "target_from", "post"]
 
 #: The first line of our comment: how the next push finds it among the others.
 MARKER = "<!-- torchbench summary: edited in place on every push -->"
-#: GitHub refuses a comment over 65,536 characters; GitLab notes allow more, the same cut serves both.
+#: GitHub refuses a comment over 65,536 characters; GitLab notes allow more, the same cut serves
+#: both.
 MOST = 65_000
 
 Run = Callable[[Sequence[str]], "subprocess.CompletedProcess[str]"]
@@ -67,13 +68,14 @@ def target_from(env: Mapping[str, str], pr: str | None = None) -> Target:
         project, number = env.get("CI_PROJECT_ID", ""), pr or env.get("CI_MERGE_REQUEST_IID", "")
         if not project.isdigit() or not number.isdigit():
             raise CommentError(
-                "comment: no merge request here (CI_MERGE_REQUEST_IID is not set): run it in a merge "
-                "request pipeline, or name one with --pr N"
+                "comment: no merge request here (CI_MERGE_REQUEST_IID is not set): run it in a "
+                "merge request pipeline, or name one with --pr N"
             )
         base = f"projects/{project}/merge_requests/{number}/notes"
         return Target("glab", base, base + "/{id}", "PUT")
     raise CommentError(
-        "comment: not in GitHub Actions or GitLab CI: nothing tells which pull request to comment on"
+        "comment: not in GitHub Actions or GitLab CI: nothing tells which pull request to comment "
+        "on"
     )
 
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.judging.results import BenchmarkResult
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -309,7 +309,8 @@ def import_noise() -> frozenset[str]:
 
 def own_lines(stderr: str) -> list[str]:
     """The non-empty lines of ``stderr`` less what starting Python and importing torch print here
-    (:func:`import_noise`): "one clear line" tests count these, so they hold wherever torch warns."""
+    (:func:`import_noise`): "one clear line" tests count these, so they hold wherever torch
+    warns."""
     noise = import_noise()
     return [
         line
@@ -358,7 +359,7 @@ def make_result(
     extras: dict | None = None,
 ) -> BenchmarkResult:
     """A synthetic result (no measuring): reports and the CLI are tested on exact numbers."""
-    from pytest_torchbench.core.results import (
+    from pytest_torchbench.judging.results import (
         BenchmarkResult,
         InstructionsMetric,
         OpsMetric,
@@ -393,7 +394,8 @@ def sample_comparison() -> tuple[list, list, dict]:
 def sample_data() -> tuple[list, list, dict]:
     """(current results, verdicts, baseline entries): one regression with function- and op-level
     explanations, one improvement, one new and one missing benchmark."""
-    from pytest_torchbench.core.judgement import Policy, judge_result, missing_verdicts
+    from pytest_torchbench.common.vocabulary import Policy
+    from pytest_torchbench.judging.judgement import judge_result, missing_verdicts
 
     base = {
         "bench/test_m.py::test_slow": make_result(

@@ -116,7 +116,7 @@ def test_the_cache_key_changes_with_everything_a_base_depends_on(tmp_path: Path)
 def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) -> None:
     """MeasuredBase.pairs: (base, head) values of one benchmark and metric per round, in round
     order, leaving out rounds where either side did not measure it; the origin names the rounds."""
-    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.judging.results import BenchmarkResult
     from pytest_torchbench.metrics.time import TimeMetric
     from pytest_torchbench.pytest.base import MeasuredBase
     from pytest_torchbench.store.storage import BaselineSet
@@ -172,7 +172,7 @@ def test_rounds_are_said_to_be_in_turns_only_where_their_measurements_took_turns
 ) -> None:
     """``MeasuredBase.in_turns`` reads what the children recorded (engines/duet.py), not what
     was asked: a round whose tests ran in xdist workers measured one side after the other."""
-    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.judging.results import BenchmarkResult
     from pytest_torchbench.metrics.time import TimeMetric
     from pytest_torchbench.pytest.base import MeasuredBase
     from pytest_torchbench.store.storage import BaselineSet
@@ -201,13 +201,13 @@ def test_rounds_are_said_to_be_in_turns_only_where_their_measurements_took_turns
 
 
 def test_the_extra_rounds_name_tests_relative_to_where_pytest_started(tmp_path: Path) -> None:
-    """``Controller._test_argument``: a test in the repository is named relative to the folder
+    """``BaselineSource.test_argument``: a test in the repository is named relative to the folder
     pytest was started in, both resolved (a rootdir reached through a symlink named the real
     folder's tests by a path the worktree does not have); a test outside the repository keeps
     its absolute path (it is not in the worktree either)."""
     from types import SimpleNamespace
 
-    from pytest_torchbench.pytest.controller import Controller
+    from pytest_torchbench.pytest.baseline_source import BaselineSource
 
     repo = tmp_path / "real" / "repo"
     (repo / "tests").mkdir(parents=True)
@@ -221,26 +221,26 @@ def test_the_extra_rounds_name_tests_relative_to_where_pytest_started(tmp_path: 
         config=SimpleNamespace(invocation_params=SimpleNamespace(dir=repo / "tests")),
         revision=SimpleNamespace(toplevel=repo),
     )
-    assert Controller._test_argument(fake, link / "tests" / "test_a.py") == "test_a.py"  # type: ignore[arg-type]
-    assert Controller._test_argument(fake, repo / "tests" / "test_a.py") == "test_a.py"  # type: ignore[arg-type]
-    assert Controller._test_argument(fake, outside) == str(outside)  # type: ignore[arg-type]
+    assert BaselineSource.test_argument(fake, link / "tests" / "test_a.py") == "test_a.py"  # type: ignore[arg-type]
+    assert BaselineSource.test_argument(fake, repo / "tests" / "test_a.py") == "test_a.py"  # type: ignore[arg-type]
+    assert BaselineSource.test_argument(fake, outside) == str(outside)  # type: ignore[arg-type]
     fake.config.invocation_params.dir = repo / "sub"
-    assert Controller._test_argument(fake, link / "tests" / "test_a.py") == "../tests/test_a.py"  # type: ignore[arg-type]
+    assert BaselineSource.test_argument(fake, link / "tests" / "test_a.py") == "../tests/test_a.py"  # type: ignore[arg-type]
 
 
 def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide(
     tmp_path: Path,
 ) -> None:
-    """``Controller._undecided_tests``, the callback ``base.measure`` asks before each pass of
+    """``BaselineSource.undecided_tests``, the callback ``base.measure`` asks before each pass of
     extra rounds: after the first rounds, every benchmark they did not call unchanged with both
     views (a change too); after a pass, only benchmarks measured again that all their rounds,
     judged as the verdict will be, still leave undecided; never one the first rounds passed."""
     from types import SimpleNamespace
 
-    from pytest_torchbench.core.judgement import Policy
-    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.common.vocabulary import Policy
+    from pytest_torchbench.judging.results import BenchmarkResult
     from pytest_torchbench.metrics.time import TimeMetric
-    from pytest_torchbench.pytest.controller import Controller
+    from pytest_torchbench.pytest.baseline_source import BaselineSource
     from pytest_torchbench.store.storage import BaselineSet
 
     def side(**seconds: float) -> BaselineSet:
@@ -274,13 +274,13 @@ def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide
     fake = SimpleNamespace(
         settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path),
         again_passes={},
-        _test_argument=lambda path: path.relative_to(tmp_path).as_posix(),
+        test_argument=lambda path: path.relative_to(tmp_path).as_posix(),
     )
-    undecided = Controller._undecided_tests
+    undecided = BaselineSource.undecided_tests
     assert undecided(fake, first) == ["t.py::test_slower", "t.py::test_flip", "t.py::test_gone"]  # type: ignore[arg-type]
     # the first pass: the slowdown decided on eight rounds; the flipping one still undecided;
     # test_gone measured nothing there (its test failed), so its first rounds are still judged
-    # strictly, as its verdict will be (``_rounds_unfinished``), and it is taken again
+    # strictly, as its verdict will be (``rounds_unfinished``), and it is taken again
     again = [
         (side(test_slower=s[0], test_flip=f[0]), side(test_slower=s[1], test_flip=f[1]))
         for s, f in zip(slower, flipping)
@@ -302,11 +302,11 @@ def test_a_benchmark_measured_along_with_its_sibling_is_judged_on_its_own_rounds
     pass, whatever its extra rounds say (here a burst that doubles them)."""
     from types import SimpleNamespace
 
-    from pytest_torchbench.core.judgement import Policy
-    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.common.vocabulary import Policy
+    from pytest_torchbench.judging.results import BenchmarkResult
     from pytest_torchbench.metrics.time import TimeMetric
     from pytest_torchbench.pytest.base import MeasuredBase
-    from pytest_torchbench.pytest.controller import Controller
+    from pytest_torchbench.pytest.baseline_source import BaselineSource
     from pytest_torchbench.store.storage import BaselineSet
 
     def side(calm: float, flip: float) -> BaselineSet:
@@ -332,11 +332,11 @@ def test_a_benchmark_measured_along_with_its_sibling_is_judged_on_its_own_rounds
     fake = SimpleNamespace(
         settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path),
         again_passes={},
-        _test_argument=lambda path: path.relative_to(tmp_path).as_posix(),
+        test_argument=lambda path: path.relative_to(tmp_path).as_posix(),
     )
-    assert Controller._undecided_tests(fake, first) == ["t.py::test_two"]  # type: ignore[arg-type]
+    assert BaselineSource.undecided_tests(fake, first) == ["t.py::test_two"]  # type: ignore[arg-type]
     assert fake.again_passes == {"t.py::test_two::flip": 1}
-    assert Controller._undecided_tests(fake, first + burst) == ["t.py::test_two"]  # type: ignore[arg-type]
+    assert BaselineSource.undecided_tests(fake, first + burst) == ["t.py::test_two"]  # type: ignore[arg-type]
     assert fake.again_passes == {
         "t.py::test_two::flip": 2
     }  # the calm one is not judged on the burst
@@ -412,7 +412,10 @@ def test_the_order_of_a_rounds_two_children_is_read_from_the_environment(monkeyp
     monkeypatch.setenv(ROUNDS_ENV, "sequentail\x1b[31m")
     with pytest.raises(
         ValueError,
-        match=r"^TORCHBENCH_ROUNDS='sequentail.*' is neither 'turns' \(the default\) nor 'sequential'",
+        match=(
+            r"^TORCHBENCH_ROUNDS='sequentail.*' is neither 'turns' \(the default\) "
+            r"nor 'sequential'"
+        ),
     ) as caught:
         turns_wanted()
     assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)

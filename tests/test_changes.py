@@ -1,5 +1,6 @@
 """The lines changed since a revision (``store/changes.py``), read from a real git repository:
-they tag the call sites of a failed verdict, so a wrong answer points the reader at the wrong line."""
+they tag the call sites of a failed verdict, so a wrong answer points the reader at the wrong
+line."""
 
 from __future__ import annotations
 
@@ -211,7 +212,8 @@ def test_sites_on_changed_lines_come_first_tagged(repo: tuple[Path, str]) -> Non
         ("site unknown: only torch", 1.0),
     ]
     assert sites_text(sites, lines, 2, counted=True) == (
-        "lib/ops.py:6 in f, from test_a.py:9 in t x1 [changed since HEAD~1], lib/ops.py:5 in f x3, +2 more"
+        "lib/ops.py:6 in f, from test_a.py:9 in t x1 [changed since HEAD~1], "
+        "lib/ops.py:5 in f x3, +2 more"
     )
     # without git's answer: as before, the most calls first
     assert (

@@ -91,7 +91,8 @@ def test_a_report_path_that_is_not_a_regular_file_is_a_usage_error_before_compar
     command: list[str],
     option: str,
 ) -> None:
-    """Item 8: compare --html=/dev/null printed ERROR and exited 0 (and a symlink was written through)."""
+    """Item 8: compare --html=/dev/null printed ERROR and exited 0 (and a symlink was written
+    through)."""
     import os
 
     _sets(tmp_path)
@@ -212,11 +213,11 @@ def test_plugin_errors_are_escaped(
 
 
 def _shard(path: Path, keys: list[str], verdict_status: str = "unchanged", **meta: object) -> None:
-    """A --bench-json document as a shard writes it (jsonreport.write), with one ops verdict per key."""
+    """A --bench-json document as a shard writes it (jsonreport.write), with one ops verdict per
+    key."""
     from conftest import make_result
 
-    from pytest_torchbench.core.judgement import Verdict
-    from pytest_torchbench.core.vocabulary import Environment
+    from pytest_torchbench.common.vocabulary import Environment, Verdict
     from pytest_torchbench.reports import jsonreport
 
     results = [make_result(key, ops={"aten::add": 1}) for key in keys]
@@ -254,8 +255,8 @@ def test_merge_conflicts_are_one_escaped_line_each(
     assert "\x1b" not in err and err.count("\n") == 3, err
     lines = err.splitlines()
     assert lines[0] == (
-        "torchbench: error: merge: t.py::test_\\x1b[2Jevil is in both a.json and b.json: each benchmark "
-        "must run in one shard only (check how the jobs split the suite)"
+        "torchbench: error: merge: t.py::test_\\x1b[2Jevil is in both a.json and b.json: "
+        "each benchmark must run in one shard only (check how the jobs split the suite)"
     )
     assert lines[1].startswith(
         'torchbench: error: merge: a.json compared with baseline ["main", "baselines/main"], '
@@ -335,7 +336,7 @@ def test_compare_in_ci_fails_when_a_benchmark_was_compared_with_nothing(
     """As the gate and merge: exit 6 in CI, 0 outside it or with --allow-incomparable."""
     from conftest import make_result
 
-    from pytest_torchbench.core.vocabulary import Environment
+    from pytest_torchbench.common.vocabulary import Environment
 
     monkeypatch.chdir(tmp_path)
     for name, torch_version in (("main", "2.13.0+cpu"), ("same", "2.13.0+cpu"), ("other", "2.5.1")):

@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from pytest_torchbench import _compat
+from pytest_torchbench.common import compat as _compat
 
 
 def test_version_tuple() -> None:
@@ -107,7 +107,7 @@ def test_the_sm_clock_is_read_through_one_nvml_handle(monkeypatch: pytest.Monkey
 
     import torch
 
-    from pytest_torchbench import _compat
+    from pytest_torchbench.common import compat as _compat
 
     monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
     assert _compat.sm_clock_reader(0) is None

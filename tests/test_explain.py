@@ -5,7 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pytest_torchbench.core.explain import judging_options, passed_through, rerun_command
+from pytest_torchbench.judging.explain import (
+    Invocation,
+    judging_options,
+    passed_through,
+    rerun_command,
+)
 
 
 def test_every_option_is_kept_but_the_paths_the_cache_the_debugger_and_basetemp() -> None:
@@ -62,13 +67,11 @@ def test_every_option_is_kept_but_the_paths_the_cache_the_debugger_and_basetemp(
 
 def test_the_rerun_is_serial_native_and_judged_like_this_run(tmp_path: Path) -> None:
     command = rerun_command(
-        ["-p", "no:benchmark", "-n", "4"],
+        Invocation(args=("-p", "no:benchmark", "-n", "4"), rootdir=tmp_path, xdist=True),
         ["b/test_x.py::test[1]", "a/test_y.py::T::t", "b/test_x.py::test[1]"],
-        tmp_path,
         ["ops"],
         ["--bench-compare=main", "--bench-fail=ops:5%"],
         tmp_path / "r.json",
-        xdist=True,
     )
     assert command[:3] == [sys.executable, "-m", "pytest"]  # this interpreter, never under valgrind
     assert command[3:9] == [
@@ -89,7 +92,7 @@ def test_the_rerun_is_serial_native_and_judged_like_this_run(tmp_path: Path) -> 
         f"{tmp_path}/b/test_x.py::test[1]",
     ]  # once each
     assert "-n" not in rerun_command(
-        [], ["t.py::t"], tmp_path, ["ops"], [], tmp_path / "r.json", xdist=False
+        Invocation(args=(), rootdir=tmp_path), ["t.py::t"], ["ops"], [], tmp_path / "r.json"
     )
 
 
@@ -109,13 +112,11 @@ def test_the_rerun_keeps_its_temporary_files_to_itself(tmp_path: Path) -> None:
     and pointed pytest-current at it: the user looking there for the failed test's tmp_path found
     the re-run's, and a few re-runs made the run's own folder the next pytest's to delete."""
     command = rerun_command(
-        ["--basetemp", "/tmp/mine"],
+        Invocation(args=("--basetemp", "/tmp/mine"), rootdir=tmp_path),
         ["t.py::t"],
-        tmp_path,
         ["time"],
         [],
         tmp_path / "r.json",
-        xdist=False,
     )
     assert "/tmp/mine" not in command  # pytest empties its basetemp when it starts
     assert f"--basetemp={tmp_path / 'basetemp'}" in command
@@ -127,19 +128,20 @@ def test_the_rerun_names_its_tests_relative_to_the_folder_it_starts_in(tmp_path:
     root = tmp_path / "job[3]"
     (root / "tests").mkdir(parents=True)
     command = rerun_command(
-        [], ["tests/test_y.py::t[1]"], root, ["ops"], [], tmp_path / "r.json", xdist=False, cwd=root
+        Invocation(args=(), rootdir=root, cwd=root),
+        ["tests/test_y.py::t[1]"],
+        ["ops"],
+        [],
+        tmp_path / "r.json",
     )
     assert command[-1] == "tests/test_y.py::t[1]"
     assert (
         rerun_command(
-            [],
+            Invocation(args=(), rootdir=root, cwd=root / "tests"),
             ["tests/test_y.py::t"],
-            root,
             ["ops"],
             [],
             tmp_path / "r.json",
-            xdist=False,
-            cwd=root / "tests",
         )[-1]
         == "test_y.py::t"
     )
@@ -154,6 +156,10 @@ def test_a_symlinked_test_file_keeps_the_name_pytest_gave_it(tmp_path: Path) -> 
     (root / "tests").mkdir()
     (root / "tests" / "test_link.py").symlink_to(root / "real" / "test_x.py")
     command = rerun_command(
-        [], ["tests/test_link.py::t"], root, ["ops"], [], tmp_path / "r.json", xdist=False, cwd=root
+        Invocation(args=(), rootdir=root, cwd=root),
+        ["tests/test_link.py::t"],
+        ["ops"],
+        [],
+        tmp_path / "r.json",
     )
     assert command[-1] == "tests/test_link.py::t"

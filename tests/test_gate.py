@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pytest_torchbench.cli import compare_sets, main
-from pytest_torchbench.core import gate
-from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
-from pytest_torchbench.core.vocabulary import MISSING, NEW, REGRESSION, UNCHANGED, Policy, Verdict
+from pytest_torchbench.common.vocabulary import MISSING, NEW, REGRESSION, UNCHANGED, Policy, Verdict
+from pytest_torchbench.judging import gate
+from pytest_torchbench.judging.results import BenchmarkResult, OpsMetric
 from pytest_torchbench.store.storage import load_set_from_folder, save_set
 
 
@@ -42,8 +42,9 @@ def test_per_test_limits_and_the_review_callable() -> None:
 
     def review(
         result: BenchmarkResult, verdicts: list[Verdict], baseline: BenchmarkResult | None
-    ) -> None:
+    ) -> list[Verdict]:
         seen.append((result.key, len(verdicts), baseline is not None))
+        return verdicts
 
     verdicts = gate.gate(current, _base(), Policy(), review)
     assert [(v.key, v.status, v.failed) for v in verdicts] == [
@@ -175,7 +176,7 @@ def test_missing_scope_leaves_out_tests_of_modules_narrowed_to_some_nodes() -> N
 
 
 def test_narrowed_modules_are_those_named_only_by_node_ids(tmp_path: Path) -> None:
-    from pytest_torchbench.pytest.controller import narrowed_modules
+    from pytest_torchbench.pytest.session_facts import narrowed_modules
 
     root = tmp_path
     assert narrowed_modules(

@@ -1,5 +1,6 @@
 """The import path of a benchmarking run (pytest/importpath.py) and how a base run is started
-(base.pytest_launcher): both sides of a comparison import their own tree through paths of one shape."""
+(base.pytest_launcher): both sides of a comparison import their own tree through paths of one
+shape."""
 
 from __future__ import annotations
 

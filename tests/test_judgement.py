@@ -6,23 +6,23 @@ import random
 
 import pytest
 
-from pytest_torchbench.core.judgement import (
+from pytest_torchbench.common.vocabulary import (
     IMPROVEMENT,
     NEW,
     NOISY,
     NOT_COMPARABLE,
     REGRESSION,
     UNCHANGED,
-    LimitSpecError,
     Policy,
+)
+from pytest_torchbench.judging.judgement import (
+    LimitSpecError,
     failure_message,
     judge_metric,
     parse_limits,
-    time_allowance,
-    time_disturbance,
-    time_reference,
 )
-from pytest_torchbench.core.results import Environment, TimeMetric
+from pytest_torchbench.judging.results import Environment, TimeMetric
+from pytest_torchbench.metrics.time import time_allowance, time_disturbance, time_reference
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_slow_outliers_do_not_move_the_fastest_call():
     assert verdict.status == UNCHANGED and not verdict.failed
 
 
-# -- the time gate against the noise between runs ---------------------------------------------------
+# -- the time gate against the noise between runs --------------------------------------------------
 
 
 def _quiet(metric, share=0.99, load=0.5, history=()):
@@ -242,11 +242,18 @@ def test_new_and_not_comparable():
     env_now = Environment({"torch": "2.13", "python": "3.11"})
     env_then = Environment({"torch": "2.1", "python": "3.11"})
     baseline = _metric(rng, 1e-3, 0.01)
-    verdict = judge_metric("k", "time", current, baseline, Policy(), env_now, env_then)
+    verdict = judge_metric(
+        "k", "time", current, baseline, Policy(), environments=(env_now, env_then)
+    )
     assert verdict.status == NOT_COMPARABLE and not verdict.failed
     assert "torch: 2.1 -> 2.13" in verdict.summary
     strict = judge_metric(
-        "k", "time", current, baseline, Policy(strict_environment=True), env_now, env_then
+        "k",
+        "time",
+        current,
+        baseline,
+        Policy(strict_environment=True),
+        environments=(env_now, env_then),
     )
     assert strict.failed
     # facts that do not matter for time (cpu_count) keep it comparable
@@ -256,8 +263,7 @@ def test_new_and_not_comparable():
         current,
         baseline,
         Policy(),
-        env_now.merged({"cpu_count": "2"}),
-        env_now.merged({"cpu_count": "64"}),
+        environments=(env_now.merged({"cpu_count": "2"}), env_now.merged({"cpu_count": "64"})),
     )
     assert same.status == REGRESSION
 
@@ -273,7 +279,7 @@ _LONG_KERNEL = (
 
 
 def _instructions(total: float, functions: dict[str, float], number: int = 100):
-    from pytest_torchbench.core.results import InstructionsMetric
+    from pytest_torchbench.judging.results import InstructionsMetric
 
     return InstructionsMetric(total, number, functions)
 
@@ -314,7 +320,8 @@ def test_a_change_far_beyond_what_the_number_of_calls_moves_is_judged_across_num
 
 
 def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():
-    from pytest_torchbench.core.judgement import failure_message, short_function_name
+    from pytest_torchbench.engines.callgrind.names import short_function_name
+    from pytest_torchbench.judging.judgement import failure_message
 
     assert len(_LONG_KERNEL) > 400
     short = short_function_name(_LONG_KERNEL)
@@ -357,7 +364,7 @@ def test_long_cxx_names_are_shortened_in_messages_and_noise_frames_come_last():
 def test_the_sum_of_the_functions_a_run_does_not_keep_is_named_as_such() -> None:
     # A copy added to a heavy call spreads over many small functions outside the kept ones: their
     # sum is often the largest change, and a bare "[other functions]" read like a function's name.
-    from pytest_torchbench.core.results import InstructionsMetric
+    from pytest_torchbench.judging.results import InstructionsMetric
 
     base = {"Python/ceval.c:_PyEval_EvalFrameDefault": 5000.0, InstructionsMetric.OTHER: 1000.0}
     now = {"Python/ceval.c:_PyEval_EvalFrameDefault": 5100.0, InstructionsMetric.OTHER: 1800.0}
@@ -376,27 +383,30 @@ def test_the_sum_of_the_functions_a_run_does_not_keep_is_named_as_such() -> None
 
 
 _CALLBACKS = [  # torch's kernels as Callgrind names them (from this project's committed baselines)
-    "???:void c10::function_ref<void (char**, long const*, long, long)>::callback_fn<at::native::AVX2::"
-    "VectorizedLoop2d<at::native::(anonymous namespace)::add_kernel(at::TensorIteratorBase&, c10::Scalar const&)"
-    "::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda(float, float)#1}, "
-    "at::native::(anonymous namespace)::add_kernel(at::TensorIteratorBase&, c10::Scalar const&)::{lambda()#1}"
-    "::operator()() const::{lambda()#7}::operator()() const::{lambda(at::vec::AVX2::Vectorized<float>, "
-    "at::vec::AVX2::Vectorized<float>)#1}> >(long, char**, long const*, long, long)",
-    "???:void c10::function_ref<void (char**, long const*, long, long)>::callback_fn<at::native::AVX2::"
-    "VectorizedLoop2d<at::native::(anonymous namespace)::div_true_kernel(at::TensorIteratorBase&)::{lambda()#2}"
-    "::operator()() const::{lambda()#2}::operator()() const::{lambda(float, float)#1}, at::native::(anonymous "
-    "namespace)::div_true_kernel(at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::"
-    "operator()() const::{lambda(at::vec::AVX2::Vectorized<float>, at::vec::AVX2::Vectorized<float>)#1}> >"
+    "???:void c10::function_ref<void (char**, long const*, long, long)>::callback_fn<"
+    "at::native::AVX2::VectorizedLoop2d<at::native::(anonymous namespace)::add_kernel("
+    "at::TensorIteratorBase&, c10::Scalar const&)::{lambda()#1}::operator()() const::"
+    "{lambda()#7}::operator()() const::{lambda(float, float)#1}, "
+    "at::native::(anonymous namespace)::add_kernel(at::TensorIteratorBase&, c10::Scalar const&)::"
+    "{lambda()#1}::operator()() const::{lambda()#7}::operator()() const::{lambda("
+    "at::vec::AVX2::Vectorized<float>, at::vec::AVX2::Vectorized<float>)#1}> >"
     "(long, char**, long const*, long, long)",
-    "???:at::native::(anonymous namespace)::add_kernel(at::TensorIteratorBase&, c10::Scalar const&)::{lambda()#1}"
-    "::operator()() const::{lambda()#7}::operator()() const",
+    "???:void c10::function_ref<void (char**, long const*, long, long)>::callback_fn<"
+    "at::native::AVX2::VectorizedLoop2d<at::native::(anonymous namespace)::div_true_kernel("
+    "at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const"
+    "::{lambda(float, float)#1}, at::native::(anonymous namespace)::div_true_kernel("
+    "at::TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const"
+    "::{lambda(at::vec::AVX2::Vectorized<float>, at::vec::AVX2::Vectorized<float>)#1}> >"
+    "(long, char**, long const*, long, long)",
+    "???:at::native::(anonymous namespace)::add_kernel(at::TensorIteratorBase&, "
+    "c10::Scalar const&)::{lambda()#1}::operator()() const::{lambda()#7}::operator()() const",
 ]
 
 
 def test_torchs_kernel_callbacks_read_apart() -> None:
     """Folding every bracket made each kernel ``void c10::function_ref<…>::callback_fn<…>(…)``;
     what tells them apart (the kernel inside the template) is kept, the noise around it goes."""
-    from pytest_torchbench.core.judgement import short_function_name
+    from pytest_torchbench.engines.callgrind.names import short_function_name
 
     assert [short_function_name(name) for name in _CALLBACKS] == [
         "function_ref::callback_fn<VectorizedLoop2d<add_kernel::{lambda}>>",
@@ -410,7 +420,7 @@ def test_torchs_kernel_callbacks_read_apart() -> None:
     assert len(short_function_name(_CALLBACKS[0], 40)) <= 40
 
 
-# -- the fastest call ignores lucky blocks; CPU time decides on a busy machine -------------------------
+# -- the fastest call ignores lucky blocks; CPU time decides on a busy machine ---------------------
 
 
 def test_one_lucky_block_does_not_set_the_fastest_call():
@@ -441,8 +451,8 @@ def test_busy_machine_fails_a_doubled_cpu_time_whatever_the_wall_time_allows():
     assert verdict.status == REGRESSION and verdict.failed
     assert "; CPU time per call 1 ms -> 2 ms (+100.0%))" in verdict.summary
     assert (
-        "disturbed (CPU share 30% < 90%): judged on CPU time per call, which other processes do not "
-        "take from the measuring thread; it fails beyond +50%"
+        "disturbed (CPU share 30% < 90%): judged on CPU time per call, which other processes do "
+        "not take from the measuring thread; it fails beyond +50%"
     ) in verdict.details
     # five times the wall time with CPU time that moved little: noisy, and the line says why
     verdict = judge_metric("k", "time", _busy(_metric(rng, 5e-3, 0.01), 1.1e-3), baseline, Policy())
@@ -470,7 +480,7 @@ def test_cpu_time_is_not_judged_on_a_quiet_machine_or_for_short_calls():
 
 
 def test_cpu_fastest_is_kept_in_json_and_checked():
-    from pytest_torchbench.core.results import TimeMetric as Model
+    from pytest_torchbench.judging.results import TimeMetric as Model
 
     metric = Model(1, [1e-3, 2e-3], cpu_fastest=0.9e-3)
     data = metric.to_json()
@@ -484,7 +494,7 @@ def test_cpu_fastest_is_kept_in_json_and_checked():
 def test_turns_are_kept_in_json_and_checked():
     """How many times a measurement handed the CPU to its pair (engines/duet.py) is stored and
     read back; anything but a count is refused; measured alone, nothing is stored."""
-    from pytest_torchbench.core.results import TimeMetric as Model
+    from pytest_torchbench.judging.results import TimeMetric as Model
 
     data = Model(1, [1e-3, 2e-3], turns=12).to_json()
     assert data["turns"] == 12 and Model.from_json(data).turns == 12
@@ -533,7 +543,7 @@ def test_cpu_fastest_is_the_cpu_time_of_the_fastest_block():
     assert TimeMetric.from_measurement(measurement).cpu_fastest is None
 
 
-# -- a slower machine: the reference workloads measured beside each run -------------------------------
+# -- a slower machine: the reference workloads measured beside each run ----------------------------
 
 
 def _reference(compute, probe=1):
@@ -560,8 +570,8 @@ def test_a_machine_slower_by_as_much_as_the_code_is_noisy_not_failed():
     )
     assert (
         "the machine was slower: a reference workload took 7.2 us per call beside this run, 4 us "
-        "beside the baseline's latest run (+80.0%), which explains a rise of the fastest call of up to "
-        "+98% over that run"
+        "beside the baseline's latest run (+80.0%), which explains a rise of the fastest call of "
+        "up to +98% over that run"
     ) in verdict.details
     # what the slower machine does not explain still fails: 4x the time on a 1.8x slower machine
     current = _beside(rng, 2.5e-6, 7.2e-6)
@@ -579,8 +589,8 @@ def test_a_hand_edited_reference_excuses_at_most_three_times_the_time():
     verdict = judge_metric("k", "time", current, baseline, Policy())
     assert verdict.status == REGRESSION and verdict.failed
     assert (
-        "(+200.0% (counted as 3x at most)), which explains a rise of the fastest call of up to +230%"
-        in verdict.details[-1]
+        "(+200.0% (counted as 3x at most)), which explains a rise of the fastest call of up to "
+        "+230%" in verdict.details[-1]
     )
     assert len(verdict.details[-1]) < 300
     current = _beside(rng, 300e-6, 4e-6)  # 3x: within what a 3x slower machine explains
@@ -588,8 +598,8 @@ def test_a_hand_edited_reference_excuses_at_most_three_times_the_time():
 
 
 def test_the_machine_excuse_is_against_the_run_its_reference_was_measured_beside():
-    # an earlier saved run was slow (180 us) and the latest 100 us; the reference rose 1.5x since the
-    # latest: 2.5x the latest run is neither the band's noise nor the machine's
+    # an earlier saved run was slow (180 us) and the latest 100 us; the reference rose 1.5x since
+    # the latest: 2.5x the latest run is neither the band's noise nor the machine's
     rng = random.Random(26)
     baseline = _beside(rng, 100e-6, 4e-6, history=[180e-6])
     current = _beside(rng, 250e-6, 6e-6)
@@ -690,8 +700,8 @@ def test_memory_saved_beside_instructions_compares_with_a_memory_only_run() -> N
     counted worker (PYTHONMALLOC=malloc, the counting allocator, AVX2 under valgrind) it equalled
     a memory-only run's on every example (docs/design/measurements.md). Only the facts that decide
     it make it not comparable."""
-    from pytest_torchbench.core.judgement import environment_differences
-    from pytest_torchbench.core.vocabulary import Environment
+    from pytest_torchbench.common.vocabulary import Environment
+    from pytest_torchbench.judging.judgement import environment_differences
 
     counted = Environment(
         {

@@ -1,9 +1,10 @@
-"""The package's layers, folder by folder: every import runs downward (or within its layer).
+"""The package's layers are its folders: every import runs downward (or within its folder).
 
-Bottom up: the shared vocabulary (``core/vocabulary.py``, ``core/text.py``, ``_compat.py``); the
-engines; the metrics and their registry; the results model, judgement, gate (``core/``) and storage
-(``store/``); the reports; the pytest glue (``pytest/``) and the command line on top. The package's
-``__init__`` (the public API) sits with the results model. Written by the re-layout (issue 23).
+Bottom up: ``common/`` (the shared vocabulary, text, statistics, the private APIs used); the
+engines; the metrics and their registry; ``judging/`` (the results model, judgement, the gate)
+and ``store/``; the reports; the pytest glue (``pytest/``) and the command line on top. The
+package's ``__init__`` (the public API) sits with the results model. No module outside a folder
+but the command line's (``cli``, ``bisect``, ``comment``, ``__main__``).
 """
 
 from __future__ import annotations
@@ -16,26 +17,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "pytest_torchbench"
 
-#: bottom up: (layer, module prefixes); a module is in the layer of its longest matching prefix
+#: bottom up: (layer, its folders or top-level modules); a module is in the layer of its folder
 LAYERS = (
-    (
-        "the shared vocabulary",
-        (
-            "pytest_torchbench._compat",
-            "pytest_torchbench.core.vocabulary",
-            "pytest_torchbench.core.text",
-            "pytest_torchbench.core.statistics",
-        ),
-    ),
+    ("common: vocabulary, text, statistics, compat", ("pytest_torchbench.common",)),
     ("engines", ("pytest_torchbench.engines",)),
     ("metrics and their registry", ("pytest_torchbench.metrics",)),
-    (
-        "results, judgement, gate, storage",
-        (
-            "pytest_torchbench.core",
-            "pytest_torchbench.store",
-        ),
-    ),
+    ("judging and storage", ("pytest_torchbench.judging", "pytest_torchbench.store")),
     ("reports", ("pytest_torchbench.reports",)),
     (
         "pytest glue and the command line",
@@ -116,5 +103,15 @@ def test_imports_run_downward(module: str) -> None:
 
 
 def test_the_folders_exist() -> None:
-    for folder in ("core", "store", "engines", "metrics", "reports", "pytest"):
+    for folder in ("common", "engines", "metrics", "judging", "store", "reports", "pytest"):
         assert (PACKAGE / folder / "__init__.py").is_file(), folder
+
+
+def test_every_folder_is_one_layer() -> None:
+    """A layer is named by folders (and the command line's top-level modules), never by a module
+    inside a folder, so a folder cannot hold two layers again."""
+    folders = {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    named = [prefix for _, prefixes in LAYERS for prefix in prefixes]
+    inside = [p for p in named if p.count(".") > 1]
+    assert inside == []
+    assert folders <= {p.split(".")[1] for p in named}, "give the new folder a layer"

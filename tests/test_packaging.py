@@ -46,7 +46,9 @@ def _package_data() -> list[str]:
 
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    try:  # the distribution, not find_spec: a checkout's own build/ folder imports as a namespace package
+    # the distribution, not find_spec: a checkout's own build/ folder imports as a namespace
+    # package
+    try:
         importlib.metadata.distribution("build")
     except importlib.metadata.PackageNotFoundError:
         pytest.skip(
@@ -133,7 +135,8 @@ def test_wheel_declares_the_plugin_the_command_and_ships_every_file(dists: dict[
         if "__pycache__" not in p.parts
     ]
     assert not [name for name in sources if name not in names]
-    # Nothing but the package and its metadata: no tests, examples or baselines in users' site-packages.
+    # Nothing but the package and its metadata: no tests, examples or baselines in users'
+    # site-packages.
     assert {name.split("/", 1)[0] for name in names} == {"pytest_torchbench", dist_info}
 
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from pytest_torchbench.core.results import BenchmarkResult, Environment, TimeMetric
+from pytest_torchbench.judging.results import BenchmarkResult, Environment, TimeMetric
 from pytest_torchbench.store.refs import resolve_compare
 from pytest_torchbench.store.storage import BaselineError, save_set
 

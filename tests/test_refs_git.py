@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
+from pytest_torchbench.judging.results import BenchmarkResult, OpsMetric
 from pytest_torchbench.store.refs import resolve_compare
 from pytest_torchbench.store.storage import BaselineError, render_baseline_document
 
@@ -185,7 +185,8 @@ def test_compare_with_revisions_end_to_end(  # type: ignore[no-untyped-def]
 
     same = run_bench("--bench-mode=ops", "--bench-compare=HEAD")
     assert same.ret == 0, same.stdout.str()
-    # Shown as the revision given, not as the set 'main' (which reads as this checkout's set or branch).
+    # Shown as the revision given, not as the set 'main' (which reads as this checkout's set or
+    # branch).
     same.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'HEAD' (git HEAD*"])
     named = run_bench("--bench-mode=ops", "--bench-compare=lean~1:main")
     assert named.ret == 0, named.stdout.str()

@@ -7,7 +7,7 @@ import json
 import pytest
 from torch.utils.benchmark import Timer
 
-from pytest_torchbench.core.results import (
+from pytest_torchbench.judging.results import (
     BenchmarkResult,
     Environment,
     TimeMetric,
@@ -81,7 +81,7 @@ def test_benchmark_result_wire_form_round_trip():
 
 
 def test_nodeid_is_its_own_field_and_old_keys_are_matched_to_collected_tests():
-    from pytest_torchbench.core.results import nodeid_among
+    from pytest_torchbench.judging.results import nodeid_among
 
     result = BenchmarkResult(
         key="t.py::test_p[a [b] [desc] #2",
@@ -110,7 +110,7 @@ def test_nodeid_is_its_own_field_and_old_keys_are_matched_to_collected_tests():
 
 
 def test_instructions_metric_keeps_the_largest_functions_and_an_other_bucket():
-    from pytest_torchbench.core.results import InstructionsMetric
+    from pytest_torchbench.judging.results import InstructionsMetric
 
     exclusive = {f"/build/x/lib.c:f{i:03d} [libx.so]": 1000 - i for i in range(300)}
     total = sum(exclusive.values())
@@ -131,7 +131,7 @@ def test_instructions_names_match_torchs_as_standardized():
         FunctionCounts,
     )
 
-    from pytest_torchbench.core.results import InstructionsMetric
+    from pytest_torchbench.judging.results import InstructionsMetric
 
     raw = {
         "/usr/src/build/../aten/src/ATen/native/Copy.cpp:copy_ [libtorch_cpu.so]": 40,

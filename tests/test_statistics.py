@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from pytest_torchbench.core.statistics import RoundStats
+from pytest_torchbench.common.statistics import RoundStats
 
 
 def test_round_stats_by_hand() -> None:

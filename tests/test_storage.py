@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from pytest_torchbench.core.results import BenchmarkResult, Environment, OpsMetric, TimeMetric
+from pytest_torchbench.judging.results import BenchmarkResult, Environment, OpsMetric, TimeMetric
 from pytest_torchbench.store import storage
 from pytest_torchbench.store.storage import (
     BaselineError,
@@ -591,15 +591,16 @@ def test_numbers_that_are_strings_or_booleans_are_rejected(metric, data, needle)
         ),
         (
             '{"schema": 2, "module": "m.py", "benchmarks": {}}',
-            "has schema 2, written by a newer pytest-torchbench (this one reads schema 1); it was left untouched: "
-            "upgrade pytest-torchbench",
+            "has schema 2, written by a newer pytest-torchbench (this one reads schema 1); "
+            "it was left untouched: upgrade pytest-torchbench",
         ),
         (
             '{"schema": 1, "module": "m.py", "benchmarks": {}, "schema": 1}',
             'key "schema" appears twice in one object',
         ),
         (
-            '{"schema": 1, "module": "m.py", "benchmarks": {"m.py::t": {"metrics": {}}, "m.py::t": {"metrics": {}}}}',
+            '{"schema": 1, "module": "m.py", "benchmarks": {"m.py::t": {"metrics": {}}, '
+            '"m.py::t": {"metrics": {}}}}',
             'key "m.py::t" appears twice',
         ),
     ],

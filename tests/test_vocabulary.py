@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pytest_torchbench.core.vocabulary import format_seconds, time_unit
+from pytest_torchbench.common.vocabulary import format_seconds, time_unit
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,22 @@ def test_format_seconds_is_four_significant_digits_and_never_raises() -> None:
     assert format_seconds(0.0) == "0 s"
     assert format_seconds(-2e-3) == "-2 ms"
     assert format_seconds(math.inf) == "inf s" and format_seconds(math.nan) == "nan s"
+
+
+def test_a_verdict_cannot_be_changed_after_it_is_built() -> None:
+    """Each step of the verdict path returns a new verdict (judging/judgement.py): the type says
+    so, so no later step can change a verdict that another step or a report already acted on."""
+    import dataclasses
+
+    from pytest_torchbench.common.vocabulary import REGRESSION, Verdict
+
+    verdict = Verdict("t.py::t", "ops", REGRESSION, 1.0, 2.0, details=["aten::add 1 -> 2 per call"])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        verdict.failed = True  # type: ignore[misc]
+    assert isinstance(verdict.details, tuple)
+    waived = verdict.replace(failed=False)
+    explained = verdict.with_details(before=["first"], after=["last"])
+    assert waived is not verdict and not waived.failed
+    assert explained.details == ("first", "aten::add 1 -> 2 per call", "last")
+    assert verdict.details == ("aten::add 1 -> 2 per call",)
+    assert Verdict.from_json(explained.to_json()) == explained

@@ -1,4 +1,5 @@
-"""A fork server for the end-to-end tests: ``python -m pytest`` runs without paying for Python and torch.
+"""A fork server for the end-to-end tests: ``python -m pytest`` runs without paying for Python
+and torch.
 
 Every end-to-end test starts real pytest runs. Started as fresh processes, each one pays for
 the interpreter and ``import torch`` (seconds each; most of a small run), hundreds of times
@@ -46,7 +47,8 @@ _BASE_PATH = [p for p in sys.path[1:] if p not in _OWN_PYTHONPATH]
 
 
 def _child(request: dict) -> None:
-    """Become ``python -m pytest ARGS`` for ``request``; never returns (exits through SystemExit)."""
+    """Become ``python -m pytest ARGS`` for ``request``; never returns (exits through
+    SystemExit)."""
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])

@@ -38,8 +38,9 @@ def torch_version() -> tuple[int, int]:
 def function_counts_from_dict(counts: Mapping[str, int], inclusive: bool = False) -> Any:
     """torch's ``FunctionCounts`` from ``{function: count}``.
 
-    ``FunctionCounts._from_dict`` is private (torch 1.8-2.13 at least; seen in 2.5.1 and 2.9.1); without it the public
-    constructor is called with the same tuple of ``FunctionCount`` it builds."""
+    ``FunctionCounts._from_dict`` is private (torch 1.8-2.13 at least; seen in 2.5.1 and 2.9.1);
+    without it the public constructor is called with the same tuple of ``FunctionCount`` it
+    builds."""
     from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
         FunctionCount,
         FunctionCounts,
@@ -98,8 +99,9 @@ def sm_clock_reader(device: int) -> Callable[[], int] | None:
 def profiler_enabled() -> bool:
     """Whether any torch profiler (kineto or the legacy autograd profiler) is recording now.
 
-    ``torch._C._autograd._profiler_enabled`` is private; ``torch.autograd.profiler._is_profiler_enabled``
-    the legacy flag. Either missing reads as "not recording"."""
+    ``torch._C._autograd._profiler_enabled`` is private;
+    ``torch.autograd.profiler._is_profiler_enabled`` the legacy flag. Either missing reads as "not
+    recording"."""
     import torch
 
     checker = getattr(getattr(torch._C, "_autograd", None), "_profiler_enabled", None)
@@ -155,12 +157,12 @@ def dynamo_cache_entries(code: Any) -> bool | None:
 #
 # What torch.compile did during some calls, read from dynamo's own bookkeeping. Checked against
 # torch 2.13, 2.9.1 and 2.5.1 (``counters`` and ``graph_break_reasons`` exist since torch 2.0; the
-# ``CompilationMetrics`` records of ``get_compilation_metrics`` since 2.2, their ``fail_user_frame_*``
-# fields in 2.5.1; their ``recompile_reason`` in 2.9.1 and 2.13 but not in 2.5.1, where
-# :func:`_record_recompile_reasons` recovers it). ``torch._dynamo.explain`` is NOT used: it compiles
-# the callable it is given with its own backend, so a benchmark that calls an already compiled
-# function (with inductor, say) would be measured as something else, and a callable that never
-# compiles anything would be compiled.
+# ``CompilationMetrics`` records of ``get_compilation_metrics`` since 2.2, their
+# ``fail_user_frame_*`` fields in 2.5.1; their ``recompile_reason`` in 2.9.1 and 2.13 but not in
+# 2.5.1, where :func:`_record_recompile_reasons` recovers it). ``torch._dynamo.explain`` is NOT
+# used: it compiles the callable it is given with its own backend, so a benchmark that calls an
+# already compiled function (with inductor, say) would be measured as something else, and a callable
+# that never compiles anything would be compiled.
 
 
 class DynamoUnavailable(RuntimeError):
@@ -185,8 +187,9 @@ def _dynamo_utils() -> Any:
             import torch
 
             raise DynamoUnavailable(
-                f"--bench-mode=compile reads torch._dynamo.utils.{name}, which torch {torch.__version__} "
-                f"does not have (checked with torch {TESTED_TORCH[0]}.{TESTED_TORCH[1]})"
+                f"--bench-mode=compile reads torch._dynamo.utils.{name}, which torch "
+                f"{torch.__version__} does not have (checked with torch "
+                f"{TESTED_TORCH[0]}.{TESTED_TORCH[1]})"
             )
     return utils
 
@@ -209,11 +212,11 @@ _recompile_reasons: dict[tuple[str, int, str], list[str]] = {}
 
 
 def _record_recompile_reasons() -> None:
-    """Where ``CompilationMetrics`` has no ``recompile_reason`` (torch 2.5.1; 2.9.1 and 2.13 have it),
-    record the reasons dynamo computes anyway: ``torch._dynamo.convert_frame`` calls
-    ``get_and_maybe_log_recompilation_reason(cache_entry, frame)`` (private, checked with 2.5.1) before
-    each recompilation and only logs its answer. That module's name for it is wrapped, once; the
-    first guard failure is kept, as later torch does, and locals named as later torch names them
+    """Where ``CompilationMetrics`` has no ``recompile_reason`` (torch 2.5.1; 2.9.1 and 2.13 have
+    it), record the reasons dynamo computes anyway: ``torch._dynamo.convert_frame`` calls
+    ``get_and_maybe_log_recompilation_reason(cache_entry, frame)`` (private, checked with 2.5.1)
+    before each recompilation and only logs its answer. That module's name for it is wrapped, once;
+    the first guard failure is kept, as later torch does, and locals named as later torch names them
     (``x``, not ``L['x']``). Where either name is missing, nothing is done and recompiles read
     "unknown reason"."""
     import dataclasses
@@ -246,8 +249,8 @@ def _record_recompile_reasons() -> None:
             )
         return reasons
 
-    recording._torchbench_records = True
-    convert_frame.get_and_maybe_log_recompilation_reason = recording
+    setattr(recording, "_torchbench_records", True)
+    setattr(convert_frame, "get_and_maybe_log_recompilation_reason", recording)
 
 
 def dynamo_graph_count() -> int:
@@ -277,7 +280,8 @@ def dynamo_graph_breaks() -> list[tuple[str, list[tuple[str, int, str]]]]:
 def dynamo_take_frame_compiles() -> list[dict[str, Any]]:
     """The frame compilations recorded since the last call (``get_compilation_metrics``, then
     cleared: the record is a deque of at most 64, so callers drain it after every call), as
-    plain dicts of the fields compile mode reads; runtime records (lazy backward, autotuning) left out."""
+    plain dicts of the fields compile mode reads; runtime records (lazy backward, autotuning) left
+    out."""
     utils = _dynamo_utils()
     records = utils.get_compilation_metrics()
     utils.clear_compilation_metrics()

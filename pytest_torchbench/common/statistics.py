@@ -244,7 +244,8 @@ class AlternatedRounds:
 
     @property
     def depth(self) -> int:
-        """The rank each view judges by: 1 (every round counts) below 4 rounds, 2 for 4-7, 3 for 8-11."""
+        """The rank each view judges by: 1 (every round counts) below 4 rounds, 2 for 4-7, 3 for
+        8-11."""
         return 1 + self.rounds // 4
 
     @property
@@ -254,7 +255,8 @@ class AlternatedRounds:
 
     @property
     def central(self) -> tuple[float, float]:
-        """The lowest and highest head/base ratio once ``depth - 1`` rounds are set aside at each end."""
+        """The lowest and highest head/base ratio once ``depth - 1`` rounds are set aside at each
+        end."""
         return self.ratios[self.depth - 1], self.ratios[self.rounds - self.depth]
 
     @property

@@ -6,8 +6,8 @@ a newline forges a line of our own output, and a line starting with ``::error ti
 older ``##[error]``) is executed by GitHub Actions as a workflow command when it reaches the log.
 :func:`safe_text` is the single rule; the terminal, Markdown and HTML reports all go through it
 (Markdown and HTML add their own syntax escaping on top), and so can failure messages
-(``judgement``) and metrics: import it from ``pytest_torchbench.core.text``; it imports nothing of ours,
-so every layer may use it.
+(``judgement``) and metrics: import it from ``pytest_torchbench.common.text``; it imports nothing of
+ours, so every layer may use it.
 
 Also here: number formatting that never raises (NaN, infinities, 1e308 in a baseline must print as
 text, not end the report in a traceback), and the rule that turns a test id into a file name
@@ -33,8 +33,8 @@ __all__ = [
 ]
 
 # C0 and C1 controls, DEL, and the Unicode line/paragraph separators and bidi overrides that can
-# reorder or split what a reader sees; and lone surrogates (JSON's "\udc80" reads back as one), which
-# no UTF-8 terminal, log or report file can take: writing one raises UnicodeEncodeError.
+# reorder or split what a reader sees; and lone surrogates (JSON's "\udc80" reads back as one),
+# which no UTF-8 terminal, log or report file can take: writing one raises UnicodeEncodeError.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # A workflow command is recognised after leading whitespace: "::cmd ...::" and the legacy "##[cmd]".
 _COMMAND_START = re.compile(r"^(\s*)(:|#)(?=:|#\[)")
@@ -113,15 +113,16 @@ _WINDOWS_RESERVED = (
 
 
 def safe_file_stem(test_id: str, *, max_length: int = _MAX_STEM) -> str:
-    """A file name stem for a pytest node id: readable, safe on every common filesystem, deterministic
-    and unique per id.
+    """A file name stem for a pytest node id: readable, safe on every common filesystem,
+    deterministic and unique per id.
 
-    ``tests/a/test_x.py::TestC::test_f[param]`` becomes ``tests_a_test_x.py__TestC__test_f-param-<hash>``
-    where ``<hash>`` is 8 hex digits of the full id. The readable part folds characters (``/`` and
-    ``::`` to ``_``, anything outside ``[A-Za-z0-9._-]`` to ``_``, trailing ``._-`` stripped), so
-    ids such as ``test[a]``, ``test[a.]``, ``test[a_]`` and ``test[a-]`` share it; the hash, always
-    appended, keeps their traces apart. The stem leaves room for suffixes like
-    ``.pt.trace.json.gz`` under the 255-byte name limit.
+    ``tests/a/test_x.py::TestC::test_f[param]`` becomes
+    ``tests_a_test_x.py__TestC__test_f-param-<hash>`` where ``<hash>`` is 8 hex digits of the full
+    id. The readable part folds characters (``/`` and ``::`` to ``_``, anything outside
+    ``[A-Za-z0-9._-]`` to ``_``, trailing ``._-`` stripped), so ids such as ``test[a]``,
+    ``test[a.]``, ``test[a_]`` and ``test[a-]`` share it; the hash, always appended, keeps their
+    traces apart. The stem leaves room for suffixes like ``.pt.trace.json.gz`` under the 255-byte
+    name limit.
     """
     if max_length < 16:
         raise ValueError("max_length must be at least 16")

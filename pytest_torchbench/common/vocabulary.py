@@ -33,7 +33,7 @@ NOISY = "noisy"
 #: "could not judge", as a baseline that is not comparable does.
 TOO_NOISY = "too noisy"
 #: A regression the change accepts (a ``Bench-Accept:`` trailer, ``--bench-accept``): shown with its
-#: reason, not failed (core/accept.py).
+#: reason, not failed (judging/accept.py).
 ACCEPTED = "accepted"
 
 DEFAULT_ALPHA = 0.001
@@ -101,7 +101,8 @@ class Environment:
 
     @property
     def id(self) -> str:
-        """A short content hash, so a baseline file can refer to one environment from many entries."""
+        """A short content hash, so a baseline file can refer to one environment from many
+        entries."""
         blob = json.dumps(dict(self.facts), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:12]
 
@@ -123,7 +124,7 @@ class Environment:
 # --------------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Policy:
     """What the user asked of the gate. ``limits`` holds the limits the user gave; a metric not in
     it is judged with its own default limit (``Metric.default_limit``)."""
@@ -137,8 +138,15 @@ class Policy:
         return dataclasses.replace(self, limits={**self.limits, **overrides})
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Verdict:
+    """One metric of one benchmark judged. Frozen: each step of the verdict path
+    (``judging/judgement.py``) returns a new one (:meth:`replace`), so what a report shows is what
+    the path built, and no later step can change a verdict another step already acted on.
+    ``failed`` is the path's decision from the status and the policy (strictness, stale
+    baselines), which the user's ``pytest_torchbench_verdict`` hook may override by returning a
+    changed copy."""
+
     key: str
     metric: str
     status: str
@@ -147,8 +155,19 @@ class Verdict:
     limit: float = 0.0
     p_value: float | None = None
     summary: str = ""
-    details: list[str] = dataclasses.field(default_factory=list)
+    details: Sequence[str] = ()
     failed: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "details", tuple(self.details))
+
+    def replace(self, **changes: Any) -> Verdict:
+        """A copy with ``changes`` (the fields' names), e.g. ``verdict.replace(failed=False)``."""
+        return dataclasses.replace(self, **changes)
+
+    def with_details(self, before: Sequence[str] = (), after: Sequence[str] = ()) -> Verdict:
+        """A copy with lines added before and after the details."""
+        return dataclasses.replace(self, details=(*before, *self.details, *after))
 
     @property
     def delta(self) -> float | None:

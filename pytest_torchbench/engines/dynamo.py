@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import _compat
+from ..common import compat as _compat
 
 __all__ = [
     "DEFAULT_WARMUP",

@@ -42,7 +42,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from .. import _compat
+from ..common import compat as _compat
 
 __all__ = ["fresh_callable"]
 
@@ -142,11 +142,11 @@ def _function_like(
     # Its type hints, for code that reads them. From 3.14 they are computed on first access
     # (and may name what does not exist yet): copy the function that computes them instead.
     if hasattr(fn, "__annotate__"):
-        copy.__annotate__ = fn.__annotate__
+        setattr(copy, "__annotate__", getattr(fn, "__annotate__"))
     else:
         copy.__annotations__ = dict(fn.__annotations__)
     if hasattr(fn, "__type_params__"):  # 3.12+
-        copy.__type_params__ = fn.__type_params__
+        setattr(copy, "__type_params__", getattr(fn, "__type_params__"))
     copy.__dict__.update(fn.__dict__)
     if wrapped is not None:
         copy.__dict__["__wrapped__"] = wrapped  # what signature() and pytest follow

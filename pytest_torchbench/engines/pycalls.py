@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..core.statistics import representative
+from ..common.statistics import representative
 from .sites import PLUGIN_DIR, Site, chain_name, locate, skipped_dirs
 
 __all__ = ["HOOK", "METHOD", "CallSites", "call_sites", "count_calls", "function_name"]

@@ -1,8 +1,6 @@
-"""The core: the shared vocabulary and the results model, the judgement and the gate.
-
-Two layers live here. ``vocabulary.py`` and ``text.py`` are the lowest layer of the package (verdict
-statuses, ``Verdict``, ``Policy``, ``Environment``, rounding, escaping): engines and metrics import them.
-``results.py``, ``judgement.py``, ``gate.py`` and ``explain.py`` sit above the metrics, which they reach
-only through ``metrics.registry``. This file imports nothing, so that importing the vocabulary never
-imports the results model (tests/test_layering.py checks the order).
-"""
+"""Judging, above the metrics: the results model (``results.py``), the verdict path
+(``judgement.py``: each step returns a new frozen ``Verdict``), the gate that the plugin and
+``torchbench compare`` share (``gate.py``), accepting an intended change (``accept.py``), the
+history of a baseline set (``history.py``) and the child runs that explain or confirm a failure
+(``explain.py``). Metrics are reached only through ``metrics.registry``; nothing here imports
+pytest."""

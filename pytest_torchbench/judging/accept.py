@@ -24,14 +24,17 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 
-from .text import one_line, safe_text
-from .vocabulary import ACCEPTED, REGRESSION, Verdict
+from ..common.text import one_line, safe_text
+from ..common.vocabulary import ACCEPTED, REGRESSION, Verdict
 
 __all__ = ["AcceptSpec", "AcceptError", "Acceptance", "parse_spec", "from_trailers", "TRAILER"]
 
 #: The commit trailer's key, as ``git interpret-trailers`` writes it.
 TRAILER = "Bench-Accept"
-_FORM = "TEST-IDS METRICS -- REASON, e.g. 'tests/test_perf.py::test_f* instructions,ops -- a copy per call'"
+_FORM = (
+    "TEST-IDS METRICS -- REASON, e.g. 'tests/test_perf.py::test_f* instructions,ops -- a copy "
+    "per call'"
+)
 
 
 class AcceptError(ValueError):
@@ -72,7 +75,8 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 
 def parse_spec(text: str, source: str, known_metrics: Iterable[str]) -> AcceptSpec:
-    """An :class:`AcceptSpec` from ``TEST-IDS METRICS -- REASON``; AcceptError (one line) otherwise."""
+    """An :class:`AcceptSpec` from ``TEST-IDS METRICS -- REASON``; AcceptError (one line)
+    otherwise."""
     shown = safe_text(one_line(text))
     what, sep, reason = text.partition(" -- ")
     reason = reason.strip()
@@ -97,7 +101,8 @@ def parse_spec(text: str, source: str, known_metrics: Iterable[str]) -> AcceptSp
 def from_trailers(
     trailers: Iterable[tuple[str, str, str]], known_metrics: Iterable[str]
 ) -> tuple[list[AcceptSpec], list[str]]:
-    """The accepts of ``(commit, subject, value)`` trailers, and a line for each that cannot be read."""
+    """The accepts of ``(commit, subject, value)`` trailers, and a line for each that cannot be
+    read."""
     known = list(known_metrics)
     specs, problems = [], []
     for commit, subject, value in trailers:
@@ -114,7 +119,8 @@ class Acceptance:
     """The accepts of a run, applied to each test's verdicts; remembers which ones matched."""
 
     specs: Sequence[AcceptSpec]
-    #: Accepts that could not be read (one line each), said at the end: their regressions stay failed.
+    #: Accepts that could not be read (one line each), said at the end: their regressions stay
+    #: failed.
     problems: Sequence[str] = ()
     used: set[int] = dataclasses.field(default_factory=set)
 
@@ -143,7 +149,8 @@ class Acceptance:
         return out
 
     def unmatched(self) -> list[AcceptSpec]:
-        """The accepts that matched no regression in this run (a typo, or a change that was not slower)."""
+        """The accepts that matched no regression in this run (a typo, or a change that was not
+        slower)."""
         return [spec for i, spec in enumerate(self.specs) if i not in self.used]
 
     def closing_lines(self) -> list[str]:

@@ -21,6 +21,7 @@ outcome must be right when the terminal, ``-x`` and JUnit see it), through the s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -30,11 +31,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .text import safe_text
-from .vocabulary import Verdict
+from ..common.text import safe_text
+from ..common.vocabulary import Verdict
 
 __all__ = [
     "RERUN_ENV",
+    "Invocation",
     "Rerun",
     "in_rerun",
     "judging_options",
@@ -102,7 +104,8 @@ CHANGED_SINCE_ENV = "TORCHBENCH_RERUN_CHANGED_SINCE"
 
 def rerun_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """This process's environment for the re-run: marked as the re-run, without the CI job summary
-    file (GitHub Actions' ``GITHUB_STEP_SUMMARY``), which the re-run would append to; ``extra`` added."""
+    file (GitHub Actions' ``GITHUB_STEP_SUMMARY``), which the re-run would append to; ``extra``
+    added."""
     env = {
         name: value
         for name, value in os.environ.items()
@@ -180,20 +183,30 @@ def rerun_argument(path: Path, cwd: Path | None) -> str:
     return str(path)
 
 
+@dataclasses.dataclass(frozen=True)
+class Invocation:
+    """What every child pytest of a run shares: the user's command line (``args``, and
+    ``positional``, the paths and node ids pytest parsed from it), the rootdir its tests are named
+    under, the folder it was started in (``cwd``: the children start there too), and whether
+    xdist is installed (a re-run then asks for ``-n 0``). Built once, with keywords."""
+
+    args: tuple[str, ...]
+    rootdir: Path
+    cwd: Path | None = None
+    xdist: bool = False
+    positional: tuple[str, ...] = ()
+
+
 def rerun_command(
-    args: Sequence[str],
+    invocation: Invocation,
     nodeids: Iterable[str],
-    rootdir: Path,
     metrics: Iterable[str],
     compare: Sequence[str],
     json_path: Path,
-    xdist: bool,
-    positional: Sequence[str] = (),
-    cwd: Path | None = None,
 ) -> list[str]:
-    """The command line of the re-run: this interpreter, the user's options (:func:`passed_through`), the
-    failed tests (paths under ``rootdir``, named relative to ``cwd``, the folder the re-run starts
-    in: :func:`rerun_argument`), serial (``-n 0``
+    """The command line of the re-run: this interpreter, the user's options
+    (:func:`passed_through`), the failed tests (paths under the rootdir, named relative to the
+    invocation's ``cwd``, the folder the re-run starts in: :func:`rerun_argument`), serial (``-n 0``
     when xdist is installed, over an ``addopts`` that sets ``-n``), only ``metrics``, judged as
     this run judges (``compare``: the baseline options, e.g. ``--bench-compare=main``,
     ``--bench-baselines-dir=...``, ``--bench-fail=...``), results to ``json_path``, temporary
@@ -202,13 +215,13 @@ def rerun_command(
     tests = []
     for nodeid in sorted(set(nodeids)):
         path, sep, rest = nodeid.partition("::")
-        tests.append(rerun_argument(rootdir / path, cwd) + sep + rest)
+        tests.append(rerun_argument(invocation.rootdir / path, invocation.cwd) + sep + rest)
     return [
         sys.executable,
         "-m",
         "pytest",
-        *passed_through(args, positional),
-        *(["-n", "0"] if xdist else []),
+        *passed_through(invocation.args, invocation.positional),
+        *(["-n", "0"] if invocation.xdist else []),
         "-q",
         "-p",
         "no:cacheprovider",
@@ -223,7 +236,8 @@ def rerun_command(
 class Rerun(NamedTuple):
     """What a re-run gave: its verdicts, or none and ``problem``, one line saying why; ``output``,
     the end of what it printed (escaped, one line), for saying why it measured less than asked;
-    ``stalled``: it took over :data:`TIMEOUT` or could not start, as the next one would likely too."""
+    ``stalled``: it took over :data:`TIMEOUT` or could not start, as the next one would likely
+    too."""
 
     verdicts: list[Verdict]
     problem: str | None
@@ -243,14 +257,10 @@ def _output_tail(path: Path, returncode: int) -> str:
 
 
 def rerun(
-    args: Sequence[str],
+    invocation: Invocation,
     nodeids: Iterable[str],
-    rootdir: Path,
     metrics: Iterable[str],
     compare: Sequence[str],
-    cwd: Path,
-    xdist: bool,
-    positional: Sequence[str] = (),
     *,
     purpose: str,
     env: Mapping[str, str] | None = None,
@@ -260,9 +270,7 @@ def rerun(
     the re-run in that line)."""
     with tempfile.TemporaryDirectory(prefix="torchbench-rerun-") as folder:
         json_path = Path(folder) / "results.json"
-        command = rerun_command(
-            args, nodeids, rootdir, sorted(set(metrics)), compare, json_path, xdist, positional, cwd
-        )
+        command = rerun_command(invocation, nodeids, sorted(set(metrics)), compare, json_path)
         # Its output goes to a file, not a pipe: a process a test started and left running (a helper
         # server) inherits it, and reading a pipe to its end would wait for that process too, and
         # forever after a timeout (``subprocess.run`` reads on once the re-run is killed).
@@ -271,7 +279,7 @@ def rerun(
             with open(output_path, "wb") as output:
                 done = subprocess.run(
                     command,
-                    cwd=cwd,
+                    cwd=invocation.cwd,
                     stdin=subprocess.DEVNULL,
                     stdout=output,
                     stderr=subprocess.STDOUT,
@@ -302,14 +310,10 @@ def rerun(
 
 
 def rerun_details(
-    args: Sequence[str],
+    invocation: Invocation,
     pending: Sequence[Verdict],
-    rootdir: Path,
     compare: Sequence[str],
-    cwd: Path,
-    xdist: bool,
     nodeid_of: dict[str, str],
-    positional: Sequence[str] = (),
     changed_since: tuple[str, str] | None = None,
 ) -> tuple[dict[tuple[str, str], list[str]], str | None]:
     """Re-run the tests of the ``pending`` failed verdicts; their new details by (key, metric), and
@@ -321,14 +325,10 @@ def rerun_details(
             None,
         )  # a re-run never starts another (its tests run serially and explain in-process)
     verdicts, problem, _, _ = rerun(
-        args,
+        invocation,
         (nodeid_of[v.key] for v in pending),
-        rootdir,
         (v.metric for v in pending),
         compare,
-        cwd,
-        xdist,
-        positional,
         purpose="for call sites",
         env={CHANGED_SINCE_ENV: " ".join(changed_since)} if changed_since else None,
     )
@@ -338,7 +338,7 @@ def rerun_details(
     found: dict[tuple[str, str], list[str]] = {}
     for verdict in verdicts:
         where = (str(verdict.key), str(verdict.metric))
-        if where in wanted and verdict.failed and isinstance(verdict.details, list):
+        if where in wanted and verdict.failed and isinstance(verdict.details, (list, tuple)):
             found[where] = [str(line) for line in verdict.details]
     missing = len(wanted) - len(found)
     return found, (
@@ -347,30 +347,23 @@ def rerun_details(
 
 
 def confirm(
-    args: Sequence[str],
+    invocation: Invocation,
     nodeid: str,
     suspects: Sequence[Verdict],
-    rootdir: Path,
     compare: Sequence[str],
-    cwd: Path,
-    xdist: bool,
-    positional: Sequence[str] = (),
 ) -> tuple[dict[tuple[str, str], Verdict], str | None, bool]:
     """Measure one test's ``suspects`` (failed verdicts of metrics that confirm their failures)
     again in a fresh process; that process's verdicts by (key, metric), one line saying why there
     are none when it could not give them (the suspects then stand as they are; the line ends with
-    what the re-run printed last: a fixture's error, say), and whether it stalled (``Rerun.stalled``)."""
+    what the re-run printed last: a fixture's error, say), and whether it stalled
+    (``Rerun.stalled``)."""
     if in_rerun():
         return {}, None, False
     verdicts, problem, output, stalled = rerun(
-        args,
+        invocation,
         [nodeid],
-        rootdir,
         (v.metric for v in suspects),
         compare,
-        cwd,
-        xdist,
-        positional,
         purpose="to confirm a slowdown",
     )
     wanted = {(v.key, v.metric) for v in suspects}

@@ -15,12 +15,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from ..common.vocabulary import Policy, Verdict
 from .judgement import judge_result, missing_verdicts
 from .results import BenchmarkResult, nodeid_among
-from .vocabulary import Policy, Verdict
 
-#: See or change, in place, the verdicts of one result: (result, its verdicts, its baseline entry).
-Review = Callable[[BenchmarkResult, Sequence[Verdict], "BenchmarkResult | None"], None]
+#: The verdicts of one result as the user's hook leaves them: (result, its verdicts, its baseline
+#: entry) -> the verdicts, changed or not.
+Review = Callable[[BenchmarkResult, Sequence[Verdict], "BenchmarkResult | None"], list[Verdict]]
 
 
 def policy_for(result: BenchmarkResult, policy: Policy) -> Policy:
@@ -45,9 +46,7 @@ def judge(
         return []
     entry = baseline.get(result.key)
     verdicts = judge_result(result, entry, policy_for(result, policy), rounds, strict_rounds)
-    if review is not None:
-        review(result, verdicts, entry)
-    return verdicts
+    return verdicts if review is None else review(result, verdicts, entry)
 
 
 def missing(

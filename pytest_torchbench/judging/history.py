@@ -19,10 +19,10 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from ..common.vocabulary import IMPROVEMENT, REGRESSION, Environment, Policy
 from ..metrics import registry
 from .judgement import judge_result, limit_for
 from .results import BenchmarkResult
-from .vocabulary import IMPROVEMENT, REGRESSION, Environment, Policy
 
 __all__ = ["Commit", "Point", "Series", "series_of", "UP", "DOWN"]
 

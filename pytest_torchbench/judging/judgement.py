@@ -10,13 +10,13 @@ new, missing, failing, the failure message); each metric's own comparison is its
   slower than the baseline's by more than the limit (default 10%), and slower than the fastest
   call of every earlier saved run the baseline keeps by more than the limit. Why the fastest: other
   processes only ever add time, so on a loaded machine the fastest call of a short benchmark
-  stays put where its median moves by tens of percent (benchmarks/time_designs.py). Why several saved runs: the noise between runs
-  (memory state, frequency) is what a gate must beat, and one run's replicates cannot show it.
-  When either measurement had its CPU less than 90% of the time (other processes ran) and calls
-  take 100 us or more, the CPU time per call decides instead (other processes take wall time, not
-  CPU time): it must rise more than a limit growing from the limit at share 0.9 to 50% at 0.5
-  (without CPU times: the wall time more than (1 + limit) / share - 1); below that the verdict is
-  "noisy": reported, not failed.
+  stays put where its median moves by tens of percent (benchmarks/time_designs.py). Why several
+  saved runs: the noise between runs (memory state, frequency) is what a gate must beat, and one
+  run's replicates cannot show it. When either measurement had its CPU less than 90% of the time
+  (other processes ran) and calls take 100 us or more, the CPU time per call decides instead (other
+  processes take wall time, not CPU time): it must rise more than a limit growing from the limit at
+  share 0.9 to 50% at 0.5 (without CPU times: the wall time more than (1 + limit) / share - 1);
+  below that the verdict is "noisy": reported, not failed.
 * instructions: counts are deterministic, so no statistics: more than the limit (default 1%) above
   the baseline per run is a regression; more than the limit below is a stale baseline.
 * ops: any change of an op's calls per iteration (default limit 0) fails.
@@ -25,52 +25,45 @@ new, missing, failing, the failure message); each metric's own comparison is its
 * memory: peak bytes more than the limit (default 10%) above the baseline.
 * A metric measured in a different environment (per-metric facts: torch version, CPU model,
   valgrind version, ...) is not comparable: reported, not failed, unless strictness is asked for.
+
+The verdict path. A ``Verdict`` is frozen; each step returns a new one, in this order:
+
+1. :func:`judge_metric`: new, not comparable, or the metric's own ``judge`` (``judge_rounds`` on
+   alternated rounds), then :func:`decide`: ``failed`` from the status and the policy;
+2. :func:`judge_result`: explained by the benchmark's other metrics (the Python calls that changed
+   first), then excused as noisy where an unchanged metric says the slowdown is the machine's;
+3. ``gate.judge``: the user's ``pytest_torchbench_verdict`` hook, which returns a changed copy;
+4. in the pytest glue, per test: not judged where the test failed at the base revision, settled by
+   a fresh process (``Metric.confirm``), accepted by a ``Bench-Accept`` trailer (``accept.py``),
+   explained by a re-run (call sites); each returns new verdicts by (key, metric), and the
+   controller keeps only the last; explanations of tests run in other processes arrive at the end
+   of the session the same way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..metrics import registry
-from ..metrics.instructions import _NOISE_FRAME, short_function_name, top_function_changes  # noqa: F401
-from ..metrics.time import (  # noqa: F401
-    QUIET_CPU_SHARE,
-    SHORT_CALL,
-    time_allowance,
-    time_disturbance,
-    time_reference,
-)
-from .results import BenchmarkResult
-from .text import safe_text
-
-# The shared vocabulary, re-exported: callers and hook authors have imported it from here.
-from .vocabulary import (  # noqa: F401
-    DEFAULT_ALPHA,
+from ..common.text import safe_text
+from ..common.vocabulary import (
     IMPROVEMENT,
     MISSING,
     NEW,
     NOISY,
     NOT_COMPARABLE,
     REGRESSION,
-    TOO_NOISY,
     UNCHANGED,
     USER_FACT_PREFIX,
     Environment,
     Policy,
     Verdict,
-    format_percent,
-    format_seconds,
 )
-
-#: The built-in metrics' default limits and comparability facts (each metric states its own:
-#: ``Metric.default_limit``, ``Metric.comparability_facts``); kept for callers of these names.
-DEFAULT_LIMITS: dict[str, float] = registry.default_limits()
-COMPARABILITY_FACTS: dict[str, tuple[str, ...]] = {
-    m.name: m.comparability_facts for m in registry.all_metrics()
-}
+from ..metrics import registry
+from .results import BenchmarkResult
 
 _LIMIT_ITEM = re.compile(r"^\s*([a-z_]+)\s*:\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
 
@@ -101,9 +94,9 @@ def parse_limit_value(metric: str, value: Any, where: str) -> float:
         number = float(match.group(1))
         if not match.group(2) and number != 0:
             raise LimitSpecError(
-                f"{where}: limit {metric}:{value.strip()} has no '%'; write {metric}:{value.strip()}% "
-                f"for {value.strip()} percent (a bare number is ambiguous: a fraction, a percent "
-                "or seconds)"
+                f"{where}: limit {metric}:{value.strip()} has no '%'; write "
+                f"{metric}:{value.strip()}% for {value.strip()} percent (a bare number is "
+                "ambiguous: a fraction, a percent or seconds)"
             )
         fraction = number / (100.0 if match.group(2) else 1.0)
     else:
@@ -186,27 +179,35 @@ def limit_for(metric: str, policy: Policy) -> float:
     return found.default_limit if found is not None else 0.0
 
 
+@dataclasses.dataclass(frozen=True)
+class AlternatedRounds:
+    """The (base, head) values of one metric measured alternately in fresh processes
+    (``--bench-rounds``); ``strict``: rounds that were to be measured again and were not."""
+
+    pairs: Sequence[tuple[Any, Any]]
+    strict: bool = False
+
+
 def judge_metric(
     key: str,
     metric: str,
     current: Any,
     baseline: Any | None,
     policy: Policy,
-    current_env: Environment | None = None,
-    baseline_env: Environment | None = None,
-    rounds: Sequence[tuple[Any, Any]] | None = None,
-    strict_rounds: bool = False,
+    *,
+    environments: tuple[Environment | None, Environment | None] = (None, None),
+    rounds: AlternatedRounds | None = None,
 ) -> Verdict:
-    """One metric of one benchmark judged. ``rounds``: (base, head) values measured alternately
-    in fresh processes (``--bench-rounds``); a metric that ``alternates`` judges those pairs
-    instead of ``current`` against ``baseline``, strictly with ``strict_rounds`` (rounds that
-    were to be measured again and were not)."""
+    """One metric of one benchmark judged: new, not comparable (``environments``: this run's and
+    the baseline's), or the metric's own comparison (of the alternated ``rounds`` where the
+    metric ``alternates``), then :func:`decide`."""
     limit = limit_for(metric, policy)
     if baseline is None:
         return Verdict(
             key, metric, NEW, limit=limit, summary=f"{metric}: no baseline (new benchmark)"
         )
-    differences = environment_differences(metric, current_env, baseline_env)
+    differences = environment_differences(metric, *environments)
+    judged = registry.get(metric)
     if differences:
         verdict = Verdict(
             key,
@@ -216,18 +217,30 @@ def judge_metric(
             summary=f"{metric}: baseline from a different environment ({'; '.join(differences)})",
             details=differences,
         )
-        verdict.failed = policy.strict_environment
-        return verdict
-    judged = registry.get(metric)
-    if rounds and judged.alternates:
-        verdict = judged.judge_rounds(key, rounds, limit, policy, strict=strict_rounds)
+    elif rounds and rounds.pairs and judged.alternates:
+        verdict = judged.judge_rounds(key, rounds.pairs, limit, policy, strict=rounds.strict)
     else:
         verdict = judged.judge(key, current, baseline, limit, policy)
-    if verdict.status == REGRESSION:
-        verdict.failed = True
-    elif verdict.status == IMPROVEMENT and policy.fail_stale and judged.stale_fails:
-        verdict.failed = True
-    return verdict
+    return decide(verdict, policy)
+
+
+def decide(verdict: Verdict, policy: Policy) -> Verdict:
+    """Whether ``verdict`` fails, from its status and the policy: a regression fails; an
+    improvement beyond the limit fails where the user keeps baselines exact (``--bench-fail-stale``)
+    and the metric is exact; a baseline not comparable fails under ``--bench-strict``. A metric's
+    judge may have decided a failure already (an exact count that changed either way)."""
+    found = registry.find(verdict.metric)
+    fails = (
+        verdict.failed
+        or verdict.status == REGRESSION
+        or (
+            verdict.status == IMPROVEMENT
+            and policy.fail_stale
+            and (found is None or found.stale_fails)
+        )
+        or (verdict.status == NOT_COMPARABLE and policy.strict_environment)
+    )
+    return verdict if fails == verdict.failed else verdict.replace(failed=fails)
 
 
 def judge_result(
@@ -237,70 +250,74 @@ def judge_result(
     rounds: Mapping[str, Sequence[tuple[Any, Any]]] | None = None,
     strict_rounds: bool = False,
 ) -> list[Verdict]:
-    """One verdict per metric measured now; metrics only in the baseline are not judged here.
+    """One verdict per metric measured now (metrics only in the baseline are not judged here), each
+    explained by the benchmark's other metrics, then excused where they say it is noise.
     ``rounds``: per metric, the (base, head) values of an alternated measurement (judge_metric)."""
     verdicts = []
     for metric, value in sorted(result.metrics.items()):
-        base_value = baseline.metrics.get(metric) if baseline is not None else None
+        pairs = (rounds or {}).get(metric)
         verdicts.append(
             judge_metric(
                 result.key,
                 metric,
                 value,
-                base_value,
+                baseline.metrics.get(metric) if baseline is not None else None,
                 policy,
-                result.environments.get(metric),
-                baseline.environments.get(metric) if baseline is not None else None,
-                (rounds or {}).get(metric),
-                strict_rounds,
+                environments=(
+                    result.environments.get(metric),
+                    baseline.environments.get(metric) if baseline is not None else None,
+                ),
+                rounds=AlternatedRounds(pairs, strict_rounds) if pairs else None,
             )
         )
-    if baseline is not None:
-        _explain_across(result, baseline, verdicts)
-        _excuse_across(result, baseline, verdicts, rounds or {})
-    return verdicts
+    if baseline is None:
+        return verdicts
+    verdicts = _explained_across(result, baseline, verdicts)
+    return _excused_across(result, baseline, verdicts, rounds or {})
 
 
 _JUDGED = (REGRESSION, IMPROVEMENT, UNCHANGED)
 
 
-def _explain_across(
+def _explained_across(
     result: BenchmarkResult, baseline: BenchmarkResult, verdicts: list[Verdict]
-) -> None:
+) -> list[Verdict]:
     """A failed verdict gets the lines of every other metric of the same benchmark that explains it
     (``Metric.explains_metrics``: the Python functions whose calls changed, before the C functions
     of an instructions failure: the level a library author changes code at, and the terminal's
     summary shows a verdict's first lines only), from that metric's own values, where they were
-    judged (comparable with the baseline's). In place."""
+    judged (comparable with the baseline's)."""
     judged = {v.metric for v in verdicts if v.status in _JUDGED}
+    explained = []
     for verdict in verdicts:
-        if not verdict.failed or verdict.status not in (REGRESSION, IMPROVEMENT):
-            continue
-        for other in registry.all_metrics():
-            if verdict.metric not in other.explains_metrics or other.name not in judged:
-                continue
-            lines = other.explain_other(result.metrics[other.name], baseline.metrics[other.name])
-            verdict.details = [*lines, *verdict.details]  # first: the level code is changed at
+        if verdict.failed and verdict.status in (REGRESSION, IMPROVEMENT):
+            for other in registry.all_metrics():
+                if verdict.metric not in other.explains_metrics or other.name not in judged:
+                    continue
+                lines = other.explain_other(
+                    result.metrics[other.name], baseline.metrics[other.name]
+                )
+                verdict = verdict.with_details(before=lines)  # first: the level code is changed at
+        explained.append(verdict)
+    return explained
 
 
-def _excuse_across(
+def _excused_across(
     result: BenchmarkResult,
     baseline: BenchmarkResult,
     verdicts: list[Verdict],
     rounds: Mapping[str, Sequence[tuple[Any, Any]]],
-) -> None:
+) -> list[Verdict]:
     """A failed regression judged against a saved baseline (not in alternated rounds, which pair
     base and head against the same noise) becomes ``noisy`` (listed, not failed) where another
-    metric of the same benchmark, judged unchanged, says why it is noise (``Metric.excuses_metrics``),
-    and nothing else of that benchmark failed (an op, a call, a kernel more says the code changed).
-    In place."""
+    metric of the same benchmark, judged unchanged, says why it is noise
+    (``Metric.excuses_metrics``), and nothing else of that benchmark failed (an op, a call, a kernel
+    more says the code changed)."""
     own = {v.metric: v for v in verdicts if v.status == UNCHANGED}
     failed = [v for v in verdicts if v.failed]
-    if len(failed) != 1:
-        return
+    if len(failed) != 1 or failed[0].status != REGRESSION or rounds.get(failed[0].metric):
+        return verdicts
     verdict = failed[0]
-    if verdict.status != REGRESSION or rounds.get(verdict.metric):
-        return
     for other in registry.all_metrics():
         if verdict.metric not in other.excuses_metrics or other.name not in own:
             continue
@@ -308,10 +325,14 @@ def _excuse_across(
             verdict, own[other.name], result.metrics[other.name], baseline.metrics[other.name]
         )
         if reason:
-            verdict.status, verdict.failed = NOISY, False
-            verdict.summary += f"; noisy, not failed: {reason.split(':', 1)[0]}"
-            verdict.details = [reason, *verdict.details]
-            break
+            excused = verdict.replace(
+                status=NOISY,
+                failed=False,
+                summary=f"{verdict.summary}; noisy, not failed: {reason.split(':', 1)[0]}",
+                details=(reason, *verdict.details),
+            )
+            return [excused if v is verdict else v for v in verdicts]
+    return verdicts
 
 
 def missing_verdicts(

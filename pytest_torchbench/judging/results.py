@@ -1,4 +1,5 @@
-"""The results model: what one benchmark produced, the environment it was measured in, and their JSON.
+"""The results model: what one benchmark produced, the environment it was measured in, and their
+JSON.
 
 In memory the plugin keeps torch's own types (``Measurement`` for wall time, ``CallgrindStats`` for
 instruction counts) so users can keep digging with the API they know. Each metric's value type and
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
+from ..common.vocabulary import Environment, round_sig  # noqa: F401
 from ..metrics import registry
 
 # Re-exported: the names hook authors and older code import from here.
@@ -25,7 +27,6 @@ from ..metrics.instructions import InstructionsMetric  # noqa: F401
 from ..metrics.memory import MemoryMetric  # noqa: F401
 from ..metrics.ops import OpsMetric  # noqa: F401
 from ..metrics.time import TimeMetric  # noqa: F401
-from .vocabulary import Environment, round_sig  # noqa: F401
 
 SCHEMA_VERSION = 1
 
@@ -121,10 +122,11 @@ def invalid_number(metric: str, data: Any) -> str | None:
 def nodeid_of(key: str) -> str:
     """The test a result key belongs to, for results and baselines that do not store it.
 
-    Keys are ``nodeid``, ``nodeid [description]`` or ``nodeid #2`` (see fixtures.ItemRecorder.key_for),
-    so parsing them back is ambiguous when a parametrize id itself contains `` [`` or `` #``:
-    results carry the node id as their own field (``BenchmarkResult.nodeid``) and this guess is
-    only the fallback for baseline files written before that field existed.
+    Keys are ``nodeid``, ``nodeid [description]`` or ``nodeid #2`` (see
+    fixtures.ItemRecorder.key_for), so parsing them back is ambiguous when a parametrize id itself
+    contains `` [`` or `` #``: results carry the node id as their own field
+    (``BenchmarkResult.nodeid``) and this guess is only the fallback for baseline files written
+    before that field existed.
     """
     return key.split(" [", 1)[0].split(" #", 1)[0]
 
@@ -156,14 +158,15 @@ class BenchmarkResult:
     metrics: dict[str, Any] = dataclasses.field(default_factory=dict)
     environments: dict[str, Environment] = dataclasses.field(default_factory=dict)  # metric -> env
     extras: dict[str, Any] = dataclasses.field(default_factory=dict)  # e.g. profile summary, trace
-    # pytest-benchmark's benchmark.group / benchmark.extra_info (or marker group=): kept in baselines
+    # pytest-benchmark's benchmark.group / benchmark.extra_info (or marker group=): kept in
+    # baselines
     group: str = ""
     extra_info: dict[str, Any] = dataclasses.field(default_factory=dict)  # plain JSON values
     #: The pytest node id of the test that produced it. Stored, never parsed back out of ``key``:
     #: a parametrize id may itself contain " [" or " #". Derived from the key when not given.
     nodeid: str = ""
-    #: When this entry was last saved with changed content: {"commit": sha or None, "time": ISO UTC}.
-    #: Baselines only; not part of comparability.
+    #: When this entry was last saved with changed content: {"commit": sha or None, "time": ISO
+    #: UTC}. Baselines only; not part of comparability.
     saved: dict[str, Any] = dataclasses.field(default_factory=dict)
     #: The test's own limits (marker ``limits=``: metric -> fraction), over the run's: kept in
     #: results and baselines so that ``torchbench compare`` judges as the pytest run did.

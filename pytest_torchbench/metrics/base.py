@@ -24,12 +24,12 @@ each with a default that suits a metric whose value has one headline number wher
   ``failure_words``, ``alternates`` with ``judge_rounds``;
 * JSON: ``to_json``/``from_json`` (from ``value_type``), ``invalid_number`` (from the
   ``*_fields`` tuples, which say which numbers must be positive, whole, numeric or fractions);
-* showing: ``format_value``, ``table_scale``, ``cell``, ``judged_cell``, ``cell_delta``, ``delta_title``,
-  ``junit_properties``, ``figures`` (all from ``headline``; :class:`SecondsDisplay` for times,
-  :class:`NamedCounts` for exact counts by name, judging included);
+* showing: ``format_value``, ``table_scale``, ``cell``, ``judged_cell``, ``cell_delta``,
+  ``delta_title``, ``junit_properties``, ``figures`` (all from ``headline``; :class:`SecondsDisplay`
+  for times, :class:`NamedCounts` for exact counts by name, judging included);
 * the measuring process, for engines with special needs: ``seeded``, ``excludes``,
-  ``measured_last``, ``fresh_code``, ``unavailable``, ``prepare_process``, ``before_first_call``, ``environment_facts``, ``worker_launch``, ``timer_method`` with
-  ``measure_timer_call``;
+  ``measured_last``, ``fresh_code``, ``unavailable``, ``prepare_process``, ``before_first_call``,
+  ``environment_facts``, ``worker_launch``, ``timer_method`` with ``measure_timer_call``;
 * explaining a failed verdict: ``explains``, ``explain`` (``explains_failures`` is derived: the
   metric overrides it), ``explain_elsewhere``, ``explains_metrics`` with ``explain_other``, and
   ``confirm`` (``confirms_failures`` is derived likewise).
@@ -50,8 +50,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from ..core.text import finite, safe_number, safe_text
-from ..core.vocabulary import (
+from ..common.text import finite, safe_number, safe_text
+from ..common.vocabulary import (
     IMPROVEMENT,
     REGRESSION,
     UNCHANGED,
@@ -317,14 +317,16 @@ class Metric(abc.ABC):
 
     def worker_launch(self) -> WorkerLaunch | None:
         """How to launch the processes this metric measures in, when it cannot measure in an
-        ordinary one (instructions: under valgrind). The pytest glue (``pytest/workers.py``) then runs
-        the tests in xdist workers started that way, serially in one. None: any process will do."""
+        ordinary one (instructions: under valgrind). The pytest glue (``pytest/workers.py``) then
+        runs the tests in xdist workers started that way, serially in one. None: any process will
+        do."""
         return None
 
     def measure_timer_call(
         self, fn: Callable[[], Any], number: int, task_spec: Any, context: MeasureContext
     ) -> tuple[Any, Any]:
-        """Answer :attr:`timer_method` for ``fn``: (what the Timer method returns, the value recorded)."""
+        """Answer :attr:`timer_method` for ``fn``: (what the Timer method returns, the value
+        recorded)."""
         raise NotImplementedError(f"metric {self.name!r} answers no Timer method")
 
     # == Explaining a failed verdict (optional) ==================================================
@@ -374,14 +376,14 @@ class Metric(abc.ABC):
         return ""
 
     def explain_other(self, current: Any, baseline: Any) -> list[str]:
-        """Detail lines for a failed verdict of one of :attr:`explains_metrics` of the same benchmark,
-        from this metric's current and baseline values (comparable ones): what changed at this
-        metric's level, or that nothing did. Pure: no re-run."""
+        """Detail lines for a failed verdict of one of :attr:`explains_metrics` of the same
+        benchmark, from this metric's current and baseline values (comparable ones): what changed at
+        this metric's level, or that nothing did. Pure: no re-run."""
         return []
 
-    def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
-        """Settle ``suspect`` (a failed regression, changed in place) with ``again``, the verdict of
-        the same test measured in a fresh process, or with ``problem``, why there is none.
+    def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> Verdict:
+        """Settle ``suspect`` (a failed regression; returns it settled) with ``again``, the verdict
+        of the same test measured in a fresh process, or with ``problem``, why there is none.
         Overriding it is what makes a failed regression of this metric wait for that second
         measurement (:attr:`confirms_failures`): for measurements whose spread between processes
         is larger than within one."""
@@ -389,12 +391,14 @@ class Metric(abc.ABC):
 
     @property
     def explains_failures(self) -> bool:
-        """Derived: the metric overrides :meth:`explain`, so the session keeps ``fn`` to re-run it."""
+        """Derived: the metric overrides :meth:`explain`, so the session keeps ``fn`` to re-run
+        it."""
         return type(self).explain is not Metric.explain
 
     @property
     def confirms_failures(self) -> bool:
-        """Derived: the metric overrides :meth:`confirm`, so a failed regression is measured again."""
+        """Derived: the metric overrides :meth:`confirm`, so a failed regression is measured
+        again."""
         return type(self).confirm is not Metric.confirm
 
     def __repr__(self) -> str:
@@ -476,7 +480,8 @@ def counts_to_json(counts: Mapping[str, float]) -> dict[str, float]:
 
 
 def counts_from_json(data: Mapping[str, Any], field: str) -> dict[str, float]:
-    """``data[field]`` read back as named counts; anything but an object is a ValueError naming it."""
+    """``data[field]`` read back as named counts; anything but an object is a ValueError naming
+    it."""
     counts = data[field]
     if not isinstance(counts, Mapping):
         raise ValueError(f"{field}.{field} must be an object")
@@ -547,20 +552,23 @@ def judge_counts(
     unit: str,
     things: str,
 ) -> Verdict:
-    """The verdict of an exact-count metric: any count that changed beyond the limit fails, whichever
-    way it went (counts are exact, so a change is never noise), each listed in ``details`` as
-    ``name then -> now per call``. ``unit``: "calls"; ``things``: "op(s)"."""
+    """The verdict of an exact-count metric: any count that changed beyond the limit fails,
+    whichever way it went (counts are exact, so a change is never noise), each listed in ``details``
+    as ``name then -> now per call``. ``unit``: "calls"; ``things``: "op(s)"."""
     changed = changed_counts(current, baseline, limit)
     total_now, total_then = sum(current.values()), sum(baseline.values())
     if changed:
         status = REGRESSION if total_now >= total_then else IMPROVEMENT
     else:
         status = UNCHANGED
-    summary = f"{metric} {total_then:g} -> {total_now:g} {unit} per call ({len(changed)} {things} changed)"
+    summary = (
+        f"{metric} {total_then:g} -> {total_now:g} {unit} per call ({len(changed)} {things} "
+        "changed)"
+    )
     details = [f"{name} {then:g} -> {now:g} per call" for name, then, now in changed]
-    verdict = Verdict(key, metric, status, total_then, total_now, limit, None, summary, details)
-    verdict.failed = bool(changed)
-    return verdict
+    return Verdict(
+        key, metric, status, total_then, total_now, limit, None, summary, details, bool(changed)
+    )
 
 
 class LaunchUnavailable(RuntimeError):
@@ -571,9 +579,9 @@ class LaunchUnavailable(RuntimeError):
 class WorkerLaunch:
     """How the processes of a metric that needs its own are launched (``Metric.worker_launch``).
 
-    The pytest glue (``pytest/workers.py``) knows xdist and nothing of the metric: it asks this object for
-    the command that starts a worker's interpreter and for the environment, gives every run a
-    folder of its own (named ``folder_prefix`` + ``<uid>-<slot>``, the same on every run), and
+    The pytest glue (``pytest/workers.py``) knows xdist and nothing of the metric: it asks this
+    object for the command that starts a worker's interpreter and for the environment, gives every
+    run a folder of its own (named ``folder_prefix`` + ``<uid>-<slot>``, the same on every run), and
     hands each value a worker measured to :meth:`finish` before the controller judges it. No
     pytest here, so a metric module can define one.
     """
@@ -641,7 +649,8 @@ def format_fraction(delta: float) -> str:
 
 def _numbers(value: Any, path: str, field: str | None) -> Iterator[tuple[str, Any, str | None]]:
     """(path, number, top-level field) for every number inside ``value``, depth first. Names
-    from the file are shown JSON-escaped unless they are plain identifiers (they reach terminals)."""
+    from the file are shown JSON-escaped unless they are plain identifiers (they reach
+    terminals)."""
     if isinstance(value, bool):
         return
     if isinstance(value, (int, float)):

@@ -4,7 +4,8 @@ Call counts are exact and do not move with the process's layout (what makes inst
 Python-heavy code move: CPython's type attribute cache), so, as for op counts, any change of a
 function's calls beyond the limit (default 0) fails, whichever way it went, and the failure lists
 the functions, each with the line that calls it in the user's code. They also explain an
-instructions or time regression of the same benchmark at the Python level (:meth:`Calls.explain_other`).
+instructions or time regression of the same benchmark at the Python level
+(:meth:`Calls.explain_other`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.text import safe_text
+from ..common.text import safe_text
 from .base import (
     LineChanges,
     MeasureContext,
@@ -96,8 +97,8 @@ class Calls(NamedCounts, Metric):
     ) -> list[str]:
         """The changed functions, each with where it starts and the user's lines that call it now
         (those on lines edited since the baseline's revision first, tagged: ``changed``):
-        one more seeded call of ``fn`` with every call's site looked up (``pycalls.call_sites``), for
-        a failed benchmark only. A function no longer called has no call site to show."""
+        one more seeded call of ``fn`` with every call's site looked up (``pycalls.call_sites``),
+        for a failed benchmark only. A function no longer called has no call site to show."""
         from ..engines import pycalls
         from ..engines.sites import own_dirs
 
@@ -126,8 +127,8 @@ class Calls(NamedCounts, Metric):
     def explain_elsewhere(self, nodeid: str) -> str:
         return (
             f"call sites: not found (the test ran in another process, and re-running it did not "
-            f"give them); `pytest {safe_text(nodeid)} --bench-mode=calls` with the same --bench-compare, "
-            f"without -n, shows them"
+            f"give them); `pytest {safe_text(nodeid)} --bench-mode=calls` with the same "
+            "--bench-compare, without -n, shows them"
         )
 
     def explain_other(self, current: Any, baseline: Any) -> list[str]:
@@ -138,8 +139,8 @@ class Calls(NamedCounts, Metric):
         if not changes:
             total = sum(current.calls.values())
             return [
-                f"Python calls: unchanged ({total:g} per call in {len(current.calls)} function(s)): "
-                "the same Python functions ran as often as in the baseline"
+                f"Python calls: unchanged ({total:g} per call in {len(current.calls)} "
+                "function(s)): the same Python functions ran as often as in the baseline"
             ]
         changes.sort(key=lambda item: (-abs(item[2] - item[1]), item[0]))
         rows = [

@@ -16,8 +16,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.text import safe_number, safe_text
-from ..core.vocabulary import (
+from ..common.text import safe_number, safe_text
+from ..common.vocabulary import (
     IMPROVEMENT,
     REGRESSION,
     UNCHANGED,
@@ -111,7 +111,8 @@ class CompileMetric:
     def cell(self) -> str:
         return (
             f"{self.graphs} graph{'s' if self.graphs != 1 else ''}, {self.graph_breaks} "
-            f"break{'s' if self.graph_breaks != 1 else ''}, {self.recompiles} recompile{'s' if self.recompiles != 1 else ''}"
+            f"break{'s' if self.graph_breaks != 1 else ''}, {self.recompiles} "
+            f"recompile{'s' if self.recompiles != 1 else ''}"
         )
 
 

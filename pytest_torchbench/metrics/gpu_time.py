@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.vocabulary import (
+from ..common.vocabulary import (
     IMPROVEMENT,
     NOT_COMPARABLE,
     REGRESSION,
@@ -52,7 +52,8 @@ CLOCK_TOLERANCE = 0.02
 CLOCK_RATIO_LIMIT = 2.0
 #: The SM clocks a baseline may hold (MHz); anything else is an error in the file.
 CLOCK_RANGE_MHZ = (10.0, 10000.0)
-#: Below this share of the host's time per call spent busy on the device, a benchmark is launch-bound.
+#: Below this share of the host's time per call spent busy on the device, a benchmark is
+#: launch-bound.
 LAUNCH_BOUND_SHARE = 0.5
 #: About how far the wall time of a launch-bound benchmark was seen to move between processes with
 #: the same code (docs/design/gpu.md): a wall-time slowdown up to this, with the device time
@@ -78,7 +79,8 @@ class GpuTimeMetric:
 
     @property
     def busy_share(self) -> float | None:
-        """The share of the host's time per call that the device was busy (None without a host time)."""
+        """The share of the host's time per call that the device was busy (None without a host
+        time)."""
         return self.device_seconds / self.host_seconds if self.host_seconds > 0 else None
 
     def to_json(self) -> dict[str, Any]:
@@ -143,8 +145,8 @@ def describe_launch_bound(value: GpuTimeMetric) -> str | None:
     return (
         f"launch-bound: the device is busy {format_seconds(value.device_seconds)} of the call's "
         f"{format_seconds(value.host_seconds)} on the host ({share * 100:.0f}%), "
-        f"{value.launches:g} launches per call, about {format_seconds(overhead)} of host overhead per call; "
-        "its wall time follows the host, gate it on gpu_time"
+        f"{value.launches:g} launches per call, about {format_seconds(overhead)} of host overhead "
+        "per call; its wall time follows the host, gate it on gpu_time"
     )
 
 
@@ -216,7 +218,8 @@ class GpuTime(SecondsDisplay, Metric):
             return None
         return (
             "--bench-mode=gpu_time measures device time, but there is no CUDA device here "
-            "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave 'gpu_time' out"
+            "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave "
+            "'gpu_time' out"
         )
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> GpuTimeMetric:
@@ -269,7 +272,7 @@ class GpuTime(SecondsDisplay, Metric):
         if current.flush_l2 != baseline.flush_l2:
             # A cold cache against a warm one says nothing about the code: not comparable, as a
             # changed environment is (strict mode fails it).
-            verdict = Verdict(
+            return Verdict(
                 key,
                 self.name,
                 NOT_COMPARABLE,
@@ -281,8 +284,6 @@ class GpuTime(SecondsDisplay, Metric):
                 f"flush_l2={baseline.flush_l2} (re-save the baseline)",
                 [f"flush_l2: {baseline.flush_l2} -> {current.flush_l2}"],
             )
-            verdict.failed = policy.strict_environment
-            return verdict
         if then > 0:
             delta = now / then - 1.0
         else:
@@ -329,7 +330,7 @@ class GpuTime(SecondsDisplay, Metric):
                 + " (NVML: pip install nvidia-ml-py)",
             )
         if weighed is None:
-            verdict = Verdict(
+            return Verdict(
                 key,
                 self.name,
                 NOT_COMPARABLE,
@@ -339,12 +340,10 @@ class GpuTime(SecondsDisplay, Metric):
                 None,
                 f"gpu_time {format_seconds(then)} -> {format_seconds(now)} per call ({shown}), not "
                 f"judged: the GPU's SM clock was {current.sm_clock_mhz:.0f} MHz, against "
-                f"{baseline.sm_clock_mhz:.0f} MHz in the baseline, and a slowdown beyond the {limit * 100:g}% "
-                "limit may hide behind that",
+                f"{baseline.sm_clock_mhz:.0f} MHz in the baseline, and a slowdown beyond the "
+                f"{limit * 100:g}% limit may hide behind that",
                 [*details, _CLOCK_ADVICE],
             )
-            verdict.failed = policy.strict_environment
-            return verdict
         return Verdict(key, self.name, weighed, then, now, limit, None, summary, details)
 
     def explain_other(self, current: Any, baseline: Any) -> list[str]:
@@ -353,8 +352,8 @@ class GpuTime(SecondsDisplay, Metric):
         then, now = baseline.device_seconds, current.device_seconds
         change = format_percent(now / then - 1.0) if then > 0 else "new"
         return [
-            f"device time per call {format_seconds(then)} -> {format_seconds(now)} ({change}, gpu_time); "
-            f"launches per call {baseline.launches:g} -> {current.launches:g}"
+            f"device time per call {format_seconds(then)} -> {format_seconds(now)} ({change}, "
+            f"gpu_time); launches per call {baseline.launches:g} -> {current.launches:g}"
         ]
 
     def excuse_other(
@@ -373,12 +372,13 @@ class GpuTime(SecondsDisplay, Metric):
             return None
         share = current.busy_share or 0.0
         return (
-            f"launch-bound, device time unchanged (gpu_time): the device busy {share * 100:.0f}% of the "
-            f"call's {format_seconds(current.host_seconds)} on the host and the launches per call the same, so "
-            f"the wall-time change is the host's, whose speed moved such benchmarks by up to "
-            f"{HOST_NOISE * 100:.0f}% between processes with the same code. A slowdown of the host's own code up "
-            "to that passes here too: gate the host's work on ops or calls, or judge wall time against a base "
-            "measured alternately in the same job (--bench-base=measure with --bench-rounds of 2 or more)"
+            f"launch-bound, device time unchanged (gpu_time): the device busy {share * 100:.0f}% "
+            f"of the call's {format_seconds(current.host_seconds)} on the host and the launches "
+            "per call the same, so the wall-time change is the host's, whose speed moved such "
+            f"benchmarks by up to {HOST_NOISE * 100:.0f}% between processes with the same code. A "
+            "slowdown of the host's own code up to that passes here too: gate the host's work on "
+            "ops or calls, or judge wall time against a base measured alternately in the same job "
+            "(--bench-base=measure with --bench-rounds of 2 or more)"
         )
 
     def headline(self, value: Any) -> float:

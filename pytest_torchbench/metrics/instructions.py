@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.text import finite, safe_number
-from ..core.vocabulary import (
+from ..common.text import finite, safe_number
+from ..common.vocabulary import (
     IMPROVEMENT,
     NOT_COMPARABLE,
     REGRESSION,
@@ -39,10 +39,12 @@ from ..core.vocabulary import (
     format_percent,
     round_sig,
 )
+from ..engines.callgrind.names import NOISE_FRAME, short_function_name
 from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
 
-#: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts).
-COUNTING_METHOD = "per-region-toggle-in-loop/12"  # /12: a one-call plan counts the third call, not the probe (collect.py); /11: the type-cache lookups' own cost apart too (TYPE_CACHE_LOOKUPS); /10: on 3.10 too, classes share no keys (shared_keys.py) and code gets its inline cache at its next call (quickening.py); /9: classes' shared attribute keys lowered (shared_keys.py); /8: type-cache misses apart (TYPE_CACHE_MISS); /7: fresh copies through decorators and of marked tests' own code; /6: functions quickened at their next call (quickening.py); /3: a heap epoch per test (allocator.c); /4: heavy regions aim at 2**21; /5: a fresh copy of the benchmarked function
+#: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts);
+#: what each bump changed is listed in CHANGELOG.md.
+COUNTING_METHOD = "per-region-toggle-in-loop/12"
 
 #: The CPython function a miss of the type attribute cache calls (``_PyType_Lookup`` on a miss walks
 #: the MRO's dicts here). Its inclusive cost is kept apart from the count: which (type, name) pairs
@@ -163,30 +165,35 @@ def count_region_for_controller(
     number: int | None,
     warmup: int | None,
     num_threads: int,
-    before_warmup: Callable[[], None] | None = None,
-    before_region: Callable[[], None] | None = None,
-    before_each: Callable[[], None] | None = None,
+    context: MeasureContext | None = None,
     plan: tuple[int, int] | None = None,
 ) -> InstructionsMetric:
     """Count ``fn`` and hand the unread dump to the controller (``InstructionsMetric.dump``).
 
     Why: reading a dump (a pure-Python parse) under valgrind was most of the marginal cost of a
-    small benchmark; the controller reads it natively, many times faster (docs/design/measurements.md,
-    "Counting in the worker").
+    small benchmark; the controller reads it natively, many times faster
+    (docs/design/measurements.md, "Counting in the worker").
     ``number``/``warmup`` None: chosen from a probe call (``callgrind.plan_calls``), or the
-    baseline's ``plan`` (``callgrind.count_region``).
+    baseline's ``plan`` (``callgrind.count_region``). ``context``: its hooks run around the calls.
     """
     from ..engines.callgrind import collect
 
+    hooks = None
+    if context is not None:
+        # Seeded once, before the warm-up (see callgrind.count_region); pedantic's setup before
+        # both.
+        hooks = collect.RegionHooks(
+            before_warmup=context.seed,
+            before_region=context.setup,
+            before_each=context.before_each,
+        )
     region = collect.count_region(
         fn,
         number=number,
         warmup=warmup,
         out_dir=_dump_dir(),
         num_threads=num_threads,
-        before_warmup=before_warmup,
-        before_region=before_region,
-        before_each=before_each,
+        hooks=hooks,
         plan=plan,
     )
     return InstructionsMetric.pending(str(region.dump), region.number, region.warmup)
@@ -262,9 +269,9 @@ class InstructionsMetric:
         type_cache_misses: int = 0,
         type_cache_lookups: int = 0,
     ) -> InstructionsMetric:
-        """From raw exclusive counts over ``number`` calls (names as Callgrind's reader spells them);
-        ``type_cache_misses`` and ``type_cache_lookups`` (over the ``number`` calls) are taken off
-        the total."""
+        """From raw exclusive counts over ``number`` calls (names as Callgrind's reader spells
+        them); ``type_cache_misses`` and ``type_cache_lookups`` (over the ``number`` calls) are
+        taken off the total."""
         merged: dict[str, int] = {}
         for name, count in exclusive.items():
             key = cls.standardized_name(name)
@@ -338,181 +345,13 @@ class InstructionsMetric:
         )
 
     def function_counts(self) -> Any:
-        """The per-function counts as torch's FunctionCounts, so ``delta``/``filter`` work on baselines."""
-        from .._compat import function_counts_from_dict
+        """The per-function counts as torch's FunctionCounts, so ``delta``/``filter`` work on
+        baselines."""
+        from ..common.compat import function_counts_from_dict
 
         return function_counts_from_dict(
             {name: int(round(count)) for name, count in self.functions.items()}
         )
-
-
-#: Frames whose counts move with locking and thread hand-over rather than with the benchmark's own
-#: work (the GIL, mutexes, thread-local lookups): summed on one line after the functions that
-#: changed, so that they never crowd those out.
-_NOISE_FRAME = re.compile(
-    r"(?:^|[:\s])(?:pthread_mutex_\w+|__pthread_mutex_\w+|pthread_cond_\w+|pthread_getspecific|"
-    r"__tls_get_addr|take_gil|drop_gil|PyEval_SaveThread|PyEval_RestoreThread|"
-    r"PyGILState_\w+|_PyThreadState_\w+|lll_\w+)(?:@|\b)"
-)
-
-
-def _collapse_brackets(text: str, opening: str, closing: str, keep_depth: int) -> str:
-    """``a<b<c>, d>`` -> ``a<…>`` (keep_depth 0): nested argument lists folded beyond a depth."""
-    out: list[str] = []
-    depth = 0
-    for char in text:
-        if char == opening:
-            depth += 1
-            if depth == keep_depth + 1:
-                out.append(opening + "…")
-            elif depth <= keep_depth:
-                out.append(char)
-        elif char == closing and depth > 0:
-            if depth == keep_depth + 1:
-                out.append(closing)
-            elif depth <= keep_depth:
-                out.append(char)
-            depth -= 1
-        elif depth <= keep_depth:
-            out.append(char)
-    return "".join(out)
-
-
-def short_function_name(name: str, width: int = 90) -> str:
-    """A function name a person can read: file reduced to its base name, a long C++ name made
-    readable (:func:`readable_cxx_name`), at most ``width`` characters. The full name stays in the
-    baseline; this is for messages and reports only."""
-    where, sep, function = name.partition(":")
-    if not sep or "(" in where or "<" in where:
-        where, function = "", name
-    where = where.rsplit("/", 1)[-1]
-    short = re.sub(r"@@?GLIBC_[0-9.]+$", "", function)
-    if len(short) > width // 2:
-        short = readable_cxx_name(short, width)
-    if where and where != "???":
-        short = f"{where}:{short}"
-    return short if len(short) <= width else short[: width - 1] + "…"
-
-
-#: Namespaces that say nothing a reader needs to tell torch's functions apart.
-_NOISE_NAMESPACE = re.compile(
-    r"\b(?:at|c10|std|native|detail|impl|vec|internal|AVX2|AVX512|DEFAULT|__detail|"
-    r"__cxx11)::"
-)
-_CLONE_SUFFIX = re.compile(r"(?:\s*\[clone [^\]]*\])+$")
-
-
-def readable_cxx_name(name: str, width: int = 90) -> str:
-    """A long C++ function name, as a person reads it: without its return type, parameter lists,
-    ``const``, the lambdas' ``operator()`` and noise namespaces (``at::native::``, ``(anonymous
-    namespace)::``), with a repeated template argument given once; still too long, templates are
-    folded from the deepest (``<…>``).
-
-    Why: torch's kernels are templates instantiated with lambdas, and folding every bracket made
-    all of them ``void c10::function_ref<…>::callback_fn<…>(…)``: five different kernels of one
-    benchmark read the same. What tells them apart sits inside the template arguments
-    (``callback_fn<VectorizedLoop2d<add_kernel::{lambda}>>``), so those are kept and the noise
-    around them goes."""
-    suffix_match = _CLONE_SUFFIX.search(name)
-    suffix = suffix_match.group(0) if suffix_match else ""
-    text = name[: len(name) - len(suffix)] if suffix else name
-    text = text.replace("(anonymous namespace)::", "").replace("{lambda(", "{lambda#(")
-    text = _without_parameters(text)
-    text = text.replace("{lambda#", "{lambda").replace("::operator()", "")
-    text = re.sub(r"\s+const\b", "", text)
-    text = re.sub(r"(?:::\{lambda#?\d*\})+", "::{lambda}", text)
-    text = re.sub(r"\{lambda#?(\d+)\}", r"{lambda}", text)
-    text = _NOISE_NAMESPACE.sub("", text)
-    text = re.sub(r"function_ref<[^<>]*>::callback_fn", "function_ref::callback_fn", text)
-    text = _after_return_type(text.strip())
-    text = _unique_template_arguments(text)
-    text = re.sub(r"\s*>", ">", text)
-    depth = max(_depths(text), default=0)
-    while len(text) + len(suffix) > width and depth > 0:
-        depth -= 1
-        text = _collapse_brackets(text, "<", ">", depth)
-    return text + suffix
-
-
-def _without_parameters(text: str) -> str:
-    """Every balanced ``(...)`` dropped, but ``operator()`` kept and a lambda's ``#(...)`` marker
-    (see :func:`readable_cxx_name`) dropped with its parameters."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        char = text[i]
-        if char == "(":
-            if "".join(out[-8:]) == "operator" and text[i + 1 : i + 2] == ")":
-                out.append("()")
-                i += 2
-                continue
-            depth = 0
-            while i < len(text):
-                depth += {"(": 1, ")": -1}.get(text[i], 0)
-                i += 1
-                if depth == 0:
-                    break
-            if out and out[-1] == "#":
-                out.pop()
-            continue
-        out.append(char)
-        i += 1
-    return "".join(out)
-
-
-def _after_return_type(text: str) -> str:
-    """``void at::f<a, b>`` -> ``at::f<a, b>``: what follows the last space outside brackets."""
-    depth, cut = 0, 0
-    for index, char in enumerate(text):
-        if char == "<":
-            depth += 1
-        elif char == ">":
-            depth -= 1
-        elif char == " " and depth == 0:
-            cut = index + 1
-    return text[cut:]
-
-
-def _unique_template_arguments(text: str) -> str:
-    """``f<a, a, a, b>`` -> ``f<a, b>``, at every depth (a kernel templated on one lambda twice)."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] != "<":
-            out.append(text[i])
-            i += 1
-            continue
-        depth, j, parts, start = 0, i, [], i + 1
-        while j < len(text):
-            if text[j] == "<":
-                depth += 1
-            elif text[j] == ">":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif text[j] == "," and depth == 1:
-                parts.append(text[start:j])
-                start = j + 1
-            j += 1
-        parts.append(text[start:j])
-        unique: list[str] = []
-        for part in (_unique_template_arguments(p.strip()) for p in parts):
-            if part not in unique:
-                unique.append(part)
-        out.append("<" + ", ".join(unique) + ">")
-        i = j + 1
-    return "".join(out)
-
-
-def _depths(text: str) -> list[int]:
-    depth, seen = 0, []
-    for char in text:
-        if char == "<":
-            depth += 1
-            seen.append(depth)
-        elif char == ">":
-            depth -= 1
-    return seen
 
 
 # What the OTHER row means, where it shows: a cost spread over many small functions (a copy, a
@@ -526,7 +365,7 @@ def top_function_changes(
     """The functions whose exclusive counts per run changed most, as ``FunctionCounts.delta`` shows.
 
     Ranked by the absolute change per run, largest first, leaving out lock/GIL/thread-local
-    frames (``_NOISE_FRAME``), which are summed on one last line; names shortened
+    frames (``NOISE_FRAME``), which are summed on one last line; names shortened
     (:func:`short_function_name`).
     """
     changes: dict[str, float] = {}
@@ -534,7 +373,7 @@ def top_function_changes(
         change = current.get(name, 0.0) - baseline.get(name, 0.0)
         if round(change) != 0:
             changes[name] = change
-    noise = {name: change for name, change in changes.items() if _NOISE_FRAME.search(name)}
+    noise = {name: change for name, change in changes.items() if NOISE_FRAME.search(name)}
     ordered = sorted(
         ((n, c) for n, c in changes.items() if n not in noise),
         key=lambda item: (-abs(item[1]), item[0]),
@@ -561,16 +400,16 @@ def top_function_changes(
 def type_cache_line(
     current: InstructionsMetric, baseline: InstructionsMetric, counted: float
 ) -> list[str]:
-    """A line naming the type-cache misses when they moved by more than a thousandth of the count: they
-    are not counted (their cost follows memory layout), but a reader of the function table above
-    must know why dict lookups moved without the count moving."""
+    """A line naming the type-cache misses when they moved by more than a thousandth of the count:
+    they are not counted (their cost follows memory layout), but a reader of the function table
+    above must know why dict lookups moved without the count moving."""
     moved = current.type_cache_misses - baseline.type_cache_misses
     if counted <= 0 or abs(moved) < counted * 0.001:
         return []
     return [
         f"type-cache misses (not counted: they follow memory layout, not the code): "
-        f"{baseline.type_cache_misses:,.0f} -> {current.type_cache_misses:,.0f} instructions per run "
-        f"in {TYPE_CACHE_MISS} and the dict lookups it makes"
+        f"{baseline.type_cache_misses:,.0f} -> {current.type_cache_misses:,.0f} instructions per "
+        f"run in {TYPE_CACHE_MISS} and the dict lookups it makes"
     ]
 
 
@@ -615,7 +454,8 @@ class CallgrindLaunch(WorkerLaunch):
         return spec.command(environ)
 
     def finish(self, data: dict[str, Any], folder: Path) -> dict[str, Any]:
-        """Read a worker's region dump here, natively (far faster than under valgrind), and delete it.
+        """Read a worker's region dump here, natively (far faster than under valgrind), and delete
+        it.
 
         Only files in this run's folder are read."""
         if not data.get("dump"):
@@ -693,9 +533,9 @@ class CallgrindLaunch(WorkerLaunch):
         specialise the helpers it calls, so whether they ran specialised depended on the tests
         before it (``callgrind.quickening``). Why the freeze: the first region's ``gc.collect()``
         otherwise traverses all of torch's and pytest's objects under valgrind, a large share of
-        the worker's first benchmark, against little for every later one (docs/design/measurements.md,
-        "Counting in the worker"). What import left as cyclic garbage is then never freed: a few
-        objects, once per worker."""
+        the worker's first benchmark, against little for every later one
+        (docs/design/measurements.md, "Counting in the worker"). What import left as cyclic garbage
+        is then never freed: a few objects, once per worker."""
         from ..engines import dynamo  # noqa: F401 - so a worker's first test imports no new module
         from ..engines.callgrind import collect, spec
 
@@ -758,15 +598,12 @@ class Instructions(Metric):
         plan = take_test_plan()
         if options.number is not None or options.warmup is not None:
             plan = None
-        # Seeded once, before the warm-up (see callgrind.count_region); pedantic's setup before both.
         return count_region_for_controller(
             fn,
             number=options.number,
             warmup=options.warmup,
             num_threads=options.num_threads,
-            before_warmup=context.seed,
-            before_region=context.setup,
-            before_each=context.before_each,
+            context=context,
             plan=plan,
         )
 
@@ -812,7 +649,7 @@ class Instructions(Metric):
                 f"instructions: counted over {current.number_per_run} calls, the baseline over "
                 f"{baseline.number_per_run} (re-save the baseline)"
             )
-            verdict = Verdict(
+            return Verdict(
                 key,
                 "instructions",
                 NOT_COMPARABLE,
@@ -823,8 +660,6 @@ class Instructions(Metric):
                 summary,
                 [f"number_per_run: {baseline.number_per_run} -> {current.number_per_run}"],
             )
-            verdict.failed = policy.strict_environment
-            return verdict
         status = REGRESSION if delta > limit else IMPROVEMENT if delta < -limit else UNCHANGED
         summary = (
             f"instructions {then:,.0f} -> {now:,.0f} per run ({format_percent(delta)}, "

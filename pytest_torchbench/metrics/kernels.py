@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.text import safe_text
+from ..common.text import safe_text
 from .base import (
     LineChanges,
     MeasureContext,
@@ -42,8 +42,8 @@ class KernelsMetric:
 
 def display_name(kernel: str) -> str:
     """A kernel's name as shown in a verdict: without the leading ``void`` and, for a template, the
-    parameter list, which repeats the template arguments (a demangled elementwise kernel's name runs to 600
-    characters, twice the same types). Names stay as profiled in baselines and JSON."""
+    parameter list, which repeats the template arguments (a demangled elementwise kernel's name runs
+    to 600 characters, twice the same types). Names stay as profiled in baselines and JSON."""
     name = kernel[5:] if kernel.startswith("void ") else kernel
     depth = 0
     for index, char in enumerate(name):
@@ -78,7 +78,8 @@ class Kernels(NamedCounts, Metric):
             return None
         return (
             "--bench-mode=kernels counts CUDA kernel launches, but there is no CUDA device here "
-            "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave 'kernels' out"
+            "(torch.cuda.is_available() is False); run it on a machine with a GPU, or leave "
+            "'kernels' out"
         )
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> KernelsMetric:
@@ -111,7 +112,7 @@ class Kernels(NamedCounts, Metric):
         sites = profiler.op_call_sites(
             fn,
             root=root,
-            before_region=context.before_region,
+            hooks=profiler.CallHooks(before_region=context.before_region),
             own=own_dirs(context.own_packages),
             caller=context.caller,
         )

@@ -8,14 +8,15 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.text import safe_number
-from ..core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy, Verdict, format_percent
+from ..common.text import safe_number
+from ..common.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy, Verdict, format_percent
 from .base import MeasureContext, Metric
 
 
 @dataclasses.dataclass
 class MemoryMetric:
-    """Peak bytes allocated per iteration (CPU from profiler memory events, CUDA from torch.cuda)."""
+    """Peak bytes allocated per iteration (CPU from profiler memory events, CUDA from
+    torch.cuda)."""
 
     peak_bytes: dict[str, int]  # device ("cpu", "cuda") -> bytes
 
@@ -65,7 +66,8 @@ class Memory(Metric):
             f"({format_percent(delta) if math.isfinite(delta) else 'new'}, limit {limit * 100:g}%)"
         )
         details = [
-            f"{device}: {baseline.peak_bytes.get(device, 0):,} -> {current.peak_bytes.get(device, 0):,} bytes"
+            f"{device}: {baseline.peak_bytes.get(device, 0):,} -> "
+            f"{current.peak_bytes.get(device, 0):,} bytes"
             for device in sorted(set(current.peak_bytes) | set(baseline.peak_bytes))
         ]
         return Verdict(

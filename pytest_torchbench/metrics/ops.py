@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core.text import safe_text
+from ..common.text import safe_text
 from .base import (
     LineChanges,
     MeasureContext,
@@ -78,9 +78,9 @@ class Ops(NamedCounts, Metric):
         changed: LineChanges | None = None,
     ) -> list[str]:
         """The changed ops, each with the user's lines that call it now: one more seeded run of
-        ``fn`` with its torch calls tagged (``profiler.op_call_sites``), for a failed benchmark only.
-        An op no longer called has no call site to show. Every site of an op the baseline never
-        called is new; of an op it called, each site shows its calls, and the sites on lines
+        ``fn`` with its torch calls tagged (``profiler.op_call_sites``), for a failed benchmark
+        only. An op no longer called has no call site to show. Every site of an op the baseline
+        never called is new; of an op it called, each site shows its calls, and the sites on lines
         edited since the baseline's revision come first, tagged (``changed``)."""
         from ..engines import profiler
         from ..engines.sites import own_dirs
@@ -89,8 +89,9 @@ class Ops(NamedCounts, Metric):
             fn,
             root=root,
             by_shape=context.options.ops_by_shape,
-            before_region=context.before_region,
-            before_each=context.before_each,
+            hooks=profiler.CallHooks(
+                before_region=context.before_region, before_each=context.before_each
+            ),
             own=own_dirs(context.own_packages),
             caller=context.caller,
         )
@@ -100,14 +101,16 @@ class Ops(NamedCounts, Metric):
             found = sites.get(op, [])
             if found:
                 # The baseline keeps counts, not sites: where the op was called before too, each
-                # site's calls now (x3) and the tag of an edited line tell the line whose calls changed.
-                line += f" ({sites_text(found, changed, _SITES_SHOWN, counted=then > 0 and len(found) > 1)})"
+                # site's calls now (x3) and the tag of an edited line tell the line whose calls
+                # changed.
+                counted = then > 0 and len(found) > 1
+                line += f" ({sites_text(found, changed, _SITES_SHOWN, counted=counted)})"
             lines.append(line)
         return lines
 
     def explain_elsewhere(self, nodeid: str) -> str:
         return (
             f"call sites: not found (the test ran in another process, and re-running it did not "
-            f"give them); `pytest {safe_text(nodeid)} --bench-mode=ops` with the same --bench-compare, "
-            f"without -n, shows them"
+            f"give them); `pytest {safe_text(nodeid)} --bench-mode=ops` with the same "
+            "--bench-compare, without -n, shows them"
         )

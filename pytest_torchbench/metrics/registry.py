@@ -3,8 +3,9 @@
 Options (mode names), the results model (JSON), storage (validation), the gate (limits,
 comparability, judges), the session (measuring), the terminal, JUnit, Markdown and HTML all ask
 this module and never name a metric. Built-in metrics are registered here; a plugin adds its own
-through the ``pytest_torchbench_register_metrics`` hook (``pytest/hookspecs.py``), called at configure
-time, and they are removed again at unconfigure (an in-process pytest run leaves no trace).
+through the ``pytest_torchbench_register_metrics`` hook (``pytest/hookspecs.py``), called at
+configure time, and they are removed again at unconfigure (an in-process pytest run leaves no
+trace).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def register(metric: Metric) -> Metric:
         raise ValueError(f"a metric needs a name that is an identifier, got {name!r} ({metric!r})")
     if not isinstance(metric, Metric):
         raise TypeError(
-            f"metric {name!r} must be an instance of pytest_torchbench.Metric, got {type(metric).__name__}"
+            f"metric {name!r} must be an instance of pytest_torchbench.Metric, got "
+            f"{type(metric).__name__}"
         )
     value_type = getattr(metric, "value_type", None)
     if not (

@@ -7,9 +7,9 @@ more is judged on its CPU time per call instead (other processes take wall time 
 thread, not CPU time): a regression when that rose more than BUSY_CPU_LIMIT, else "noisy": listed,
 not failed (without CPU times, e.g. baselines from before they were kept: wall time beyond what
 the load explains fails). Why the fastest call: between processes the median moves many times
-more than the fastest call does (docs/design/time-gate.md, "The rule"). "Fastest" ignores the fastest 2% of
-blocks (see low_quantile), so one lucky block cannot set it. Raw replicate times, CPU share, the
-fastest CPU time per call and load are kept.
+more than the fastest call does (docs/design/time-gate.md, "The rule"). "Fastest" ignores the
+fastest 2% of blocks (see low_quantile), so one lucky block cannot set it. Raw replicate times, CPU
+share, the fastest CPU time per call and load are kept.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..core.statistics import FASTER, SAME, SLOWER, AlternatedRounds, RoundPairs
-from ..core.text import finite, safe_number, safe_text
-from ..core.vocabulary import (
+from ..common.statistics import FASTER, SAME, SLOWER, AlternatedRounds, RoundPairs
+from ..common.text import finite, safe_number, safe_text
+from ..common.vocabulary import (
     IMPROVEMENT,
     NOISY,
     REGRESSION,
@@ -360,11 +360,11 @@ def time_allowance(
 
 
 #: On a disturbed machine a call of SHORT_CALL or more is judged on its CPU time per call: a
-#: regression when it rose more than this at a CPU share of BUSY_CPU_SHARE or less. Other processes take wall time from the measuring
-#: thread, not CPU time (they still share its caches and memory bandwidth): under load, wall time
-#: of the same code moves by multiples while its CPU time moves by a few percent
-#: (docs/design/time-gate.md, "A busy machine: CPU time"). A 2x slowdown doubles CPU time whatever
-#: the load, so it fails unless the baseline's own CPU time was inflated by a third.
+#: regression when it rose more than this at a CPU share of BUSY_CPU_SHARE or less. Other processes
+#: take wall time from the measuring thread, not CPU time (they still share its caches and memory
+#: bandwidth): under load, wall time of the same code moves by multiples while its CPU time moves by
+#: a few percent (docs/design/time-gate.md, "A busy machine: CPU time"). A 2x slowdown doubles CPU
+#: time whatever the load, so it fails unless the baseline's own CPU time was inflated by a third.
 BUSY_CPU_LIMIT = 0.5
 #: ... reached at this CPU share; between it and QUIET_CPU_SHARE the CPU-time limit rises in a
 #: straight line from the limit itself, so a share of 0.89 is not judged twice as leniently as
@@ -414,7 +414,8 @@ def machine_slowdown(current: Any, baseline: Any) -> tuple[float, float, float] 
     measurement and is slowed too (docs/design/time-gate.md, "A slower machine").
     A faster machine now is not used the other way (a stricter limit): the reference is one small
     workload, and a benchmark's own slowdown rarely matches it closely (scaling every time by it
-    failed more A/A comparisons than not using it: docs/design/measurements.md, "Moved from the code").
+    failed more A/A comparisons than not using it: docs/design/measurements.md, "Moved from the
+    code").
     """
     now, then = getattr(current, "reference", None), getattr(baseline, "reference", None)
     if not now or not then or now.get("probe") != then.get("probe") or then["compute"] <= 0:
@@ -454,14 +455,11 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
         status = IMPROVEMENT
     summary = (
         f"time {format_seconds(then)} -> {format_seconds(now)} ({format_percent(delta)}, "
-        f"limit {limit * 100:g}%; judged on the fastest block: baseline {len(baseline.raw_times)} blocks, "
-        f"this run {len(current.raw_times)}; median {format_seconds(baseline.median)} -> {format_seconds(current.median)}"
+        f"limit {limit * 100:g}%; judged on the fastest block: baseline {len(baseline.raw_times)} "
+        f"blocks, this run {len(current.raw_times)}; median {format_seconds(baseline.median)} -> "
+        f"{format_seconds(current.median)}"
     )
-    if len(runs) > 1:
-        summary += (
-            f"; {len(runs)} saved runs {format_seconds(min(runs))}-{format_seconds(max(runs))}, "
-            f"{format_percent(over)} over the slowest"
-        )
+    summary += _saved_runs_words(runs, over)
     if cpu_change is not None:
         summary += (
             f"; CPU time per call {format_seconds(baseline.cpu_fastest)} -> "
@@ -480,15 +478,13 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
         else []
     )
     if slower is not None and machine_allowed is not None and status in (REGRESSION, NOISY):
-        ratio, before, after = slower
-        capped = f" (counted as {MACHINE_MAX:g}x at most)" if after / before > MACHINE_MAX else ""
-        measure = "CPU time" if cpu_change is not None else "the fastest call"
         details.append(
-            f"the machine was slower: a reference workload took {format_seconds(after)} per "
-            f"call beside this run, {format_seconds(before)} beside the baseline's latest run "
-            f"({format_percent(ratio - 1.0)}{capped}), which explains a rise of {measure} of up "
-            f"to +{machine_allowed * 100:.0f}% over that run"
-            + ("" if explained_by_machine or status != REGRESSION else ": not this one")
+            _machine_detail(
+                slower,
+                machine_allowed,
+                by_cpu=cpu_change is not None,
+                not_this_one=not (explained_by_machine or status != REGRESSION),
+            )
         )
     if explained_by_machine and slower is not None and machine_allowed is not None:
         summary += (
@@ -509,6 +505,33 @@ def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Pol
     return Verdict(key, "time", status, then, now, limit, None, summary, details)
 
 
+def _saved_runs_words(runs: Sequence[float], over: float) -> str:
+    """The spread of the baseline's saved runs, and how far over the slowest this run is, when
+    there are several."""
+    if len(runs) <= 1:
+        return ""
+    return (
+        f"; {len(runs)} saved runs {format_seconds(min(runs))}-{format_seconds(max(runs))}, "
+        f"{format_percent(over)} over the slowest"
+    )
+
+
+def _machine_detail(
+    slower: tuple[float, float, float], allowed: float, *, by_cpu: bool, not_this_one: bool
+) -> str:
+    """The detail line of a slower machine: the reference workload's times, and how much of a rise
+    (of CPU time when ``by_cpu``, else of the fastest call) that explains."""
+    ratio, before, after = slower
+    capped = f" (counted as {MACHINE_MAX:g}x at most)" if after / before > MACHINE_MAX else ""
+    measure = "CPU time" if by_cpu else "the fastest call"
+    return (
+        f"the machine was slower: a reference workload took {format_seconds(after)} per "
+        f"call beside this run, {format_seconds(before)} beside the baseline's latest run "
+        f"({format_percent(ratio - 1.0)}{capped}), which explains a rise of {measure} of up "
+        f"to +{allowed * 100:.0f}% over that run" + (": not this one" if not_this_one else "")
+    )
+
+
 #: A pair of measurements counts as measured in turns from this many turns on each side (a
 #: measurement of the default length takes about ten): fewer, and most of it ran alone.
 MIN_TURNS = 3
@@ -522,8 +545,8 @@ def judge_time_rounds(
     a quarter of the rounds set aside in each view).
 
     Why: base and head of one round ran in fresh processes on the same machine, in turns (or one
-    after the other), the order swapped every round (ABBA), so a machine that is slower for a minute slows
-    both sides of a pair; and noise only adds time, in windows that can cover a whole
+    after the other), the order swapped every round (ABBA), so a machine that is slower for a minute
+    slows both sides of a pair; and noise only adds time, in windows that can cover a whole
     measurement, so a round or two of either side can be far off without the code changing. A
     change both views see fails (or is an improvement); one they see within the limit passes.
     Anything else cannot be told at this limit from these rounds: "undecided" to the controller,
@@ -533,13 +556,7 @@ def judge_time_rounds(
     random or passes in silence.
     """
     pairs = [(b.fastest, h.fastest) for b, h in rounds]
-    # every pair measured in turns (each side handed the CPU over at least MIN_TURNS times while the
-    # other measured the same benchmark, pinned): judged on the pairs alone
-    in_turns = bool(rounds) and all(
-        (getattr(b, "turns", None) or 0) >= MIN_TURNS
-        and (getattr(h, "turns", None) or 0) >= MIN_TURNS
-        for b, h in rounds
-    )
+    in_turns = _in_turns(rounds)
     try:
         judged = AlternatedRounds(
             pairs, rounds.numbers if isinstance(rounds, RoundPairs) else None, in_turns
@@ -553,8 +570,8 @@ def judge_time_rounds(
             None,
             limit,
             None,
-            f"not judged: none of its {len(pairs)} alternated rounds measured a positive time on both "
-            "sides (a call faster than the timer can tell?); neither failed nor passed",
+            f"not judged: none of its {len(pairs)} alternated rounds measured a positive time on "
+            "both sides (a call faster than the timer can tell?); neither failed nor passed",
             [],
         )
     decision = judged.decide(limit, strict)
@@ -568,33 +585,50 @@ def judge_time_rounds(
     how = " in turns" if in_turns else ""
     rounds_text = (
         f"head/base of the fastest call over {judged.rounds} alternated rounds{how}: median "
-        f"{format_percent(change)}, rounds {format_percent(low - 1.0)}..{format_percent(high - 1.0)}"
-        f"{set_aside}; fastest base {format_seconds(base_fast)}, head {format_seconds(head_fast)}"
+        f"{format_percent(change)}, rounds "
+        f"{format_percent(low - 1.0)}..{format_percent(high - 1.0)}{set_aside}; fastest base "
+        f"{format_seconds(base_fast)}, head {format_seconds(head_fast)}"
     )
     if status == TOO_NOISY:
         summary = (
-            f"too noisy at a {limit * 100:g}% limit: {_deciding_words(judged, limit)} ({rounds_text}); "
-            "they neither agree on a change beyond the limit nor within it: not judged, neither "
-            "failed nor passed; add --bench-rounds, or measure it on a quieter machine"
+            f"too noisy at a {limit * 100:g}% limit: {_deciding_words(judged, limit)} "
+            f"({rounds_text}); they neither agree on a change beyond the limit nor within it: not "
+            "judged, neither failed nor passed; add --bench-rounds, or measure it on a quieter "
+            "machine"
         )
     else:
         summary = (
             f"time {format_seconds(then)} -> {format_seconds(then * (1.0 + change))} "
             f"({format_percent(change)}, limit {limit * 100:g}%; {rounds_text})"
         )
-    details = []
-    if status != UNCHANGED:
-        # numbered as the session numbered its rounds (a round the benchmark is missing from, or
-        # measured no positive time in, leaves a gap), the order following the number (ABBA)
-        for number, (base, head) in zip(judged.numbers, judged.pairs):
-            first = "base first" if number % 2 else "head first"
-            details.append(
-                f"round {number} ({first}): base {format_seconds(base)}, head {format_seconds(head)} "
-                f"({format_percent(head / base - 1.0)})"
-            )
+    details = _round_details(judged) if status != UNCHANGED else []
     return Verdict(
         key, "time", status, then, then * (1.0 + change), limit, None, safe_text(summary), details
     )
+
+
+def _in_turns(rounds: Sequence[tuple[Any, Any]]) -> bool:
+    """Whether every pair was measured in turns (each side handed the CPU over at least MIN_TURNS
+    times while the other measured the same benchmark, pinned): then judged on the pairs alone."""
+    return bool(rounds) and all(
+        (getattr(b, "turns", None) or 0) >= MIN_TURNS
+        and (getattr(h, "turns", None) or 0) >= MIN_TURNS
+        for b, h in rounds
+    )
+
+
+def _round_details(judged: AlternatedRounds) -> list[str]:
+    """One line per round, numbered as the session numbered its rounds (a round the benchmark is
+    missing from, or measured no positive time in, leaves a gap), the order following the number
+    (ABBA)."""
+    details = []
+    for number, (base, head) in zip(judged.numbers, judged.pairs):
+        first = "base first" if number % 2 else "head first"
+        details.append(
+            f"round {number} ({first}): base {format_seconds(base)}, head "
+            f"{format_seconds(head)} ({format_percent(head / base - 1.0)})"
+        )
+    return details
 
 
 def _deciding_words(judged: AlternatedRounds, limit: float) -> str:
@@ -610,25 +644,25 @@ def _deciding_words(judged: AlternatedRounds, limit: float) -> str:
     shown = f"{math.ceil(deciding * 1000 - 1e-9) / 10:g}%"
     if decision == SAME:
         return (
-            f"they would be called unchanged at a limit of {shown}, which would pass a real change of "
-            f"that size (median {format_percent(judged.change)})"
+            f"they would be called unchanged at a limit of {shown}, which would pass a real change "
+            f"of that size (median {format_percent(judged.change)})"
         )
     word = "a regression" if decision == SLOWER else "an improvement"
     return f"they would be called {word} at a limit of {shown}"
 
 
-def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
-    """A time regression fails only when a fresh process measures it too (``suspect`` is changed).
+def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -> Verdict:
+    """A time regression fails only when a fresh process measures it too: ``suspect`` settled.
 
     Why: the spread that matters is between processes, and one process cannot see it. Even with
     huge pages (engines/walltime.py) a memory-bound call's fastest time moves from one process to
     the next while staying put within each. Two independent processes both that far off is much
     rarer than one, and a real slowdown is in both (docs/design/time-gate.md, "A regression is
-    confirmed in a fresh process"). The re-measure runs this one test in a fresh pytest (``explain.confirm``), judged
-    against the same baseline with the same rule; only what it says is shown, with the numbers.
-    Only a measurement within the limit clears a slowdown: a verdict of the fresh process that
-    compares nothing (the test missing or new there, the environment not comparable) leaves it
-    standing, as does no verdict at all.
+    confirmed in a fresh process"). The re-measure runs this one test in a fresh pytest
+    (``explain.confirm``), judged against the same baseline with the same rule; only what it says is
+    shown, with the numbers. Only a measurement within the limit clears a slowdown: a verdict of the
+    fresh process that compares nothing (the test missing or new there, the environment not
+    comparable) leaves it standing, as does no verdict at all.
     """
     cleared = (
         again is not None
@@ -641,26 +675,31 @@ def confirm_time(suspect: Verdict, again: Verdict | None, problem: str | None) -
         problem = f"the fresh process gave no comparison for it: {safe_text(again.status)}"
         again = None
     if again is None:
-        suspect.details = [
-            *suspect.details,
-            f"not re-measured in a fresh process ({problem or 'no result'}): judged on this run alone",
-        ]
-        return
+        return suspect.with_details(
+            after=[
+                f"not re-measured in a fresh process ({problem or 'no result'}): judged on this "
+                "run alone"
+            ]
+        )
     measured = format_seconds(again.current) if again.current is not None else "nothing"
     change = f" ({format_percent(again.delta)})" if again.delta is not None else ""
     if not cleared:
-        suspect.summary += f"; confirmed: a fresh process measured {measured}{change}"
-        return
-    suspect.status = NOISY
-    suspect.failed = False
-    suspect.summary += (
-        f"; not confirmed: a fresh process measured {measured}{change}, so not failed"
+        return suspect.replace(
+            summary=f"{suspect.summary}; confirmed: a fresh process measured {measured}{change}"
+        )
+    return suspect.replace(
+        status=NOISY,
+        failed=False,
+        summary=(
+            f"{suspect.summary}; not confirmed: a fresh process measured {measured}{change}, so "
+            "not failed"
+        ),
+        details=(
+            *suspect.details,
+            "a slowdown one process measured and a fresh one did not is the spread between "
+            "processes (where memory lies, the machine's state), not the code",
+        ),
     )
-    suspect.details = [
-        *suspect.details,
-        "a slowdown one process measured and a fresh one did not is the spread between "
-        "processes (where memory lies, the machine's state), not the code",
-    ]
 
 
 def _time_conditions(
@@ -737,8 +776,8 @@ class Time(SecondsDisplay, Metric):
             time_warm_up(fn, context.options.warmup_iterations, spec.max_run_time)
         return TimeMetric.from_measurement(walltime.measure(fn, spec))
 
-    def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> None:
-        confirm_time(suspect, again, problem)
+    def confirm(self, suspect: Verdict, again: Verdict | None, problem: str | None) -> Verdict:
+        return confirm_time(suspect, again, problem)
 
     def judge_rounds(
         self,

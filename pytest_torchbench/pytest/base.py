@@ -57,10 +57,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.explain import RERUN_ENV, passed_through, remove_options
-from ..core.statistics import RoundPairs
-from ..core.text import one_line, safe_text
+from ..common.statistics import RoundPairs
+from ..common.text import one_line, safe_text
 from ..engines import duet
+from ..judging.explain import RERUN_ENV, Invocation, passed_through, remove_options
 from ..reports.shards import describe_origins
 from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
@@ -425,275 +425,350 @@ def _prepare_environment(env: Mapping[str, str], worktree: Path) -> dict[str, st
     return {**env, "PYTHONPATH": os.pathsep.join([*front, *parts])}
 
 
+@dataclasses.dataclass(frozen=True)
+class BaseRequest:
+    """What a base measurement is asked for beyond the command line it shares with every child
+    (:class:`~pytest_torchbench.judging.explain.Invocation`): the revision, the modes and the
+    environment facts the cache is keyed by, the cache's folder, the build step, the option that
+    asked for it (named in its errors), and how many alternated rounds (1: one run of the base).
+    Built with keywords."""
+
+    revision: Revision
+    modes: tuple[str, ...]
+    environment: Mapping[str, Any]
+    cache_root: Path
+    prepare: str | None = None
+    option: str = "--bench-compare"
+    rounds: int = 1
+
+    @property
+    def shown(self) -> str:
+        return f"{self.option}={self.revision.ref}"
+
+
 def measure(
-    revision: Revision,
-    args: Sequence[str],
-    positional: Sequence[str],
-    invocation_dir: Path,
-    modes: Sequence[str],
-    environment: Mapping[str, Any],
-    cache_root: Path,
-    prepare: str | None = None,
-    option: str = "--bench-compare",
-    rounds: int = 1,
+    request: BaseRequest,
+    invocation: Invocation,
     undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None = None,
     progress: ProgressLines | None = None,
 ) -> MeasuredBase:
-    """Measure ``revision`` with the user's selection (or take it from the cache); BaseError with
-    one line when it cannot be done or was measured from the wrong code.
+    """Measure ``request.revision`` with the user's selection (or take it from the cache);
+    BaseError with one line when it cannot be done or was measured from the wrong code.
 
-    ``rounds`` > 1: measure REV and this checkout alternately, each round one fresh pytest of each
-    in the swapped order of the round before (base, head; head, base; ...), for metrics whose
-    figure the machine moves from one minute to the next (time): drift then slows both sides of a
-    round, and their ratio keeps only the change of the code. Rounds are never cached (a
-    cached base paired with a head measured now pairs nothing); the first round's base is kept
-    under the output folder for re-runs that judge against it. ``undecided``: given the rounds,
-    the tests (node ids, relative to the invocation folder or absolute) that they could not
-    decide; those alone are measured in as many rounds again, continuing the order, so that a
+    ``request.rounds`` > 1: measure REV and this checkout alternately, each round one fresh
+    pytest of each in the swapped order of the round before (base, head; head, base; ...), for
+    metrics whose figure the machine moves from one minute to the next (time): drift then slows
+    both sides of a round, and their ratio keeps only the change of the code. Rounds are never
+    cached (a cached base paired with a head measured now pairs nothing); the first round's base
+    is kept under the output folder for re-runs that judge against it. ``undecided``: given the
+    rounds, the tests (node ids, relative to the invocation folder or absolute) that they could
+    not decide; those alone are measured in as many rounds again, continuing the order, so that a
     benchmark the machine disturbed in a round or two is judged on more rounds, not called too
     noisy at once; up to :data:`EXTRA_PASSES` times, each pass given all the rounds so far.
     ``progress`` prints a line now and then while the children run."""
-    progress = progress or ProgressLines(None)
+    assert invocation.cwd is not None, "a base is measured from the folder pytest started in"
+    revision, shown = request.revision, request.shown
     toplevel = revision.toplevel.resolve()
-    shown = f"{option}={revision.ref}"
     try:
-        where = invocation_dir.resolve().relative_to(toplevel)
+        where = invocation.cwd.resolve().relative_to(toplevel)
     except ValueError:
         raise BaseError(
-            f"{shown}: pytest was started in {invocation_dir}, outside the repository {toplevel}; "
-            "start it inside the repository to measure the base revision"
+            f"{shown}: pytest was started in {invocation.cwd}, outside the repository "
+            f"{toplevel}; start it inside the repository to measure the base revision"
         ) from None
-    options, paths = selection_args(args, positional)
-    key = cache_key(revision, environment, modes, options, paths, where.as_posix(), prepare)
-    entry = cache_root / (key[:24] if rounds <= 1 else f"alternated-{key[:24]}")
-    set_folder = entry / "baselines" / SET_NAME
-    if rounds <= 1 and (entry / "base.json").is_file():
-        try:
-            meta = json.loads((entry / "base.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            meta = {}
-        if (
-            isinstance(meta, dict)
-            and meta.get("key") == key
-            and meta.get("commit") == revision.commit
-        ):
-            loaded = _load(set_folder, revision)
-            skipped = meta.get("unmeasured")
-            skipped = (
-                {str(k): one_line(safe_text(v)) for k, v in skipped.items()}
-                if isinstance(skipped, dict)
-                else {}
-            )
-            return MeasuredBase(revision, loaded, set_folder, True, 0.0, unmeasured=skipped)
+    options, paths = selection_args(invocation.args, invocation.positional)
+    key = cache_key(
+        revision,
+        request.environment,
+        request.modes,
+        options,
+        paths,
+        where.as_posix(),
+        request.prepare,
+    )
+    entry = request.cache_root / (key[:24] if request.rounds <= 1 else f"alternated-{key[:24]}")
+    if request.rounds <= 1:
+        cached = _from_cache(entry, key, revision)
+        if cached is not None:
+            return cached
     started = time.monotonic()
-    cache_root.mkdir(parents=True, exist_ok=True)
-    scratch = Path(
-        tempfile.mkdtemp(prefix="torchbench-base-")
-    ).resolve()  # as git names the worktree
+    request.cache_root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="torchbench-base-")).resolve()  # as git names it
     worktree = _worktree_path(scratch, toplevel)
     try:
-        added = _git(
-            ["worktree", "add", "--detach", "--quiet", str(worktree), revision.commit], toplevel
+        _add_worktree(worktree, toplevel, shown, revision)
+        measuring = _Measuring(
+            request=request,
+            invocation_dir=invocation.cwd,
+            worktree=worktree,
+            scratch=scratch,
+            options=options,
+            paths=paths,
+            progress=progress or ProgressLines(None),
         )
-        if added.returncode != 0:
-            message = (added.stderr.strip().splitlines() or ["unknown git error"])[-1]
-            raise BaseError(
-                f"{shown}: cannot check out {revision.commit[:12]} in a temporary worktree: "
-                f"{safe_text(message)}"
-            )
-        modules_dir = scratch / "modules-base"
-        modules_dir.mkdir()
-        env = _child_environment(toplevel, worktree, modules_dir)
-        cwd = worktree / where
-        if prepare:
-            _prepare(
-                prepare,
-                worktree,
-                _prepare_environment(env, worktree),
-                scratch / "prepare.txt",
-                shown,
-                revision,
-                cache_root,
-            )
-        child_paths = []
-        for value in paths:
-            mapped = _map_path(value, toplevel, worktree)
-            if (cwd / mapped.partition("::")[0]).exists():
-                child_paths.append(mapped)
-        results_dir = scratch / "r1-base"
-        base_options = [_map_path(o, toplevel, worktree) for o in options]
-        paired: list[tuple[BaselineSet, BaselineSet]] = []
-        unmeasured: dict[str, str] = {}
-        failure_log = ""
-
-        def base_failures(child: _Child) -> None:
-            nonlocal failure_log
-            found = child.unmeasured_tests()
-            if found and not unmeasured:
-                failure_log = _keep_log(
-                    child.output_path, cache_root, f"base-{revision.commit[:12]}-output.txt"
-                )
-            for nodeid, error in found.items():
-                unmeasured.setdefault(nodeid, error)
-
-        if (paths and not child_paths) or not cwd.is_dir():  # the selection does not exist at REV
-            measured = BaselineSet(name=SET_NAME, source=revision.commit)
-        elif rounds <= 1:
-            base_child = _Child(
-                revision,
-                base_options,
-                child_paths,
-                cwd,
-                env,
-                results_dir,
-                scratch,
-                shown,
-                cache_root,
-                "base",
-            )
-            base_child.run(progress, f"the base {revision.label}")
-            measured = base_child.result()
-            base_failures(base_child)
-        else:
-            try:
-                in_turns = turns_wanted()  # read once: every round is measured the same way
-            except ValueError as exc:
-                raise BaseError(f"{shown}: {exc}") from None
-            head_modules = scratch / "modules-head"
-            head_modules.mkdir()
-            head_env = _child_environment(toplevel, toplevel, head_modules)
-
-            def one_round(
-                number: int, head_paths: Sequence[str], base_paths: Sequence[str], what: str
-            ) -> None:
-                base_child = _Child(
-                    revision,
-                    base_options,
-                    base_paths,
-                    cwd,
-                    env,
-                    scratch / f"r{number}-base",
-                    scratch,
-                    shown,
-                    cache_root,
-                    "base",
-                )
-                head_child = _Child(
-                    revision,
-                    options,
-                    head_paths,
-                    invocation_dir,
-                    head_env,
-                    scratch / f"r{number}-head",
-                    scratch,
-                    shown,
-                    cache_root,
-                    "head",
-                )
-                first, second = (base_child, head_child) if number % 2 else (head_child, base_child)
-                if in_turns:
-                    _run_pair(first, second, progress, what)
-                else:
-                    first.run(progress, what)
-                    second.run(progress, what)
-                base_set, head_set = base_child.result(), head_child.result()
-                base_failures(base_child)
-                _check_imports(
-                    modules_dir, worktree, toplevel, shown, revision
-                )  # before more rounds
-                culprit = wrong_import(_read_imported_modules(head_modules), toplevel, toplevel)
-                if culprit is not None:
-                    raise BaseError(
-                        f"{shown}: a head run imported {culprit[0]} "
-                        f"from {safe_text(culprit[1])}, not "
-                        f"from this checkout ({toplevel}); install the project editable from this "
-                        "checkout (pip install -e .), or use --bench-base=stored"
-                    )
-                paired.append((base_set, head_set))
-
-            for number in range(1, rounds + 1):
-                one_round(number, paths, child_paths, f"round {number} of {rounds}")
-            for _ in range(EXTRA_PASSES):
-                again = list(undecided(list(paired))) if undecided is not None else []
-                if not again:
-                    break
-                mapped_again = [_map_path(test, toplevel, worktree) for test in again]
-                for number in range(len(paired) + 1, len(paired) + rounds + 1):
-                    one_round(
-                        number,
-                        again,
-                        mapped_again,
-                        f"round {number}, for the {len(again)} test(s) not decided yet",
-                    )
-            # The first round's base, and for a benchmark it lacks (its test failed there) the
-            # first later round's: a copy, so that no round gains pairs it did not measure.
-            measured = dataclasses.replace(paired[0][0], entries=dict(paired[0][0].entries))
-            for base_set, _ in paired[1:]:
-                for result_key, result in base_set.entries.items():
-                    measured.entries.setdefault(result_key, result)
-        _check_imports(modules_dir, worktree, toplevel, shown, revision)
-        # A test that failed reaches no cache (a lock or port held at the time may be free the next
-        # time); skipped benchmarks are cached with their reasons.
-        uncacheable = failed_count(unmeasured) > 0
-        # Into the cache: the whole entry appears at once (a rename), or not at all.
-        staging = cache_root / f".{key[:24]}.{os.getpid()}.tmp"
-        shutil.rmtree(staging, ignore_errors=True)
-        (staging / "baselines").mkdir(parents=True)
-        if (results_dir / SET_NAME).is_dir():
-            shutil.copytree(results_dir / SET_NAME, staging / "baselines" / SET_NAME)
-        else:
-            (staging / "baselines" / SET_NAME).mkdir()
-        seconds = time.monotonic() - started
-        if (
-            rounds > 1 or uncacheable
-        ):  # kept for re-runs that judge against it, never served as a cache entry
-            shutil.rmtree(entry, ignore_errors=True)
-            os.replace(staging, entry)
-            measured.source = str(set_folder)
-            return MeasuredBase(
-                revision,
-                measured,
-                set_folder,
-                False,
-                seconds,
-                paired,
-                rounds if rounds > 1 else 0,
-                unmeasured,
-                failure_log,
-            )
-        (staging / "base.json").write_text(
-            json.dumps(
-                {
-                    "key": key,
-                    "commit": revision.commit,
-                    "revision": revision.revision,
-                    "environment": dict(environment),
-                    "modes": list(modes),
-                    "seconds": round(seconds, 1),
-                    "unmeasured": unmeasured,
-                },
-                indent=1,
-                sort_keys=True,
-                default=str,
-            ),
-            encoding="utf-8",
-        )
-        shutil.rmtree(entry, ignore_errors=True)
-        os.replace(staging, entry)
-        measured.source = str(set_folder)
-        return MeasuredBase(
-            revision,
-            measured,
-            set_folder,
-            False,
-            seconds,
-            unmeasured=unmeasured,
-            failure_log=failure_log,
-        )
+        measured = measuring.run(undecided)
+        _check_imports(measuring.modules_dir, worktree, toplevel, shown, revision)
+        return measuring.store(measured, key, entry, started)
     finally:
         _git(["worktree", "remove", "--force", str(worktree)], toplevel)
         shutil.rmtree(scratch, ignore_errors=True)
         _git(["worktree", "prune"], toplevel)
+
+
+def _from_cache(entry: Path, key: str, revision: Revision) -> MeasuredBase | None:
+    """The base cached under ``entry`` when it was measured for ``key`` from REV's commit."""
+    if not (entry / "base.json").is_file():
+        return None
+    set_folder = entry / "baselines" / SET_NAME
+    try:
+        meta = json.loads((entry / "base.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        meta = {}
+    if not (
+        isinstance(meta, dict) and meta.get("key") == key and meta.get("commit") == revision.commit
+    ):
+        return None
+    loaded = _load(set_folder, revision)
+    skipped = meta.get("unmeasured")
+    skipped = (
+        {str(k): one_line(safe_text(v)) for k, v in skipped.items()}
+        if isinstance(skipped, dict)
+        else {}
+    )
+    return MeasuredBase(revision, loaded, set_folder, True, 0.0, unmeasured=skipped)
+
+
+def _add_worktree(worktree: Path, toplevel: Path, shown: str, revision: Revision) -> None:
+    """``git worktree add --detach`` of REV's commit at ``worktree``."""
+    added = _git(
+        ["worktree", "add", "--detach", "--quiet", str(worktree), revision.commit], toplevel
+    )
+    if added.returncode != 0:
+        message = (added.stderr.strip().splitlines() or ["unknown git error"])[-1]
+        raise BaseError(
+            f"{shown}: cannot check out {revision.commit[:12]} in a temporary worktree: "
+            f"{safe_text(message)}"
+        )
+
+
+class _Measuring:
+    """One measurement of a base in its worktree: the build step, then one base run or the
+    alternated rounds, and what they leave (the rounds' pairs, the tests that measured nothing,
+    where the failed run's output was kept), then the entry it makes in the cache."""
+
+    def __init__(
+        self,
+        *,
+        request: BaseRequest,
+        invocation_dir: Path,
+        worktree: Path,
+        scratch: Path,
+        options: list[str],
+        paths: list[str],
+        progress: ProgressLines,
+    ) -> None:
+        self.request, self.revision, self.shown = request, request.revision, request.shown
+        toplevel = self.toplevel = request.revision.toplevel.resolve()
+        self.invocation_dir, self.worktree = invocation_dir, worktree
+        self.scratch, self.options, self.paths, self.progress = scratch, options, paths, progress
+        # the same folder of the worktree as pytest was started in (``measure`` checked it)
+        self.cwd = worktree / invocation_dir.resolve().relative_to(toplevel)
+        self.modules_dir = scratch / "modules-base"
+        self.modules_dir.mkdir()
+        self.env = _child_environment(toplevel, worktree, self.modules_dir)
+        if request.prepare:
+            _prepare(
+                request.prepare,
+                worktree,
+                _prepare_environment(self.env, worktree),
+                scratch / "prepare.txt",
+                self.shown,
+                self.revision,
+                request.cache_root,
+            )
+        self.child_paths = []
+        for value in paths:
+            mapped = _map_path(value, toplevel, worktree)
+            if (self.cwd / mapped.partition("::")[0]).exists():
+                self.child_paths.append(mapped)
+        self.results_dir = scratch / "r1-base"
+        self.base_options = [_map_path(o, toplevel, worktree) for o in options]
+        self.paired: list[tuple[BaselineSet, BaselineSet]] = []
+        self.unmeasured: dict[str, str] = {}
+        self.failure_log = ""
+
+    def run(
+        self, undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None
+    ) -> BaselineSet:
+        """The base's set: measured once, or of the alternated rounds."""
+        if (self.paths and not self.child_paths) or not self.cwd.is_dir():
+            return BaselineSet(name=SET_NAME, source=self.revision.commit)  # not at REV
+        if self.request.rounds <= 1:
+            child = self._base_child(self.child_paths, self.results_dir)
+            child.run(self.progress, f"the base {self.revision.label}")
+            measured = child.result()
+            self._base_failures(child)
+            return measured
+        return self._alternated(undecided)
+
+    def _base_child(self, paths: Sequence[str], results_dir: Path) -> _Child:
+        return _Child(
+            self.revision,
+            self.base_options,
+            paths,
+            self.cwd,
+            self.env,
+            results_dir,
+            self.scratch,
+            self.shown,
+            self.request.cache_root,
+            "base",
+        )
+
+    def _base_failures(self, child: _Child) -> None:
+        """The tests that measured nothing in a base run; the first such run's output is kept."""
+        found = child.unmeasured_tests()
+        if found and not self.unmeasured:
+            self.failure_log = _keep_log(
+                child.output_path,
+                self.request.cache_root,
+                f"base-{self.revision.commit[:12]}-output.txt",
+            )
+        for nodeid, error in found.items():
+            self.unmeasured.setdefault(nodeid, error)
+
+    def _alternated(
+        self, undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None
+    ) -> BaselineSet:
+        """The rounds of the whole selection, then up to :data:`EXTRA_PASSES` passes of as many
+        rounds of the tests not decided yet; the base's set of the first round, completed by the
+        later rounds' for a benchmark it lacks."""
+        try:
+            self.in_turns = turns_wanted()  # read once: every round is measured the same way
+        except ValueError as exc:
+            raise BaseError(f"{self.shown}: {exc}") from None
+        self.head_modules = self.scratch / "modules-head"
+        self.head_modules.mkdir()
+        self.head_env = _child_environment(self.toplevel, self.toplevel, self.head_modules)
+        rounds = self.request.rounds
+        for number in range(1, rounds + 1):
+            self._round(number, self.paths, self.child_paths, f"round {number} of {rounds}")
+        for _ in range(EXTRA_PASSES):
+            again = list(undecided(list(self.paired))) if undecided is not None else []
+            if not again:
+                break
+            mapped_again = [_map_path(test, self.toplevel, self.worktree) for test in again]
+            for number in range(len(self.paired) + 1, len(self.paired) + rounds + 1):
+                what = f"round {number}, for the {len(again)} test(s) not decided yet"
+                self._round(number, again, mapped_again, what)
+        # The first round's base, and for a benchmark it lacks (its test failed there) the
+        # first later round's: a copy, so that no round gains pairs it did not measure.
+        first = self.paired[0][0]
+        measured = dataclasses.replace(first, entries=dict(first.entries))
+        for base_set, _ in self.paired[1:]:
+            for result_key, result in base_set.entries.items():
+                measured.entries.setdefault(result_key, result)
+        return measured
+
+    def _round(
+        self, number: int, head_paths: Sequence[str], base_paths: Sequence[str], what: str
+    ) -> None:
+        """One alternated round: base and head, the base first in odd rounds."""
+        base_child = self._base_child(base_paths, self.scratch / f"r{number}-base")
+        head_child = _Child(
+            self.revision,
+            self.options,
+            head_paths,
+            self.invocation_dir,
+            self.head_env,
+            self.scratch / f"r{number}-head",
+            self.scratch,
+            self.shown,
+            self.request.cache_root,
+            "head",
+        )
+        first, second = (base_child, head_child) if number % 2 else (head_child, base_child)
+        if self.in_turns:
+            _run_pair(first, second, self.progress, what)
+        else:
+            first.run(self.progress, what)
+            second.run(self.progress, what)
+        base_set, head_set = base_child.result(), head_child.result()
+        self._base_failures(base_child)
+        # before more rounds
+        _check_imports(self.modules_dir, self.worktree, self.toplevel, self.shown, self.revision)
+        culprit = wrong_import(
+            _read_imported_modules(self.head_modules), self.toplevel, self.toplevel
+        )
+        if culprit is not None:
+            raise BaseError(
+                f"{self.shown}: a head run imported {culprit[0]} "
+                f"from {safe_text(culprit[1])}, not "
+                f"from this checkout ({self.toplevel}); install the project editable from this "
+                "checkout (pip install -e .), or use --bench-base=stored"
+            )
+        self.paired.append((base_set, head_set))
+
+    def store(self, measured: BaselineSet, key: str, entry: Path, started: float) -> MeasuredBase:
+        """The measured base, moved into the cache's ``entry`` at once (a rename); a base of
+        rounds, or one in which a test failed, is kept there for re-runs that judge against it
+        but never served as a cache entry. ``started``: when measuring began (monotonic)."""
+        # A test that failed reaches no cache (a lock or port held at the time may be free the
+        # next time); skipped benchmarks are cached with their reasons.
+        uncacheable = failed_count(self.unmeasured) > 0
+        rounds = self.request.rounds
+        set_folder = entry / "baselines" / SET_NAME
+        staging = self.request.cache_root / f".{key[:24]}.{os.getpid()}.tmp"
+        shutil.rmtree(staging, ignore_errors=True)
+        (staging / "baselines").mkdir(parents=True)
+        if (self.results_dir / SET_NAME).is_dir():
+            shutil.copytree(self.results_dir / SET_NAME, staging / "baselines" / SET_NAME)
+        else:
+            (staging / "baselines" / SET_NAME).mkdir()
+        seconds = time.monotonic() - started
+        if not (rounds > 1 or uncacheable):
+            (staging / "base.json").write_text(self._cache_meta(key, seconds), encoding="utf-8")
+        shutil.rmtree(entry, ignore_errors=True)
+        os.replace(staging, entry)
+        measured.source = str(set_folder)
+        if rounds > 1 or uncacheable:
+            return MeasuredBase(
+                self.revision,
+                measured,
+                set_folder,
+                False,
+                seconds,
+                self.paired,
+                rounds if rounds > 1 else 0,
+                self.unmeasured,
+                self.failure_log,
+            )
+        return MeasuredBase(
+            self.revision,
+            measured,
+            set_folder,
+            False,
+            seconds,
+            unmeasured=self.unmeasured,
+            failure_log=self.failure_log,
+        )
+
+    def _cache_meta(self, key: str, seconds: float) -> str:
+        """The cache entry's ``base.json``: what it was measured for, and what measured nothing."""
+        return json.dumps(
+            {
+                "key": key,
+                "commit": self.revision.commit,
+                "revision": self.revision.revision,
+                "environment": dict(self.request.environment),
+                "modes": list(self.request.modes),
+                "seconds": round(seconds, 1),
+                "unmeasured": self.unmeasured,
+            },
+            indent=1,
+            sort_keys=True,
+            default=str,
+        )
 
 
 def pytest_launcher() -> list[str]:

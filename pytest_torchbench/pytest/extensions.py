@@ -6,12 +6,15 @@ Kept apart from plugin.py so that the glue only gains one call per hook, and so 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pytest
 
-from ..core.results import BenchmarkResult
-from ..core.vocabulary import USER_FACT_PREFIX, Verdict
+from ..common.text import safe_text
+from ..common.vocabulary import USER_FACT_PREFIX, Verdict
+from ..judging.results import BenchmarkResult
 from ..metrics import registry
 
 
@@ -58,12 +61,53 @@ def review_verdicts(
     result: BenchmarkResult,
     verdicts: Sequence[Verdict],
     baseline: BenchmarkResult | None,
-) -> None:
-    """Let pytest_torchbench_verdict implementations see or change each verdict in place."""
+) -> list[Verdict]:
+    """Each verdict as the pytest_torchbench_verdict implementations leave it: each sees what the
+    one before it returned, in pluggy's calling order (the last registered first)."""
+    implementations = [  # wrappers see no verdict to return: they wrap the call, not change it
+        hook
+        for hook in reversed(config.hook.pytest_torchbench_verdict.get_hookimpls())
+        if not (getattr(hook, "hookwrapper", False) or getattr(hook, "wrapper", False))
+    ]
+    reviewed = []
     for verdict in verdicts:
-        config.hook.pytest_torchbench_verdict(
-            config=config, verdict=verdict, result=result, baseline=baseline
-        )
+        for implementation in implementations:
+            arguments = {
+                "config": config,
+                "verdict": verdict,
+                "result": result,
+                "baseline": baseline,
+            }
+            verdict = _reviewed(implementation, verdict, arguments)
+        reviewed.append(verdict)
+    return reviewed
+
+
+def _reviewed(implementation: Any, verdict: Verdict, arguments: dict[str, Any]) -> Verdict:
+    """What one hook implementation made of ``verdict``: its return value, a Verdict or None
+    (unchanged). A hook that changes the frozen verdict in place (as hooks did before verdicts
+    were frozen) or returns something else fails the verdict, saying how to write the hook,
+    rather than waive a regression silently or crash the run."""
+    function = implementation.function
+    where = safe_text(
+        f"{getattr(function, '__module__', '?')}.{getattr(function, '__name__', '?')}"
+    )
+    try:
+        returned = function(**{name: arguments[name] for name in implementation.argnames})
+    except (dataclasses.FrozenInstanceError, AttributeError) as exc:
+        if not isinstance(exc, dataclasses.FrozenInstanceError) and "tuple" not in str(exc):
+            raise
+        problem = "changed the verdict in place, which a frozen verdict does not allow"
+    else:
+        if returned is None or isinstance(returned, Verdict):
+            return returned or verdict
+        problem = f"returned a {type(returned).__name__}, not a Verdict or None"
+    line = (
+        f"the pytest_torchbench_verdict hook {where} {problem}: return a changed copy instead, "
+        "e.g. `return verdict.replace(failed=False)`"
+    )
+    # In the summary: a failed verdict's details may be replaced by its explanation's re-run.
+    return verdict.replace(failed=True, summary=f"{verdict.summary}; {line}")
 
 
 def report(

@@ -11,12 +11,19 @@ import functools
 import math
 import textwrap
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.results import BenchmarkResult, TimeMetric
-from ..core.statistics import RoundStats
+from ..common.statistics import RoundStats
+from ..judging.results import BenchmarkResult, TimeMetric
 from .marker import BenchOptions
 from .session import BenchSession, Naming
+
+if TYPE_CHECKING:
+    from torch.utils.benchmark import Measurement, Timer
+
+    _TimerBase = Timer
+else:
+    _TimerBase = object  # torch's Timer is only imported on first use (_recording_timer_class)
 
 
 class ItemRecorder:
@@ -86,8 +93,8 @@ class StatsUnavailable(AttributeError):
 
 class BenchmarkStats:
     """What ``benchmark.stats`` is in time mode: pytest-benchmark's ``Metadata`` shape, with its
-    ``Stats`` (:class:`~pytest_torchbench.core.statistics.RoundStats`) at ``.stats``, so suites that
-    read ``benchmark.stats.stats.mean`` or ``benchmark.stats["median"]`` run unchanged."""
+    ``Stats`` (:class:`~pytest_torchbench.common.statistics.RoundStats`) at ``.stats``, so suites
+    that read ``benchmark.stats.stats.mean`` or ``benchmark.stats["median"]`` run unchanged."""
 
     def __init__(self, fixture: BenchmarkFixture, times: list[float], iterations: int) -> None:
         self.name = fixture.name
@@ -104,6 +111,66 @@ class BenchmarkStats:
 
     def __bool__(self) -> bool:
         return bool(self.stats)
+
+
+def _check_pedantic(
+    target: Any, rounds: Any, warmup_rounds: Any, iterations: Any, has_setup: bool
+) -> None:
+    """pytest-benchmark's refusals of ``pedantic``'s arguments, with its words."""
+    if not callable(target):
+        raise TypeError(f"benchmark.pedantic(target, ...) needs a callable, got {target!r}")
+    for name, value, minimum in (
+        ("iterations", iterations, 1),
+        ("rounds", rounds, 1),
+        ("warmup_rounds", warmup_rounds, 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(
+                f"benchmark.pedantic: {name}={value!r} must be an integer >= {minimum}"
+            )
+    if iterations > 1 and has_setup:
+        raise ValueError(
+            "benchmark.pedantic: can't use more than 1 `iterations` with a `setup` function"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class _PedanticArguments:
+    """The arguments of one call: those given, or what ``setup`` returns (None keeps those)."""
+
+    setup: Callable[[], Any] | None
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+    def __call__(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if self.setup is None:
+            return self.args, self.kwargs
+        made = self.setup()
+        if not made:
+            return self.args, self.kwargs
+        if self.args or self.kwargs:
+            raise TypeError(
+                "benchmark.pedantic: can't use `args` or `kwargs` if `setup` returns the arguments"
+            )
+        try:
+            new_args, new_kwargs = made
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"benchmark.pedantic: setup must return None or (args, kwargs), got {made!r}"
+            ) from None
+        return tuple(new_args), dict(new_kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class _PedanticCall:
+    """One ``benchmark.pedantic`` call's target and its pytest-benchmark settings."""
+
+    target: Callable[..., Any]
+    arguments: _PedanticArguments
+    teardown: Callable[..., Any] | None
+    rounds: int
+    warmup_rounds: int
+    iterations: int
 
 
 class BenchmarkFixture:
@@ -233,46 +300,18 @@ class BenchmarkFixture:
         arguments are done with), so each call measures the state its own setup made, as each
         round does in pytest-benchmark. Returns the result of the first (real) call.
         """
-        if not callable(target):
-            raise TypeError(f"benchmark.pedantic(target, ...) needs a callable, got {target!r}")
-        for name, value, minimum in (
-            ("iterations", iterations, 1),
-            ("rounds", rounds, 1),
-            ("warmup_rounds", warmup_rounds, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(
-                    f"benchmark.pedantic: {name}={value!r} must be an integer >= {minimum}"
-                )
-        if iterations > 1 and setup is not None:
-            raise ValueError(
-                "benchmark.pedantic: can't use more than 1 `iterations` with a `setup` function"
-            )
-        self._use(
-            "benchmark.pedantic(...)"
-        )  # after the checks: a call refused for its arguments measured nothing
-        base_args, base_kwargs = tuple(args), dict(kwargs or {})
-
-        def make_arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
-            if setup is None:
-                return base_args, base_kwargs
-            made = setup()
-            if not made:
-                return base_args, base_kwargs
-            if base_args or base_kwargs:
-                raise TypeError(
-                    "benchmark.pedantic: can't use `args` or `kwargs` "
-                    "if `setup` returns the arguments"
-                )
-            try:
-                new_args, new_kwargs = made
-            except (TypeError, ValueError):
-                raise TypeError(
-                    f"benchmark.pedantic: setup must return None or (args, kwargs), got {made!r}"
-                ) from None
-            return tuple(new_args), dict(new_kwargs)
-
-        call_args, call_kwargs = make_arguments()
+        _check_pedantic(target, rounds, warmup_rounds, iterations, setup is not None)
+        # after the checks: a call refused for its arguments measured nothing
+        self._use("benchmark.pedantic(...)")
+        call = _PedanticCall(
+            target=target,
+            arguments=_PedanticArguments(setup, tuple(args), dict(kwargs or {})),
+            teardown=teardown,
+            rounds=rounds,
+            warmup_rounds=warmup_rounds,
+            iterations=iterations,
+        )
+        call_args, call_kwargs = call.arguments()
         if self._session is not None:
             self._session.before_first_call(target)
         result = target(*call_args, **call_kwargs)  # the real call: its exceptions fail the test
@@ -280,64 +319,83 @@ class BenchmarkFixture:
             teardown(*call_args, **call_kwargs)
         if self._session is None:
             return result
-        session, options, naming = self._session, self._recorder.options, self._recorder.naming
-        measured = None
-        if "time" in session.modes:
-            from ..engines import walltime
-
-            measurement = walltime.measure_rounds(
-                target,
-                make_arguments,
-                rounds=rounds,
-                iterations=iterations,
-                warmup_rounds=warmup_rounds,
-                teardown=teardown,
-                spec=session.time_spec(options, naming),
-            )
-            measured = session.record_measurement(
-                "time", TimeMetric.from_measurement(measurement), options.num_threads, naming
-            )
-        counting = tuple(mode for mode in session.modes if mode != "time")
-        if counting or session.profile:  # with no counting mode, session.measure only profiles
-            state: dict[str, Any] = {"args": call_args, "kwargs": call_kwargs, "used": False}
-
-            def refresh() -> None:
-                """Before each call: the previous call's arguments torn down, new ones set up."""
-                if state["used"] and teardown is not None:
-                    teardown(*state["args"], **state["kwargs"])
-                state["args"], state["kwargs"] = make_arguments()
-                state["used"] = True
-
-            fresh_target = session.counted_callable(target)
-
-            def with_fresh_arguments() -> Any:
-                return fresh_target(*state["args"], **state["kwargs"])
-
-            # Without a setup the arguments never change: a partial, no bytecode of ours in the
-            # region (see __call__). With one, this closure's first call in a worker is in a region.
-            counted = (
-                with_fresh_arguments
-                if setup is not None
-                else functools.partial(fresh_target, *call_args, **call_kwargs)
-            )
-            counted_result = session.measure(
-                counted,
-                options,
-                naming,
-                modes=counting,
-                before_each=refresh if setup is not None else None,
-                caller=_callers_line(),
-            )
-            if teardown is not None and (setup is None or state["used"]):
-                teardown(*state["args"], **state["kwargs"])
+        measured = self._pedantic_time(call)
+        counting = tuple(mode for mode in self._session.modes if mode != "time")
+        if counting or self._session.profile:  # with no counting mode, measure only profiles
+            counted = self._pedantic_counted(call, counting, (call_args, call_kwargs))
             if measured is None:
-                measured = counted_result
+                measured = counted
             else:
-                measured.metrics.update(counted_result.metrics)
-                measured.environments.update(counted_result.environments)
-                measured.extras.update(counted_result.extras)
+                measured.metrics.update(counted.metrics)
+                measured.environments.update(counted.environments)
+                measured.extras.update(counted.extras)
         if measured is not None:
             self._result = self._recorder.add(measured)
+        return result
+
+    def _pedantic_time(self, call: _PedanticCall) -> Any:
+        """Time mode's exact rounds of ``call`` (None when time is not measured)."""
+        session, options, naming = self._session, self._recorder.options, self._recorder.naming
+        assert session is not None
+        if "time" not in session.modes:
+            return None
+        from ..engines import walltime
+
+        measurement = walltime.measure_rounds(
+            call.target,
+            call.arguments,
+            rounds=call.rounds,
+            iterations=call.iterations,
+            warmup_rounds=call.warmup_rounds,
+            teardown=call.teardown,
+            spec=session.time_spec(options, naming),
+        )
+        return session.record_measurement(
+            "time", TimeMetric.from_measurement(measurement), options.num_threads, naming
+        )
+
+    def _pedantic_counted(
+        self,
+        call: _PedanticCall,
+        counting: tuple[str, ...],
+        first: tuple[tuple[Any, ...], dict[str, Any]],
+    ) -> Any:
+        """The counting modes' region of ``call``: each call with the arguments its own setup
+        made (``first``: those of the real call), torn down after."""
+        session, options, naming = self._session, self._recorder.options, self._recorder.naming
+        assert session is not None
+        teardown, has_setup = call.teardown, call.arguments.setup is not None
+        state: dict[str, Any] = {"args": first[0], "kwargs": first[1], "used": False}
+
+        def refresh() -> None:
+            """Before each call: the previous call's arguments torn down, new ones set up."""
+            if state["used"] and teardown is not None:
+                teardown(*state["args"], **state["kwargs"])
+            state["args"], state["kwargs"] = call.arguments()
+            state["used"] = True
+
+        fresh_target = session.counted_callable(call.target)
+
+        def with_fresh_arguments() -> Any:
+            return fresh_target(*state["args"], **state["kwargs"])
+
+        # Without a setup the arguments never change: a partial, no bytecode of ours in the
+        # region (see __call__). With one, this closure's first call in a worker is in a region.
+        counted = (
+            with_fresh_arguments
+            if has_setup
+            else functools.partial(fresh_target, *first[0], **first[1])
+        )
+        result = session.measure(
+            counted,
+            options,
+            naming,
+            modes=counting,
+            before_each=refresh if has_setup else None,
+            caller=_callers_line(),
+        )
+        if teardown is not None and (not has_setup or state["used"]):
+            teardown(*state["args"], **state["kwargs"])
         return result
 
 
@@ -352,190 +410,189 @@ def _callers_line() -> tuple[str, int, str] | None:
     return user_frame(sys._getframe(2), skipped_dirs())
 
 
+class _RecordingTimerMethods(_TimerBase):
+    """What ``RecordingTimer`` adds to torch's Timer, defined without importing torch: the class
+    that derives from the Timer is built on first use (:func:`_recording_timer_class`)."""
+
+    def __init__(
+        self, *args: Any, _recorder: ItemRecorder, _session: BenchSession | None, **kwargs: Any
+    ) -> None:
+        naming = _recorder.naming
+        kwargs.setdefault("label", naming.label)
+        kwargs.setdefault("sub_label", naming.sub_label or None)
+        self._explicit_description = kwargs.get("description")
+        kwargs.setdefault("description", naming.description or None)
+        kwargs.setdefault("num_threads", _recorder.options.num_threads)
+        super().__init__(*args, **kwargs)
+        self._recorder = _recorder
+        self._session = _session
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _naming(self) -> Naming:
+        spec = self._task_spec
+        return dataclasses.replace(
+            self._recorder.naming,
+            label=spec.label or "",
+            sub_label=spec.sub_label or "",
+            description=spec.description or "",
+        )
+
+    def _statement(self) -> Callable[[], None]:
+        """The statement as a callable for the counting engines.
+
+        It runs at module level in its own namespace, as torch's collect_callgrind does, so
+        ``x = x + 1`` style statements behave as they do under Timer.
+        """
+        namespace = dict(self._globals)
+        spec = self._task_spec
+        exec(compile(spec.setup or "pass", "<bench_timer setup>", "exec"), namespace)
+        code = compile(spec.stmt or "pass", "<bench_timer stmt>", "exec")
+
+        def run() -> None:
+            exec(code, namespace)
+
+        return run
+
+    def _counting_modes(self) -> bool:
+        return self._session is not None and "time" not in self._session.modes
+
+    def _record_time(self, measurement: Measurement) -> Measurement:
+        assert self._session is not None
+        naming = self._naming()
+        result = self._session.record_measurement(
+            "time",
+            TimeMetric.from_measurement(measurement),
+            self._task_spec.num_threads,
+            naming,
+        )
+        other_modes = tuple(m for m in self._session.modes if m != "time")
+        if other_modes or self._session.profile:  # e.g. --bench-mode=time,ops: count it too
+            options = dataclasses.replace(
+                self._recorder.options, num_threads=self._task_spec.num_threads
+            )
+            counted = self._session.measure(self._statement(), options, naming, modes=other_modes)
+            result.metrics.update(counted.metrics)
+            result.environments.update(counted.environments)
+            result.extras.update(counted.extras)
+        self._recorder.add(result, self._explicit_description)
+        return measurement
+
+    def _count(self) -> Measurement:
+        assert self._session is not None
+        statement = self._statement()
+        statement()
+        options = dataclasses.replace(
+            self._recorder.options, num_threads=self._task_spec.num_threads
+        )
+        result = self._session.measure(statement, options, self._naming())
+        self._recorder.add(result, self._explicit_description)
+        return super().timeit(1)
+
+    # -- Timer API -----------------------------------------------------------------------------
+
+    def timeit(self, number: int = 1000000) -> Measurement:
+        if self._session is None:
+            return super().timeit(1)
+        if self._counting_modes():
+            return self._count()
+        return self._record_time(super().timeit(number))
+
+    def blocked_autorange(self, callback: Any = None, min_run_time: float = 0.2) -> Measurement:
+        if self._session is None:
+            return super().timeit(1)
+        if self._counting_modes():
+            return self._count()
+        return self._record_time(
+            super().blocked_autorange(callback=callback, min_run_time=min_run_time)
+        )
+
+    def adaptive_autorange(
+        self,
+        threshold: float = 0.1,
+        *,
+        min_run_time: float = 0.01,
+        max_run_time: float = 10.0,
+        callback: Any = None,
+    ) -> Measurement:
+        if self._session is None:
+            return super().timeit(1)
+        if self._counting_modes():
+            return self._count()
+        return self._record_time(
+            super().adaptive_autorange(
+                threshold,
+                min_run_time=min_run_time,
+                max_run_time=max_run_time,
+                callback=callback,
+            )
+        )
+
+    def collect_callgrind(
+        self,
+        number: int = 100,
+        *,
+        repeats: int | None = None,
+        collect_baseline: bool = True,
+        retain_out_file: bool = False,
+    ) -> Any:
+        """In instructions mode: counted in this session's valgrind process (seconds, where
+        torch's own starts a valgrind and imports torch under it per call),
+        by the metric whose ``timer_method`` this is.
+
+        Otherwise torch's own collect_callgrind runs (a fresh valgrind per call) unless no bench
+        option is given, where the statement runs once and empty stats come back.
+        """
+        answered = None
+        if self._session is not None:
+            statement = self._statement()
+            answered = self._session.answer_timer_call(
+                "collect_callgrind",
+                statement,
+                number,
+                self._task_spec,
+                dataclasses.replace(
+                    self._recorder.options, num_threads=self._task_spec.num_threads
+                ),
+                self._naming(),
+                before=statement,
+            )
+        if answered is not None:  # a metric of the session answers it (instructions mode)
+            stats, result = answered
+            self._recorder.add(result, self._explicit_description)
+            return stats if repeats is None else (stats,) * repeats
+        if self._session is None:
+            super().timeit(1)
+            from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
+                CallgrindStats,
+                FunctionCounts,
+            )
+
+            empty = FunctionCounts((), inclusive=False)
+            stats = CallgrindStats(self._task_spec, number, False, empty, empty, empty, empty, None)
+            return stats if repeats is None else (stats,) * repeats
+        return super().collect_callgrind(
+            number,
+            repeats=repeats,
+            collect_baseline=collect_baseline,
+            retain_out_file=retain_out_file,
+        )
+
+
 @functools.cache
 def _recording_timer_class() -> type:
     """Built on first use: importing torch (most of a second) must not be paid by a plain
     ``pytest`` run whose tests never touch the bench fixtures (the plugin is loaded by every
     pytest run)."""
-    from torch.utils.benchmark import Measurement, Timer
+    from torch.utils.benchmark import Timer
 
-    class RecordingTimer(Timer):
+    class RecordingTimer(_RecordingTimerMethods, Timer):
         """A ``torch.utils.benchmark.Timer`` whose measurements are recorded for the test.
 
         In time mode the timing methods run for real; in instructions (or ops, memory) mode every
         measuring method counts the statement with the session's engines instead, so one test file
         serves every mode. With no bench option each method runs the statement once.
         """
-
-        def __init__(
-            self, *args: Any, _recorder: ItemRecorder, _session: BenchSession | None, **kwargs: Any
-        ) -> None:
-            naming = _recorder.naming
-            kwargs.setdefault("label", naming.label)
-            kwargs.setdefault("sub_label", naming.sub_label or None)
-            self._explicit_description = kwargs.get("description")
-            kwargs.setdefault("description", naming.description or None)
-            kwargs.setdefault("num_threads", _recorder.options.num_threads)
-            super().__init__(*args, **kwargs)
-            self._recorder = _recorder
-            self._session = _session
-
-        # -- helpers -------------------------------------------------------------------------------
-
-        def _naming(self) -> Naming:
-            spec = self._task_spec
-            return dataclasses.replace(
-                self._recorder.naming,
-                label=spec.label or "",
-                sub_label=spec.sub_label or "",
-                description=spec.description or "",
-            )
-
-        def _statement(self) -> Callable[[], None]:
-            """The statement as a callable for the counting engines.
-
-            It runs at module level in its own namespace, as torch's collect_callgrind does, so
-            ``x = x + 1`` style statements behave as they do under Timer.
-            """
-            namespace = dict(self._globals)
-            spec = self._task_spec
-            exec(compile(spec.setup or "pass", "<bench_timer setup>", "exec"), namespace)
-            code = compile(spec.stmt or "pass", "<bench_timer stmt>", "exec")
-
-            def run() -> None:
-                exec(code, namespace)
-
-            return run
-
-        def _counting_modes(self) -> bool:
-            return self._session is not None and "time" not in self._session.modes
-
-        def _record_time(self, measurement: Measurement) -> Measurement:
-            assert self._session is not None
-            naming = self._naming()
-            result = self._session.record_measurement(
-                "time",
-                TimeMetric.from_measurement(measurement),
-                self._task_spec.num_threads,
-                naming,
-            )
-            other_modes = tuple(m for m in self._session.modes if m != "time")
-            if (
-                other_modes or self._session.profile
-            ):  # e.g. --bench-mode=time,ops: count the statement too
-                options = dataclasses.replace(
-                    self._recorder.options, num_threads=self._task_spec.num_threads
-                )
-                counted = self._session.measure(
-                    self._statement(), options, naming, modes=other_modes
-                )
-                result.metrics.update(counted.metrics)
-                result.environments.update(counted.environments)
-                result.extras.update(counted.extras)
-            self._recorder.add(result, self._explicit_description)
-            return measurement
-
-        def _count(self) -> Measurement:
-            assert self._session is not None
-            statement = self._statement()
-            statement()
-            options = dataclasses.replace(
-                self._recorder.options, num_threads=self._task_spec.num_threads
-            )
-            result = self._session.measure(statement, options, self._naming())
-            self._recorder.add(result, self._explicit_description)
-            return super().timeit(1)
-
-        # -- Timer API -----------------------------------------------------------------------------
-
-        def timeit(self, number: int = 1000000) -> Measurement:
-            if self._session is None:
-                return super().timeit(1)
-            if self._counting_modes():
-                return self._count()
-            return self._record_time(super().timeit(number))
-
-        def blocked_autorange(self, callback: Any = None, min_run_time: float = 0.2) -> Measurement:
-            if self._session is None:
-                return super().timeit(1)
-            if self._counting_modes():
-                return self._count()
-            return self._record_time(
-                super().blocked_autorange(callback=callback, min_run_time=min_run_time)
-            )
-
-        def adaptive_autorange(
-            self,
-            threshold: float = 0.1,
-            *,
-            min_run_time: float = 0.01,
-            max_run_time: float = 10.0,
-            callback: Any = None,
-        ) -> Measurement:
-            if self._session is None:
-                return super().timeit(1)
-            if self._counting_modes():
-                return self._count()
-            return self._record_time(
-                super().adaptive_autorange(
-                    threshold,
-                    min_run_time=min_run_time,
-                    max_run_time=max_run_time,
-                    callback=callback,
-                )
-            )
-
-        def collect_callgrind(
-            self,
-            number: int = 100,
-            *,
-            repeats: int | None = None,
-            collect_baseline: bool = True,
-            retain_out_file: bool = False,
-        ) -> Any:
-            """In instructions mode: counted in this session's valgrind process (seconds, where
-            torch's own starts a valgrind and imports torch under it per call),
-            by the metric whose ``timer_method`` this is.
-
-            Otherwise torch's own collect_callgrind runs (a fresh valgrind per call) unless no bench
-            option is given, where the statement runs once and empty stats come back.
-            """
-            answered = None
-            if self._session is not None:
-                statement = self._statement()
-                answered = self._session.answer_timer_call(
-                    "collect_callgrind",
-                    statement,
-                    number,
-                    self._task_spec,
-                    dataclasses.replace(
-                        self._recorder.options, num_threads=self._task_spec.num_threads
-                    ),
-                    self._naming(),
-                    before=statement,
-                )
-            if answered is not None:  # a metric of the session answers it (instructions mode)
-                stats, result = answered
-                self._recorder.add(result, self._explicit_description)
-                return stats if repeats is None else (stats,) * repeats
-            if self._session is None:
-                super().timeit(1)
-                from torch.utils.benchmark.utils.valgrind_wrapper.timer_interface import (
-                    CallgrindStats,
-                    FunctionCounts,
-                )
-
-                empty = FunctionCounts((), inclusive=False)
-                stats = CallgrindStats(
-                    self._task_spec, number, False, empty, empty, empty, empty, None
-                )
-                return stats if repeats is None else (stats,) * repeats
-            return super().collect_callgrind(
-                number,
-                repeats=repeats,
-                collect_baseline=collect_baseline,
-                retain_out_file=retain_out_file,
-            )
 
     return RecordingTimer
 

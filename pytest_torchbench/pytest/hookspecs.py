@@ -16,8 +16,8 @@ import pytest
 from pluggy import HookspecMarker
 
 if TYPE_CHECKING:
-    from ..core.results import BenchmarkResult
-    from ..core.vocabulary import Verdict
+    from ..common.vocabulary import Verdict
+    from ..judging.results import BenchmarkResult
     from ..metrics.base import Metric
 
 _spec = HookspecMarker("pytest")
@@ -63,15 +63,17 @@ def pytest_torchbench_verdict(
     verdict: Verdict,
     result: BenchmarkResult,
     baseline: BenchmarkResult | None,
-) -> None:
-    """See, or change in place, one verdict of one benchmark, before it can fail the test.
+) -> Verdict | None:
+    """See one verdict of one benchmark, before it can fail the test; return a changed copy to
+    change it (None keeps it).
 
     Called where results are judged: the process that owns the terminal (the serial run or the
-    xdist controller), when the test's call report arrives and before it is marked failed:
-    setting ``verdict.failed = False`` waives a regression, setting it to True makes any status
-    fail; ``verdict.details`` can be extended with your own explanation. The changed verdict is
-    what the terminal, JSON, Markdown and HTML reports show. ``baseline`` is the baseline entry
-    of the benchmark (None for a new one). The return value is ignored.
+    xdist controller), when the test's call report arrives and before it is marked failed.
+    Verdicts are frozen: ``return verdict.replace(failed=False)`` waives a regression,
+    ``failed=True`` makes any status fail, ``verdict.with_details(after=["why"])`` adds your own
+    explanation. Several implementations run in pluggy's order, each seeing what the one before
+    returned. The returned verdict is what the terminal, JSON, Markdown and HTML reports show.
+    ``baseline`` is the baseline entry of the benchmark (None for a new one).
     """
 
 

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from .._compat import xdist_worker_sys_path
+from ..common.compat import xdist_worker_sys_path
 from ..store.refs import git_toplevel
 
 __all__ = [

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..core.judgement import LimitSpecError, parse_limits
+from ..judging.judgement import LimitSpecError, parse_limits
 
 MARKER_NAME = "benchmark"
 MARKER_DOC = (
@@ -154,6 +154,16 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
             f"{where}: unknown @pytest.mark.benchmark keyword {', '.join(map(repr, unknown))}; "
             f"known: {', '.join(sorted(_KEYWORDS))}"
         )
+    _check_texts_and_times(where, kwargs)
+    _check_calls(where, kwargs)
+    _check_seed_flags_and_limits(where, kwargs)
+    for name in IGNORED_KEYWORDS:
+        kwargs.pop(name, None)
+    return BenchOptions(**kwargs)
+
+
+def _check_texts_and_times(where: str, kwargs: dict[str, Any]) -> None:
+    """The text keywords and the run times; pytest-benchmark's max_time becomes max_run_time."""
     for name in ("label", "sub_label", "description", "group"):
         if name in kwargs and kwargs[name] is not None and not isinstance(kwargs[name], str):
             raise MarkerError(f"{where}: {name}={kwargs[name]!r} must be a string")
@@ -173,6 +183,11 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
                 f"{where}: give max_run_time or pytest-benchmark's max_time, not both"
             )
         kwargs["max_run_time"] = kwargs.pop("max_time")
+
+
+def _check_calls(where: str, kwargs: dict[str, Any]) -> None:
+    """How many calls, warm-ups and rounds, and the timer; pytest-benchmark's bool warmup becomes
+    time_warmup."""
     if kwargs.get("number") is not None:  # None, as the marker's signature shows: the default
         _check_number(where, "number", kwargs["number"], integer=True, minimum=1, strict=False)
     if kwargs.get("warmup") is not None:
@@ -200,6 +215,10 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
             f"{where}: timer={kwargs['timer']!r} must be a callable returning seconds, "
             "e.g. time.perf_counter"
         )
+
+
+def _check_seed_flags_and_limits(where: str, kwargs: dict[str, Any]) -> None:
+    """The seed, the flags, the limits (parsed in place) and the profiler options."""
     if "seed" in kwargs and kwargs["seed"] is not None:
         _check_number(where, "seed", kwargs["seed"], integer=True, minimum=0, strict=False)
         if kwargs["seed"] > MAX_SEED:
@@ -219,9 +238,6 @@ def options_from_marker(marker: pytest.Mark | None, where: str) -> BenchOptions:
         _check_profile(where, kwargs["profile"])
     if "disable_gc" in kwargs and not isinstance(kwargs["disable_gc"], bool):
         raise MarkerError(f"{where}: disable_gc={kwargs['disable_gc']!r} must be True or False")
-    for name in IGNORED_KEYWORDS:
-        kwargs.pop(name, None)
-    return BenchOptions(**kwargs)
 
 
 def _check_profile(where: str, profile: Any) -> None:

@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from ..core import explain
-from ..core.accept import AcceptError, AcceptSpec, parse_spec
-from ..core.judgement import LimitSpecError, Policy, parse_limits
-from ..core.text import safe_text
+from ..common.text import safe_text
+from ..common.vocabulary import Policy
+from ..judging import explain
+from ..judging.accept import AcceptError, AcceptSpec, parse_spec
+from ..judging.judgement import LimitSpecError, parse_limits
 from ..metrics import registry
 from ..reports import benchmark_json
 from ..reports.paths import ReportPathError, check_report_path, option_targets_error
@@ -50,6 +51,25 @@ MODES = registry.BUILTIN
 
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("torchbench", "pytest-torchbench: performance regression testing")
+    _add_what_options(group)
+    _add_base_options(group)
+    _add_limit_options(group)
+    _add_report_options(group)
+    _add_baseline_options(group)
+    _add_measuring_options(group)
+    _add_selection_options(group)
+    parser.addini(
+        "bench_baselines_dir", "folder of baseline sets, relative to rootdir", default="baselines"
+    )
+    parser.addini(
+        "bench_sites",
+        "the project's own packages (see --bench-sites), comma or space separated",
+        default="",
+    )
+
+
+def _add_what_options(group: pytest.OptionGroup) -> None:
+    """What is measured, and saved or compared with."""
     group.addoption(
         "--bench-mode",
         metavar="MODES",
@@ -71,6 +91,10 @@ def addoption(parser: pytest.Parser) -> None:
         default=None,
         help="compare with baseline set REF: a saved name, a git revision, or a path",
     )
+
+
+def _add_base_options(group: pytest.OptionGroup) -> None:
+    """How a base from ``--bench-compare=REV`` is had: stored or measured here."""
     group.addoption(
         "--bench-base",
         metavar="HOW",
@@ -102,6 +126,10 @@ def addoption(parser: pytest.Parser) -> None:
         "undecided), and judge each on the fastest call of each side per round (default "
         f"{DEFAULT_ROUNDS}; 1: one base run, then this run, as for counting modes)",
     )
+
+
+def _add_limit_options(group: pytest.OptionGroup) -> None:
+    """What fails the run: accepted regressions, incomparable baselines, limits."""
     group.addoption(
         "--bench-accept",
         metavar="SPEC",
@@ -127,6 +155,10 @@ def addoption(parser: pytest.Parser) -> None:
         + ", ".join(f"{m} {v * 100:g}%%" for m, v in registry.default_limits().items())
         + ")",
     )
+
+
+def _add_report_options(group: pytest.OptionGroup) -> None:
+    """The report files."""
     group.addoption(
         "--bench-json",
         metavar="PATH",
@@ -146,6 +178,10 @@ def addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write a self-contained HTML report with plots to PATH",
     )
+
+
+def _add_baseline_options(group: pytest.OptionGroup) -> None:
+    """How strictly baselines are held, and where they are."""
     group.addoption(
         "--bench-strict",
         action="store_true",
@@ -166,6 +202,10 @@ def addoption(parser: pytest.Parser) -> None:
         default=None,
         help="the baselines folder (default: ini bench_baselines_dir, else 'baselines')",
     )
+
+
+def _add_measuring_options(group: pytest.OptionGroup) -> None:
+    """How long time mode measures, profiling, and where artifacts go."""
     group.addoption(
         "--bench-min-run-time",
         metavar="SECONDS",
@@ -186,6 +226,10 @@ def addoption(parser: pytest.Parser) -> None:
         default=None,
         help="folder for traces and other artifacts (default: .torchbench under rootdir)",
     )
+
+
+def _add_selection_options(group: pytest.OptionGroup) -> None:
+    """Which tests are benchmarks, and which code is the project's own."""
     group.addoption(
         "--bench-only",
         action="store_true",
@@ -207,14 +251,6 @@ def addoption(parser: pytest.Parser) -> None:
         help="the project's own packages, whose lines are call sites of a changed op or "
         "function even when installed into site-packages (default: ini bench_sites, else "
         "read from the rootdir's pyproject.toml and src/ folder)",
-    )
-    parser.addini(
-        "bench_baselines_dir", "folder of baseline sets, relative to rootdir", default="baselines"
-    )
-    parser.addini(
-        "bench_sites",
-        "the project's own packages (see --bench-sites), comma or space separated",
-        default="",
     )
 
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from .._compat import fixture_argnames
-from ..core import explain
-from ..core.text import safe_text
+from ..common.compat import fixture_argnames
+from ..common.text import safe_text
+from ..judging import explain
 from ..metrics import registry
 from ..store.refs import (
     DEFAULT_SET,
@@ -190,9 +190,8 @@ def pytest_load_initial_conftests(
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_DOC)
-    _take_over_from_pytest_benchmark(
-        config
-    )  # when pytest_cmdline_main was not called (pytest.main API)
+    # when pytest_cmdline_main was not called (pytest.main API)
+    _take_over_from_pytest_benchmark(config)
     owns = not _pytest_benchmark_plugins(config)
     config.stash[owns_key] = owns
     if owns:
@@ -207,35 +206,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[session_key] = None
     if not settings.active:
         return
-    for (
-        mode
-    ) in settings.modes:  # again (it is idempotent): metric plugins' modes are known only now
+    # again (it is idempotent): metric plugins' modes are known only now
+    for mode in settings.modes:
         registry.get(mode).prepare_process()
     worker = _is_xdist_worker(config)
     baseline: BaselineSet | None = None
     revision: Revision | None = None
     try:
         if settings.compare is not None and not worker:
-            revision = _measurable_revision(settings)
-            try:
-                baseline = resolve_compare(settings.compare, settings.baselines_dir, Path.cwd())
-            except NoCommittedBaselines:
-                if revision is None:
-                    raise
-                baseline = BaselineSet(
-                    name=revision.set_name or DEFAULT_SET,
-                    source=f"git {revision.label}, nothing committed",
-                    label=shown_ref(settings.compare, revision.commit),
-                )
+            baseline, revision = _compare_target(settings)
         if settings.save is not None and not worker:
-            # Parse the set we will write into now: a corrupt file stops the run before any
-            # benchmark runs, instead of after, and is never overwritten.
-            folder = settings.baselines_dir / settings.save
-            check_save_folder(folder, f"--bench-save={settings.save}")
-            if folder.is_dir():
-                load_set_from_folder(folder, settings.save)
-            else:
-                _make_baselines_folder(config, settings.baselines_dir)
+            _check_save_target(config, settings)
     except BaselineError as exc:
         raise pytest.UsageError(safe_text(exc)) from None
     config.stash[skipped_baselines_key] = _skipped_baselines_folder(
@@ -252,32 +233,77 @@ def pytest_configure(config: pytest.Config) -> None:
         own_packages=settings.own_packages,
     )
     config.stash[session_key] = session
-    from .workers import configure_controller, configure_worker
+    from .workers import configure_worker
 
     if worker:  # a launched worker isolates each test (instructions: a fresh heap)
         configure_worker(config, settings.modes)
     else:
-        join_pair(config)  # a child of an alternated round measures in turns with its partner
-        # a metric that measures in processes of its own (instructions) gets them here, with
-        # what they need of the baseline (instructions: each benchmark's number of calls)
-        configure_controller(
-            config, settings.modes, baseline.entries if baseline is not None else None
+        _configure_controller(
+            config, settings, baseline=baseline, session=session, revision=revision
         )
+
+
+def _compare_target(settings: BenchSettings) -> tuple[BaselineSet, Revision | None]:
+    """The baseline ``--bench-compare`` names, and its revision when it may be measured here; an
+    empty set (to be measured) for a revision with nothing committed."""
+    assert settings.compare is not None
+    revision = _measurable_revision(settings)
+    try:
+        baseline = resolve_compare(settings.compare, settings.baselines_dir, Path.cwd())
+    except NoCommittedBaselines:
+        if revision is None:
+            raise
+        baseline = BaselineSet(
+            name=revision.set_name or DEFAULT_SET,
+            source=f"git {revision.label}, nothing committed",
+            label=shown_ref(settings.compare, revision.commit),
+        )
+    return baseline, revision
+
+
+def _check_save_target(config: pytest.Config, settings: BenchSettings) -> None:
+    """Parse the set we will write into now: a corrupt file stops the run before any benchmark
+    runs, instead of after, and is never overwritten."""
+    assert settings.save is not None
+    folder = settings.baselines_dir / settings.save
+    check_save_folder(folder, f"--bench-save={settings.save}")
+    if folder.is_dir():
+        load_set_from_folder(folder, settings.save)
+    else:
+        _make_baselines_folder(config, settings.baselines_dir)
+
+
+def _configure_controller(
+    config: pytest.Config,
+    settings: BenchSettings,
+    *,
+    baseline: BaselineSet | None,
+    session: BenchSession,
+    revision: Revision | None,
+) -> None:
+    """The process that owns the terminal (serial run or xdist controller): the Controller that
+    judges and reports, and what measuring needs beside it."""
+    from .workers import configure_controller
+
+    join_pair(config)  # a child of an alternated round measures in turns with its partner
+    # a metric that measures in processes of its own (instructions) gets them here, with
+    # what they need of the baseline (instructions: each benchmark's number of calls)
+    configure_controller(config, settings.modes, baseline.entries if baseline is not None else None)
+    config.pluginmanager.register(
+        Controller(config, settings, baseline, session, revision), "torchbench-controller"
+    )
+    if os.environ.get(PROGRESS_ENV):  # a child run whose parent waits for it: say how far it is
         config.pluginmanager.register(
-            Controller(config, settings, baseline, session, revision), "torchbench-controller"
+            ProgressFile(Path(os.environ[PROGRESS_ENV])), "torchbench-progress"
         )
-        if os.environ.get(PROGRESS_ENV):  # a child run whose parent waits for it: say how far it is
-            config.pluginmanager.register(
-                ProgressFile(Path(os.environ[PROGRESS_ENV])), "torchbench-progress"
-            )
-        if _is_xdist_controller(config) and "time" in settings.modes:
-            config.issue_config_time_warning(
-                TorchbenchWarning(
-                    "wall time measured by parallel xdist workers shares the CPU with other tests: "
-                    "expect noisier results (use -n 0, or --bench-mode=instructions, for a gate)"
-                ),
-                stacklevel=2,
-            )
+    if _is_xdist_controller(config) and "time" in settings.modes:
+        config.issue_config_time_warning(
+            TorchbenchWarning(
+                "wall time measured by parallel xdist workers shares the CPU with other tests: "
+                "expect noisier results (use -n 0, or --bench-mode=instructions, for a gate)"
+            ),
+            stacklevel=2,
+        )
 
 
 def _measurable_revision(settings: BenchSettings) -> Revision | None:

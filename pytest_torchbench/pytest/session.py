@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.results import BenchmarkResult, Environment, collect_environment
-from ..core.vocabulary import Verdict
+from ..common.vocabulary import Verdict
 from ..engines.fresh_code import fresh_callable
+from ..judging.results import BenchmarkResult, Environment, collect_environment
 from ..metrics import registry
 from ..metrics.base import LineChanges, MeasureContext
 from ..metrics.time import time_spec
@@ -274,42 +274,53 @@ class BenchSession:
         baseline: BenchmarkResult | None,
         root: Path,
         changed: LineChanges | None = None,
-    ) -> list[Verdict]:
-        """Add the details only a re-run can give to the failed verdicts of ``result`` (op call
-        sites, those on lines ``changed`` since the baseline's revision tagged), in place, when this
-        process still holds the callable that was measured. Returns
-        the failed verdicts it could not explain because the test ran in another process (the
-        controller re-runs those at the end of the session: ``core/explain.py``)."""
-        elsewhere = []
+    ) -> tuple[list[Verdict], list[Verdict]]:
+        """The failed verdicts of ``result`` with the details only a re-run can give (op call
+        sites, those on lines ``changed`` since the baseline's revision tagged), where this process
+        still holds the callable that was measured; and, second, the failed verdicts it could not
+        explain because the test ran in another process (the controller re-runs those at the end
+        of the session: ``judging/explain.py``)."""
+        explained, elsewhere = [], []
         for verdict in verdicts:
             metric = registry.find(verdict.metric)
+            then = baseline.metrics.get(verdict.metric) if baseline is not None else None
+            measured = self._measured.get((result.nodeid, verdict.metric))
             if (
                 not verdict.failed
                 or metric is None
                 or not metric.explains_failures
-                or baseline is None
+                or then is None
+                or (measured is not None and result.key != result.nodeid)
             ):
-                continue
-            then = baseline.metrics.get(verdict.metric)
-            if then is None:
-                continue
-            measured = self._measured.get((result.nodeid, verdict.metric))
-            if measured is None:
+                # (a second recording of the test: the kept callable is not its own)
+                explained.append(verdict)
+            elif measured is None:
                 elsewhere.append(verdict)
-                continue
-            if result.key != result.nodeid:
-                continue  # a second recording of the test: the kept callable is not its own
-            fn, context = measured
-            try:
-                verdict.details = metric.explain(
-                    fn, context, result.metrics[verdict.metric], then, verdict.limit, root, changed
-                )
-            except Exception as exc:  # noqa: BLE001 - an explanation must never hide the verdict
-                verdict.details = [
-                    *verdict.details,
-                    f"(could not re-run it for details: {type(exc).__name__}: {exc})",
-                ]
-        return elsewhere
+                explained.append(verdict)
+            else:
+                values = (result.metrics[verdict.metric], then)
+                explained.append(self._explained(verdict, measured, values, (root, changed)))
+        return explained, elsewhere
+
+    @staticmethod
+    def _explained(
+        verdict: Verdict,
+        measured: tuple[Callable[[], Any], Any],
+        values: tuple[Any, Any],
+        where: tuple[Path, LineChanges | None],
+    ) -> Verdict:
+        """``verdict`` explained by its metric's re-run of the kept callable: ``values`` are this
+        run's and the baseline's; ``where``: the root and the lines changed since the baseline."""
+        fn, context = measured
+        try:
+            details = registry.get(verdict.metric).explain(
+                fn, context, *values, verdict.limit, *where
+            )
+        except Exception as exc:  # noqa: BLE001 - an explanation must never hide the verdict
+            return verdict.with_details(
+                after=[f"(could not re-run it for details: {type(exc).__name__}: {exc})"]
+            )
+        return verdict.replace(details=details)
 
     def forget(self, nodeid: str) -> None:
         """Drop what was kept for explaining ``nodeid`` (its callable holds the test's tensors)."""

@@ -15,7 +15,7 @@ from collections.abc import Generator
 
 import pytest
 
-from ..core.text import safe_text
+from ..common.text import safe_text
 from ..engines import duet
 
 #: Set by ``pytest/base.py`` in the environment of each child of a round: ``FD,PID,CPU,FIRST``

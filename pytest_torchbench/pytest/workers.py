@@ -41,7 +41,7 @@ from typing import Any
 
 import pytest
 
-from .._compat import quiet_xdist_status
+from ..common.compat import quiet_xdist_status
 from ..metrics import registry
 from ..metrics.base import LaunchUnavailable, WorkerLaunch
 

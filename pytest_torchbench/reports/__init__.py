@@ -1,1 +1,2 @@
-"""Reports: how a run's results and verdicts are shown (terminal, JSON; more formats build on these)."""
+"""Reports: how a run's results and verdicts are shown (terminal, JSON; more formats build on
+these)."""

@@ -17,8 +17,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..core.results import BenchmarkResult, TimeMetric
-from ..core.statistics import RoundStats
+from ..common.statistics import RoundStats
+from ..judging.results import BenchmarkResult, TimeMetric
 from ..store.storage import atomic_write_many
 from .paths import check_report_path
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..core.results import BenchmarkResult, nodeid_of
-from ..core.text import finite, safe_number
-from ..core.vocabulary import (
+from ..common.text import finite, safe_number
+from ..common.vocabulary import (
     ACCEPTED,
     IMPROVEMENT,
     MISSING,
@@ -24,6 +23,7 @@ from ..core.vocabulary import (
     Verdict,
     as_float,
 )
+from ..judging.results import BenchmarkResult, nodeid_of
 from ..metrics import registry
 
 #: Reading order: bad news first.
@@ -51,7 +51,8 @@ def metric_rank(metric: str) -> int:
 
 def group_of(result: BenchmarkResult | None) -> str:
     """A benchmark's group (pytest-benchmark's ``benchmark.group`` or the marker's ``group=``):
-    a ``group`` attribute of the result when the model has one, else ``extras["group"]``; "" if none."""
+    a ``group`` attribute of the result when the model has one, else ``extras["group"]``; "" if
+    none."""
     if result is None:
         return ""
     group = getattr(result, "group", None)

@@ -11,16 +11,17 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.history import UP, Point, Series
-from ..core.text import natural_key, safe_number, safe_text
-from ..core.vocabulary import format_percent
+from ..common.text import natural_key, safe_number, safe_text
+from ..common.vocabulary import format_percent
+from ..judging.history import UP, Point, Series
 from ..metrics import registry
 
 __all__ = ["ordered", "text_lines", "to_json", "to_csv", "to_html"]
 
 
 def ordered(series: Sequence[Series]) -> list[Series]:
-    """Series with a step up or creep first, then those with any mark, then the rest; natural order within."""
+    """Series with a step up or creep first, then those with any mark, then the rest; natural order
+    within."""
 
     def rank(s: Series) -> int:
         if any(p.step == UP for p in s.points) or any(drift > 0 for *_, drift in s.creep):
@@ -45,16 +46,16 @@ def text_lines(series: Sequence[Series], set_name: str, commits: int) -> list[st
     steps = sum(len(s.steps) for s in series)
     creeping = sum(1 for s in series if s.creep)
     lines = [
-        f"history of baseline set '{safe_text(set_name)}': {commits} commit(s), {len(series)} series; "
-        f"{steps} step(s) beyond the limit, {creeping} creeping"
+        f"history of baseline set '{safe_text(set_name)}': {commits} commit(s), {len(series)} "
+        f"series; {steps} step(s) beyond the limit, {creeping} creeping"
     ]
     for s in ordered(series):
         name = f"{safe_text(s.key)} [{s.metric}]"
         for before, point in zip((None, *s.points), s.points):
             if point.step is not None and point.change is not None:
                 lines.append(
-                    f"  step   {name}: {format_percent(point.change)} (limit {s.limit * 100:g}%) to "
-                    f"{_value(s.metric, point.value)} at {_commit(point)}"
+                    f"  step   {name}: {format_percent(point.change)} (limit {s.limit * 100:g}%) "
+                    f"to {_value(s.metric, point.value)} at {_commit(point)}"
                 )
             if point.breaks and before is not None:
                 lines.append(
@@ -63,8 +64,8 @@ def text_lines(series: Sequence[Series], set_name: str, commits: int) -> list[st
                 )
         for first, last, drift in s.creep:
             lines.append(
-                f"  creep  {name}: {format_percent(drift)} from {first.sha[:12]} to {last.sha[:12]} in "
-                f"steps that each stayed within {s.limit * 100:g}%"
+                f"  creep  {name}: {format_percent(drift)} from {first.sha[:12]} to "
+                f"{last.sha[:12]} in steps that each stayed within {s.limit * 100:g}%"
             )
     return lines
 
@@ -177,7 +178,8 @@ def _chart(s: Series) -> str:
 
     parts = [f'<svg width="{_W:.0f}" height="{_H:.0f}" role="img">']
     parts.append(
-        f'<text x="2" y="{y(high) + 4:.1f}" font-size="10">{html.escape(_value(s.metric, high))}</text>'
+        f'<text x="2" y="{y(high) + 4:.1f}" '
+        f'font-size="10">{html.escape(_value(s.metric, high))}</text>'
     )
     parts.append(
         f'<text x="2" y="{y(low):.1f}" font-size="10">{html.escape(_value(s.metric, low))}</text>'
@@ -186,8 +188,9 @@ def _chart(s: Series) -> str:
     for i, p in enumerate(s.points):
         if p.breaks:  # another environment: a line of its own, not a step
             parts.append(
-                f'<line x1="{x(i) - 4:.1f}" x2="{x(i) - 4:.1f}" y1="4" y2="{_H - 4:.0f}" stroke="#8d6e63" '
-                f'stroke-dasharray="4 3"><title>environment changed at {html.escape(_commit(p))}</title></line>'
+                f'<line x1="{x(i) - 4:.1f}" x2="{x(i) - 4:.1f}" y1="4" y2="{_H - 4:.0f}" '
+                'stroke="#8d6e63" stroke-dasharray="4 3"><title>environment changed at '
+                f"{html.escape(_commit(p))}</title></line>"
             )
         if p.breaks or not segments:
             segments.append([])

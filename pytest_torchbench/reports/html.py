@@ -4,7 +4,8 @@ Why self-contained: the report is uploaded as a CI artifact and opened from a do
 an air-gapped machine, so it must not fetch anything: styles are inline, plots are SVG drawn here
 in Python (no CDN, no fonts), and one small inline script sorts and filters the overview table (the
 report reads fine without it). The only links that leave the file are to profiler traces
-(``extras["profiles"]``: ``--bench-profile`` and ``bench_profiler``), relative to the report when they lie beside it.
+(``extras["profiles"]``: ``--bench-profile`` and ``bench_profiler``), relative to the report when
+they lie beside it.
 
 Why it stays small at suite size: a suite of 300 benchmarks in time mode has hundreds of thousands
 of replicate times (thousands for a microsecond benchmark); drawn one dot each, the report ran to
@@ -21,18 +22,18 @@ most (the function-level explanation of a regression).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import html
 import math
 import os
 import urllib.parse
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .. import __version__
-from ..core.results import BenchmarkResult, nodeid_of
-from ..core.text import finite, natural_key, safe_number, safe_text
-from ..core.vocabulary import (
+from ..common.text import finite, natural_key, safe_number, safe_text
+from ..common.vocabulary import (
     ACCEPTED,
     IMPROVEMENT,
     MISSING,
@@ -48,6 +49,7 @@ from ..core.vocabulary import (
     Verdict,
     time_unit,
 )
+from ..judging.results import BenchmarkResult, nodeid_of
 from ..metrics import registry
 from .common import (
     count_tests,
@@ -164,6 +166,33 @@ def _quantile(ordered: Sequence[float], p: float) -> float:
 _BINS = 28
 
 
+def _density_outline(
+    scaled: Sequence[float], x: Callable[[float], float], axis: tuple[float, float], cy: float
+) -> tuple[str, int]:
+    """The violin's path around the row's middle ``cy``, and how many values fall off the axis
+    ``axis`` (its first and last tick) and so are not in it."""
+    x0, x1 = axis
+    span = (x1 - x0) or 1.0
+    counts = [0] * _BINS
+    outside = 0
+    for value in scaled:
+        if value < x0 or value > x1:
+            outside += 1
+            continue
+        counts[min(int((value - x0) / span * _BINS), _BINS - 1)] += 1
+    smooth = [
+        (counts[max(i - 1, 0)] + 2 * counts[i] + counts[min(i + 1, _BINS - 1)]) / 4
+        for i in range(_BINS)
+    ]
+    peak = max(smooth) or 1.0
+    xs = [x(x0 + (i + 0.5) * span / _BINS) for i in range(_BINS)]
+    upper = " ".join(f"{px:.1f} {cy - 13 * h / peak:.1f}" for px, h in zip(xs, smooth))
+    lower = " ".join(
+        f"{px:.1f} {cy + 13 * h / peak:.1f}" for px, h in zip(reversed(xs), reversed(smooth))
+    )
+    return f"M{upper} L{lower}Z", outside
+
+
 def strip_box_svg(
     current: Sequence[float], baseline: Sequence[float] | None, width: int = 600
 ) -> str:
@@ -204,43 +233,30 @@ def strip_box_svg(
             f'<text x="{tx:.1f}" y="{axis_y + 14}" class="t">{tick:g}</text>'
         )
     parts.append(
-        f'<text x="{(left + width - right) / 2:.0f}" y="{axis_y + 28}" class="t">time per call ({unit})</text>'
+        f'<text x="{(left + width - right) / 2:.0f}" y="{axis_y + 28}" class="t">time per call '
+        f"({unit})</text>"
     )
     for index, (name, values, color) in enumerate(rows):
         cy = top + row_h * index + row_h / 2
         scaled = sorted(v / scale for v in values)
         q1, median, q3 = (_quantile(scaled, p) for p in (0.25, 0.5, 0.75))
         p5, p95 = _quantile(scaled, 0.05), _quantile(scaled, 0.95)
-        counts = [0] * _BINS
-        outside = 0
-        for value in scaled:
-            if value < x0 or value > x1:
-                outside += 1
-                continue
-            counts[min(int((value - x0) / span * _BINS), _BINS - 1)] += 1
-        smooth = [
-            (counts[max(i - 1, 0)] + 2 * counts[i] + counts[min(i + 1, _BINS - 1)]) / 4
-            for i in range(_BINS)
-        ]
-        peak = max(smooth) or 1.0
-        xs = [x(x0 + (i + 0.5) * span / _BINS) for i in range(_BINS)]
-        upper = " ".join(f"{px:.1f} {cy - 13 * h / peak:.1f}" for px, h in zip(xs, smooth))
-        lower = " ".join(
-            f"{px:.1f} {cy + 13 * h / peak:.1f}" for px, h in zip(reversed(xs), reversed(smooth))
-        )
+        outline, outside = _density_outline(scaled, x, (x0, x1), cy)
         parts.append(
             f'<text x="{left - 8}" y="{cy + 4:.1f}" class="r">{name}</text>'
-            f'<path d="M{upper} L{lower}Z" fill="{color}" fill-opacity="0.22"/>'
+            f'<path d="{outline}" fill="{color}" fill-opacity="0.22"/>'
             f'<path d="M{x(p5):.1f} {cy:.1f}H{x(p95):.1f}" stroke="{color}"/>'
-            f'<rect x="{x(q1):.1f}" y="{cy - 5:.1f}" width="{max(x(q3) - x(q1), 1):.1f}" height="10" '
-            f'fill="{color}" fill-opacity="0.5" stroke="{color}"/>'
-            f'<path d="M{x(median):.1f} {cy - 11:.1f}V{cy + 11:.1f}" stroke="{color}" stroke-width="2.5">'
+            f'<rect x="{x(q1):.1f}" y="{cy - 5:.1f}" width="{max(x(q3) - x(q1), 1):.1f}" '
+            f'height="10" fill="{color}" fill-opacity="0.5" stroke="{color}"/>'
+            f'<path d="M{x(median):.1f} {cy - 11:.1f}V{cy + 11:.1f}" stroke="{color}" '
+            'stroke-width="2.5">'
             f"<title>{name}: median {median:.4g} {unit}, quartiles {q1:.4g}-{q3:.4g}, "
             f"n={len(scaled)}</title></path>"
         )
         if outside:
             parts.append(
-                f'<text x="{width - right + 4}" y="{cy + 4:.1f}" class="o">{outside} off-scale<title>{outside} '
+                f'<text x="{width - right + 4}" y="{cy + 4:.1f}" class="o">{outside} '
+                f"off-scale<title>{outside} "
                 f"replicate(s) outside the 1st-99th percentile range shown</title></text>"
             )
     parts.append("</svg>")
@@ -269,7 +285,8 @@ def delta_bars_svg(
         f'viewBox="0 0 {width} {height}" role="img" aria-label="deltas">'
     ]
     parts.append(
-        f'<line x1="{mid:.1f}" y1="{top - 2}" x2="{mid:.1f}" y2="{top + bar_h * len(items)}" stroke="#9aa3b2"/>'
+        f'<line x1="{mid:.1f}" y1="{top - 2}" x2="{mid:.1f}" y2="{top + bar_h * len(items)}" '
+        'stroke="#9aa3b2"/>'
     )
     for index, (name, value) in enumerate(items):
         y = top + index * bar_h
@@ -289,7 +306,8 @@ def delta_bars_svg(
             f'fill="#1d2330">{_e(short)}<title>{_e(name)}</title></text>'
         )
         parts.append(
-            f'<rect x="{bx:.1f}" y="{y + 3}" width="{max(length, 1):.1f}" height="{bar_h - 6}" fill="{color}" rx="2"/>'
+            f'<rect x="{bx:.1f}" y="{y + 3}" width="{max(length, 1):.1f}" height="{bar_h - 6}" '
+            f'fill="{color}" rx="2"/>'
         )
         sign = "" if neutral else "+"
         text = f"{value:{sign},.0f}" if abs(value) >= 100 else f"{value:{sign}g}"
@@ -298,10 +316,12 @@ def delta_bars_svg(
         if value < 0 and tx - 60 < label_width:
             tx, anchor = mid + 4, "start"
         parts.append(
-            f'<text x="{tx:.1f}" y="{y + 13}" font-size="10" text-anchor="{anchor}" fill="#3b4252">{_e(text)}</text>'
+            f'<text x="{tx:.1f}" y="{y + 13}" font-size="10" text-anchor="{anchor}" '
+            f'fill="#3b4252">{_e(text)}</text>'
         )
     parts.append(
-        f'<text x="{mid:.1f}" y="{height - 4}" font-size="10" text-anchor="middle" fill="#5b6475">{_e(unit)}</text>'
+        f'<text x="{mid:.1f}" y="{height - 4}" font-size="10" text-anchor="middle" '
+        f'fill="#5b6475">{_e(unit)}</text>'
     )
     parts.append("</svg>")
     return "".join(parts)
@@ -319,9 +339,10 @@ def _status_pill(verdict: Verdict) -> str:
 
 
 def _trace_href(trace: object, base: Path | None) -> str:
-    """Where a trace link points: http(s) URLs stay; a file beside the report (``base``, the report's
-    folder) becomes a relative link, so report and traces can be uploaded and opened together;
-    other absolute files become file:// URLs; anything else is percent-quoted (no ``javascript:``)."""
+    """Where a trace link points: http(s) URLs stay; a file beside the report (``base``, the
+    report's folder) becomes a relative link, so report and traces can be uploaded and opened
+    together; other absolute files become file:// URLs; anything else is percent-quoted (no
+    ``javascript:``)."""
     target = str(trace)
     if target.startswith(("https://", "http://", "file://")):
         return target
@@ -451,11 +472,13 @@ def _overview(
             cells.append(f'<td data-v="{_e(group)}">{_e(group)}</td>')
         cells += [
             f"<td>{_e(verdict.metric)}</td>",
-            f'<td class="status" data-v="{status_rank(verdict.status)}" style="color:{color}">{_e(verdict.status)}'
+            f'<td class="status" data-v="{status_rank(verdict.status)}" '
+            f'style="color:{color}">{_e(verdict.status)}'
             f"{' (failed)' if verdict.failed else ''}</td>",
             _num_cell(verdict.metric, verdict.baseline),
             _num_cell(verdict.metric, current),
-            f'<td class="num" data-v="{_sort_number(delta)}">{_e(format_delta(delta) if delta is not None else "")}</td>',
+            f'<td class="num" data-v="{_sort_number(delta)}">'
+            f"{_e(format_delta(delta) if delta is not None else '')}</td>",
         ]
         rows.append(
             (
@@ -492,7 +515,10 @@ def _sort_number(value: float | None) -> str:
 
 
 def _num_cell(metric: str, value: float | None) -> str:
-    return f'<td class="num" data-v="{_sort_number(value)}">{_e(format_value(metric, value) if value is not None else "")}</td>'
+    return (
+        f'<td class="num" data-v="{_sort_number(value)}">'
+        f"{_e(format_value(metric, value) if value is not None else '')}</td>"
+    )
 
 
 def _e_lines(lines: Sequence[object]) -> str:
@@ -502,8 +528,8 @@ def _e_lines(lines: Sequence[object]) -> str:
 #: Sorting (click a column head; again to reverse) and filtering (text, verdict, group) of the
 #: overview table; the filter also hides the cards of rows it hides (a card with no row, such as a
 #: test that only profiled, stays). No network, no libraries.
-#: The URL can preset them, so a CI link can point at the bad news: ``report.html?verdict=regression``,
-#: ``?q=resize&group=geometry``, ``?sort=delta&desc``.
+#: The URL can preset them, so a CI link can point at the bad news:
+#: ``report.html?verdict=regression``, ``?q=resize&group=geometry``, ``?sort=delta&desc``.
 _SCRIPT = """
 (function(){
 var t=document.getElementById('overview');if(!t)return;var b=t.tBodies[0];
@@ -532,78 +558,48 @@ apply();
 """
 
 
+@dataclasses.dataclass(frozen=True)
+class HtmlPage:
+    """How the page is laid out: its title, how many top ops each card lists, and ``base``, the
+    folder it is written to (trace links under it become relative)."""
+
+    title: str = "torchbench report"
+    top: int = 10
+    base: Path | None = None
+
+
+#: The pill of each status counted in the header, in this order.
+_PILL_WORDS = {
+    REGRESSION: "regressed",
+    TOO_NOISY: "too noisy to judge",
+    NOISY: "noisy (not failed)",
+    ACCEPTED: "accepted",
+    IMPROVEMENT: "improved",
+    NOT_COMPARABLE: "not comparable",
+    NEW: "new",
+    MISSING: "missing",
+    UNCHANGED: "unchanged",
+    "measured": "measured",
+}
+
+
 def render(
     results: Sequence[BenchmarkResult],
     verdicts: Sequence[Verdict],
     baseline: Mapping[str, BenchmarkResult] | None,
     baseline_name: str | None,
     baseline_source: str | None = None,
-    title: str = "torchbench report",
-    top: int = 10,
-    base: Path | None = None,
+    *,
+    page: HtmlPage = HtmlPage(),
     failed_tests: Collection[str] = (),
 ) -> str:
-    """The whole report as one HTML string; ``baseline`` maps keys to baseline entries; ``base`` is
-    the folder the report is written to (trace links under it become relative); ``failed_tests``:
-    the benchmark tests pytest failed (counted as failed; those that measured nothing are listed)."""
+    """The whole report as one HTML string; ``baseline`` maps keys to baseline entries; ``page``:
+    its title, top ops and folder; ``failed_tests``: the benchmark tests pytest failed (counted as
+    failed; those that measured nothing are listed)."""
     counts = count_tests(results, verdicts, failed_tests)
-    measured = f"{len(results)} benchmark(s) measured in {len({nodeid_of(r.key) for r in results})} test(s)"
-    subtitle = (
-        f"{measured}, compared with baseline <b>{_e(baseline_name)}</b>"
-        + (f" ({_e(baseline_source)})" if baseline_source else "")
-        + "; badges count tests"
-        if baseline_name
-        else f"{measured}; no baseline" + (f"; {_e(baseline_source)}" if baseline_source else "")
+    subtitle = _subtitle(results, baseline_name, baseline_source) + _warnings(
+        unmeasured_failures(results, verdicts, failed_tests), counts
     )
-    words = {
-        REGRESSION: "regressed",
-        IMPROVEMENT: "improved",
-        NOT_COMPARABLE: "not comparable",
-        NEW: "new",
-        MISSING: "missing",
-        UNCHANGED: "unchanged",
-        "measured": "measured",
-        NOISY: "noisy (not failed)",
-        TOO_NOISY: "too noisy to judge",
-        ACCEPTED: "accepted",
-    }
-    pills = "".join(
-        f'<span style="background:{_COLORS.get(s, "#607d8b")}" title="tests whose worst verdict is {s}">'
-        f"{counts[s]} {words[s]}</span>"
-        for s in (
-            REGRESSION,
-            TOO_NOISY,
-            NOISY,
-            ACCEPTED,
-            IMPROVEMENT,
-            NOT_COMPARABLE,
-            NEW,
-            MISSING,
-            UNCHANGED,
-            "measured",
-        )
-        if counts.get(s)
-    )
-    if counts.get("failed"):
-        pills = (
-            f'<span style="background:#b71c1c" title="tests that failed the gate">{counts["failed"]} failed</span>'
-            + pills
-        )
-    unmeasured = unmeasured_failures(results, verdicts, failed_tests)
-    if unmeasured:
-        subtitle += (
-            f'<br><b style="color:#b71c1c">{len(unmeasured)} benchmark test(s) failed before measuring</b>: '
-            + ", ".join(_e(nodeid) for nodeid in unmeasured[:50])
-            + (f" and {len(unmeasured) - 50} more" if len(unmeasured) > 50 else "")
-            + " (see the test log)"
-        )
-    if counts.get(NOISY):
-        subtitle += (
-            f'<br><b style="color:{_COLORS[NOISY]}">{counts[NOISY]} test(s) noisy</b>: slower than the '
-            "limit, by no more than the machine explains (busy, slower than when the baseline was "
-            "saved, or a launch-bound benchmark whose device time held) or not measured again by a fresh "
-            "process; not failed, rerun (their cards, listed after the regressions, give the numbers)"
-        )
     by_key = verdicts_by_key(verdicts)
     groups = sorted({group_of(r) for r in results} - {""})
     ordered = sorted(
@@ -611,23 +607,95 @@ def render(
         key=lambda r: (status_rank(worst_status(by_key.get(r.key, []))), group_of(r), r.key),
     )
     cards = "".join(
-        _card(r, (baseline or {}).get(r.key), by_key.get(r.key, []), top, base) for r in ordered
+        _card(r, (baseline or {}).get(r.key), by_key.get(r.key, []), page.top, page.base)
+        for r in ordered
     )
+    title = page.title
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{_e(title)}</title>"
+        f"<style>{_CSS}</style></head><body>"
+        f"<header><h1>{_e(title)}</h1><p>{subtitle}</p>"
+        f'<div class="pills" style="margin-top:8px">{_pills(counts)}</div></header>'
+        f'<main><section class="card"><h2>overview (click a column to sort)</h2>'
+        f"{_controls(results, verdicts, groups)}"
+        f"{_overview(results, verdicts, bool(groups))}</section>"
+        f"{cards}</main>"
+        f"<footer>pytest-torchbench {_e(__version__)} · self-contained report: one inline "
+        "script, no network</footer>"
+        f"<script>{_SCRIPT}</script></body></html>\n"
+    )
+
+
+def _subtitle(
+    results: Sequence[BenchmarkResult], baseline_name: str | None, baseline_source: str | None
+) -> str:
+    """What was measured, and against which baseline."""
+    measured = (
+        f"{len(results)} benchmark(s) measured in "
+        f"{len({nodeid_of(r.key) for r in results})} test(s)"
+    )
+    return (
+        f"{measured}, compared with baseline <b>{_e(baseline_name)}</b>"
+        + (f" ({_e(baseline_source)})" if baseline_source else "")
+        + "; badges count tests"
+        if baseline_name
+        else f"{measured}; no baseline" + (f"; {_e(baseline_source)}" if baseline_source else "")
+    )
+
+
+def _warnings(unmeasured: Sequence[str], counts: Mapping[str, int]) -> str:
+    """The subtitle's lines about tests that failed before measuring and tests that were noisy."""
+    text = ""
+    if unmeasured:
+        text += (
+            f'<br><b style="color:#b71c1c">{len(unmeasured)} benchmark test(s) failed before '
+            "measuring</b>: "
+            + ", ".join(_e(nodeid) for nodeid in unmeasured[:50])
+            + (f" and {len(unmeasured) - 50} more" if len(unmeasured) > 50 else "")
+            + " (see the test log)"
+        )
+    if counts.get(NOISY):
+        text += (
+            f'<br><b style="color:{_COLORS[NOISY]}">{counts[NOISY]} test(s) noisy</b>: '
+            "slower than the limit, by no more than the machine explains (busy, slower than when "
+            "the baseline was saved, or a launch-bound benchmark whose device time held) or not "
+            "measured again by a fresh process; not failed, rerun (their cards, listed after the "
+            "regressions, give the numbers)"
+        )
+    return text
+
+
+def _pills(counts: Mapping[str, int]) -> str:
+    """One coloured badge per status that some test ended with, the failed ones first."""
+    pills = "".join(
+        f'<span style="background:{_COLORS.get(s, "#607d8b")}" '
+        f'title="tests whose worst verdict is {s}">'
+        f"{counts[s]} {word}</span>"
+        for s, word in _PILL_WORDS.items()
+        if counts.get(s)
+    )
+    if counts.get("failed"):
+        pills = (
+            '<span style="background:#b71c1c" title="tests that failed the gate">'
+            f"{counts['failed']} failed</span>" + pills
+        )
+    return pills
+
+
+def _controls(
+    results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict], groups: Sequence[str]
+) -> str:
+    """The overview's filters: free text, one verdict, one group (when there are groups)."""
+    judged = {(v.key, v.metric) for v in verdicts}
+    unjudged = any((r.key, m) not in judged for r in results for m in r.metrics)
     statuses = sorted(
-        {v.status for v in verdicts}
-        | (
-            {"measured"}
-            if any(
-                (r.key, m) not in {(v.key, v.metric) for v in verdicts}
-                for r in results
-                for m in r.metrics
-            )
-            else set()
-        ),
-        key=status_rank,
+        {v.status for v in verdicts} | ({"measured"} if unjudged else set()), key=status_rank
     )
-    controls = (
-        '<div class="controls"><input id="q" type="search" placeholder="filter: name, metric, verdict…" size="40">'
+    return (
+        '<div class="controls">'
+        '<input id="q" type="search" placeholder="filter: name, metric, verdict…" size="40">'
         '<select id="fs"><option value="">every verdict</option>'
         + "".join(f'<option value="{_e(st)}">{_e(st)}</option>' for st in statuses)
         + "</select>"
@@ -639,17 +707,6 @@ def render(
             else ""
         )
         + '<span id="count" class="meta"></span></div>'
-    )
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta name="viewport" content="width=device-width,initial-scale=1"><title>{_e(title)}</title>'
-        f"<style>{_CSS}</style></head><body>"
-        f'<header><h1>{_e(title)}</h1><p>{subtitle}</p><div class="pills" style="margin-top:8px">{pills}</div></header>'
-        f'<main><section class="card"><h2>overview (click a column to sort)</h2>{controls}'
-        f"{_overview(results, verdicts, bool(groups))}</section>"
-        f"{cards}</main>"
-        f"<footer>pytest-torchbench {_e(__version__)} · self-contained report: one inline script, no network</footer>"
-        f"<script>{_SCRIPT}</script></body></html>\n"
     )
 
 

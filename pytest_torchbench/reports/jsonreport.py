@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..core.judgement import Verdict
-from ..core.results import SCHEMA_VERSION, BenchmarkResult
+from ..common.vocabulary import Verdict
+from ..judging.results import SCHEMA_VERSION, BenchmarkResult
 from ..store.storage import atomic_write_many
 from .paths import check_report_path
 

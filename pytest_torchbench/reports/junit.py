@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.results import BenchmarkResult, round_sig
-from ..core.text import safe_text
-from ..core.vocabulary import ACCEPTED, Verdict
+from ..common.text import safe_text
+from ..common.vocabulary import ACCEPTED, Verdict
+from ..judging.results import BenchmarkResult, round_sig
 from ..metrics import registry
 
 

@@ -1,4 +1,5 @@
-"""Markdown summary: for GitHub Actions job summaries (``GITHUB_STEP_SUMMARY``) and ``--bench-markdown``.
+"""Markdown summary: for GitHub Actions job summaries (``GITHUB_STEP_SUMMARY``) and
+``--bench-markdown``.
 
 Why this layout: a reviewer opening a pull request's checks wants the bad news first, so one
 Markdown table (benchmark, baseline, current, delta, verdict) lists every change, regressions first,
@@ -13,13 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from ..core.results import BenchmarkResult
-from ..core.text import markdown_code_block, markdown_text, natural_key
-from ..core.vocabulary import (
+from ..common.text import markdown_code_block, markdown_text, natural_key
+from ..common.vocabulary import (
     ACCEPTED,
     IMPROVEMENT,
     MISSING,
@@ -31,6 +30,7 @@ from ..core.vocabulary import (
     UNCHANGED,
     Verdict,
 )
+from ..judging.results import BenchmarkResult
 from ..metrics import registry
 from .common import (
     FAILED_BEFORE_MEASURING,
@@ -96,7 +96,7 @@ def _escape(text: str) -> str:
 def _explanation(key: str, regressed: list[Verdict], by_key: dict[str, list[Verdict]]) -> list[str]:
     """The folded block under one regressed benchmark: each regressed metric's summary and details,
     then the function- and op-level explanations (shown once, whichever metric regressed)."""
-    blocks: list[tuple[str, list[str]]] = []
+    blocks: list[tuple[str, Sequence[str]]] = []
     explaining = _explaining()
     for verdict in regressed:
         if verdict.metric not in dict(explaining) and verdict.details:
@@ -131,8 +131,8 @@ def _noisy(noisy: list[Verdict], heading: str | None = None) -> list[str]:
         heading
         or (
             f"### Noisy ({len(noisy)}): not failed, the machine cannot be told from the code "
-            "(busy, slower, launch-bound with its device time held, or not measured again in a fresh "
-            "process: each says which); rerun"
+            "(busy, slower, launch-bound with its device time held, or not measured again in a "
+            "fresh process: each says which); rerun"
         ),
         "",
     ]
@@ -153,8 +153,9 @@ def _noisy(noisy: list[Verdict], heading: str | None = None) -> list[str]:
 def _rows(
     results: Sequence[BenchmarkResult], verdicts: Sequence[Verdict]
 ) -> list[tuple[str, str, Verdict]]:
-    """(group, key, verdict) for every verdict, plus a pseudo-verdict ("measured") for each metric of
-    a result that was not judged (no baseline); sorted regressions first, then group, key, metric."""
+    """(group, key, verdict) for every verdict, plus a pseudo-verdict ("measured") for each metric
+    of a result that was not judged (no baseline); sorted regressions first, then group, key,
+    metric."""
     results_by_key = {r.key: r for r in results}
     rows = []
     for verdict in verdicts:
@@ -214,7 +215,8 @@ def _profiles(results: Sequence[BenchmarkResult]) -> list[str]:
     if not profiled:
         return []
     lines = [
-        f"<details><summary>Profiles ({len(profiled)}): traces and top ops by self CPU time</summary>",
+        f"<details><summary>Profiles ({len(profiled)}): traces and top ops by self CPU "
+        "time</summary>",
         "",
     ]
     for result, profile in profiled:
@@ -238,6 +240,18 @@ def _profiles(results: Sequence[BenchmarkResult]) -> list[str]:
     return lines
 
 
+@dataclasses.dataclass(frozen=True)
+class _Cuts:
+    """What a summary leaves out to stay under the limit: the folded table of the other rows, the
+    profiles, the explanations beyond ``max_why`` and the changed rows beyond ``max_changed`` (None:
+    all of them)."""
+
+    keep_rest: bool = True
+    keep_profiles: bool = True
+    max_why: int | None = None
+    max_changed: int | None = None
+
+
 def render(
     results: Sequence[BenchmarkResult],
     verdicts: Sequence[Verdict],
@@ -254,37 +268,38 @@ def render(
     then the changes table beyond what fits; each cut is said in one line, pointing at
     ``--bench-html``/``--bench-json`` for the rest. The counts line always stays whole."""
 
-    def attempt(**cuts: Any) -> str:
+    def attempt(cuts: _Cuts) -> str:
         return _render(
-            results, verdicts, baseline_name, baseline_source, title, failed_tests, **cuts
+            results, verdicts, baseline_name, baseline_source, title, failed_tests, cuts=cuts
         )
 
-    def most(limit: int, **cuts: Any) -> int:
-        """The largest n in [0, limit] for which the summary with ``n`` (explanations or changed
-        rows, by ``cuts``' missing key) fits; -1 when not even 0 does."""
-        name = "max_why" if "max_why" not in cuts else "max_changed"
+    def most(limit: int, cuts: Callable[[int], _Cuts]) -> int:
+        """The largest n in [0, limit] for which the summary with ``cuts(n)`` (cutting
+        explanations or changed rows to n) fits; -1 when not even 0 does."""
         low, high = -1, limit
         while low < high:
             middle = (low + high + 1) // 2
-            if len(attempt(**cuts, **{name: middle})) <= max_chars:
+            if len(attempt(cuts(middle))) <= max_chars:
                 low = middle
             else:
                 high = middle - 1
         return low
 
-    text = attempt()
-    if len(text) <= max_chars:
-        return text
-    for cuts in ({"keep_rest": False}, {"keep_rest": False, "keep_profiles": False}):
-        text = attempt(**cuts)
+    for cuts in (
+        _Cuts(),
+        _Cuts(keep_rest=False),
+        _Cuts(keep_rest=False, keep_profiles=False),
+    ):
+        text = attempt(cuts)
         if len(text) <= max_chars:
             return text
-    lean: dict[str, Any] = {"keep_rest": False, "keep_profiles": False}
-    whys = most(len(results) + len(verdicts), **lean)
+    lean = _Cuts(keep_rest=False, keep_profiles=False)
+    whys = most(len(results) + len(verdicts), lambda n: dataclasses.replace(lean, max_why=n))
     if whys >= 0:
-        return attempt(**lean, max_why=whys)
-    rows = most(len(results) + len(verdicts), **lean, max_why=0)
-    return attempt(**lean, max_why=0, max_changed=max(rows, 0))
+        return attempt(dataclasses.replace(lean, max_why=whys))
+    lean = dataclasses.replace(lean, max_why=0)
+    rows = most(len(results) + len(verdicts), lambda n: dataclasses.replace(lean, max_changed=n))
+    return attempt(dataclasses.replace(lean, max_changed=max(rows, 0)))
 
 
 def _render(
@@ -294,10 +309,8 @@ def _render(
     baseline_source: str | None,
     title: str,
     failed_tests: Collection[str],
-    keep_rest: bool = True,
-    keep_profiles: bool = True,
-    max_why: int | None = None,
-    max_changed: int | None = None,
+    *,
+    cuts: _Cuts = _Cuts(),
 ) -> str:
     """The whole summary as one Markdown string (ends with a newline).
 
@@ -306,112 +319,31 @@ def _render(
     all the other rows folded in a second table of the same columns. A ``group`` column appears
     when any benchmark has a group (pytest-benchmark's ``benchmark.group``)."""
     counts = count_tests(results, verdicts, failed_tests)
-    failed = counts.get("failed", 0)
     lines = [f"## {_escape(title)}", ""]
-    if baseline_name is None:
-        lines.append(
-            f"{counts['tests']} test(s) ({len(results)} benchmark(s)) measured; no baseline to compare with"
-            + (f"; {_escape(baseline_source)}" if baseline_source else "")
-            + (f"; :x: **{failed} test(s) failed**" if failed else "")
-            + "."
-        )
-    else:
-        state = ":x: **failed**" if failed else ":white_check_mark: passed"
-        parts = [
-            f"{counts[s]} {_WORDS[s]}"
-            for s in (
-                FAILED_BEFORE_MEASURING,
-                REGRESSION,
-                TOO_NOISY,
-                NOISY,
-                ACCEPTED,
-                IMPROVEMENT,
-                NOT_COMPARABLE,
-                NEW,
-                MISSING,
-                UNCHANGED,
-            )
-            if counts.get(s)
-        ]
-        lines.append(
-            f"{state}: {counts['tests']} test(s) ({len(results)} benchmark(s) measured) against baseline "
-            f"{_escape(baseline_name)}"
-            + (f" ({_escape(baseline_source)})" if baseline_source else "")
-            + (": " + ", ".join(parts) if parts else "")
-            + (f"; {failed} test(s) failed" if failed else "")
-            + "."
-        )
-    lines.append("")
-    unmeasured = unmeasured_failures(results, verdicts, failed_tests)
-    if unmeasured:
-        lines += [
-            f"### Failed before measuring ({len(unmeasured)}): see the test log",
-            "",
-            *(f"- :x: {_escape(nodeid)}" for nodeid in unmeasured[:LISTED_FAILURES]),
-            *(
-                [f"- ... and {len(unmeasured) - LISTED_FAILURES} more"]
-                if len(unmeasured) > LISTED_FAILURES
-                else []
-            ),
-            "",
-        ]
+    lines += [_counts_line(len(results), counts, baseline_name, baseline_source), ""]
+    lines += _unmeasured(unmeasured_failures(results, verdicts, failed_tests))
     rows = _rows(results, verdicts)
     grouped = any(group for group, _, _ in rows)
     changed = [r for r in rows if r[2].status not in (UNCHANGED, "measured")]
     rest = [r for r in rows if r[2].status in (UNCHANGED, "measured")]
     cut: list[str] = []
-    if max_changed is not None and len(changed) > max_changed:
-        cut.append(f"{len(changed) - max_changed} more changed row(s)")
-        changed = changed[:max_changed]
+    if cuts.max_changed is not None and len(changed) > cuts.max_changed:
+        cut.append(f"{len(changed) - cuts.max_changed} more changed row(s)")
+        changed = changed[: cuts.max_changed]
     if changed:
         lines += ["### Regressions and other changes", "", *_table(changed, grouped), ""]
-    by_key = verdicts_by_key(verdicts)
-    regressed: dict[str, list[Verdict]] = {}
-    for _, key, verdict in changed:
-        if verdict.status == REGRESSION:
-            regressed.setdefault(key, []).append(verdict)
-    if max_why is not None and len(regressed) > max_why:
-        cut.append(f"the explanations of {len(regressed) - max_why} regression(s)")
-        regressed = dict(list(regressed.items())[:max_why])
-    if regressed:
-        lines += [f"### Why ({len(regressed)} regressed benchmark(s))", ""]
-        for key, chosen in regressed.items():
-            lines += _explanation(key, chosen, by_key)
-    accepted = [verdict for _, _, verdict in changed if verdict.status == ACCEPTED]
-    noisy = [verdict for _, _, verdict in changed if verdict.status == NOISY]
-    too_noisy = [verdict for _, _, verdict in changed if verdict.status == TOO_NOISY]
-    if max_why is None:
-        lines += _noisy(
-            too_noisy,
-            f"### Too noisy to judge ({len(too_noisy)}): measured alternately with the "
-            "base, its rounds decide nothing at the limit; neither failed nor passed",
-        )
-        lines += _noisy(noisy)
-        lines += _noisy(
-            accepted,
-            f"### Accepted ({len(accepted)}): slower as the change says it must be; not failed",
-        )
-    elif noisy or too_noisy or accepted:
-        cut.append(
-            f"the details of {len(noisy) + len(too_noisy) + len(accepted)} noisy or accepted verdict(s)"
-        )
-    if rest and not keep_rest:
+    lines += _why(changed, verdicts, cuts.max_why, cut)
+    lines += _noisy_sections([verdict for _, _, verdict in changed], cuts.max_why, cut)
+    if rest and not cuts.keep_rest:
         cut.append(f"{len(rest)} unchanged row(s)")
     elif rest:
-        if changed or baseline_name is not None:
-            lines += [
-                f"<details><summary>All other results ({len(rest)} row(s): "
-                + ("unchanged" if baseline_name is not None else "measured")
-                + ")</summary>",
-                "",
-                *_table(rest, grouped),
-                "",
-                "</details>",
-                "",
-            ]
-        else:
-            lines += [*_table(rest, grouped), ""]
-    if keep_profiles:
+        lines += _rest(
+            rest,
+            grouped,
+            folded=bool(changed) or baseline_name is not None,
+            judged=baseline_name is not None,
+        )
+    if cuts.keep_profiles:
         lines += _profiles(results)
     elif _profiles(results):
         cut.append("the profiles")
@@ -422,6 +354,133 @@ def _render(
             "",
         ]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _counts_line(
+    measured: int, counts: Mapping[str, int], baseline_name: str | None, baseline_source: str | None
+) -> str:
+    """The summary's first line: passed or failed, and how many tests ended with each verdict."""
+    failed = counts.get("failed", 0)
+    if baseline_name is None:
+        return (
+            f"{counts['tests']} test(s) ({measured} benchmark(s)) measured; no baseline to "
+            "compare with"
+            + (f"; {_escape(baseline_source)}" if baseline_source else "")
+            + (f"; :x: **{failed} test(s) failed**" if failed else "")
+            + "."
+        )
+    state = ":x: **failed**" if failed else ":white_check_mark: passed"
+    parts = [
+        f"{counts[s]} {_WORDS[s]}"
+        for s in (
+            FAILED_BEFORE_MEASURING,
+            REGRESSION,
+            TOO_NOISY,
+            NOISY,
+            ACCEPTED,
+            IMPROVEMENT,
+            NOT_COMPARABLE,
+            NEW,
+            MISSING,
+            UNCHANGED,
+        )
+        if counts.get(s)
+    ]
+    return (
+        f"{state}: {counts['tests']} test(s) ({measured} benchmark(s) measured) against "
+        f"baseline {_escape(baseline_name)}"
+        + (f" ({_escape(baseline_source)})" if baseline_source else "")
+        + (": " + ", ".join(parts) if parts else "")
+        + (f"; {failed} test(s) failed" if failed else "")
+        + "."
+    )
+
+
+def _unmeasured(unmeasured: Sequence[str]) -> list[str]:
+    """The benchmark tests that failed before measuring anything, the first few by name."""
+    if not unmeasured:
+        return []
+    return [
+        f"### Failed before measuring ({len(unmeasured)}): see the test log",
+        "",
+        *(f"- :x: {_escape(nodeid)}" for nodeid in unmeasured[:LISTED_FAILURES]),
+        *(
+            [f"- ... and {len(unmeasured) - LISTED_FAILURES} more"]
+            if len(unmeasured) > LISTED_FAILURES
+            else []
+        ),
+        "",
+    ]
+
+
+def _why(
+    changed: list[tuple[str, str, Verdict]],
+    verdicts: Sequence[Verdict],
+    max_why: int | None,
+    cut: list[str],
+) -> list[str]:
+    """The explanations of the regressed benchmarks, the first ``max_why`` of them (None: all);
+    what is left out is added to ``cut``."""
+    by_key = verdicts_by_key(verdicts)
+    regressed: dict[str, list[Verdict]] = {}
+    for _, key, verdict in changed:
+        if verdict.status == REGRESSION:
+            regressed.setdefault(key, []).append(verdict)
+    if max_why is not None and len(regressed) > max_why:
+        cut.append(f"the explanations of {len(regressed) - max_why} regression(s)")
+        regressed = dict(list(regressed.items())[:max_why])
+    if not regressed:
+        return []
+    lines = [f"### Why ({len(regressed)} regressed benchmark(s))", ""]
+    for key, chosen in regressed.items():
+        lines += _explanation(key, chosen, by_key)
+    return lines
+
+
+def _noisy_sections(changed: Sequence[Verdict], max_why: int | None, cut: list[str]) -> list[str]:
+    """The too-noisy, noisy and accepted verdicts' details, all left out (and said in ``cut``)
+    once the explanations are cut."""
+    accepted = [verdict for verdict in changed if verdict.status == ACCEPTED]
+    noisy = [verdict for verdict in changed if verdict.status == NOISY]
+    too_noisy = [verdict for verdict in changed if verdict.status == TOO_NOISY]
+    if max_why is not None:
+        if noisy or too_noisy or accepted:
+            cut.append(
+                f"the details of {len(noisy) + len(too_noisy) + len(accepted)} noisy or accepted "
+                "verdict(s)"
+            )
+        return []
+    return [
+        *_noisy(
+            too_noisy,
+            f"### Too noisy to judge ({len(too_noisy)}): measured alternately with the "
+            "base, its rounds decide nothing at the limit; neither failed nor passed",
+        ),
+        *_noisy(noisy),
+        *_noisy(
+            accepted,
+            f"### Accepted ({len(accepted)}): slower as the change says it must be; not failed",
+        ),
+    ]
+
+
+def _rest(
+    rest: list[tuple[str, str, Verdict]], grouped: bool, *, folded: bool, judged: bool
+) -> list[str]:
+    """The unchanged (``judged``) or merely measured rows, folded under ``<details>`` when
+    ``folded``."""
+    if not folded:
+        return [*_table(rest, grouped), ""]
+    return [
+        f"<details><summary>All other results ({len(rest)} row(s): "
+        + ("unchanged" if judged else "measured")
+        + ")</summary>",
+        "",
+        *_table(rest, grouped),
+        "",
+        "</details>",
+        "",
+    ]
 
 
 def write(path: Path, text: str, append: bool = False) -> None:

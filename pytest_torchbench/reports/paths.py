@@ -14,7 +14,7 @@ import os
 import stat
 from pathlib import Path
 
-from ..core.text import safe_text
+from ..common.text import safe_text
 from ..store.storage import file_type_words
 
 
@@ -38,8 +38,9 @@ def check_report_path(path: Path | str | None, option: str | None = None) -> Pat
         except OSError:
             target = ""
         raise ReportPathError(
-            f"{shown}is a symlink{target}; a report is never written through a link (it would replace "
-            "whatever file the link points to): give the file's own path, or remove the link"
+            f"{shown}is a symlink{target}; a report is never written through a link (it would "
+            "replace whatever file the link points to): give the file's own path, or remove the "
+            "link"
         )
     try:
         mode = os.stat(path).st_mode
@@ -52,7 +53,8 @@ def check_report_path(path: Path | str | None, option: str | None = None) -> Pat
     if stat.S_ISREG(mode):
         return path
     raise ReportPathError(
-        f"{shown}is {file_type_words(mode)}; reports are written only to a regular file or a new path"
+        f"{shown}is {file_type_words(mode)}; reports are written only to a regular file or a new "
+        "path"
     )
 
 

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.judgement import MISSING, Verdict
-from ..core.results import SCHEMA_VERSION, BenchmarkResult, UnknownMetricError
-from ..core.text import natural_key, safe_text
+from ..common.text import natural_key, safe_text
+from ..common.vocabulary import MISSING, Verdict
+from ..judging.results import SCHEMA_VERSION, BenchmarkResult, UnknownMetricError
 
 #: Environment facts that belong to one benchmark (the marker's ``num_threads=``), not to the
 #: machine: they may differ between shards.
@@ -69,7 +69,8 @@ def read_shard(path: Path) -> Shard:
     except (ValueError, UnicodeDecodeError) as exc:
         raise ShardError(
             [
-                f"{what} (not JSON: {safe_text(str(exc))}); pass the files that pytest --bench-json=PATH wrote"
+                f"{what} (not JSON: {safe_text(str(exc))}); pass the files that pytest "
+                "--bench-json=PATH wrote"
             ]
         ) from None
     if (
@@ -134,7 +135,8 @@ def _machine_facts(shard: Shard) -> dict[str, set[str]]:
 
 
 def _source_prefix(source: Any) -> Any:
-    """``git REV (commit)`` of ``git REV (commit): 3 committed, 2 measured``: the counts differ by shard."""
+    """``git REV (commit)`` of ``git REV (commit): 3 committed, 2 measured``: the counts differ by
+    shard."""
     return (
         source.split(": ", 1)[0]
         if isinstance(source, str) and source.startswith("git ")
@@ -177,8 +179,9 @@ def conflicts(shards: Sequence[Shard]) -> list[str]:
                 )
             if mine != theirs:
                 lines.append(
-                    f"{safe_text(str(first.path))} {words} {safe_text(json.dumps(mine, default=str))}, "
-                    f"{safe_text(str(shard.path))} {safe_text(json.dumps(theirs, default=str))}: {fix}"
+                    f"{safe_text(str(first.path))} {words} "
+                    f"{safe_text(json.dumps(mine, default=str))}, {safe_text(str(shard.path))} "
+                    f"{safe_text(json.dumps(theirs, default=str))}: {fix}"
                 )
     reference = _machine_facts(first)
     for shard in shards[1:]:
@@ -192,8 +195,8 @@ def conflicts(shards: Sequence[Shard]) -> list[str]:
                 lines.append(
                     f"{safe_text(str(first.path))} was measured with {safe_text(name)}="
                     f"{safe_text(next(iter(reference[name])))}, {safe_text(str(shard.path))} with "
-                    f"{safe_text(next(iter(facts[name])))}: run every shard on the same kind of machine "
-                    "and image"
+                    f"{safe_text(next(iter(facts[name])))}: run every shard on the same kind of "
+                    "machine and image"
                 )
     return lines
 

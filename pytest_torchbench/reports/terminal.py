@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..core.results import BenchmarkResult
-from ..core.text import finite, safe_number, safe_text
-from ..core.vocabulary import (
+from ..common.text import finite, safe_number, safe_text
+from ..common.vocabulary import (
     ACCEPTED,
     IMPROVEMENT,
     MISSING,
@@ -23,6 +22,7 @@ from ..core.vocabulary import (
     UNCHANGED,
     Verdict,
 )
+from ..judging.results import BenchmarkResult
 from ..metrics import registry
 from .common import (
     STATUS_ORDER,
@@ -44,8 +44,8 @@ _MARKS = {
     NEW: "+",
 }
 _LEGEND = (
-    "! regression   # too noisy to judge   ~ noisy (not failed)   ^ accepted   * improvement   ? not comparable   "
-    "+ new (no baseline)"
+    "! regression   # too noisy to judge   ~ noisy (not failed)   ^ accepted   * improvement   ? "
+    "not comparable   + new (no baseline)"
 )
 
 
@@ -232,8 +232,8 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
                 lines.extend(f"      {safe_text(d)}" for d in verdict.details[:DETAIL_LINES])
                 if len(verdict.details) > DETAIL_LINES:
                     lines.append(
-                        f"      ... {len(verdict.details) - DETAIL_LINES} more line(s): every line is "
-                        "in --bench-json and --bench-html"
+                        f"      ... {len(verdict.details) - DETAIL_LINES} more line(s): every line "
+                        "is in --bench-json and --bench-html"
                     )
     return lines
 
@@ -264,7 +264,7 @@ def render_profiles(results: Sequence[BenchmarkResult]) -> list[str]:
             device = op.get("self_device_time_us")
             device_text = f"  device {safe_number(device, '.1f')} us" if device else ""
             lines.append(
-                f"    {safe_text(op.get('name', '?')):<40} {safe_number(op.get('calls', 0)):>6} calls  "
-                f"self {safe_number(op.get('self_cpu_time_us', 0), '.1f')} us{device_text}"
+                f"    {safe_text(op.get('name', '?')):<40} {safe_number(op.get('calls', 0)):>6} "
+                f"calls  self {safe_number(op.get('self_cpu_time_us', 0), '.1f')} us{device_text}"
             )
     return lines

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..core.history import Commit
-from ..core.results import BenchmarkResult
+from ..judging.history import Commit
+from ..judging.results import BenchmarkResult
 from .refs import _git, _git_commit, git_toplevel, load_set_from_git
 from .storage import BaselineError
 

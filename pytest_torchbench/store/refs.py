@@ -27,6 +27,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ..judging.results import BenchmarkResult
 from .storage import (
     MAX_BASELINE_BYTES,
     SET_NAME_MAX,
@@ -186,6 +187,21 @@ def save_stamp(folder: Path) -> dict[str, Any]:
     return {"commit": commit, "time": now.isoformat().replace("+00:00", "Z")}
 
 
+@dataclasses.dataclass(frozen=True)
+class _AtRevision:
+    """A revision baselines are read from: as typed, its commit, the repository, and the option
+    that named it (error lines start with ``option=revision``)."""
+
+    revision: str
+    commit: str
+    toplevel: Path
+    option: str
+
+    @property
+    def named(self) -> str:
+        return f"{self.option}={self.revision}"
+
+
 def load_set_from_git(
     revision: str,
     set_name: str | None,
@@ -202,6 +218,7 @@ def load_set_from_git(
     commit = _git_commit(revision, toplevel)
     if commit is None:
         return None
+    at = _AtRevision(revision=revision, commit=commit, toplevel=toplevel, option=option)
     given = shown_ref(
         revision if set_name is None else f"{revision}:{set_name}", commit
     )  # as typed, for reports
@@ -212,10 +229,24 @@ def load_set_from_git(
             f"{option}={revision}: the baselines folder {baselines_dir} is outside the git "
             f"repository {toplevel}, so it cannot be read from a revision"
         ) from None
-    listing = _git(["ls-tree", "-r", "-z", "--long", commit, "--", relative], toplevel)
+    sizes = _json_sizes(at, relative)
+    set_name = _chosen_set(at, relative, list(sizes), set_name)
+    prefix = f"{relative}/{set_name}/"
+    result = BaselineSet(
+        name=set_name, source=f"git {revision_label(revision, commit)}:{prefix}", label=given
+    )
+    for path in sizes:
+        if path.startswith(prefix):
+            result.entries.update(_read_file(at, path, sizes[path]))
+    return result
+
+
+def _json_sizes(at: _AtRevision, relative: str) -> dict[str, int]:
+    """The size of each ``.json`` file under ``relative`` at the commit, in git's order."""
+    listing = _git(["ls-tree", "-r", "-z", "--long", at.commit, "--", relative], at.toplevel)
     if listing.returncode != 0:
         raise BaselineError(
-            f"{option}={revision}: cannot list {relative}/ at {commit[:12]}: "
+            f"{at.named}: cannot list {relative}/ at {at.commit[:12]}: "
             f"{_first_line(listing.stderr)}"
         )
     sizes: dict[str, int] = {}  # "<mode> <type> <object> <size>\t<path>", sizes padded with spaces
@@ -224,13 +255,19 @@ def load_set_from_git(
         if name.endswith(".json"):
             size = fields.split()[-1] if fields.split() else "-"
             sizes[name] = int(size) if size.isdigit() else 0
-    files = list(sizes)
+    return sizes
+
+
+def _chosen_set(at: _AtRevision, relative: str, files: list[str], set_name: str | None) -> str:
+    """The set to read: the one named, else the only one, else the default; a BaselineError when
+    there is none, or no single one to choose."""
     sets = sorted(
         {f[len(relative) + 1 :].split("/", 1)[0] for f in files if "/" in f[len(relative) + 1 :]}
     )
+    commit = at.commit
     if not sets:
         raise NoCommittedBaselines(
-            f"{option}={revision}: revision {commit[:12]} has no committed baselines under "
+            f"{at.named}: revision {commit[:12]} has no committed baselines under "
             f"{relative}/; save and commit some first (pytest --bench-save={DEFAULT_SET})"
         )
     if set_name is None:
@@ -240,37 +277,33 @@ def load_set_from_git(
             set_name = DEFAULT_SET
         else:
             raise BaselineError(
-                f"{option}={revision}: revision {commit[:12]} holds several baseline sets "
-                f"({', '.join(sets)}); name one as {revision}:SET"
+                f"{at.named}: revision {commit[:12]} holds several baseline sets "
+                f"({', '.join(sets)}); name one as {at.revision}:SET"
             )
     if set_name not in sets:
         raise BaselineError(
-            f"{option}={revision}:{set_name}: revision {commit[:12]} has no set "
+            f"{at.named}:{set_name}: revision {commit[:12]} has no set "
             f"{set_name!r} (it has: {', '.join(sets)})"
         )
-    prefix = f"{relative}/{set_name}/"
-    result = BaselineSet(
-        name=set_name, source=f"git {revision_label(revision, commit)}:{prefix}", label=given
-    )
-    for path in files:
-        if not path.startswith(prefix):
-            continue
-        if sizes[path] > MAX_BASELINE_BYTES:
-            raise BaselineError(
-                f"{option}={revision}: {path} at {commit[:12]} is over "
-                f"{MAX_BASELINE_BYTES // (1024 * 1024)} MiB, more than any baseline file holds; "
-                "it was not read: remove it from the baselines in a new commit"
-            )
-        shown = _git_bytes(["cat-file", "blob", f"{commit}:{path}"], toplevel)
-        if shown.returncode != 0:
-            raise BaselineError(
-                f"{option}={revision}: cannot read {path} at {commit[:12]}: "
-                f"{_first_line(shown.stderr.decode('utf-8', 'replace'))}"
-            )
-        result.entries.update(
-            parse_baseline_document(shown.stdout, f"{path} at {revision_label(revision, commit)}")
+    return set_name
+
+
+def _read_file(at: _AtRevision, path: str, size: int) -> dict[str, BenchmarkResult]:
+    """One baseline file's entries at the commit; one too large to be a baseline is not read."""
+    commit = at.commit
+    if size > MAX_BASELINE_BYTES:
+        raise BaselineError(
+            f"{at.named}: {path} at {commit[:12]} is over "
+            f"{MAX_BASELINE_BYTES // (1024 * 1024)} MiB, more than any baseline file holds; "
+            "it was not read: remove it from the baselines in a new commit"
         )
-    return result
+    shown = _git_bytes(["cat-file", "blob", f"{commit}:{path}"], at.toplevel)
+    if shown.returncode != 0:
+        raise BaselineError(
+            f"{at.named}: cannot read {path} at {commit[:12]}: "
+            f"{_first_line(shown.stderr.decode('utf-8', 'replace'))}"
+        )
+    return parse_baseline_document(shown.stdout, f"{path} at {revision_label(at.revision, commit)}")
 
 
 def _first_line(text: str) -> str:
@@ -338,9 +371,9 @@ def resolve_compare(
         revision = ref.partition(":")[0]
         if is_shallow(toplevel):
             raise BaselineError(
-                f"{option}={ref}: revision {revision!r} is not in this shallow clone of {toplevel}; "
-                f"fetch it first (git fetch --depth=1 origin {revision}, or actions/checkout with "
-                "fetch-depth: 0)"
+                f"{option}={ref}: revision {revision!r} is not in this shallow clone of "
+                f"{toplevel}; fetch it first (git fetch --depth=1 origin {revision}, or "
+                "actions/checkout with fetch-depth: 0)"
             )
         raise BaselineError(f"{option}={ref}: unknown git revision {revision!r} in {toplevel}")
     existing = available_sets(baselines_dir)
@@ -349,7 +382,10 @@ def resolve_compare(
     git_part = "no git revision" if toplevel is not None else "not inside a git repository"
     shallow = ""
     if toplevel is not None and is_shallow(toplevel):
-        shallow = f" (this is a shallow clone: if {ref!r} is a branch, fetch it with git fetch --depth=1 origin {ref})"
+        shallow = (
+            f" (this is a shallow clone: if {ref!r} is a branch, fetch it with git fetch "
+            f"--depth=1 origin {ref})"
+        )
     suggestion = ref if SET_NAME_PATTERN.match(ref) and len(ref) <= SET_NAME_MAX else DEFAULT_SET
     raise BaselineError(
         f"{option}={ref}: no baseline set {ref!r} {where}, {git_part}{shallow} and no path of "

@@ -1,12 +1,12 @@
 """Baseline sets on disk: one folder per set, one JSON file per test module.
 
 Why this shape: baselines are committed to git and reviewed in pull requests, so a file per module
-keeps diffs local to what changed, sorted keys and rounded numbers keep them stable, and environments
-are stored once per file and referred to by id. Writes go to a temporary file in the same folder
-and are renamed into place, so an interrupted run never leaves a half-written baseline. Files are
-only ever parsed as JSON, and only from regular files of bounded size (a FIFO or a link to a device
-committed where a baseline should be must not hang or exhaust the run); they are written by a
-serialiser that knows where strings end, so no text in them is ever rewritten.
+keeps diffs local to what changed, sorted keys and rounded numbers keep them stable, and
+environments are stored once per file and referred to by id. Writes go to a temporary file in the
+same folder and are renamed into place, so an interrupted run never leaves a half-written baseline.
+Files are only ever parsed as JSON, and only from regular files of bounded size (a FIFO or a link to
+a device committed where a baseline should be must not hang or exhaust the run); they are written by
+a serialiser that knows where strings end, so no text in them is ever rewritten.
 
 Saving is read-merge-write under an exclusive lock on the set folder (``flock`` on the folder
 itself, so no lock file shows up in ``git status``): two runs saving into the same set at once
@@ -33,7 +33,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.results import (
+from ..common.text import safe_text
+from ..judging.results import (
     SCHEMA_VERSION,
     BenchmarkResult,
     Environment,
@@ -43,7 +44,6 @@ from ..core.results import (
     metric_from_json,
     metric_to_json,
 )
-from ..core.text import safe_text
 
 SET_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 #: A set name is a folder name, and appears in messages and commands: keep it well under NAME_MAX.
@@ -98,21 +98,57 @@ _FIX = "it was left untouched: restore it from git or delete it and save again"
 
 def parse_baseline_document(text: str | bytes, where: str) -> dict[str, BenchmarkResult]:
     """Parse one baseline file's text (or raw bytes); every problem becomes a BaselineError naming
-    ``where``, with one line: a baseline comes from disk or from git, and either can hold anything."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BaselineError(
-                f"baseline file {where} is not UTF-8 text (byte 0x{text[exc.start]:02x} at offset "
-                f"{exc.start}); {_FIX}"
-            ) from None
+    ``where``, with one line: a baseline comes from disk or from git, and either can hold
+    anything."""
+    document = _check_document(_load_json(_decoded(text, where), where), where)
     try:
-        document = json.loads(text, object_pairs_hook=_object_without_duplicates)
+        environments = {
+            env_id: Environment.from_json(facts)
+            for env_id, facts in document.get("environments", {}).items()
+        }
+        module = str(document["module"])
+        return {
+            str(key): _parse_entry(
+                key, entry, module=module, environments=environments, where=where
+            )
+            for key, entry in document["benchmarks"].items()
+        }
+    except UnknownMetricError as exc:
+        raise BaselineError(
+            f"baseline file {where} holds metric {exc.metric!r}, which no loaded plugin registers "
+            "(metrics beyond the built-in ones come from a plugin or conftest's "
+            "pytest_torchbench_register_metrics): run where that plugin is loaded (for the "
+            "torchbench command: -p MODULE or -p path/to/conftest.py); the file was left untouched"
+        ) from None
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+        if len(detail) > 200:
+            detail = detail[:200] + "..."
+        raise BaselineError(f"baseline file {where} is malformed ({detail}); {_FIX}") from None
+
+
+def _decoded(text: str | bytes, where: str) -> str:
+    """The text of a file read as bytes: UTF-8, or a BaselineError naming the first bad byte."""
+    if not isinstance(text, bytes):
+        return text
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BaselineError(
+            f"baseline file {where} is not UTF-8 text (byte 0x{text[exc.start]:02x} at offset "
+            f"{exc.start}); {_FIX}"
+        ) from None
+
+
+def _load_json(text: str, where: str) -> Any:
+    """The parsed JSON, or a BaselineError saying why it cannot be read (a key twice in one object
+    counts: only one of them would be read)."""
+    try:
+        return json.loads(text, object_pairs_hook=_object_without_duplicates)
     except _DuplicateKey as exc:
         raise BaselineError(
-            f"baseline file {where} is not usable JSON (key {safe_text(json.dumps(exc.key))} appears twice in "
-            f"one object, and only one of them would be read); {_FIX}"
+            f"baseline file {where} is not usable JSON (key {safe_text(json.dumps(exc.key))} "
+            f"appears twice in one object, and only one of them would be read); {_FIX}"
         ) from None
     except json.JSONDecodeError as exc:
         raise BaselineError(
@@ -127,78 +163,74 @@ def parse_baseline_document(text: str | bytes, where: str) -> dict[str, Benchmar
         raise BaselineError(
             f"baseline file {where} is not usable JSON (nested too deeply); {_FIX}"
         ) from None
+
+
+def _check_document(document: Any, where: str) -> dict[str, Any]:
+    """The document itself when it is a baseline file of this schema; a BaselineError otherwise
+    (a run's results file, a newer or older schema)."""
     if not isinstance(document, dict):
         raise BaselineError(f"baseline file {where} is not a JSON object; it was left untouched")
     schema = document.get("schema")
     if isinstance(document.get("benchmarks"), list) and "tool" in document:
         raise BaselineError(
-            f"{where} is the results file of a run (--bench-json), not a baseline file; it was left "
-            "untouched: to compare against a run, save it as a baseline set "
+            f"{where} is the results file of a run (--bench-json), not a baseline file; it was "
+            "left untouched: to compare against a run, save it as a baseline set "
             "(pytest --bench-save=NAME) and name that set"
         )
     if type(schema) is int and schema > SCHEMA_VERSION:
         raise BaselineError(
-            f"baseline file {where} has schema {schema}, written by a newer pytest-torchbench (this "
-            f"one reads schema {SCHEMA_VERSION}); it was left untouched: upgrade pytest-torchbench"
+            f"baseline file {where} has schema {schema}, written by a newer pytest-torchbench "
+            f"(this one reads schema {SCHEMA_VERSION}); it was left untouched: upgrade "
+            "pytest-torchbench"
         )
     if type(schema) is not int or schema != SCHEMA_VERSION:
         raise BaselineError(
-            f"baseline file {where} has schema {_shown(schema)}, this pytest-torchbench reads schema "
-            f"{SCHEMA_VERSION}; it was left untouched: restore it from git, or re-save the baselines "
-            "with this version"
+            f"baseline file {where} has schema {_shown(schema)}, this pytest-torchbench reads "
+            f"schema {SCHEMA_VERSION}; it was left untouched: restore it from git, or re-save the "
+            "baselines with this version"
         )
-    try:
-        environments = {
-            env_id: Environment.from_json(facts)
-            for env_id, facts in document.get("environments", {}).items()
-        }
-        module = str(document["module"])
-        entries: dict[str, BenchmarkResult] = {}
-        for key, entry in document["benchmarks"].items():
-            metrics: dict[str, Any] = {}
-            metric_envs: dict[str, Environment] = {}
-            for metric_name, data in entry["metrics"].items():
-                problem = invalid_number(str(metric_name), data)
-                if problem:
-                    raise BaselineError(
-                        f"baseline file {where}: benchmark {key!r}: {problem}; {_FIX}"
-                    )
-                metrics[metric_name] = metric_from_json(metric_name, data)
-                env_id = data.get("env")
-                if env_id is not None:
-                    if env_id not in environments:
-                        raise ValueError(f"{key}: unknown environment id {env_id!r}")
-                    metric_envs[metric_name] = environments[env_id]
-            saved = entry.get("saved") or {}
-            if not isinstance(saved, dict):
-                raise ValueError(f"{key}: 'saved' must be an object")
-            entries[str(key)] = BenchmarkResult(
-                key=str(key),
-                nodeid=str(entry.get("nodeid") or ""),
-                saved=dict(saved),
-                module=module,
-                label=str(entry.get("label", "")),
-                sub_label=str(entry.get("sub_label", "")),
-                description=str(entry.get("description", "")),
-                metrics=metrics,
-                environments=metric_envs,
-                group=str(entry.get("group", "")),
-                extra_info=dict(entry.get("extra_info", {})),
-                limits=limits_from_json(entry.get("limits")),
-            )
-    except UnknownMetricError as exc:
-        raise BaselineError(
-            f"baseline file {where} holds metric {exc.metric!r}, which no loaded plugin registers "
-            "(metrics beyond the built-in ones come from a plugin or conftest's "
-            "pytest_torchbench_register_metrics): run where that plugin is loaded (for the torchbench "
-            "command: -p MODULE or -p path/to/conftest.py); the file was left untouched"
-        ) from None
-    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
-        detail = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-        if len(detail) > 200:
-            detail = detail[:200] + "..."
-        raise BaselineError(f"baseline file {where} is malformed ({detail}); {_FIX}") from None
-    return entries
+    return document
+
+
+def _parse_entry(
+    key: Any,
+    entry: Any,
+    *,
+    module: str,
+    environments: Mapping[str, Environment],
+    where: str,
+) -> BenchmarkResult:
+    """One benchmark's entry; a malformed one raises what the caller turns into a BaselineError
+    (KeyError, TypeError, ValueError...)."""
+    metrics: dict[str, Any] = {}
+    metric_envs: dict[str, Environment] = {}
+    for metric_name, data in entry["metrics"].items():
+        problem = invalid_number(str(metric_name), data)
+        if problem:
+            raise BaselineError(f"baseline file {where}: benchmark {key!r}: {problem}; {_FIX}")
+        metrics[metric_name] = metric_from_json(metric_name, data)
+        env_id = data.get("env")
+        if env_id is not None:
+            if env_id not in environments:
+                raise ValueError(f"{key}: unknown environment id {env_id!r}")
+            metric_envs[metric_name] = environments[env_id]
+    saved = entry.get("saved") or {}
+    if not isinstance(saved, dict):
+        raise ValueError(f"{key}: 'saved' must be an object")
+    return BenchmarkResult(
+        key=str(key),
+        nodeid=str(entry.get("nodeid") or ""),
+        saved=dict(saved),
+        module=module,
+        label=str(entry.get("label", "")),
+        sub_label=str(entry.get("sub_label", "")),
+        description=str(entry.get("description", "")),
+        metrics=metrics,
+        environments=metric_envs,
+        group=str(entry.get("group", "")),
+        extra_info=dict(entry.get("extra_info", {})),
+        limits=limits_from_json(entry.get("limits")),
+    )
 
 
 #: The largest baseline file read. Far above what a test module's benchmarks write, and low enough
@@ -253,8 +285,8 @@ def read_baseline_bytes(path: Path) -> bytes:
         data = handle.read(MAX_BASELINE_BYTES + 1)
     if len(data) > MAX_BASELINE_BYTES:
         raise BaselineError(
-            f"baseline file {shown} is over {MAX_BASELINE_BYTES // (1024 * 1024)} MiB, more than any "
-            f"baseline file holds; it was left untouched: {_FIX.split(': ', 1)[1]}"
+            f"baseline file {shown} is over {MAX_BASELINE_BYTES // (1024 * 1024)} MiB, more than "
+            f"any baseline file holds; it was left untouched: {_FIX.split(': ', 1)[1]}"
         )
     return data
 
@@ -297,9 +329,9 @@ def baseline_files(folder: Path) -> list[Path]:
         seen += len(folders) + len(files)
         if seen > MAX_SET_ENTRIES:
             raise NotASetError(
-                f"folder {safe_text(folder)} holds over {MAX_SET_ENTRIES:,} files and folders, so it is not "
-                "a baseline set (a set folder, such as baselines/main, holds the .json files that "
-                "--bench-save wrote); name a set, a set folder or a baseline file"
+                f"folder {safe_text(folder)} holds over {MAX_SET_ENTRIES:,} files and folders, so "
+                "it is not a baseline set (a set folder, such as baselines/main, holds the .json "
+                "files that --bench-save wrote); name a set, a set folder or a baseline file"
             )
         found.extend(Path(top) / name for name in files if name.endswith(".json"))
         # A folder named as a baseline file is where a save would write one: say so now.
@@ -355,13 +387,15 @@ def check_save_folder(folder: Path, option: str) -> None:
     for part in (probe, *probe.parents):
         if os.path.lexists(part) and not part.is_dir():
             raise BaselineError(
-                f"{option}: cannot write baseline set folder {safe_text(folder)}: {safe_text(part)} is "
-                f"{_kind(part)}, not a folder; move it, or choose another folder (--bench-baselines-dir)"
+                f"{option}: cannot write baseline set folder {safe_text(folder)}: "
+                f"{safe_text(part)} is {_kind(part)}, not a folder; move it, or choose another "
+                "folder (--bench-baselines-dir)"
             )
     if not os.access(probe, os.W_OK | os.X_OK):
         raise BaselineError(
-            f"{option}: cannot write baseline set folder {safe_text(folder)}: {safe_text(probe)} is not "
-            "writable; fix its permissions, or choose another folder (--bench-baselines-dir)"
+            f"{option}: cannot write baseline set folder {safe_text(folder)}: {safe_text(probe)} "
+            "is not writable; fix its permissions, or choose another folder "
+            "(--bench-baselines-dir)"
         )
 
 
@@ -680,7 +714,8 @@ def set_lock(folder: Path, timeout: float = 300.0) -> Iterator[None]:
                 if time.monotonic() > deadline:
                     raise BaselineError(
                         f"baseline set {folder} is being saved by another process for over "
-                        f"{timeout:g} s; nothing was written: wait for it, or stop it and save again"
+                        f"{timeout:g} s; nothing was written: wait for it, or stop it and save "
+                        "again"
                     ) from None
                 time.sleep(0.05)
         yield

@@ -14,9 +14,13 @@ from pathlib import Path
 
 import pytest
 
-LIB = "import torch\n\n\ndef work():\n    return torch.ones(4) + 1\n\n\ndef other():\n    return torch.ones(4) * 2\n"
+LIB = (
+    "import torch\n\n\ndef work():\n    return torch.ones(4) + 1\n\n\n"
+    "def other():\n    return torch.ones(4) * 2\n"
+)
 TESTS = (
-    "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_work():\n    mylib.work()\n\n\n"
+    "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\n"
+    "def test_work():\n    mylib.work()\n\n\n"
     "@pytest.mark.benchmark\ndef test_other():\n    mylib.other()\n"
 )
 WORK_KEY = "test_perf.py::test_work"
@@ -75,7 +79,8 @@ def test_an_accepted_regression_passes_with_its_reason_in_every_report(
     result.stdout.fnmatch_lines(
         [
             "accepted (1):",
-            f"  {WORK_KEY}: ops 8 -> 11 calls per call (3 op(s) changed); accepted: the copy protects callers",
+            f"  {WORK_KEY}: ops 8 -> 11 calls per call (3 op(s) changed); "
+            "accepted: the copy protects callers",
             "      accepted by Bench-Accept in * (Copy the result): the copy protects callers",
         ]
     )
@@ -138,7 +143,8 @@ def test_the_option_accepts_as_a_trailer_does_and_a_bad_accept_is_one_line(
     result.stdout.fnmatch_lines(
         [
             "      accepted by --bench-accept: labelled perf-accepted on the pull request",
-            "torchbench: Bench-Accept in * (Copy the result): 'test_perf.py::test_work -- no metrics named' is not an "
+            "torchbench: Bench-Accept in * (Copy the result): "
+            "'test_perf.py::test_work -- no metrics named' is not an "
             "accept: write TEST-IDS METRICS -- REASON*; its regressions stay failed",
         ]
     )

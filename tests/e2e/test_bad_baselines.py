@@ -75,14 +75,15 @@ def test_f(x, bench_timer):
 
 
 def test_two_tests_with_one_result_key_is_an_error_naming_both(bench):
-    """Item 2: test_f[a] recording description "b" and the test whose id is 'test_f[a] [b]' had one key:
-    one result was silently dropped from the baseline and a later run failed falsely."""
+    """Item 2: test_f[a] recording description "b" and the test whose id is 'test_f[a] [b]' had one
+    key: one result was silently dropped from the baseline and a later run failed falsely."""
     bench.pytester.makepyfile(test_bench=COLLIDING_KEYS)
     result = bench.run("--bench-save=main", OPS)
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*torchbench: test_bench.py::test_f[[]a] [[]b]: this result key is also the key of a result of "
+            "*torchbench: test_bench.py::test_f[[]a] [[]b]: "
+            "this result key is also the key of a result of "
             "test_bench.py::test_f[[]a]*rename one*",
         ]
     )
@@ -163,7 +164,8 @@ def test_compare_with_the_root_folder_is_refused_without_walking_the_disk(saved)
     "blocker", ["baselines", "baselines/main", "baselines/main/test_bench.json/x"]
 )
 def test_a_save_folder_that_cannot_be_written_stops_the_run_before_the_first_test(bench, blocker):
-    """Item 10: a baselines path blocked by a file was found only by the save, after every test ran."""
+    """Item 10: a baselines path blocked by a file was found only by the save, after every test
+    ran."""
     bench.pytester.makepyfile(
         test_bench=BENCH.replace("sum(range(100))", "open('ran', 'w').close()")
     )

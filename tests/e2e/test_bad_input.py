@@ -58,7 +58,8 @@ def _one_clear_line(result, *needles):
         ('{"schema": 99, "module": "test_bench.py", "benchmarks": {}}', "has schema 99"),
         ("[1, 2]", "is not a JSON object"),
         (
-            '{"schema": 1, "module": "m.py", "benchmarks": {"k": {"metrics": {"time": {"raw_times": "x"}}}}}',
+            '{"schema": 1, "module": "m.py", '
+            '"benchmarks": {"k": {"metrics": {"time": {"raw_times": "x"}}}}}',
             "time.raw_times is 'x'; it must be a number",
         ),
     ],
@@ -276,10 +277,11 @@ def test_interrupt():
     assert sorted(p.name for p in saved.baseline("main").parent.iterdir()) == ["test_bench.json"]
 
 
-# -- issue 8: hostile input and faults around baselines ---------------------------------------------
+# -- issue 8: hostile input and faults around baselines --------------------------------------------
 
-#: The installed ``torchbench`` command, as a user runs it; ``python -m pytest_torchbench`` where the
-#: project was installed without its scripts (``pip install --target``, as benchmarks/gpu_check.sh does).
+#: The installed ``torchbench`` command, as a user runs it; ``python -m pytest_torchbench`` where
+#: the project was installed without its scripts (``pip install --target``, as
+#: benchmarks/gpu_check.sh does).
 _SCRIPT = Path(sys.executable).parent / "torchbench"
 TORCHBENCH = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "pytest_torchbench"]
 
@@ -383,7 +385,8 @@ def _set_metric(path, metric, data, key="test_bench.py::test_ok"):
 )
 def test_nonsense_numbers_in_a_baseline_are_rejected(saved, metric, data, needle):
     """A zero/negative/NaN/infinite baseline value would let every comparison pass: refuse the file
-    in pytest (compare and save) and in the torchbench CLI (compare and show), naming file and key."""
+    in pytest (compare and save) and in the torchbench CLI (compare and show), naming file and
+    key."""
     path = saved.baseline("main")
     _set_metric(path, metric, data)
     before = path.read_bytes()

@@ -39,7 +39,8 @@ TEST = (
 @pytest.fixture
 def repository(pytester: pytest.Pytester, git: Callable[..., str]) -> Callable[[str], Path]:
     """``repository(head_lib)``: mylib committed as OPTIONAL_IMPORT, then ``head_lib``, in a real
-    repository; its tests in ``tests/`` (so that no entry of sys.path is the checkout by accident)."""
+    repository; its tests in ``tests/`` (so that no entry of sys.path is the checkout by
+    accident)."""
 
     def make(head_lib: str, test: str = TEST) -> Path:
         root = pytester.path
@@ -78,7 +79,8 @@ def _run(
 
 
 def _pytest_script() -> str:
-    """The ``pytest`` script of this environment: started through it, ``sys.path[0]`` is its folder."""
+    """The ``pytest`` script of this environment: started through it, ``sys.path[0]`` is its
+    folder."""
     script = Path(sys.executable).with_name("pytest")
     if not script.is_file():
         pytest.skip(f"no pytest script beside {sys.executable}")

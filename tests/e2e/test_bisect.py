@@ -19,8 +19,10 @@ ROOT = Path(__file__).resolve().parents[2]
 LIB = "import torch\n\n# revision {n}\n\n\ndef work(x):\n    return {body}\n"
 FAST, SLOWER = "x + 1", "(x + 1).clone()"
 TESTS = (
-    "import pytest, torch\nimport mylib\n\n\n@pytest.mark.parametrize('n', [4, 64])\n@pytest.mark.benchmark\n"
-    "def test_work(n):\n    mylib.work(torch.ones(n))\n\n\n@pytest.mark.benchmark\ndef test_other():\n"
+    "import pytest, torch\nimport mylib\n\n\n@pytest.mark.parametrize('n', [4, 64])\n"
+    "@pytest.mark.benchmark\n"
+    "def test_work(n):\n    mylib.work(torch.ones(n))\n\n\n"
+    "@pytest.mark.benchmark\ndef test_other():\n"
     "    torch.ones(3) * 2\n"
 )
 
@@ -89,7 +91,8 @@ def test_ops_bisect_finds_the_commit_in_seven_measurements(
     assert again.returncode == 0 and "first beyond the limit" in again.stdout
     assert "measured in this job" not in again.stdout + again.stderr
     assert (
-        f"measured {measured} revision(s) for 32 commit(s) (at most 7 for one regression), {measured} of them "
+        f"measured {measured} revision(s) for 32 commit(s) (at most 7 for one regression), "
+        f"{measured} of them "
         "from the cache" in again.stdout
     ), again.stdout
 

@@ -66,7 +66,8 @@ def test_a_changed_op_names_the_users_line_that_calls_it(
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "torchbench: test_color.py::test_gray: ops op counts changed: ops 2 -> 6 calls per call (4 op(s) changed)",
+            "torchbench: test_color.py::test_gray: ops op counts changed: "
+            "ops 2 -> 6 calls per call (4 op(s) changed)",
             "    aten::clone 0 -> 1 per call (color/gray.py:12 in grayscale_to_rgb)",
         ]
     )
@@ -161,7 +162,10 @@ def test_the_edited_line_is_named_first_among_an_ops_call_sites(
     git(pytester.path, "commit", "-q", "-m", "before")
     (pytester.path / "stats" / "score.py").write_text(SCORE_AFTER)
     git(pytester.path, "commit", "-q", "-am", "after: one more div")
-    tagged = "aten::div 4 -> 5 per call (stats/score.py:7 in score x1 [changed since {}], stats/score.py:9 in score x2, +2 more)"
+    tagged = (
+        "aten::div 4 -> 5 per call (stats/score.py:7 in score x1 [changed since {}], "
+        "stats/score.py:9 in score x2, +2 more)"
+    )
     # (-n 2: the parent finds the revision and hands it to the re-run, whose baseline is a folder)
     for args, since in (
         (("--bench-compare=HEAD~1", "--bench-base=measure", "-n", "2"), "HEAD~1"),
@@ -176,7 +180,8 @@ def test_the_edited_line_is_named_first_among_an_ops_call_sites(
     result = run_bench("--bench-mode=ops", "--bench-compare=main")
     result.assert_outcomes(failed=1)
     assert (
-        "aten::div 5 -> 4 per call (stats/score.py:8 in score x2, stats/score.py:6 in score x1, +1 more)"
+        "aten::div 5 -> 4 per call "
+        "(stats/score.py:8 in score x2, stats/score.py:6 in score x1, +1 more)"
         in result.stdout.str()
     ), result.stdout.str()
 
@@ -238,8 +243,8 @@ def test_a_rerun_that_does_not_reproduce_the_failure_says_so(
         out
     )  # the verdict stands
     assert (
-        "call sites: not found (the test ran in another process, and re-running it did not give them)"
-        in out
+        "call sites: not found "
+        "(the test ran in another process, and re-running it did not give them)" in out
     )
     assert "`pytest test_color.py::test_gray --bench-mode=ops`" in out
     assert "torchbench: the re-run for call sites did not reproduce 1 failure(s)" in out
@@ -542,7 +547,8 @@ def test_call_sites_inside_the_project_installed_into_site_packages(
     assert "called from tinyrgb/__init__.py:9 in to_rgb, from test_rgb.py:8 in test_rgb)" in out, (
         out
     )
-    # The unknown-site phrase of an installed package that is not the project's: tests/engines/test_sites.py
+    # The unknown-site phrase of an installed package that is not the project's:
+    # tests/engines/test_sites.py
 
 
 def test_bench_sites_that_is_not_a_package_name_is_one_line_and_exit_4(
@@ -554,6 +560,7 @@ def test_bench_sites_that_is_not_a_package_name_is_one_line_and_exit_4(
     result = run_bench("--bench-mode=ops", "--bench-sites=mylib,my-lib")
     assert result.ret == 4
     assert (
-        "ERROR: --bench-sites=mylib,my-lib: 'my-lib' is not a Python package name; give import names, "
+        "ERROR: --bench-sites=mylib,my-lib: 'my-lib' is not a Python package name; "
+        "give import names, "
         "e.g. --bench-sites=mylib,mylib_ext"
     ) in result.stderr.lines, result.stderr.str()

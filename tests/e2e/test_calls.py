@@ -103,7 +103,8 @@ def test_calls_are_saved_compared_identically_and_an_extra_helper_call_fails_wit
     )
     result.stdout.fnmatch_lines(
         [
-            "torchbench: test_store.py::test_lookup: calls Python calls changed: calls 50 -> 98 calls per call "
+            "torchbench: test_store.py::test_lookup: calls Python calls changed: "
+            "calls 50 -> 98 calls per call "
             "(1 function(s) changed)",
             line,
         ]

@@ -41,7 +41,8 @@ LIB_AFTER = "import torch\n\n\ndef work():\n    return (torch.ones(4) + 1).clone
 TEST = (
     "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_work():\n    mylib.work()\n"
 )
-#: A command the runner leaves out: installing (the interpreter has everything; tests do not download).
+#: A command the runner leaves out: installing (the interpreter has everything; tests do not
+#: download).
 INSTALL = re.compile(r"^\s*(sudo\s+)?(apt-get|apt|pip|python -m pip)\b")
 
 
@@ -238,7 +239,8 @@ def substitute(text: str, lookup: Callable[[str], Any]) -> str:
 
 @dataclasses.dataclass
 class Job:
-    """What one emulated CI job did: its exit status, log, the step that failed, and what it left."""
+    """What one emulated CI job did: its exit status, log, the step that failed, and what it
+    left."""
 
     status: int = 0
     log: str = ""
@@ -547,7 +549,8 @@ def origin(pytester: pytest.Pytester, git: Callable[..., str], bench_env: None) 
 
 
 GH_STUB = r'''#!PYTHON
-"""`gh api` as the recipe calls it: comments per pull request in $STUB_STATE, with the token seen."""
+"""`gh api` as the recipe calls it: comments per pull request in $STUB_STATE, with the token
+seen."""
 import json, os, re, sys
 args = sys.argv[1:]
 state = os.environ["STUB_STATE"]
@@ -560,10 +563,14 @@ if method == "GET":
     print(json.dumps([{"id": c["id"], "body": c["body"]} for c in comments if c["issue"] == issue]))
 elif method == "POST":
     issue = re.search(r"issues/(\d+)/comments$", path).group(1)
-    comments.append({"id": len(comments) + 1, "issue": issue, "body": body, "token": os.environ.get("GH_TOKEN")})
+    comments.append(
+        {"id": len(comments) + 1, "issue": issue, "body": body, "token": os.environ.get("GH_TOKEN")}
+    )
 else:
     number = int(path.rsplit("/", 1)[1])
-    next(c for c in comments if c["id"] == number).update(body=body, token=os.environ.get("GH_TOKEN"))
+    next(c for c in comments if c["id"] == number).update(
+        body=body, token=os.environ.get("GH_TOKEN")
+    )
 json.dump(comments, open(state, "w"))
 '''
 
@@ -794,7 +801,10 @@ SHARD_LEFT = (
 SHARD_RIGHT = (
     "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():\n    torch.ones(4) * 2\n"
 )
-SHARD_RIGHT_SLOW = "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():\n    (torch.ones(4) * 2).clone()\n"
+SHARD_RIGHT_SLOW = (
+    "import pytest, torch\n\n\n@pytest.mark.benchmark\ndef test_mul():\n"
+    "    (torch.ones(4) * 2).clone()\n"
+)
 
 
 @pytest.mark.slow

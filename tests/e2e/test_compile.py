@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench import _compat
+from pytest_torchbench.common import compat as _compat
 
 MODEL = """
 import torch
@@ -111,12 +111,14 @@ def test_save_aa_then_a_graph_break_fails_with_reason_and_line(
     out = broken.stdout.str()
     expected = (
         "test_compiled.py::test_compiled: compile regressed: graph breaks 0 -> 1: Failed to trace "
-        "builtin operator: Dynamo does not know how to trace builtin operator `print` with argument "
+        "builtin operator: Dynamo does not know how to trace builtin operator `print` "
+        "with argument "
         "types ['str'] (has_kwargs False) at model.py:5; graphs 1 -> 2"
     )
     if _compat.torch_version() < (2, 9):
-        # The reason is dynamo's own text, which later releases rewrote: torch 2.5.1 says "builtin: print
-        # [<class 'torch._dynamo.variables.constant.ConstantVariable'>] False" (2.9.1 and 2.13 as above).
+        # The reason is dynamo's own text, which later releases rewrote: torch 2.5.1 says
+        # "builtin: print [<class 'torch._dynamo.variables.constant.ConstantVariable'>] False"
+        # (2.9.1 and 2.13 as above).
         # The verdict, the user's line and the graph counts are the same.
         line = next(
             (

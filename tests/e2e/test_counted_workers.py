@@ -35,7 +35,8 @@ def record(request, tmp_path):
     with open(os.environ["PROBE_OUT"], "w") as out:
         json.dump({"mainargv": request.config.workerinput["mainargv"],
                    "testrunuid": os.environ["PYTEST_XDIST_TESTRUNUID"],
-                   "basetemp": str(tmp_path), "run_folder": os.environ["TORCHBENCH_CALLGRIND_DIR"]}, out)
+                   "basetemp": str(tmp_path),
+                   "run_folder": os.environ["TORCHBENCH_CALLGRIND_DIR"]}, out)
 
 @pytest.mark.benchmark
 def test_probe(record):
@@ -44,7 +45,8 @@ def test_probe(record):
 
 
 def session(project: Path, out: Path, *args: str) -> dict[str, object]:
-    # a private TMPDIR: the run folder's slot (and so the run id) is not taken by runs beside this one
+    # a private TMPDIR: the run folder's slot (and so the run id) is not taken by runs beside this
+    # one
     tmpdir = project.parent / "tmp"
     tmpdir.mkdir(exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PROBE_OUT": str(out), "TMPDIR": str(tmpdir)}

@@ -1,5 +1,6 @@
-"""Instructions mode where users run it: a fresh virtualenv (plain venv, virtualenv, uv venv; activated
-or not), the user's environment variables reaching the tests, and workers that cannot start.
+"""Instructions mode where users run it: a fresh virtualenv (plain venv, virtualenv, uv venv;
+activated or not), the user's environment variables reaching the tests, and workers that cannot
+start.
 
 These tests start real pytest sessions under real valgrind from real interpreters, so they are slow
 (the fresh virtualenv is created once per test session: about 40-60 s for venv + pip install).
@@ -34,7 +35,8 @@ def test_where(benchmark):
     benchmark(lambda: torch.ones(3) * 2)
     with open(os.environ["PROBE_OUT"], "w") as out:
         json.dump({"executable": sys.executable, "prefix": sys.prefix,
-                   "data": os.environ.get("MY_DATASET_PATH"), "flag": os.environ.get("MY_FEATURE_FLAG"),
+                   "data": os.environ.get("MY_DATASET_PATH"),
+                   "flag": os.environ.get("MY_FEATURE_FLAG"),
                    "hashseed": os.environ.get("PYTHONHASHSEED"),
                    "callgrind": "TORCHBENCH_CALLGRIND_DIR" in os.environ}, out)
 """
@@ -98,7 +100,7 @@ def write_project(path: Path, test_source: str = PROBE_TEST, conftest: str | Non
     return path
 
 
-# -- a real, fresh virtualenv with the plugin installed as the README says --------------------------
+# -- a real, fresh virtualenv with the plugin installed as the README says -------------------------
 
 
 @pytest.fixture(scope="session")
@@ -209,12 +211,14 @@ def test_fresh_venv_activated(fresh_venv: Path, tmp_path: Path) -> None:
 
 
 def linked_venv(fresh_venv: Path, venv: Path) -> None:
-    """Make ``venv`` (made by another tool) see the fresh venv's packages, through its OWN site-packages.
+    """Make ``venv`` (made by another tool) see the fresh venv's packages, through its OWN
+    site-packages.
 
     Why not a second ``pip install`` (another 40 s of torch): what is tested is that the worker
     runs the interpreter of the environment pytest was started from. The ``.pth`` file lies in
-    ``venv``'s own site-packages, which the interpreter only reads when started as ``venv/bin/python``:
-    a worker that left the virtualenv (the realpath of the interpreter) would not find pytest.
+    ``venv``'s own site-packages, which the interpreter only reads when started as
+    ``venv/bin/python``: a worker that left the virtualenv (the realpath of the interpreter) would
+    not find pytest.
     """
     (site_packages(venv) / "torchbench_test_link.pth").write_text(
         f"import site; site.addsitedir({str(site_packages(fresh_venv))!r})\n"
@@ -270,7 +274,7 @@ def test_other_virtualenv_tools(fresh_venv: Path, tmp_path: Path, tool: str) -> 
     check_probe(done, probe, venv, tmp_path)
 
 
-# -- the user's environment reaches the tests (this checkout on PYTHONPATH, no venv needed) -----------
+# -- the user's environment reaches the tests (this checkout on PYTHONPATH, no venv needed) --------
 
 
 def checkout_environment(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -314,7 +318,7 @@ def test_tests_see_the_users_variables(tmp_path: Path) -> None:
     assert_nothing_left(tmp_path)
 
 
-# -- a worker that cannot start stops the run: one line, exit 4, nothing left behind -----------------
+# -- a worker that cannot start stops the run: one line, exit 4, nothing left behind ---------------
 
 
 def assert_one_line_stop(done: subprocess.CompletedProcess[str], *expected: str) -> str:
@@ -379,7 +383,8 @@ if "TORCHBENCH_CALLGRIND_DIR" in os.environ:  # the worker's interpreter "lacks"
 @pytest.mark.slow
 @needs_valgrind
 def test_worker_without_execnet_stops_the_run(tmp_path: Path) -> None:
-    """The issue's case: the worker's interpreter cannot import execnet (a sitecustomize hides it)."""
+    """The issue's case: the worker's interpreter cannot import execnet (a sitecustomize hides
+    it)."""
     project = write_project(tmp_path / "project")
     site = tmp_path / "site"
     site.mkdir()
@@ -479,11 +484,12 @@ def test_stale_folders_of_killed_runs_are_removed(tmp_path: Path) -> None:
     assert fixed_dump_dir(prefix, str(tmp_path)) == tmp_path / f"torchbench-callgrind-{uid}-03"
 
 
-# -- CI runs the README's two commands exactly as written ---------------------------------------------
+# -- CI runs the README's two commands exactly as written ------------------------------------------
 
 
 def readme_commands() -> list[str]:
-    """The ```sh blocks of README.md's "The two commands" section, read here independently of .ci/run."""
+    """The ```sh blocks of README.md's "The two commands" section, read here independently of
+    .ci/run."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     section = text.split("\n## The two commands\n", 1)[1].split("\n## ", 1)[0]
     blocks = section.split("```sh\n")[1:]

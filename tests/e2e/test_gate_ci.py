@@ -106,7 +106,8 @@ def test_saved_set_from_another_environment_fails_in_ci(
 ) -> None:  # type: ignore[no-untyped-def]
     """Outside git too (a saved set name): the README's job on another Python or torch build."""
     pytester.makepyfile(
-        test_a="import pytest, torch\n\n@pytest.mark.benchmark\ndef test_add():\n    torch.ones(4) + 1\n"
+        test_a="import pytest, torch\n\n@pytest.mark.benchmark\n"
+        "def test_add():\n    torch.ones(4) + 1\n"
     )
     pytester.makeconftest(CONFTEST)
     monkeypatch.setenv("RUNNER", "laptop")
@@ -267,9 +268,11 @@ def test_a_benchmark_that_failed_in_the_base_run_is_not_passed_as_new(
             "torchbench: 1 benchmark(s) were compared with nothing*",
             f"torchbench:   {KEY} [[]ops[]]: the base run of HEAD~1 (*) measured nothing for it: "
             "failed: *BlockingIOError*; whole output in *base-*-output.txt",
-            "torchbench: ERROR: in CI this fails the run (exit 6); the base runs while this session runs: where "
+            "torchbench: ERROR: in CI this fails the run (exit 6); "
+            "the base runs while this session runs: where "
             "the error is a port or a lock *",
-            "torchbench: the base HEAD~1 (*): measured in this job in *, not cached: 1 of its tests failed*",
+            "torchbench: the base HEAD~1 (*): measured in this job in *, not cached: "
+            "1 of its tests failed*",
         ]
     )
     verdicts = {(v["key"], v["metric"]): v for v in _json(pytester)["verdicts"]}
@@ -295,9 +298,9 @@ def test_a_metric_the_committed_entry_lacks_is_not_new_when_the_base_run_failed(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:  # type: ignore[no-untyped-def]
-    """--bench-base=auto: the committed entry has ops, this run also wants calls, so REV is measured,
-    and the benchmark fails there. ops is judged against the committed entry (the extra op fails);
-    calls is not passed as new."""
+    """--bench-base=auto: the committed entry has ops, this run also wants calls, so REV is
+    measured, and the benchmark fails there. ops is judged against the committed entry (the extra
+    op fails); calls is not passed as new."""
     lock = tmp_path_factory.mktemp("lock") / "resource.lock"
     project(conftest=LOCKING_CONFTEST.replace("LOCK_PATH", repr(str(lock))))
     monkeypatch.setenv("RUNNER", "laptop")  # the committed ops entry is comparable
@@ -306,7 +309,8 @@ def test_a_metric_the_committed_entry_lacks_is_not_new_when_the_base_run_failed(
     result.stdout.fnmatch_lines(
         [
             "*aten::clone*",
-            f"torchbench:   {KEY} [[]calls[]]: the base run of HEAD~1 (*) measured nothing for it: failed: *BlockingIOError*",
+            f"torchbench:   {KEY} [[]calls[]]: the base run of HEAD~1 (*) measured nothing for it: "
+            "failed: *BlockingIOError*",
         ]
     )
 
@@ -345,7 +349,8 @@ def test_a_failure_before_the_benchmarks_at_rev_stops_nothing_and_a_skip_there_i
         pytester.path,
         git,
         {
-            "test_a_plain.py": "import mylib\n\n\ndef test_fixed():\n    assert getattr(mylib, 'FIXED', False)\n",
+            "test_a_plain.py": "import mylib\n\n\n"
+            "def test_fixed():\n    assert getattr(mylib, 'FIXED', False)\n",
             "test_work.py": TEST,
         },
         LIB_AFTER,
@@ -356,9 +361,11 @@ def test_a_failure_before_the_benchmarks_at_rev_stops_nothing_and_a_skip_there_i
     result.stdout.fnmatch_lines(
         [
             "*aten::clone*",
-            "torchbench: 1 benchmark(s) were compared with nothing: their test is at the base revision but failed, "
+            "torchbench: 1 benchmark(s) were compared with nothing: "
+            "their test is at the base revision but failed, "
             "was skipped or did not run in the base run:",
-            "torchbench:   test_b_skip.py::test_later [[]ops[]]: the base run of HEAD~1 (*) measured nothing for it: "
+            "torchbench:   test_b_skip.py::test_later [[]ops[]]: "
+            "the base run of HEAD~1 (*) measured nothing for it: "
             "skipped: Skipped: the service is not up; whole output in *",
         ]
     )
@@ -382,9 +389,11 @@ def test_a_benchmark_skipped_at_rev_stays_unjudged_when_the_base_comes_from_the_
     )
     monkeypatch.setenv("CI", "true")
     lines = [
-        "torchbench:   test_b_skip.py::test_later [[]ops[]]: the base run of HEAD~1 (*) measured nothing "
+        "torchbench:   test_b_skip.py::test_later [[]ops[]]: "
+        "the base run of HEAD~1 (*) measured nothing "
         "for it: skipped: Skipped: the service is not up*",
-        "torchbench:   test_work.py::test_fixed [[]ops[]]: the base run of HEAD~1 (*) measured nothing "
+        "torchbench:   test_work.py::test_fixed [[]ops[]]: "
+        "the base run of HEAD~1 (*) measured nothing "
         "for it: skipped: expected to fail: needs the fix*",
     ]
     first = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1")
@@ -487,7 +496,8 @@ def test_a_base_imported_from_the_checkout_is_refused(
 
 def test_measure_needs_a_revision(pytester: pytest.Pytester, run_bench) -> None:  # type: ignore[no-untyped-def]
     pytester.makepyfile(
-        test_a="import pytest, torch\n\n@pytest.mark.benchmark\ndef test_add():\n    torch.ones(4) + 1\n"
+        test_a="import pytest, torch\n\n@pytest.mark.benchmark\n"
+        "def test_add():\n    torch.ones(4) + 1\n"
     )
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     result = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-base=measure")

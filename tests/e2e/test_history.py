@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from pytest_torchbench.cli import main
-from pytest_torchbench.core.vocabulary import Environment
+from pytest_torchbench.common.vocabulary import Environment
 from pytest_torchbench.store.storage import save_set
 
 STEADY, CREEPING = "bench/test_m.py::test_steady[16]", "bench/test_m.py::test_creeping[2]"
@@ -82,8 +82,8 @@ def test_a_step_creep_and_an_environment_break_across_34_commits(
     assert main(["history", "--html", "h.html", "--json", "h.json", "--csv", "h.csv"]) == 0
     out = capsys.readouterr().out
     assert (
-        "history of baseline set 'main': 34 commit(s), 4 series; 1 step(s) beyond the limit, 1 creeping"
-        in out
+        "history of baseline set 'main': 34 commit(s), 4 series; "
+        "1 step(s) beyond the limit, 1 creeping" in out
     )
     assert (
         f"step   {STEADY} [instructions]: +10.0% (limit 1%) to 110,000 at " in out
@@ -148,7 +148,8 @@ def test_a_record_job_that_commits_the_set_keeps_a_history(
 ) -> None:
     """Real runs of a real project, as the record job of docs/ci.md keeps it: save, commit, seven
     times; the fifth change adds a copy (three ops more per call): one step per benchmark, at that
-    commit. Exact counts that did not move write the same bytes: only two commits changed the set."""
+    commit. Exact counts that did not move write the same bytes: only two commits changed the
+    set."""
     root = tmp_path / "project"
     (root / "mylib").mkdir(parents=True)
     (root / "test_perf.py").write_text(

@@ -48,13 +48,36 @@ def test_verdict_hook_can_waive_a_regression(
 def pytest_torchbench_verdict(config, verdict, result, baseline):
     assert baseline is not None and result.key == verdict.key
     if result.label == "test_add":
-        verdict.failed = False
-        verdict.details.append("waived by conftest")
+        return verdict.replace(failed=False, details=(*verdict.details, "waived by conftest"))
 """)
     result = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-markdown=out.md")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["FAILED test_a.py::test_mul*"])
     assert "waived by conftest" in (pytester.path / "out.md").read_text()
+
+
+def test_a_verdict_hook_that_changes_the_frozen_verdict_in_place_fails_it_saying_how(
+    pytester: pytest.Pytester, run_bench, bench_module
+) -> None:  # type: ignore[no-untyped-def]
+    """Verdicts are frozen: a hook written to change one in place (``verdict.failed = False``, as
+    the hook was once documented) must neither waive the regression silently nor crash the run."""
+    pytester.makepyfile(test_a=bench_module)
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+    pytester.makeconftest("""
+def pytest_torchbench_verdict(config, verdict, result, baseline):
+    verdict.failed = False
+""")
+    result = run_bench("--bench-mode=ops", "--bench-compare=main")
+    assert result.ret == 1, result.stdout.str()
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*the pytest_torchbench_verdict hook conftest.pytest_torchbench_verdict changed the "
+            "verdict in place, which a frozen verdict does not allow: return a changed copy "
+            "instead, e.g. `return verdict.replace(failed=False)`*"
+        ]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
 def test_report_hook_sees_everything_and_errors_are_one_line(
@@ -65,7 +88,8 @@ def test_report_hook_sees_everything_and_errors_are_one_line(
 import json
 def pytest_torchbench_report(config, results, verdicts):
     with open("custom.json", "w") as f:
-        json.dump({"keys": sorted(r.key for r in results), "verdicts": [v.status for v in verdicts]}, f)
+        json.dump({"keys": sorted(r.key for r in results),
+                   "verdicts": [v.status for v in verdicts]}, f)
 """)
     assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
     assert run_bench("--bench-mode=ops", "--bench-compare=main").ret == 0

@@ -1,9 +1,9 @@
 """Instructions mode end to end: real valgrind, real pytest subprocesses.
 
 Each counted run costs 15-40 s (valgrind start plus ``import torch`` in every worker), so the runs
-are made once per module (fixtures ``runs`` and ``crash_run``) and the tests assert on their outputs.
-Files the runs write (JSON reports) go outside the benchmark folder: even an extra file beside the
-test module moves heap layout, and the point here is to see counts that do not move.
+are made once per module (fixtures ``runs`` and ``crash_run``) and the tests assert on their
+outputs. Files the runs write (JSON reports) go outside the benchmark folder: even an extra file
+beside the test module moves heap layout, and the point here is to see counts that do not move.
 """
 
 from __future__ import annotations
@@ -97,13 +97,16 @@ def test_fixture(benchmark):
     assert benchmark(f).shape == (4, 4)
 
 def test_timer(bench_timer):
-    stats = bench_timer("x + y", setup="import torch; x = torch.ones(4); y = torch.ones(4)").collect_callgrind(number=50)
+    stats = bench_timer(
+        "x + y", setup="import torch; x = torch.ones(4); y = torch.ones(4)"
+    ).collect_callgrind(number=50)
     assert stats.number_per_run == 50
     assert stats.counts() > 1000
     functions = stats.stats()
     assert len(functions) > 10 and sum(c.count for c in functions) > 0
     assert any("add" in c.function for c in functions)
-    assert len(stats.delta(stats)) == 0  # CallgrindStats.delta works, and a stat minus itself is empty
+    # CallgrindStats.delta works, and a stat minus itself is empty
+    assert len(stats.delta(stats)) == 0
 """
 
 KEYS = ("test_bench.py::test_marker", "test_bench.py::test_fixture", "test_bench.py::test_timer")
@@ -111,7 +114,8 @@ KEYS = ("test_bench.py::test_marker", "test_bench.py::test_fixture", "test_bench
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """One save, then compares: same code, -k subset, -n 2, a real regression, an edited baseline."""
+    """One save, then compares: same code, -k subset, -n 2, a real regression, an edited
+    baseline."""
     bench = tmp_path_factory.mktemp("bench")
     out = tmp_path_factory.mktemp("out")
     flag = out / "regress.flag"
@@ -220,7 +224,8 @@ def test_real_regression_fails_its_test_with_functions(runs: dict[str, Run]) -> 
     assert "FAILED test_bench.py::test_timer" not in out
     for key in KEYS[:2]:
         assert f"torchbench: {key}: instructions regressed: instructions " in out
-    # baseline -> current, delta and limit, e.g. "instructions 20,159 -> 37,810 per run (+87.6%, limit 1%)"
+    # baseline -> current, delta and limit, e.g.
+    # "instructions 20,159 -> 37,810 per run (+87.6%, limit 1%)"
     lines = re.findall(r"instructions ([\d,]+) -> ([\d,]+) per run \(\+([\d.]+)%, limit 1%\)", out)
     assert len(lines) >= 2, out
     for then, now, percent in lines[:2]:
@@ -239,8 +244,8 @@ def test_stale_baseline_and_other_environment(runs: dict[str, Run]) -> None:
     assert "FAILED test_bench.py::test_marker" in out
     assert "instructions improved beyond the limit (stale baseline)" in out
     assert (
-        "refresh the baselines with: pytest test_bench.py::test_marker --bench-mode=instructions --bench-save=edited"
-        in out
+        "refresh the baselines with: "
+        "pytest test_bench.py::test_marker --bench-mode=instructions --bench-save=edited" in out
     )
     # a different valgrind: shown as not comparable, not failed
     assert "FAILED test_bench.py::test_fixture" not in out

@@ -1,9 +1,10 @@
 """The adaptive number of counted calls, and readable failures, end to end (real valgrind).
 
 Three counted runs (about a minute each on a loaded 2-core machine): a save, a rerun of the same
-code (same numbers of calls, counts within 0.1%, usually bit-identical), and a run where one benchmark's work grew
-eight times, past its bucket (still counted over its baseline's number of calls: a regression, not "not
-comparable") while another regressed (its failure names the functions that changed, shortened).
+code (same numbers of calls, counts within 0.1%, usually bit-identical), and a run where one
+benchmark's work grew eight times, past its bucket (still counted over its baseline's number of
+calls: a regression, not "not comparable") while another regressed (its failure names the functions
+that changed, shortened).
 """
 
 from __future__ import annotations

@@ -62,7 +62,8 @@ import conftest
 def test_first(benchmark):
     if os.environ.get("HISTORY") == "busy":
         conftest.KEEP.extend(bytes(13 + i % 700) for i in range(5001))
-        conftest.KEEP[:] = conftest.KEEP[len(conftest.KEEP) // 3:]   # the busy thread's blocks freed here
+        # the busy thread's blocks freed here
+        conftest.KEEP[:] = conftest.KEEP[len(conftest.KEEP) // 3:]
     x = torch.ones(4, 4)
     benchmark(lambda: x + 1)
 
@@ -109,7 +110,8 @@ def gaps_alone_vs_after(
     project: Path, tmp: Path, keys: list[str], subset: str, **switch: str
 ) -> dict[str, float]:
     """Instructions per call between each of ``keys`` counted after the project's other tests and
-    alone (``-k subset``), with ``switch`` (a variable the project's conftest reads) in the workers."""
+    alone (``-k subset``), with ``switch`` (a variable the project's conftest reads) in the
+    workers."""
     label = "-".join(switch.values())
     after = counted_run(project, tmp / f"all-{label}.json", **switch)
     alone = counted_run(project, tmp / f"alone-{label}.json", "-k", subset, **switch)
@@ -183,7 +185,8 @@ def test_a_tests_heap_and_counts_do_not_depend_on_the_workers_history(tmp_path: 
         ]
         counted_alike = any(q["test_probe"] == b["test_probe"] for q, b in same_place)
         if counted_alike or (same_place and sys.version_info >= (3, 12)):
-            break  # on 3.12+ the count's history effect is systematic (the xfail below): no use waiting
+            # on 3.12+ the count's history effect is systematic (the xfail below): no use waiting
+            break
     seen_everywhere = {
         history: [(offsets[:3], counts["test_probe"]) for offsets, counts in seen]
         for history, seen in sessions.items()
@@ -203,7 +206,8 @@ def test_a_tests_heap_and_counts_do_not_depend_on_the_workers_history(tmp_path: 
 
 LINES = 64
 # The same lines in each of the three forms below: a plain function, one under torch's decorator, a
-# marked test's body (small ints only: no float or int objects allocated, their free lists follow history).
+# marked test's body (small ints only: no float or int objects allocated, their free lists follow
+# history).
 STEPPED_LINES = "".join("    n = n % 5 + cfg.step\n" for _ in range(LINES))
 
 # One function, benchmarked by parametrised tests that pass it different types (as a dtype or
@@ -263,8 +267,8 @@ def test_decorated_last(benchmark):
 
 # The same as a marked test without the fixture: the test's own body is the benchmark.
 @pytest.mark.benchmark
-@pytest.mark.parametrize("n,cfg", [(16, InDict()), (32, InDict()), (64, InDict()), (4_000_000, InSlots())],
-                         ids=["16", "32", "64", "last"])
+@pytest.mark.parametrize("n,cfg", [(16, InDict()), (32, InDict()), (64, InDict()),
+                                   (4_000_000, InSlots())], ids=["16", "32", "64", "last"])
 def test_marked(n, cfg):
     x = torch.ones(n)
     n = 1
@@ -321,7 +325,8 @@ def test_a_heavy_benchmark_counts_its_function_as_a_fresh_process_would(tmp_path
     # measured (instructions per call): on 402, off 11,675; with 24 lines on 162, off 4,235. What is
     # left with the copies grows with the lines, is in CPython's eval loop, and is there with the
     # quickening marking switched off too; not explained (at 24 lines, 746 fewer in
-    # _PyEval_EvalFrameDefault in the -k run, and 590 of ceval.c's attributed to _PyObject_MakeTpCall)
+    # _PyEval_EvalFrameDefault in the -k run, and 590 of ceval.c's attributed to
+    # _PyObject_MakeTpCall)
     # On 3.12+ the copies remove less of the gap: 4,085 left of 10,182 (issue 26, Python 3.12.1;
     # where the rest comes from is not found: docs/python-versions.md). The bound still fails when
     # the copies stop working.
@@ -373,7 +378,8 @@ def pipeline(x):
 
 def test_helpers_used_often(benchmark):
     x = torch.ones(64)
-    for _ in range(1100):  # 3.11 quickens at the 8th call, 3.10 makes its inline cache at the 1024th
+    # 3.11 quickens at the 8th call, 3.10 makes its inline cache at the 1024th
+    for _ in range(1100):
         pipeline(x)
     benchmark(pipeline, x)
 
@@ -414,8 +420,8 @@ def test_helpers_a_heavy_benchmark_shares_with_earlier_tests_count_as_in_a_fresh
     The same two sessions run with the marking switched off in the worker (a conftest), so the
     test shows both that the gap exists and that the marking removes it; the remaining noise
     (it follows the environment: 0 instructions per call here with 24 helpers; 146 on a CI
-    machine with an earlier three-helper version, whose fixed 1e-4 bound it broke) is judged against that gap, not against a
-    fixed fraction."""
+    machine with an earlier three-helper version, whose fixed 1e-4 bound it broke) is judged
+    against that gap, not against a fixed fraction."""
     gaps = switched_gaps(tmp_path, "test_helpers.py", SHARED_HELPERS, MARKING_SWITCH, "MARKING")
     # measured (instructions per call, two runs): on 0 and 0, off 16,383 and 16,383
     assert gaps["off"] > 2000, gaps  # 24 helpers run as plain bytecode alone, specialised after
@@ -436,7 +442,9 @@ def pytest_configure(config):
 
 @pytest.mark.skipif(
     sys.implementation.name != "cpython" or sys.version_info < (3, 12),
-    reason="CPython 3.12+ specialises at an instruction's second execution (3.11 below: the marking)",
+    reason=(
+        "CPython 3.12+ specialises at an instruction's second execution (3.11 below: the marking)"
+    ),
 )
 def test_a_heavy_benchmarks_counted_call_comes_after_the_specialising_one(tmp_path: Path) -> None:
     """CPython 3.12 and 3.13 specialise an instruction at its second execution. A heavy benchmark
@@ -446,7 +454,8 @@ def test_a_heavy_benchmarks_counted_call_comes_after_the_specialising_one(tmp_pa
     docs/design/measurements.md). The counted call is now the third; the same two sessions run
     with the probe counted (a conftest) show the gap this removes."""
     gaps = switched_gaps(tmp_path, "test_helpers.py", SHARED_HELPERS, THIRD_CALL_SWITCH, "THIRD")
-    # measured 2026-11-28 (instructions per call): on 0 and off 17,218 on 3.12.1, 0 and 16,834 on 3.13.0
+    # measured 2026-11-28 (instructions per call): on 0 and off 17,218 on 3.12.1, 0 and 16,834 on
+    # 3.13.0
     assert gaps["off"] > 2000, gaps  # the helpers specialised inside the counted call alone
     assert gaps["on"] < gaps["off"] / 10, gaps
 

@@ -2,10 +2,10 @@
 
 A small library with deep class hierarchies looks up 48 names with ``getattr`` on three types per
 call. Before each measurement the test consumes a different number of type version tags (throwaway
-classes), as a conftest, an import or an earlier test would: which (type, name) pairs then collide in
-the cache's 4,096 slots changes, and with it how often ``_PyType_Lookup`` misses and walks the MRO.
-The same work, counted under four tag offsets in one session, must count the same; the cost of the
-misses is kept apart and reported (docs/design/counting.md, "Type-cache misses are kept apart").
+classes), as a conftest, an import or an earlier test would: which (type, name) pairs then collide
+in the cache's 4,096 slots changes, and with it how often ``_PyType_Lookup`` misses and walks the
+MRO. The same work, counted under four tag offsets in one session, must count the same; the cost of
+the misses is kept apart and reported (docs/design/counting.md, "Type-cache misses are kept apart").
 """
 
 from __future__ import annotations

@@ -27,7 +27,10 @@ LIB_AFTER = "import torch\n\n\ndef work():\n    return (torch.ones(4) + 1).clone
 TEST = (
     "import pytest\nimport mylib\n\n\n@pytest.mark.benchmark\ndef test_work():\n    mylib.work()\n"
 )
-CONFTEST = "import os\n\n\ndef pytest_torchbench_environment(config):\n    return {'runner': os.environ.get('RUNNER')}\n"
+CONFTEST = (
+    "import os\n\n\ndef pytest_torchbench_environment(config):\n"
+    "    return {'runner': os.environ.get('RUNNER')}\n"
+)
 KEY = "test_work.py::test_work"
 
 

@@ -1,5 +1,6 @@
 """Each benchmark starts from the same process state, whatever the test before it left behind:
-torch's thread count (``torch.set_num_threads`` in a benchmark) and a torch profiler left running."""
+torch's thread count (``torch.set_num_threads`` in a benchmark) and a torch profiler left
+running."""
 
 from __future__ import annotations
 
@@ -76,7 +77,8 @@ def test_profiler_left_running_is_stopped_with_one_warning(bench, mode: str) -> 
 
 
 def test_profiler_left_running_plain_run(bench) -> None:
-    """Without any --bench option a marked test is a plain test, but bench_profiler still works after it."""
+    """Without any --bench option a marked test is a plain test, but bench_profiler still works
+    after it."""
     bench.pytester.makepyfile(test_bench=PROFILER_MODULE.format(marker="@pytest.mark.benchmark"))
     result = bench.run("-W", "default")
     assert result.ret == 0, result.stdout.str()

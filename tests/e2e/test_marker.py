@@ -238,16 +238,16 @@ def test_profiler_keywords_of_the_wrong_type_are_one_line_errors(bench):
     result.assert_outcomes(errors=4)
     out = result.stdout.str()
     assert (
-        "test_bench.py::test_profile_value: profile={'record_shapes': 'yes'}: profiler option 'record_shapes' must be True or False"
-        in out
+        "test_bench.py::test_profile_value: profile={'record_shapes': 'yes'}: "
+        "profiler option 'record_shapes' must be True or False" in out
     )
     assert (
-        "test_bench.py::test_profile_typo: profile={'with_stakc': True}: unknown profiler option 'with_stakc'"
-        in out
+        "test_bench.py::test_profile_typo: profile={'with_stakc': True}: "
+        "unknown profiler option 'with_stakc'" in out
     )
     assert (
-        "test_bench.py::test_profile_not_a_dict: profile=['record_shapes'] must be a dict of profiler options"
-        in out
+        "test_bench.py::test_profile_not_a_dict: profile=['record_shapes'] "
+        "must be a dict of profiler options" in out
     )
     assert "test_bench.py::test_by_shape: ops_by_shape='yes' must be True or False" in out
     assert "Traceback" not in out and "TypeError" not in out
@@ -281,8 +281,8 @@ def test_seed_keyword_is_validated(bench):
 
 def test_keywords_given_as_none_mean_their_default(bench):
     """The marker's signature reads ``number=None, warmup=None``: passing None (a suite that reads
-    its counts from the environment, ``warmup=int(os.environ.get("WU", 0)) or None``) is the default,
-    not an error ("warmup=None must be an integer >= 0", seen 2026-11-28)."""
+    its counts from the environment, ``warmup=int(os.environ.get("WU", 0)) or None``) is the
+    default, not an error ("warmup=None must be an integer >= 0", seen 2026-11-28)."""
     bench.pytester.makepyfile(
         test_bench="""
         import pytest, torch

@@ -118,7 +118,8 @@ def test_merged_shards_give_the_verdict_and_reports_of_the_whole_run(
     err = capsys.readouterr().err.splitlines()
     assert code == 4
     assert err[0] == (
-        "torchbench: error: merge: test_bench.py::test_left_add is in both left.json and left.json: "
+        "torchbench: error: merge: "
+        "test_bench.py::test_left_add is in both left.json and left.json: "
         "each benchmark must run in one shard only (check how the jobs split the suite)"
     ), err
     assert sum("is in both" in line for line in err) == 2, err

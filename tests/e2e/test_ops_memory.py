@@ -68,7 +68,8 @@ def test_op_counts_saved_identical_across_runs_and_workers_and_an_extra_op_fails
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "*torchbench: test_bench.py::test_marker: ops op counts changed: ops * -> * calls per call (*)",
+            "*torchbench: test_bench.py::test_marker: ops op counts changed: "
+            "ops * -> * calls per call (*)",
             "*aten::clone 0 -> 1 per call*",
         ]
     )
@@ -227,7 +228,8 @@ def test_add(benchmark):
     assert failed.ret == 1
     failed.stdout.fnmatch_lines(
         [
-            "*test_add: kernels kernel launches changed: kernels 1 -> 2 launches per call (1 kernel(s) changed)*"
+            "*test_add: kernels kernel launches changed: "
+            "kernels 1 -> 2 launches per call (1 kernel(s) changed)*"
         ]
     )
     # The new kernel is named with the op that launched it and the user's line that called the op.
@@ -254,8 +256,8 @@ def test_add(benchmark):  # launch-bound: the device idles most of the call
     x = torch.ones(1024, device="cuda")
     benchmark(lambda: x + 1)
 
-# A 3 us cold-cache kernel: its fastest call moved 11% between two processes on an H200 (2026-11-27);
-# this test is about flush_l2 being saved and compared, not about that noise.
+# A 3 us cold-cache kernel: its fastest call moved 11% between two processes on an H200
+# (2026-11-27); this test is about flush_l2 being saved and compared, not about that noise.
 @pytest.mark.benchmark(flush_l2=True, limits="gpu_time:30%")
 def test_cold(benchmark):
     x = torch.randn(1024, 1024, device="cuda")

@@ -1,4 +1,5 @@
-"""pytest-benchmark suites under pytest-torchbench, with pytest-benchmark installed and NOT disabled.
+"""pytest-benchmark suites under pytest-torchbench, with pytest-benchmark installed and NOT
+disabled.
 
 These runs deliberately leave out ``-p no:benchmark``: the rule under test is that a plain run is
 pytest-benchmark's and any ``--bench-*`` option makes the run ours, with no flags.

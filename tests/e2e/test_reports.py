@@ -1,4 +1,5 @@
-"""Reports end to end: real pytest runs with real torch, checked as a user (and a CI log) sees them."""
+"""Reports end to end: real pytest runs with real torch, checked as a user (and a CI log) sees
+them."""
 
 from __future__ import annotations
 
@@ -277,7 +278,8 @@ def test_quiet_and_ci_show_only_the_changes_and_the_profiler_keeps_out_of_captur
         and "test_writes_stderr ]" not in tables
     )
     assert (
-        "torchbench: 3 benchmark(s) against baseline 'main': 1 regression, 2 unchanged; tables show "
+        "torchbench: 3 benchmark(s) against baseline 'main': 1 regression, 2 unchanged; "
+        "tables show "
         "the 1 changed (-v shows every benchmark)"
     ) in out, out
     # The baseline keeps counts, not sites: each site's calls now (docs/reports.md)
@@ -309,7 +311,7 @@ def test_changes_only_with_quiet_and_in_ci_unless_verbose(
 ) -> None:
     from types import SimpleNamespace
 
-    from pytest_torchbench.pytest.controller import changes_only
+    from pytest_torchbench.pytest.session_facts import changes_only
 
     monkeypatch.setenv("CI", ci)
     assert changes_only(SimpleNamespace(option=SimpleNamespace(verbose=verbose))) is expected  # type: ignore[arg-type]

@@ -259,11 +259,14 @@ def test_reads_stats(benchmark):
         stats = benchmark.stats.stats
         assert 0 < stats.min <= stats.median <= stats.max < 0.01
         assert stats.min <= stats.mean <= stats.max and stats.rounds >= 2 and stats.stddev >= 0
-        assert benchmark.stats["median"] == stats.median and stats.ops == pytest.approx(1 / stats.mean)
-        assert set(stats.as_dict()) >= {"min", "max", "mean", "stddev", "median", "iqr", "q1", "q3", "ops", "rounds"}
+        assert (benchmark.stats["median"] == stats.median
+                and stats.ops == pytest.approx(1 / stats.mean))
+        assert set(stats.as_dict()) >= {"min", "max", "mean", "stddev", "median", "iqr", "q1", "q3",
+                                        "ops", "rounds"}
         print("STATS-OK")
     else:
-        assert getattr(benchmark, "stats", None) is None  # an AttributeError: guarded reads still work
+        # an AttributeError: guarded reads still work
+        assert getattr(benchmark, "stats", None) is None
         benchmark.stats.stats.mean
 """
 
@@ -278,7 +281,8 @@ def test_benchmark_stats_as_in_pytest_benchmark_or_a_clear_error(bench, monkeypa
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(
             [
-                "*StatsUnavailable: benchmark.stats holds wall-time statistics, measured with --bench-mode=time only;"
+                "*StatsUnavailable: benchmark.stats holds wall-time statistics, "
+                "measured with --bench-mode=time only;"
                 " this run (--bench-mode=ops) counts instead*"
             ]
         )
@@ -305,7 +309,8 @@ def test_marked():
 
 def test_benchmark_json_is_written_in_pytest_benchmarks_format_or_refused(bench):
     """CI written for pytest-benchmark passes --benchmark-json and uploads the file: with a
-    --bench-* option the run is torchbench's, and the file still comes, in pytest-benchmark's schema."""
+    --bench-* option the run is torchbench's, and the file still comes, in pytest-benchmark's
+    schema."""
     pytest.importorskip("pytest_benchmark", reason="--benchmark-json is pytest-benchmark's option")
     bench.pytester.makepyfile(test_bench=BENCHMARK_JSON)
     out = bench.path / "pb.json"
@@ -362,7 +367,8 @@ OLD_BENCHMARK_JSON_OPTION = """
 import argparse
 
 
-def pytest_addoption(parser):  # as pytest-benchmark before 5.3 declares it: an open file, not a path
+# as pytest-benchmark before 5.3 declares it: an open file, not a path
+def pytest_addoption(parser):
     parser.addoption("--benchmark-json", metavar="PATH", type=argparse.FileType("wb"))
 """
 

@@ -2,10 +2,10 @@
 measured alternately, in rounds of fresh processes with the order swapped each round, and each
 benchmark is judged on its paired head/base ratios.
 
-A real project in a real git repository: two commits, one benchmark three times as slow in the second,
-one unchanged; and, in a module of its own, one whose workload the test makes differ from process
-to process (a counter file outside the repository numbers the processes; the loop steps follow
-the number), so that its rounds agree on nothing: too noisy to judge at a 40% limit.
+A real project in a real git repository: two commits, one benchmark three times as slow in the
+second, one unchanged; and, in a module of its own, one whose workload the test makes differ from
+process to process (a counter file outside the repository numbers the processes; the loop steps
+follow the number), so that its rounds agree on nothing: too noisy to judge at a 40% limit.
 """
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ with open(_path, "w") as _file:
 # two fastest rounds 1000 and 2500 steps. Still undecided, so two more: (1000, 6000) (6000, 2500).
 # The central ratios of the six run from 0.42 to 6 (median 1.41), the head's two fastest rounds
 # 1000 and 2500 steps, the base's 1000 and 1000.
-_STEPS = {"base": (1000, 2500, 6000, 6000, 1000, 6000), "head": (1000, 6000, 6000, 2500, 1000, 6000, 2500)}[_side]
+_STEPS = {"base": (1000, 2500, 6000, 6000, 1000, 6000),
+          "head": (1000, 6000, 6000, 2500, 1000, 6000, 2500)}[_side]
 STEPS = _STEPS[_count % len(_STEPS)]
 
 
@@ -143,7 +144,8 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
 
     The calls busy-wait (see LIB): with real loops, a 2x slowdown passed as unchanged in CI once
     (exit 0, "2 unchanged": base rounds at the slow speed, head rounds at the fast one). What a
-    change must exceed on such a machine: docs/design/time-gate.md, "Two speeds against the limit"."""
+    change must exceed on such a machine: docs/design/time-gate.md, "Two speeds against the
+    limit"."""
     for _ in range(3):
         result = run_bench(
             *OPTIONS,
@@ -163,9 +165,9 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     assert "FAILED test_lib.py::test_slow" in out
     # a change is measured again, alone, in as many rounds more
     assert (
-        "measured alternately with this checkout in 4 rounds of fresh processes (each round's base and head at "
-        "once, in 10 ms turns on one CPU; base first, then head first, ...), then 4 more rounds of the "
-        "benchmarks those found changed or could not decide"
+        "measured alternately with this checkout in 4 rounds of fresh processes (each round's base "
+        "and head at once, in 10 ms turns on one CPU; base first, then head first, ...), then 4 "
+        "more rounds of the benchmarks those found changed or could not decide"
     ) in out, out
 
     document = json.loads((project / "out.json").read_text(encoding="utf-8"))
@@ -204,8 +206,9 @@ def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(
     pytester: pytest.Pytester, run_bench, project: Path
 ) -> None:  # type: ignore[no-untyped-def]
     """Nothing regressed, but one benchmark could not be judged: it is named with its limit and
-    the limit its rounds would decide at (not failed, not passed), its report says so, and in CI the run exits 6 (as when a
-    baseline is not comparable), unless --bench-allow-incomparable accepts it."""
+    the limit its rounds would decide at (not failed, not passed), its report says so, and in CI
+    the run exits 6 (as when a baseline is not comparable), unless --bench-allow-incomparable
+    accepts it."""
     result = run_bench(*OPTIONS, "--bench-base=measure", "--bench-markdown=s.md", "test_noisy.py")
     out = result.stdout.str()
     assert result.ret == 6, out
@@ -216,8 +219,8 @@ def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(
     ), out
     # the rounds that could not decide it, then those that still could not: a pass each
     assert (
-        "in 2 rounds of fresh processes (each round's base and head at once, in 10 ms turns on one CPU; base "
-        "first, then head first, ...), then 2 more rounds of the benchmarks "
+        "in 2 rounds of fresh processes (each round's base and head at once, in 10 ms turns on "
+        "one CPU; base first, then head first, ...), then 2 more rounds of the benchmarks "
         "those found changed or could not decide and 2 more of those still undecided"
     ) in out, out
     assert "over 6 alternated rounds" in out, out

@@ -1,4 +1,5 @@
-"""Time mode end to end: the table, saved baselines, comparing, the regression gate, --bench-json."""
+"""Time mode end to end: the table, saved baselines, comparing, the regression gate,
+--bench-json."""
 
 from __future__ import annotations
 
@@ -170,7 +171,8 @@ def test_new():
         [
             r"_+ test_slows _+",
             r"torchbench: test_bench.py::test_slows: time regressed: "
-            r"time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us \(\+\d+\.\d%, limit 10%; judged on the fastest block: "
+            r"time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us \(\+\d+\.\d%, limit 10%; "
+            r"judged on the fastest block: "
             r"baseline \d+ blocks, this run \d+; median \d+\.?\d* us -> \d+\.?\d* us\)",
             r"    this run: had a CPU \d+% of its wall time, load average \d+\.\d",
             r"    baseline: had a CPU \d+% of its wall time, load average \d+\.\d",
@@ -264,14 +266,16 @@ def test_other_environment_is_reported_not_failed_unless_strict(bench):
     result.stdout.fnmatch_lines(
         [
             "not comparable (1):",
-            "*test_bench.py::test_slows: time: baseline from a different environment (torch: 1.0.0 -> *)",
+            "*test_bench.py::test_slows: time: "
+            "baseline from a different environment (torch: 1.0.0 -> *)",
         ]
     )
     strict = bench.run("--bench-compare=main", FAST, "-k", "slows", "--bench-strict")
     strict.assert_outcomes(failed=1)
     strict.stdout.fnmatch_lines(
         [
-            "torchbench: test_bench.py::test_slows: time not comparable (strict environment): *torch: 1.0.0 -> *",
+            "torchbench: test_bench.py::test_slows: time not comparable (strict environment): "
+            "*torch: 1.0.0 -> *",
             "FAILED test_bench.py::test_slows*",
         ]
     )
@@ -309,18 +313,20 @@ def test_saved_runs_form_a_band_and_the_verdict_names_it(bench):
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.re_match_lines(
         [  # 175 us against saved runs of 50-59 us: +197% to +252%
-            r"torchbench: test_bench.py::test_slows: time regressed: time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us .*"
-            r"; 2 saved runs 5\d(?:\.\d+)? us-5\d(?:\.\d+)? us, \+(?:19\d|2\d\d)\.\d% over the slowest\)",
+            r"torchbench: test_bench.py::test_slows: time regressed: "
+            r"time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us .*"
+            r"; 2 saved runs 5\d(?:\.\d+)? us-5\d(?:\.\d+)? us, "
+            r"\+(?:19\d|2\d\d)\.\d% over the slowest\)",
         ]
     )
 
 
 # Work for the busy-machine tests (busy-waiting on a wall clock takes less CPU time when preempted,
-# so its CPU time says nothing), measured in this thread's CPU time: a call spins until it has had FACTOR/140 ms of CPU. Other
-# processes stretch its wall time, not its CPU time, as with real work; unlike real work (it was a
-# loop of 64x64 mm), a machine that got faster or slower between the save and the compare does
-# not change it: this VM flips between speeds for minutes (a reference workload 4.0 us or 6.2-7.1
-# us per call), and a save on the slow side made +20% of mm work measure -10%.
+# so its CPU time says nothing), measured in this thread's CPU time: a call spins until it has had
+# FACTOR/140 ms of CPU. Other processes stretch its wall time, not its CPU time, as with real work;
+# unlike real work (it was a loop of 64x64 mm), a machine that got faster or slower between the save
+# and the compare does not change it: this VM flips between speeds for minutes (a reference workload
+# 4.0 us or 6.2-7.1 us per call), and a save on the slow side made +20% of mm work measure -10%.
 COMPUTE = """
 import json, os, time, pytest
 
@@ -354,7 +360,8 @@ def _compare_beside_hogs(bench, *args):
 
 
 def test_busy_machine_gives_a_noisy_verdict_not_a_failure(bench):
-    """A slowdown of a 1 ms call whose CPU time rose less than a busy machine allows is reported, not failed."""
+    """A slowdown of a 1 ms call whose CPU time rose less than a busy machine allows is reported,
+    not failed."""
     (bench.path / "factors.json").write_text(json.dumps({"slows": 140}))  # about 1 ms per call
     bench.pytester.makepyfile(test_bench=COMPUTE)
     bench.run("--bench-save=main", FAST).assert_outcomes(passed=1)
@@ -368,8 +375,9 @@ def test_busy_machine_gives_a_noisy_verdict_not_a_failure(bench):
     result.stdout.re_match_lines(
         [
             r"noisy \(1\):",
-            r"  test_bench.py::test_slows: time [\d.]+ [mu]s -> [\d.]+ [mu]s \(\+\d+\.\d%, .*; CPU time per call "
-            r"[\d.]+ [mu]s -> [\d.]+ [mu]s \(\+\d+\.\d%\)\): the machine was busy, so CPU time decides and it "
+            r"  test_bench.py::test_slows: time [\d.]+ [mu]s -> [\d.]+ [mu]s \(\+\d+\.\d%, .*; "
+            r"CPU time per call [\d.]+ [mu]s -> [\d.]+ [mu]s \(\+\d+\.\d%\)\): "
+            r"the machine was busy, so CPU time decides and it "
             r"must rise more than \d+% to fail; not failed, rerun on a quieter machine",
             r"      this run: had a CPU \d+% of its wall time, load average \d+\.\d",
         ]
@@ -388,7 +396,8 @@ def test_busy_machine_still_fails_a_tripled_call(bench):
     result.assert_outcomes(failed=1)
     result.stdout.re_match_lines(
         [
-            r"torchbench: test_bench.py::test_slows: time regressed: .*CPU time per call [\d.]+ [mu]s -> "
+            r"torchbench: test_bench.py::test_slows: time regressed: "
+            r".*CPU time per call [\d.]+ [mu]s -> "
             r"[\d.]+ [mu]s \(\+\d+\.\d%\)\)",
             r"    disturbed \(CPU share \d+% < 90%\): judged on CPU time per call, .*",
         ]
@@ -486,7 +495,8 @@ def test_flaky():
     result.assert_outcomes(passed=3, failed=1)
     result.stdout.re_match_lines(
         [
-            r"torchbench: test_bench.py::test_slows: time regressed: time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us .*\); "
+            r"torchbench: test_bench.py::test_slows: time regressed: "
+            r"time 5\d(?:\.\d+)? us -> 1\d\d(?:\.\d+)? us .*\); "
             r"confirmed: a fresh process measured 1\d\d(?:\.\d+)? us \(\+\d+\.\d%\)",
         ]
     )
@@ -518,7 +528,7 @@ def test_confirmations_are_bounded_per_session(bench):
     # Each confirmation is a pytest start; past the bound (lowered here by the inner conftest) a
     # regression fails on this run alone and says why.
     bench.pytester.makeconftest(
-        "import pytest_torchbench.pytest.controller as c\nc.MAX_CONFIRMATIONS = 1\n"
+        "import pytest_torchbench.pytest.children as c\nc.MAX_CONFIRMATIONS = 1\n"
     )
     _write(bench)
     verdicts = _save_then_double_two(bench)
@@ -611,8 +621,10 @@ def test_serves(server):
     )  # no rules
     result.stdout.re_match_lines(
         [
-            r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
-            r"\(exit 1: .*RuntimeError: \\x1b\[31mport busy: .*Address already in use.*\)\): judged on this run alone",
+            r"    not re-measured in a fresh process "
+            r"\(the re-run to confirm a slowdown measured nothing for it "
+            r"\(exit 1: .*RuntimeError: \\x1b\[31mport busy: .*Address already in use.*\)\): "
+            r"judged on this run alone",
         ]
     )
 
@@ -622,7 +634,7 @@ def test_a_confirmation_that_hangs_stops_the_later_ones(bench):
     # out the whole timeout (300 s; lowered here), 25 times over. After one, no more are started.
     bench.pytester.makeconftest("""
         import fcntl, pytest
-        import pytest_torchbench.core.explain as e
+        import pytest_torchbench.judging.explain as e
         e.TIMEOUT = 4.0
         @pytest.fixture(scope="session")
         def lock():
@@ -645,7 +657,8 @@ def _lock(lock):
         for line in steady["details"]
     ), steady["details"]
     assert any(
-        "not re-measured in a fresh process (earlier in this session the re-run to confirm a slowdown "
+        "not re-measured in a fresh process "
+        "(earlier in this session the re-run to confirm a slowdown "
         "took over 4 s and was stopped (test_bench.py::test_steady): no more are started)" in line
         for line in slows["details"]
     ), slows["details"]
@@ -690,7 +703,8 @@ def test_serves(server):
     result.assert_outcomes(failed=1)
     result.stdout.re_match_lines(
         [
-            r"    not re-measured in a fresh process \(the re-run to confirm a slowdown measured nothing for it "
+            r"    not re-measured in a fresh process "
+            r"\(the re-run to confirm a slowdown measured nothing for it "
             r"\(exit 0: .*1 skipped in .*\)\): judged on this run alone"
         ]
     )
@@ -737,9 +751,9 @@ def test_a_machine_slower_than_when_the_baseline_was_saved_is_named_not_failed(b
 
 
 def test_a_slowdown_the_machine_does_not_explain_still_fails(bench):
-    """The same, with only the times cut to a third (the reference workload ran as fast then as now):
-    the machine was not slower, so the +200% is the code's and fails, confirmed by a fresh process
-    (3x, not 2x: see SLOWER)."""
+    """The same, with only the times cut to a third (the reference workload ran as fast then as
+    now): the machine was not slower, so the +200% is the code's and fails, confirmed by a fresh
+    process (3x, not 2x: see SLOWER)."""
     _write(bench)
     bench.run("--bench-save=main", FAST, "-k", "steady").assert_outcomes(passed=1)
     _as_if_saved_on_a_faster_machine(bench, times=1 / SLOWER, reference=1.0)

@@ -59,7 +59,8 @@ def test_xdist_save_writes_once_and_warns_once(bench):
 
 
 def test_the_summary_counts_what_the_workers_deselected(bench):
-    """xdist collects in its workers and drops their deselected count; a benchmarking run keeps it."""
+    """xdist collects in its workers and drops their deselected count; a benchmarking run keeps
+    it."""
     bench.pytester.makepyfile(
         test_bench="""
         import pytest, torch

@@ -1,4 +1,5 @@
-"""Workloads for the Python-calls engine tests, runnable by any Python 3.10+ without torch or pytest.
+"""Workloads for the Python-calls engine tests, runnable by any Python 3.10+ without torch or
+pytest.
 
 ``test_pycalls.py`` calls :func:`report` in its own interpreter (3.11 here: ``sys.setprofile``), and
 runs this file as a script with the other interpreters it finds (3.12 and 3.13: ``sys.monitoring``;
@@ -59,7 +60,8 @@ async def coroutine() -> int:
 
 
 def resumables() -> list[int]:
-    """A closure generator and a coroutine that suspends: each starts once, however often resumed."""
+    """A closure generator and a coroutine that suspends: each starts once, however often
+    resumed."""
     k = 3
 
     def inner() -> Any:

@@ -303,7 +303,8 @@ def test_a_settled_worker_has_imported_the_modules_that_change_the_interpreter()
     pytest.importorskip("filelock", reason="filelock is a dependency of torch; not installed here")
     script = (
         "import sys\nfrom pytest_torchbench.engines.callgrind import spec\n"
-        "assert 'filelock' not in sys.modules\nspec.settle_worker()\nprint('filelock' in sys.modules)\n"
+        "assert 'filelock' not in sys.modules\nspec.settle_worker()\n"
+        "print('filelock' in sys.modules)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120

@@ -90,7 +90,8 @@ def runs() -> dict[str, dict[str, Any]]:
     how.prepare(sys.executable)
     if how.allocator is None:
         pytest.skip("no C compiler for the deterministic allocator")
-    # The plugin's own fixed folder names: what reaches the counted process is what the plugin ships.
+    # The plugin's own fixed folder names: what reaches the counted process is what the plugin
+    # ships.
     from pytest_torchbench.pytest.workers import fixed_dump_dir
 
     folders = {name: fixed_dump_dir(how.folder_prefix) for name in RUNS}

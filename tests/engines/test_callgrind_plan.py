@@ -39,7 +39,8 @@ def test_number_is_a_power_of_two_that_keeps_the_region_near_the_budget():
 
 def test_a_128x128_blur_is_one_counted_call():
     """1.9M instructions per call (README figures): one counted call, after the caller's first call
-    and the probe (3 calls in all; 7 with the old budget of 2**23 and 200 before the adaptive rule)."""
+    and the probe (3 calls in all; 7 with the old budget of 2**23 and 200 before the adaptive
+    rule)."""
     assert plan_calls(1_900_000) == (1, 1)
     assert plan_calls(600_000) == (2, 1)
 

@@ -309,7 +309,9 @@ duet.current.tests = {"test_sum"}
 duet.current.start()
 duet.current.begin_test("test_sum")
 before = os.sched_getaffinity(0)
-m = TimeMetric.from_measurement(walltime.measure(lambda: sum(range(300)), walltime.TimeSpec(min_run_time=0.2)))
+m = TimeMetric.from_measurement(
+    walltime.measure(lambda: sum(range(300)), walltime.TimeSpec(min_run_time=0.2))
+)
 assert os.sched_getaffinity(0) == before  # pinned while measuring only
 duet.current.finish()
 print(m.turns, m.cpu_share, duet.current.waited, duet.current.handovers, duet.current._affinity)

@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 import torch
 
-from pytest_torchbench import _compat
+from pytest_torchbench.common import compat as _compat
 from pytest_torchbench.engines import dynamo
 
 HELPERS = """
@@ -167,10 +167,12 @@ def test_short_reason_drops_object_ids_and_keeps_the_file_name_of_guard_frames()
     its own install folder (a suffix depending on the checkout's path): neither may be stored."""
     reason = (
         "___check_type_id(m, 94895022958240), type=<class 'model.M'>  # return m(x)  "
-        "# mp/pytest-of-root/my checkout/model.py:11 in h (HINT: type M)\nUser stack trace:\n  File x"
+        "# mp/pytest-of-root/my checkout/model.py:11 in h (HINT: type M)\n"
+        "User stack trace:\n  File x"
     )
     assert dynamo.short_reason(reason) == (
-        "___check_type_id(m, ...), type=<class 'model.M'>  # return m(x)  # model.py:11 in h (HINT: type M)"
+        "___check_type_id(m, ...), type=<class 'model.M'>  # return m(x)  "
+        "# model.py:11 in h (HINT: type M)"
     )
     assert dynamo.short_reason(
         "___check_obj_id(fn.__code__, 140086386882000), type=<class 'code'>"
@@ -178,13 +180,15 @@ def test_short_reason_drops_object_ids_and_keeps_the_file_name_of_guard_frames()
     assert dynamo.short_reason("tensor 'x' size mismatch at index 0. expected 4, actual 5") == (
         "tensor 'x' size mismatch at index 0. expected 4, actual 5"
     )
-    # torch 2.11 names the swapped code object, with its absolute file path in quotes (spaces and all)
+    # torch 2.11 names the swapped code object, with its absolute file path in quotes
+    # (spaces and all)
     swapped = (
         "___check_obj_id(fn.__code__, 139637), type=<code object g2 at 0x7f1e2c, file "
         '"/tmp/t/another checkout/swapped.py", line 21>  # return fn(x)  # swapped.py:11 in f'
     )
     expected = (
-        '___check_obj_id(fn.__code__, ...), type=<code object g2 at 0x..., file "swapped.py", line 21>'
+        "___check_obj_id(fn.__code__, ...), type=<code object g2 at 0x..., "
+        'file "swapped.py", line 21>'
         "  # return fn(x)  # swapped.py:11 in f"
     )
     assert dynamo.short_reason(swapped, "/tmp/t/another checkout") == expected

@@ -143,7 +143,8 @@ def test_kernels_launched_outside_any_op_count_for_their_call() -> None:
 
 def test_a_runtime_call_outside_any_op_takes_no_op_s_kernels() -> None:
     """CUPTI's ids and the ops' ids are two counters: a ``cudaDeviceSynchronize`` in the call (no
-    op around it, no link) whose CUPTI id equals an earlier op's id must not move that op's kernels."""
+    op around it, no link) whose CUPTI id equals an earlier op's id must not move that op's
+    kernels."""
     events = [
         Activity(ITERATION_MARKER, False, 100, 200, 1, 0),
         Activity("aten::add", False, 110, 120, 5, 0),

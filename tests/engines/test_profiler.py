@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_torchbench.core.text import safe_file_stem
+from pytest_torchbench.common.text import safe_file_stem
 from pytest_torchbench.engines.profiler import (
     ITERATION_MARKER,
     ProfilerActiveError,
@@ -36,7 +36,7 @@ def xy() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.randn(4, 4), torch.randn(4, 4)
 
 
-# --- options ----------------------------------------------------------------------------------------
+# --- options --------------------------------------------------------------------------------------
 
 
 def test_options_defaults_follow_torch() -> None:
@@ -70,7 +70,7 @@ def test_options_from_kwargs_coerces_schedule_and_activities() -> None:
         ScheduleOptions(wait=0, warmup=0, active=0)
 
 
-# --- op counts ---------------------------------------------------------------------------------------
+# --- op counts ------------------------------------------------------------------------------------
 
 
 def test_count_ops_add(xy: tuple[torch.Tensor, torch.Tensor]) -> None:
@@ -176,7 +176,7 @@ def test_count_ops_rejects_bad_arguments() -> None:
         count_ops(lambda: None, warmup=-1)
 
 
-# --- peak memory -------------------------------------------------------------------------------------
+# --- peak memory ----------------------------------------------------------------------------------
 
 
 def test_peak_memory_of_one_mib_tensor() -> None:
@@ -200,7 +200,7 @@ def test_peak_memory_is_a_peak_not_a_total_and_ignores_preexisting() -> None:
     assert result["cpu_peak_bytes"] == 2 * MiB
 
 
-# --- profile_run and traces ---------------------------------------------------------------------------
+# --- profile_run and traces -----------------------------------------------------------------------
 
 
 def test_profile_run_summary_and_plain_trace(
@@ -297,7 +297,7 @@ def test_profile_run_with_schedule_records_only_active_steps(
         profile_run(lambda: x + y, iterations=3, options=opts, trace_path=None)
 
 
-# --- session and nesting ------------------------------------------------------------------------------
+# --- session and nesting --------------------------------------------------------------------------
 
 
 def test_session_exposes_profiler_and_writes_trace(
@@ -369,7 +369,7 @@ def test_session_inside_session_is_a_clear_error() -> None:
             ProfilerSession().__enter__()
 
 
-# --- file names ---------------------------------------------------------------------------------------
+# --- file names -----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -422,7 +422,7 @@ def test_safe_file_stem_edge_cases() -> None:
     assert safe_file_stem("CON").startswith("_CON")
 
 
-# --- CUDA (skipped without a device) ------------------------------------------------------------------
+# --- CUDA (skipped without a device) --------------------------------------------------------------
 
 
 @needs_cuda
@@ -446,7 +446,8 @@ def test_cuda_profile_run_has_device_times(tmp_path: Path) -> None:
 
 
 def test_safe_file_stem_ids_that_fold_to_one_name_stay_distinct() -> None:
-    """Issue 8: ids differing only in characters the rule folds or strips overwrote each other's traces."""
+    """Issue 8: ids differing only in characters the rule folds or strips overwrote each other's
+    traces."""
     ids = [
         "t.py::test[a]",
         "t.py::test[a.]",
@@ -462,7 +463,7 @@ def test_safe_file_stem_ids_that_fold_to_one_name_stay_distinct() -> None:
     assert all(stem.startswith("t.py__") for stem in stems)  # still readable
 
 
-# --- the shared iteration rule ----------------------------------------------------------------------
+# --- the shared iteration rule --------------------------------------------------------------------
 
 
 def test_windows_put_a_time_in_the_window_that_contains_it() -> None:
@@ -507,7 +508,7 @@ def test_every_profiled_measurement_goes_through_one_loop(monkeypatch: pytest.Mo
     assert calls == ["count_ops", "peak_memory", "profile_run", "op_call_sites"]
 
 
-# --- call sites --------------------------------------------------------------------------------------
+# --- call sites -----------------------------------------------------------------------------------
 
 
 def _helper_that_clones(x: torch.Tensor) -> torch.Tensor:
@@ -542,7 +543,7 @@ def test_op_call_sites_outside_the_root_keep_their_path() -> None:
     assert site.startswith(str(Path(__file__).parent)) and calls == 1
 
 
-# --- kernels (the attribution rule runs without a GPU) ------------------------------------------------
+# --- kernels (the attribution rule runs without a GPU) --------------------------------------------
 
 
 def test_kernels_are_counted_in_the_iteration_whose_op_launched_them() -> None:
@@ -635,8 +636,8 @@ def test_cuda_activity_is_recorded_by_the_profiler_session(tmp_path: Path) -> No
 def test_after_calls_runs_once_after_the_last_call_while_the_profiler_still_records() -> None:
     """gpu_time reads the SM clock there: right after the profiled calls' work, not after the trace
     has been parsed (the device idle by then, its clock anything)."""
-    from pytest_torchbench._compat import profiler_enabled
-    from pytest_torchbench.engines.profiler.iterations import record
+    from pytest_torchbench.common.compat import profiler_enabled
+    from pytest_torchbench.engines.profiler.iterations import CallHooks, record
 
     calls: list[str] = []
     record(
@@ -644,8 +645,8 @@ def test_after_calls_runs_once_after_the_last_call_while_the_profiler_still_reco
         iterations=3,
         warmup=1,
         what="this test",
-        after_calls=lambda: calls.append(f"after, recording={profiler_enabled()}"),
-        activities=[torch.profiler.ProfilerActivity.CPU],
+        options=ProfilerOptions(activities=(torch.profiler.ProfilerActivity.CPU,)),
+        hooks=CallHooks(after_calls=lambda: calls.append(f"after, recording={profiler_enabled()}")),
     )
     assert calls == ["call"] * 4 + ["after, recording=True"]
     assert not profiler_enabled()

@@ -80,13 +80,15 @@ def _expected_report(hook: str) -> dict[str, Any]:
             f"{NAME}:work": f"{NAME}:{_line('def work(')}",
             f"{NAME}:work.<locals>.<lambda>": f"{NAME}:{lambdas}",
         },
-        # the previous profile function is back (3.11), every monitoring tool id is free again (3.12+)
+        # the previous profile function is back (3.11), every monitoring tool id is free again
+        # (3.12+)
         "left_behind": True,
         "all_taken": "no tool ids before 3.12"
         if hook == "sys.setprofile"
         else (
-            "cannot count Python calls: sys.monitoring tool ids (2, 3, 4) are all in use (2: someone else, "
-            "3: someone else, 4: someone else); stop the profiler or tool that holds them for this run"
+            "cannot count Python calls: sys.monitoring tool ids (2, 3, 4) are all in use "
+            "(2: someone else, 3: someone else, 4: someone else); stop the profiler or tool "
+            "that holds them for this run"
         ),
     }
 

@@ -184,7 +184,8 @@ def test_only_real_classes_are_listed() -> None:
 def test_classes_of_modules_imported_later_are_listed(tmp_path, monkeypatch) -> None:
     name = f"late_classes_{tmp_path.name}"  # a name of this run only: never imported before
     (tmp_path / f"{name}.py").write_text(
-        "class Late:\n    def __init__(self):\n        self.value = 1\n\nmade = [Late() for _ in range(3)]\n"
+        "class Late:\n    def __init__(self):\n        self.value = 1\n\n"
+        "made = [Late() for _ in range(3)]\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     # What this process imported so far counts as seen, so only the new module is listed (and

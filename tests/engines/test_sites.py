@@ -1,5 +1,6 @@
 """Which frame is the user's code (``engines/sites.py``): code of installed packages, the
-project's own installed package, and the phrase that says why a call has no site (issue 27 item 13)."""
+project's own installed package, and the phrase that says why a call has no site
+(issue 27 item 13)."""
 
 from __future__ import annotations
 

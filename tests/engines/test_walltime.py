@@ -185,7 +185,8 @@ def test_a_process_that_never_used_cuda_is_timed_without_starting_it():
         "from torch.utils.benchmark.utils.timer import timer as torch_clock; "
         "expected = timeit.default_timer if torch.cuda.is_available() else torch_clock; "
         "chosen = walltime.default_clock() is expected; "
-        "m = walltime.measure(lambda: torch.ones(4) + 1, walltime.TimeSpec(min_run_time=0.01, max_run_time=0.05)); "
+        "m = walltime.measure(lambda: torch.ones(4) + 1, "
+        "walltime.TimeSpec(min_run_time=0.01, max_run_time=0.05)); "
         "print(chosen, torch.cuda.is_initialized(), "
         "m.metadata['cpu_share'] is not None)"
     )

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from pytest_torchbench.core.judgement import judge_result
-from pytest_torchbench.core.results import BenchmarkResult
-from pytest_torchbench.core.vocabulary import (
+from pytest_torchbench.common.vocabulary import (
     IMPROVEMENT,
     NOT_COMPARABLE,
     REGRESSION,
@@ -13,6 +11,8 @@ from pytest_torchbench.core.vocabulary import (
     Environment,
     Policy,
 )
+from pytest_torchbench.judging.judgement import judge_result
+from pytest_torchbench.judging.results import BenchmarkResult
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.calls import CallsMetric
 from pytest_torchbench.metrics.instructions import InstructionsMetric
@@ -47,12 +47,12 @@ def test_any_changed_function_fails_either_way_and_is_named() -> None:
     )
     assert more.status == REGRESSION and more.failed
     assert more.summary == "calls 49 -> 97 calls per call (1 function(s) changed)"
-    assert more.details == ["lib/store.py:normalise 0 -> 48 per call"]
+    assert list(more.details) == ["lib/store.py:normalise 0 -> 48 per call"]
     fewer = calls.judge(
         "k", CallsMetric({"lib/store.py:lookup_all": 1.0}), CallsMetric(BASE), 0.0, Policy()
     )
     assert fewer.status == IMPROVEMENT and fewer.failed
-    assert fewer.details == ["lib/store.py:Box.get 48 -> 0 per call"]
+    assert list(fewer.details) == ["lib/store.py:Box.get 48 -> 0 per call"]
     same = calls.judge("k", CallsMetric(dict(BASE)), CallsMetric(BASE), 0.0, Policy())
     assert same.status == UNCHANGED and not same.failed
     # a limit lets small relative changes pass, as for ops
@@ -79,13 +79,13 @@ def test_an_instructions_failure_lists_the_python_functions_whose_calls_changed_
     verdicts = {v.metric: v for v in judge_result(now, _result(49_000, BASE), Policy())}
     instructions = verdicts["instructions"]
     assert instructions.failed and instructions.status == REGRESSION
-    assert instructions.details[:3] == [
+    assert list(instructions.details[:3]) == [
         "Python functions whose calls changed (calls per call, 2 function(s)):",
         "+48  lib/store.py:normalise (0 -> 48)",
         " +1  lib/store.py:lookup_all (1 -> 2)",
     ]
     assert instructions.details[3].startswith("top functions by change")  # then the C functions
-    assert verdicts["calls"].details == [
+    assert list(verdicts["calls"].details) == [
         "lib/store.py:lookup_all 1 -> 2 per call",
         "lib/store.py:normalise 0 -> 48 per call",
     ]
@@ -99,8 +99,8 @@ def test_an_instructions_failure_with_unchanged_calls_says_the_python_calls_did_
     }
     assert verdicts["instructions"].failed
     assert verdicts["instructions"].details[0] == (
-        "Python calls: unchanged (49 per call in 2 function(s)): the same Python functions ran as often as in "
-        "the baseline"
+        "Python calls: unchanged (49 per call in 2 function(s)): the same Python functions "
+        "ran as often as in the baseline"
     )
 
 
@@ -119,7 +119,7 @@ def test_no_python_lines_where_calls_are_not_comparable_or_instructions_did_not_
             _result(49_000, {**BASE, "x.py:f": 1.0}), _result(49_000, BASE), Policy()
         )
     }
-    assert not unchanged["instructions"].failed and unchanged["instructions"].details == []
+    assert not unchanged["instructions"].failed and list(unchanged["instructions"].details) == []
     assert unchanged["calls"].failed  # its own verdict still fails
 
 

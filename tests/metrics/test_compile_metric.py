@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
+from pytest_torchbench.common.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.compile import CompileMetric
 
@@ -37,14 +37,14 @@ def test_a_new_graph_break_is_a_regression_naming_reason_and_line() -> None:
     verdict = _judge(_value(2, breaks=[("model.py:42", PRINT, 1)]), _value(1))
     assert verdict.status == REGRESSION
     assert verdict.summary.startswith(f"graph breaks 0 -> 1: {PRINT} at model.py:42; graphs 1 -> 2")
-    assert verdict.details == [f"+ graph break: {PRINT} at model.py:42"]
+    assert list(verdict.details) == [f"+ graph break: {PRINT} at model.py:42"]
 
 
 def test_the_same_counts_are_unchanged_and_a_moved_break_is_shown_not_failed() -> None:
     value = _value(2, breaks=[("model.py:42", PRINT, 1)])
     assert _judge(value, value).status == UNCHANGED
     moved = _judge(_value(2, breaks=[("model.py:44", PRINT, 1)]), value)
-    assert moved.status == UNCHANGED and moved.details == [f"moved: {PRINT} at model.py:44"]
+    assert moved.status == UNCHANGED and list(moved.details) == [f"moved: {PRINT} at model.py:44"]
 
 
 def test_a_recompile_more_is_a_regression_and_fewer_breaks_an_improvement() -> None:
@@ -55,7 +55,7 @@ def test_a_recompile_more_is_a_regression_and_fewer_breaks_an_improvement() -> N
         and "recompiles 0 -> 1: f: tensor 'x' size mismatch" in verdict.summary
     )
     better = _judge(_value(1), _value(2, breaks=[("model.py:42", PRINT, 1)]))
-    assert better.status == IMPROVEMENT and better.details == [
+    assert better.status == IMPROVEMENT and list(better.details) == [
         f"- graph break: {PRINT} at model.py:42"
     ]
 
@@ -103,7 +103,8 @@ def test_a_hand_edited_baseline_with_more_events_or_longer_text_than_a_save_writ
 
 
 def test_report_columns_say_what_the_number_counts() -> None:
-    """Markdown and HTML show the headline: bare, a compiled function's "0 | 0" read as nothing compiled."""
+    """Markdown and HTML show the headline: bare, a compiled function's "0 | 0" read as nothing
+    compiled."""
     from conftest import make_result
 
     from pytest_torchbench.reports import markdown

@@ -1,5 +1,6 @@
-"""The ``gpu_time`` metric (device time per call): judgement, JSON and wording run anywhere; measuring
-needs a CUDA device (tests/e2e/test_ops_memory.py, and benchmarks/gpu_check.sh on a GPU machine)."""
+"""The ``gpu_time`` metric (device time per call): judgement, JSON and wording run anywhere;
+measuring needs a CUDA device (tests/e2e/test_ops_memory.py, and benchmarks/gpu_check.sh on a GPU
+machine)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import dataclasses
 import pytest
 import torch
 
-from pytest_torchbench.core.results import BenchmarkResult
-from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
+from pytest_torchbench.common.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
+from pytest_torchbench.judging.judgement import decide
+from pytest_torchbench.judging.results import BenchmarkResult
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.gpu_time import GpuTimeMetric, describe_launch_bound
 
@@ -112,14 +114,17 @@ def test_json_round_trip_and_validation() -> None:
 
 
 def test_cold_and_warm_caches_are_not_compared() -> None:
-    from pytest_torchbench.core.vocabulary import NOT_COMPARABLE
+    from pytest_torchbench.common.vocabulary import NOT_COMPARABLE
 
     cold = GpuTimeMetric(180e-6, 195e-6, 5e-6, 34e-6, 2, 200, flush_l2=True)
     verdict = registry.get("gpu_time").judge("t.py::t", cold, MATMUL, 0.05, Policy())
     assert verdict.status == NOT_COMPARABLE and not verdict.failed
     assert "flush_l2=True" in verdict.summary and "re-save" in verdict.summary
-    strict = registry.get("gpu_time").judge(
-        "t.py::t", cold, MATMUL, 0.05, Policy(strict_environment=True)
+    strict = decide(  # the verdict path decides failing: strictness is the user's policy
+        registry.get("gpu_time").judge(
+            "t.py::t", cold, MATMUL, 0.05, Policy(strict_environment=True)
+        ),
+        Policy(strict_environment=True),
     )
     assert strict.failed
 
@@ -137,9 +142,9 @@ def clocked(device_us: float, mhz: float | None) -> GpuTimeMetric:
 
 
 def test_a_change_the_clock_explains_is_not_judged_and_says_so() -> None:
-    """The H200's figures (2026-11-27): a bf16 matmul at 193 us with the SM at 1980 MHz after idling,
-    219 us at 1470 MHz under the power limit: the same code, +13.5%."""
-    from pytest_torchbench.core.vocabulary import NOT_COMPARABLE
+    """The H200's figures (2026-11-27): a bf16 matmul at 193 us with the SM at 1980 MHz after
+    idling, 219 us at 1470 MHz under the power limit: the same code, +13.5%."""
+    from pytest_torchbench.common.vocabulary import NOT_COMPARABLE
 
     metric = registry.get("gpu_time")
     verdict = metric.judge("t.py::t", clocked(219, 1470), clocked(193, 1980), 0.05, Policy())
@@ -154,8 +159,11 @@ def test_a_change_the_clock_explains_is_not_judged_and_says_so() -> None:
         == "SM clock 1980 -> 1470 MHz: the clock alone can change device time by 0 to +34.7%"
     )
     assert verdict.details[-1].startswith("what to do: hold the GPU's clocks fixed")
-    assert metric.judge(
-        "t.py::t", clocked(219, 1470), clocked(193, 1980), 0.05, Policy(strict_environment=True)
+    assert decide(
+        metric.judge(
+            "t.py::t", clocked(219, 1470), clocked(193, 1980), 0.05, Policy(strict_environment=True)
+        ),
+        Policy(strict_environment=True),
     ).failed
     # The other way round: 12% faster at a 35% higher clock may hide a slowdown of up to 19%.
     assert (
@@ -166,7 +174,8 @@ def test_a_change_the_clock_explains_is_not_judged_and_says_so() -> None:
     # faster, so the code may have become slower by that much (a hostile review's case).
     hidden = metric.judge("t.py::t", clocked(198, 1980), clocked(193, 1470), 0.05, Policy())
     assert hidden.status == NOT_COMPARABLE
-    # A memory-bound +30% at the lower clock is not judged either: it may be the clock (up to +34.7%).
+    # A memory-bound +30% at the lower clock is not judged either: it may be the clock
+    # (up to +34.7%).
     assert (
         metric.judge("t.py::t", clocked(251, 1470), clocked(193, 1980), 0.05, Policy()).status
         == NOT_COMPARABLE
@@ -174,7 +183,7 @@ def test_a_change_the_clock_explains_is_not_judged_and_says_so() -> None:
 
 
 def test_a_change_beyond_what_the_clock_explains_is_judged() -> None:
-    from pytest_torchbench.core.vocabulary import NOT_COMPARABLE
+    from pytest_torchbench.common.vocabulary import NOT_COMPARABLE
 
     metric = registry.get("gpu_time")
     # Twice the work at a 26% lower clock: beyond the clocks' ratio, a regression.
@@ -192,7 +201,8 @@ def test_a_change_beyond_what_the_clock_explains_is_judged() -> None:
         metric.judge("t.py::t", clocked(150, 1470), clocked(193, 1980), 0.05, Policy()).status
         == IMPROVEMENT
     )
-    # Clocks within 2% of each other (the second H200 run: 1500 and 1530 MHz), or one unknown: judged as usual.
+    # Clocks within 2% of each other (the second H200 run: 1500 and 1530 MHz), or one unknown:
+    # judged as usual.
     same = metric.judge("t.py::t", clocked(201.7, 1530), clocked(195.6, 1500), 0.05, Policy())
     assert same.status == UNCHANGED and same.details[0] == "SM clock 1500 -> 1530 MHz"
     assert (
@@ -217,12 +227,12 @@ def test_a_change_beyond_what_the_clock_explains_is_judged() -> None:
         metric.judge("t.py::t", clocked(193, 1470), clocked(193, 1980), 0.05, Policy()).status
         == UNCHANGED
     )
-    # Clocks further apart than a factor of 2 (a hand-edited baseline, another GPU): judged as usual.
+    # Clocks further apart than a factor of 2 (a hand-edited baseline, another GPU): judged as
+    # usual.
     far = metric.judge("t.py::t", clocked(1930, 1470), clocked(193, 9000), 0.05, Policy())
     assert far.status == REGRESSION
-    assert (
-        far.details[0]
-        == "SM clock 9000 -> 1470 MHz: too far apart for a clock state of one GPU; judged as measured"
+    assert far.details[0] == (
+        "SM clock 9000 -> 1470 MHz: too far apart for a clock state of one GPU; judged as measured"
     )
     # No device work at two clocks: nothing for the clock to act on, unchanged (not "may hide").
     nothing = GpuTimeMetric(0.0, 0.0, 0.0, 5e-6, 0, 200, sm_clock_mhz=1980)
@@ -302,7 +312,7 @@ def _mlp(time_ms: float, device_us: float, *, rng_seed: int) -> BenchmarkResult:
     the next (fastest blocks), same code."""
     import random
 
-    from pytest_torchbench.core.results import Environment, TimeMetric
+    from pytest_torchbench.judging.results import Environment, TimeMetric
 
     rng = random.Random(rng_seed)
     env = Environment(
@@ -335,8 +345,8 @@ def _mlp(time_ms: float, device_us: float, *, rng_seed: int) -> BenchmarkResult:
 def test_a_launch_bound_wall_time_slowdown_with_the_device_time_held_is_noise_not_a_failure() -> (
     None
 ):
-    from pytest_torchbench.core.judgement import judge_result
-    from pytest_torchbench.core.vocabulary import NOISY
+    from pytest_torchbench.common.vocabulary import NOISY
+    from pytest_torchbench.judging.judgement import judge_result
 
     verdicts = {
         v.metric: v
@@ -358,7 +368,8 @@ def test_a_launch_bound_wall_time_slowdown_with_the_device_time_held_is_noise_no
     assert time_verdict.details[1] == (
         "device time per call 336.1 us -> 335.6 us (-0.1%, gpu_time); launches per call 14 -> 14"
     )
-    # Wall time beyond what the host's noise was seen to do: it stands, with the device's side named.
+    # Wall time beyond what the host's noise was seen to do: it stands, with the device's side
+    # named.
     slower = {
         v.metric: v
         for v in judge_result(
@@ -400,7 +411,7 @@ def test_a_launch_bound_wall_time_slowdown_with_the_device_time_held_is_noise_no
     judged = {v.metric: v for v in judge_result(with_ops, base_ops, Policy())}
     assert judged["ops"].failed and judged["time"].failed
     # Judged in alternated rounds (base and head against the same noise): not excused.
-    from pytest_torchbench.core.results import TimeMetric
+    from pytest_torchbench.judging.results import TimeMetric
 
     rng_rounds = [
         (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.core.results import BenchmarkResult
+from pytest_torchbench.judging.results import BenchmarkResult
 from pytest_torchbench.metrics import instructions
 from pytest_torchbench.metrics.instructions import (
     PLANS_VARIABLE,
@@ -60,7 +60,8 @@ def test_a_test_that_records_several_times_or_under_another_key_gets_no_plan(
         for e in [
             entry("t.py::test_a", 2, 1),
             entry("t.py::test_a [second]", 100, 100, nodeid="t.py::test_a"),
-            # its one recording is described: a new plain recording of the test must not take its number
+            # its one recording is described: a new plain recording of the test must not take its
+            # number
             entry("t.py::test_d [heavy]", 2, 1, nodeid="t.py::test_d"),
             entry("t.py::test_old", 2, None),  # saved before warm-ups were recorded
         ]
@@ -145,7 +146,8 @@ def test_a_base_run_or_rerun_keeps_its_parents_plans(tmp_path: Path) -> None:
 
 
 def test_no_baseline_no_plan_or_no_room_sets_the_variable_empty(tmp_path: Path) -> None:
-    """Set all the same, so that a save and a compare start their workers with the same variables."""
+    """Set all the same, so that a save and a compare start their workers with the same
+    variables."""
     launch = CallgrindLaunch()
     assert launch.hand_over(None, tmp_path, {}) == {PLANS_VARIABLE: ""}
     assert launch.hand_over({}, tmp_path, {}) == {PLANS_VARIABLE: ""}

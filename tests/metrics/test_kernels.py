@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_torchbench.core.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
+from pytest_torchbench.common.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.kernels import Kernels, KernelsMetric
 
@@ -22,11 +22,11 @@ def test_any_changed_kernel_fails_naming_it() -> None:
     verdict = metric.judge("t.py::t", after, before, metric.default_limit, Policy())
     assert verdict.status == REGRESSION and verdict.failed
     assert verdict.summary == "kernels 2 -> 3 launches per call (1 kernel(s) changed)"
-    assert verdict.details == ["Memcpy DtoD (Device -> Device) 0 -> 1 per call"]
+    assert list(verdict.details) == ["Memcpy DtoD (Device -> Device) 0 -> 1 per call"]
     fewer = metric.judge("t.py::t", KernelsMetric({"gemm_kernel": 1.0}), before, 0.0, Policy())
     assert fewer.status == IMPROVEMENT and fewer.failed  # exact counts: a change either way fails
     same = metric.judge("t.py::t", before, before, 0.0, Policy())
-    assert same.status == UNCHANGED and not same.failed and same.details == []
+    assert same.status == UNCHANGED and not same.failed and list(same.details) == []
 
 
 def test_json_round_trip_and_validation() -> None:
@@ -51,14 +51,16 @@ def test_kernel_names_are_shown_without_their_parameter_lists() -> None:
     from pytest_torchbench.metrics.kernels import display_name
 
     long = (
-        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar"
-        "(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, std::array<char*, 2ul> >(int, "
-        "at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)"
-        "::{lambda(float)#1}, std::array<char*, 2ul>)"
+        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+        "launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, "
+        "std::array<char*, 2ul> >(int, "
+        "at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, "
+        "c10::Scalar)::{lambda(float)#1}, std::array<char*, 2ul>)"
     )
     assert display_name(long) == (
-        "at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launch_clamp_scalar"
-        "(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, std::array<char*, 2ul> >"
+        "at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::"
+        "launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)::{lambda(float)#1}, "
+        "std::array<char*, 2ul> >"
     )
     assert display_name("Memset (Device)") == "Memset (Device)"  # not a C++ name: kept whole
     assert display_name("nvjet_sm90_tst_256x128") == "nvjet_sm90_tst_256x128"

@@ -113,10 +113,10 @@ def _imports(path: Path) -> set[str]:
 # other metric modules (the registry imports them). Never the results model, the gate, storage,
 # a report or the pytest glue.
 _ALLOWED = (
-    "pytest_torchbench.core.vocabulary",
-    "pytest_torchbench.core.text",
-    "pytest_torchbench.core.statistics",
-    "pytest_torchbench._compat",
+    "pytest_torchbench.common.vocabulary",
+    "pytest_torchbench.common.text",
+    "pytest_torchbench.common.statistics",
+    "pytest_torchbench.common.compat",
     "pytest_torchbench.engines",
     "pytest_torchbench.metrics",
 )
@@ -128,9 +128,9 @@ def test_metrics_import_only_lower_layers(path: Path) -> None:
     assert upward == [], f"{path.name} imports {upward}"
 
 
-@pytest.mark.parametrize("name", ["core/vocabulary.py", "core/text.py", "_compat.py"])
+@pytest.mark.parametrize("name", ["common/vocabulary.py", "common/text.py", "common/compat.py"])
 def test_vocabulary_imports_nothing_above_it(name: str) -> None:
-    allowed = ("pytest_torchbench.core.text", "pytest_torchbench.core.vocabulary")
+    allowed = ("pytest_torchbench.common.text", "pytest_torchbench.common.vocabulary")
     assert sorted(n for n in _imports(PACKAGE / name) if not n.startswith(allowed)) == []
 
 
@@ -139,10 +139,10 @@ _NAMES = ("time", "instructions", "ops", "calls", "memory", "kernels", "gpu_time
 _GENERIC = (
     "pytest/options.py",
     "store/storage.py",
-    "core/judgement.py",
-    "core/gate.py",
+    "judging/judgement.py",
+    "judging/gate.py",
     "pytest/session.py",
-    "core/results.py",
+    "judging/results.py",
     "reports/terminal.py",
     "reports/junit.py",
     "reports/markdown.py",
@@ -150,14 +150,15 @@ _GENERIC = (
     "reports/common.py",
     "cli.py",
     "pytest/controller.py",
-    "core/explain.py",
+    "judging/explain.py",
 )
 
 
 @pytest.mark.parametrize("name", _GENERIC)
 def test_generic_modules_never_name_a_metric(name: str) -> None:
     tree = ast.parse((PACKAGE / name).read_text(encoding="utf-8"))
-    # A profile's top op has a "calls" field, read as ``op.get("calls", 0)``: a field, not the metric.
+    # A profile's top op has a "calls" field, read as ``op.get("calls", 0)``: a field, not the
+    # metric.
     fields = {
         id(node.args[0])
         for node in ast.walk(tree)
@@ -185,7 +186,7 @@ def test_type_cache_misses_are_kept_apart_from_the_count_and_named_when_they_mov
     """Which (type, name) pairs collide in CPython's type cache follows version tags and string
     addresses, i.e. what ran before: a conftest consuming one tag moved a count by 10.6%
     (docs/design/counting.md). Their inclusive cost is not counted, and shown when it moves."""
-    from pytest_torchbench.core.vocabulary import Policy
+    from pytest_torchbench.common.vocabulary import Policy
     from pytest_torchbench.metrics.instructions import InstructionsMetric
 
     exclusive = {
@@ -335,7 +336,7 @@ def test_a_metric_without_a_value_type_is_refused_at_registration() -> None:
 
 def test_the_defaults_derive_from_the_headline() -> None:
     """A metric that says only the four required members is judged, shown and stored."""
-    from pytest_torchbench.core.vocabulary import Policy
+    from pytest_torchbench.common.vocabulary import Policy
 
     class Minimal(Metric):
         name = "minimal"
@@ -435,7 +436,7 @@ def test_exact_count_metrics_share_their_judging_and_showing(
     (``NamedCounts``), each with its own words."""
     import importlib
 
-    from pytest_torchbench.core.vocabulary import Bars, Heading, Policy
+    from pytest_torchbench.common.vocabulary import Bars, Heading, Policy
 
     metric = registry.get(name)
     make = getattr(importlib.import_module(f"pytest_torchbench.metrics.{name}"), value_type)
@@ -443,7 +444,7 @@ def test_exact_count_metrics_share_their_judging_and_showing(
     verdict = metric.judge("t.py::t", now, then, 0.0, Policy())
     assert (verdict.status, verdict.failed) == ("regression", True)
     assert verdict.summary == f"{name} 3 -> 5 {counted} per call (2 {things} changed)"
-    assert verdict.details == ["a 2 -> 3 per call", "c 0 -> 1 per call"]
+    assert list(verdict.details) == ["a 2 -> 3 per call", "c 0 -> 1 per call"]
     assert (
         metric.judge("t.py::t", then, make({"b": 1.0, "a": 2.0}), 0.0, Policy()).status
         == "unchanged"

@@ -1,10 +1,11 @@
-"""Settling a time regression with the fresh process's verdict (metrics/time.py confirm_time): pure."""
+"""Settling a time regression with the fresh process's verdict (metrics/time.py confirm_time):
+pure."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_torchbench.core.vocabulary import (
+from pytest_torchbench.common.vocabulary import (
     IMPROVEMENT,
     MISSING,
     NEW,
@@ -32,9 +33,8 @@ def _suspect() -> Verdict:
 def test_a_fresh_measurement_within_the_limit_clears_the_slowdown(
     status: str, failed: bool
 ) -> None:
-    suspect = _suspect()
-    confirm_time(
-        suspect, Verdict(KEY, "time", status, 1e-3, 1.02e-3, 0.10, None, "", [], failed), None
+    suspect = confirm_time(
+        _suspect(), Verdict(KEY, "time", status, 1e-3, 1.02e-3, 0.10, None, "", [], failed), None
     )
     assert suspect.status == NOISY and not suspect.failed
     assert (
@@ -45,7 +45,8 @@ def test_a_fresh_measurement_within_the_limit_clears_the_slowdown(
 @pytest.mark.parametrize(
     "again",
     [
-        # the fresh process ran other benchmarks of the module but not this one (its name differed there)
+        # the fresh process ran other benchmarks of the module but not this one (its name differed
+        # there)
         Verdict(KEY, "time", MISSING, 1e-3, None, 0.10, None, "no longer measured", [], False),
         Verdict(KEY, "time", NEW, None, 1e-3, 0.10, None, "no baseline", [], False),
         # the fresh process measured in an environment the baseline is not comparable with
@@ -55,19 +56,17 @@ def test_a_fresh_measurement_within_the_limit_clears_the_slowdown(
     ],
 )
 def test_a_fresh_verdict_that_is_no_comparison_leaves_the_slowdown_standing(again: Verdict) -> None:
-    suspect = _suspect()
-    confirm_time(suspect, again, None)
+    suspect = confirm_time(_suspect(), again, None)
     assert suspect.failed and suspect.status == REGRESSION, suspect
-    assert suspect.details == [
+    assert list(suspect.details) == [
         f"not re-measured in a fresh process (the fresh process gave no comparison for it: "
         f"{again.status}): judged on this run alone"
     ]
 
 
 def test_a_confirmed_slowdown_fails_with_both_numbers() -> None:
-    suspect = _suspect()
-    confirm_time(
-        suspect, Verdict(KEY, "time", REGRESSION, 1e-3, 1.9e-3, 0.10, None, "", [], True), None
+    suspect = confirm_time(
+        _suspect(), Verdict(KEY, "time", REGRESSION, 1e-3, 1.9e-3, 0.10, None, "", [], True), None
     )
     assert suspect.failed and suspect.summary.endswith(
         "; confirmed: a fresh process measured 1.9 ms (+90.0%)"

@@ -8,10 +8,16 @@ import dataclasses
 
 import pytest
 
-from pytest_torchbench.core import gate
-from pytest_torchbench.core.judgement import IMPROVEMENT, REGRESSION, TOO_NOISY, UNCHANGED, Policy
-from pytest_torchbench.core.results import BenchmarkResult
-from pytest_torchbench.core.statistics import AlternatedRounds
+from pytest_torchbench.common.statistics import AlternatedRounds
+from pytest_torchbench.common.vocabulary import (
+    IMPROVEMENT,
+    REGRESSION,
+    TOO_NOISY,
+    UNCHANGED,
+    Policy,
+)
+from pytest_torchbench.judging import gate
+from pytest_torchbench.judging.results import BenchmarkResult
 from pytest_torchbench.metrics.time import TimeMetric, judge_time_rounds
 
 
@@ -77,7 +83,7 @@ def test_drift_alone_is_unchanged() -> None:
         "t", _rounds([(1e-3, 1.01e-3), (1.4e-3, 1.39e-3), (1.2e-3, 1.22e-3)]), 0.10
     )
     assert verdict.status == UNCHANGED, verdict.summary
-    assert verdict.details == []
+    assert list(verdict.details) == []
     four = _rounds([(1e-3, 1.01e-3), (1.4e-3, 1.39e-3), (1.2e-3, 1.22e-3), (1.1e-3, 1.12e-3)])
     assert judge_time_rounds("t", four, 0.10).status == UNCHANGED
 
@@ -119,8 +125,8 @@ def test_a_slowdown_too_noisy_at_its_limit_is_not_told_to_raise_it() -> None:
     verdict = judge_time_rounds("t", _rounds(pairs), 0.10)
     assert verdict.status == TOO_NOISY
     assert (
-        "they would be called unchanged at a limit of 30.5%, which would pass a real change of that size "
-        "(median +30" in verdict.summary
+        "they would be called unchanged at a limit of 30.5%, which would pass a real change "
+        "of that size (median +30" in verdict.summary
     ), verdict.summary
     assert "raise" not in verdict.summary
 
@@ -145,7 +151,7 @@ def test_large_changes_fail_however_spread_and_a_loaded_machine_gets_more_rounds
     """A 2x slowdown whose rounds spread widely (1.6x-2.6x) fails; the same for a speed-up. An
     unchanged 10 ms benchmark at load 14 had all four rounds +17%..+90%: four rounds call that a
     regression, which is why the controller measures any change again in four more rounds
-    (``Controller._undecided_tests``); with four calm rounds beside them it is unchanged."""
+    (``BaselineSource.undecided_tests``); with four calm rounds beside them it is unchanged."""
     assert (
         judge_time_rounds("t", _rounds([(1.0, 1.6), (1.0, 2.6), (1.0, 2.0)]), 0.10).status
         == REGRESSION
@@ -219,7 +225,7 @@ def test_rounds_without_a_positive_time_are_not_judged() -> None:
 def test_the_first_rounds_call_unchanged_only_what_both_views_call_so() -> None:
     """A +20% change whose base drew slow windows: the pairs say same, the sides cannot tell but
     point within the limit (the head's fastest 9% over the base's). Judged on all rounds that is
-    unchanged; in the first rounds (``strict``, ``Controller._undecided_tests``) it is measured
+    unchanged; in the first rounds (``strict``, ``BaselineSource.undecided_tests``) it is measured
     again. Why: an A/B run on this machine passed a +20% slowdown in four rounds with the views
     the other way round (the sides same, the pairs undecided at a median ratio of -5.3%), the one
     slowdown passed as unchanged in 90 (docs/design/time-gate.md)."""
@@ -235,11 +241,11 @@ def test_the_first_rounds_call_unchanged_only_what_both_views_call_so() -> None:
 def test_rounds_that_were_not_measured_again_are_judged_strictly() -> None:
     """A benchmark the first rounds sent to be measured again whose extra rounds added nothing
     (its test failed or was skipped there) is judged on its first rounds as strictly as when it
-    was picked, through the gate (``strict_rounds``, ``Controller._rounds_unfinished``): the
+    was picked, through the gate (``strict_rounds``, ``BaselineSource.rounds_unfinished``): the
     looser rule would have passed these +20% rounds."""
     from types import SimpleNamespace
 
-    from pytest_torchbench.pytest.controller import Controller
+    from pytest_torchbench.pytest.baseline_source import BaselineSource
 
     pairs = [(1.08, 1.18), (1.5, 1.19), (1.1, 1.2), (1.5, 1.6)]
     current = BenchmarkResult(
@@ -257,17 +263,17 @@ def test_rounds_that_were_not_measured_again_are_judged_strictly() -> None:
         again_passes={"t.py::test_a": 1},
         rounds={"t.py::test_a": {"time": pairs}, "t.py::test_b": {"time": pairs * 2}},
     )
-    assert Controller._rounds_unfinished(fake, "t.py::test_a")  # type: ignore[arg-type]
-    assert not Controller._rounds_unfinished(fake, "t.py::test_c")  # type: ignore[arg-type]  # not sent again
+    assert BaselineSource.rounds_unfinished(fake, "t.py::test_a")  # type: ignore[arg-type]
+    assert not BaselineSource.rounds_unfinished(fake, "t.py::test_c")  # type: ignore[arg-type]  # not sent again
     fake.again_passes["t.py::test_b"] = 1
-    assert not Controller._rounds_unfinished(fake, "t.py::test_b")  # type: ignore[arg-type]  # 8 rounds: measured again
+    assert not BaselineSource.rounds_unfinished(fake, "t.py::test_b")  # type: ignore[arg-type]  # 8 rounds: measured again
 
 
 def test_round_lines_name_the_sessions_rounds() -> None:
     """A benchmark missing from round 3 (its test failed there) and measured in a pass's rounds
     5-6: its round lines say rounds 1, 2, 4, 5, 6, with who went first in each as the session
     ordered them (``RoundPairs.numbers``, from ``base.round_pairs``), not 1-5 by position."""
-    from pytest_torchbench.core.statistics import RoundPairs
+    from pytest_torchbench.common.statistics import RoundPairs
     from pytest_torchbench.pytest.base import round_pairs
     from pytest_torchbench.store.storage import BaselineSet
 

@@ -1,4 +1,5 @@
-"""A synthetic suite the size of a real library's (310 benchmarks), for the reports' size and layout.
+"""A synthetic suite the size of a real library's (310 benchmarks), for the reports' size and
+layout.
 
 Realistic where it matters for size: wall times with the replicate counts our time engine keeps
 (blocks of about 1 ms, so a 10 us benchmark has thousands of samples; skewed, with a few
@@ -6,7 +7,8 @@ preemption outliers), per-function instruction counts of a few hundred functions
 same-named tests in several modules; groups; a few regressions, improvements, new and missing
 benchmarks. Deterministic (seeded), no measuring.
 
-``python tests/reports/synthetic.py [OUT.html]`` prints the HTML and Markdown sizes (the README figure).
+``python tests/reports/synthetic.py [OUT.html]`` prints the HTML and Markdown sizes
+(the README figure).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ import random
 import sys
 from pathlib import Path
 
-from pytest_torchbench.core.judgement import Policy, judge_result, missing_verdicts
-from pytest_torchbench.core.results import (
+from pytest_torchbench.common.vocabulary import Policy
+from pytest_torchbench.judging.judgement import judge_result, missing_verdicts
+from pytest_torchbench.judging.results import (
     BenchmarkResult,
     InstructionsMetric,
     OpsMetric,
@@ -122,7 +125,8 @@ def main(argv: list[str]) -> None:
         page = html.render(current, verdicts, base, "main", "git main")
         summary = markdown.render(current, verdicts, "main", "git main")
         print(
-            f"{','.join(modes)}: {len(current)} benchmarks, {samples} time samples: HTML {len(page.encode()):,} bytes, "
+            f"{','.join(modes)}: {len(current)} benchmarks, {samples} time samples: "
+            f"HTML {len(page.encode()):,} bytes, "
             f"Markdown {len(summary.encode()):,} bytes"
         )
         if argv and modes == ("time",):

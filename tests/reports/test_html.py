@@ -57,7 +57,7 @@ def test_self_contained_with_plots(sample_comparison) -> None:  # type: ignore[n
 
 
 def test_escaping_and_url_traces() -> None:
-    from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
+    from pytest_torchbench.judging.results import BenchmarkResult, OpsMetric
 
     result = BenchmarkResult(
         "t.py::test[<b>]",
@@ -86,7 +86,7 @@ def test_escaping_and_url_traces() -> None:
 
 
 def test_trace_links_from_bench_profile_and_relative_to_the_report(tmp_path: Path) -> None:
-    from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
+    from pytest_torchbench.judging.results import BenchmarkResult, OpsMetric
 
     trace = tmp_path / "traces" / "t.py__test-1a2b3c4d.json"
     result = BenchmarkResult(
@@ -99,7 +99,7 @@ def test_trace_links_from_bench_profile_and_relative_to_the_report(tmp_path: Pat
         extras={"profiles": [profile_record(str(trace))]},
     )
     assert 'href="traces/t.py__test-1a2b3c4d.json"' in html.render(
-        [result], [], None, None, base=tmp_path
+        [result], [], None, None, page=html.HtmlPage(base=tmp_path)
     )
     assert f'href="{trace.as_uri()}"' in html.render([result], [], None, None)
 
@@ -132,8 +132,8 @@ def test_distribution_plot_size_does_not_grow_with_samples() -> None:
 
 
 def test_non_finite_values_never_break_the_page() -> None:
-    from pytest_torchbench.core.judgement import REGRESSION, Verdict
-    from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric, TimeMetric
+    from pytest_torchbench.common.vocabulary import REGRESSION, Verdict
+    from pytest_torchbench.judging.results import BenchmarkResult, InstructionsMetric, TimeMetric
 
     nan, inf = float("nan"), float("inf")
     bad = BenchmarkResult(
@@ -229,7 +229,8 @@ def test_renders_in_a_headless_browser(sample_comparison, tmp_path: Path) -> Non
         timeout=120,
     )
     assert "bench/test_m.py::test_slow" in dumped.stdout and "<svg" in dumped.stdout
-    # The inline script runs: filtered by verdict from the URL, rows and cards of other verdicts hide.
+    # The inline script runs: filtered by verdict from the URL, rows and cards of other verdicts
+    # hide.
     filtered = subprocess.run(
         [
             str(CHROMIUM),
@@ -278,7 +279,7 @@ def test_a_test_that_only_profiled_keeps_its_card_visible(
 ) -> None:  # type: ignore[no-untyped-def]
     """A ``bench_profiler`` test has a card (its trace link) but no row in the overview; the
     script that hides the cards of filtered-out rows hid it on every load."""
-    from pytest_torchbench.core.results import BenchmarkResult
+    from pytest_torchbench.judging.results import BenchmarkResult
 
     current, verdicts, base = sample_comparison
     profiled = BenchmarkResult(
@@ -294,7 +295,10 @@ def test_a_test_that_only_profiled_keeps_its_card_visible(
     )
     page = tmp_path / "report.html"
     page.write_text(
-        html.render([*current, profiled], verdicts, base, "main", base=tmp_path), encoding="utf-8"
+        html.render(
+            [*current, profiled], verdicts, base, "main", page=html.HtmlPage(base=tmp_path)
+        ),
+        encoding="utf-8",
     )
     dumped = subprocess.run(
         [

@@ -1,4 +1,5 @@
-"""The Markdown summary: order of sections, folded explanations, GitHub step summary, bad targets."""
+"""The Markdown summary: order of sections, folded explanations, GitHub step summary, bad
+targets."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_torchbench.reports import markdown
-from pytest_torchbench.reports.publish import write_reports
+from pytest_torchbench.reports.publish import ReportTargets, RunOutcome, write_reports
 
 
 def _table_rows(text: str) -> list[list[str]]:
@@ -60,8 +61,8 @@ def test_regressions_first_in_a_real_table_with_folded_explanations(sample_compa
 
 def test_hostile_text_cannot_escape_cells_or_fences() -> None:
     """Issue 8: a description with ``` closed the code fence; raw ::error lines reached CI logs."""
-    from pytest_torchbench.core.judgement import REGRESSION, Verdict
-    from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
+    from pytest_torchbench.common.vocabulary import REGRESSION, Verdict
+    from pytest_torchbench.judging.results import BenchmarkResult, OpsMetric
 
     evil = "x```\n::error title=pwned::forged | <img src=x onerror=alert(1)>"
     result = BenchmarkResult("t.py::t", "t.py", "t", "", evil, {"ops": OpsMetric({"aten::add": 2})})
@@ -90,7 +91,7 @@ def test_hostile_text_cannot_escape_cells_or_fences() -> None:
 
 
 def test_group_column_when_groups_exist() -> None:
-    from pytest_torchbench.core.results import BenchmarkResult, OpsMetric
+    from pytest_torchbench.judging.results import BenchmarkResult, OpsMetric
 
     results = [
         BenchmarkResult(
@@ -127,7 +128,8 @@ def test_step_summary_appends_and_bad_target_is_one_line(
     blocker = tmp_path / "file"
     blocker.write_text("")
     notes = write_reports(
-        current, verdicts, base, "main", None, blocker / "x.md", None, markdown.step_summary_path()
+        RunOutcome(current, verdicts, baseline_entries=base, baseline_name="main"),
+        ReportTargets(markdown_path=blocker / "x.md", step_summary=markdown.step_summary_path()),
     )
     assert summary.read_text().startswith("earlier step\n## torchbench")
     assert len(notes) == 1 and notes[0].startswith(
@@ -165,7 +167,8 @@ def _noisy_comparison() -> tuple[list, list]:
     """One benchmark judged noisy by the real gate (slower at a CPU share of 0.4), one unchanged."""
     from conftest import make_result
 
-    from pytest_torchbench.core.judgement import NOISY, Policy, judge_result
+    from pytest_torchbench.common.vocabulary import NOISY, Policy
+    from pytest_torchbench.judging.judgement import judge_result
 
     times = [1.0e-3 * (1 + 0.01 * i) for i in range(10)]
     base = {key: make_result(key, times=times) for key in ("t.py::test_busy", "t.py::test_calm")}

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.core.judgement import REGRESSION, Policy, judge_result
-from pytest_torchbench.core.results import BenchmarkResult, InstructionsMetric
+from pytest_torchbench.common.vocabulary import REGRESSION, Policy
+from pytest_torchbench.judging.judgement import judge_result
+from pytest_torchbench.judging.results import BenchmarkResult, InstructionsMetric
 from pytest_torchbench.reports import markdown
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -33,10 +34,14 @@ def _wide(n: int, regress: bool) -> tuple[list[BenchmarkResult], list]:  # type:
     """``n`` benchmarks with long names and 400 functions each, all regressed when ``regress``."""
     current, verdicts = [], []
     for index in range(n):
-        key = f"tests/test_{'very_long_module_name_' * 3}{index}.py::test_case[{'parameter-' * 8}{index}]"
+        key = (
+            f"tests/test_{'very_long_module_name_' * 3}{index}.py::"
+            f"test_case[{'parameter-' * 8}{index}]"
+        )
         functions = {
-            f"libtorch_cpu.so:at::native::kernel_{index}_{f}(at::Tensor const&, c10::Scalar)": 1000.0
-            * (f + 1)
+            (
+                f"libtorch_cpu.so:at::native::kernel_{index}_{f}(at::Tensor const&, c10::Scalar)"
+            ): 1000.0 * (f + 1)
             for f in range(400)
         }
         then = InstructionsMetric(sum(functions.values()), 100, functions)

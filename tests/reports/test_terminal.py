@@ -1,11 +1,12 @@
-"""The terminal table: rows never merged across modules, groups, hostile text, non-finite numbers."""
+"""The terminal table: rows never merged across modules, groups, hostile text, non-finite
+numbers."""
 
 from __future__ import annotations
 
 import math
 
-from pytest_torchbench.core.judgement import REGRESSION, UNCHANGED, Verdict
-from pytest_torchbench.core.results import (
+from pytest_torchbench.common.vocabulary import REGRESSION, UNCHANGED, Verdict
+from pytest_torchbench.judging.results import (
     BenchmarkResult,
     InstructionsMetric,
     MemoryMetric,
@@ -30,7 +31,8 @@ def _ops(
 
 
 def test_same_named_tests_in_two_modules_are_two_rows() -> None:
-    """Issue 10: two ``test_resize`` in different files collapsed into one row (the second value won)."""
+    """Issue 10: two ``test_resize`` in different files collapsed into one row (the second value
+    won)."""
     results = [
         _ops("a/test_x.py::test_resize", "a/test_x.py", "test_resize", 3),
         _ops("b/test_x.py::test_resize", "b/test_x.py", "test_resize", 7),
@@ -105,7 +107,8 @@ def test_hostile_text_is_escaped_on_every_line() -> None:
 
 
 def test_nan_inf_and_huge_numbers_never_raise() -> None:
-    """Issue 8: ``torchbench show`` on a baseline with NaN/inf/huge numbers failed in the formatter."""
+    """Issue 8: ``torchbench show`` on a baseline with NaN/inf/huge numbers failed in the
+    formatter."""
     nan, inf = math.nan, math.inf
     results = [
         BenchmarkResult("t.py::a", "t.py", "a", "", "", {"time": TimeMetric(1, [nan, nan])}),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.core.text import markdown_code_block, markdown_text, safe_number, safe_text
+from pytest_torchbench.common.text import markdown_code_block, markdown_text, safe_number, safe_text
 from pytest_torchbench.reports.paths import ReportPathError, check_report_path
 
 
@@ -90,7 +90,7 @@ def test_report_paths_regular_or_absent(tmp_path: Path) -> None:
 def test_writers_refuse_a_device_and_leave_the_link(tmp_path: Path, sample_comparison) -> None:  # type: ignore[no-untyped-def]
     """Before: the atomic rename replaced a symlink to /dev/null with a regular file."""
     from pytest_torchbench.reports import jsonreport, markdown
-    from pytest_torchbench.reports.publish import write_reports
+    from pytest_torchbench.reports.publish import ReportTargets, RunOutcome, write_reports
 
     current, verdicts, base = sample_comparison
     targets = []
@@ -98,7 +98,10 @@ def test_writers_refuse_a_device_and_leave_the_link(tmp_path: Path, sample_compa
         link = tmp_path / name
         link.symlink_to("/dev/null")
         targets.append(link)
-    notes = write_reports(current, verdicts, base, "main", None, *targets[:3])
+    notes = write_reports(
+        RunOutcome(current, verdicts, baseline_entries=base, baseline_name="main"),
+        ReportTargets(*targets[:3]),
+    )
     assert len(notes) == 3 and all(
         n.startswith("ERROR") and "is a symlink to /dev/null" in n for n in notes
     )
@@ -112,7 +115,7 @@ def test_writers_refuse_a_device_and_leave_the_link(tmp_path: Path, sample_compa
 
 
 def test_natural_order_of_test_ids() -> None:
-    from pytest_torchbench.core.text import natural_key
+    from pytest_torchbench.common.text import natural_key
 
     ids = [
         "t.py::test_mm[16]",

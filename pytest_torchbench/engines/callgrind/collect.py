@@ -53,6 +53,7 @@ __all__ = [
     "NotUnderValgrind",
     "DumpNotFound",
     "Region",
+    "RegionHooks",
     "measure",
     "count_region",
     "read_region",
@@ -272,6 +273,42 @@ def dump_total(path: Path) -> int:
     return int(line.split(b":", 1)[1].split()[0])
 
 
+@dataclasses.dataclass(frozen=True)
+class RegionHooks:
+    """Work around a region's calls that is none of theirs: each runs with collection off.
+
+    Why seeding runs only once: the draws after it are the same on every run anyway (the number
+    of warm-up calls is), while re-seeding between the warm-up and the region allocates there and
+    moved Python-heavy counts from run to run (docs/design/counting.md, "Seeding").
+    """
+
+    #: Once, before the probe and the warm-up (seeding random generators).
+    before_warmup: Callable[[], object] | None = None
+    #: Before the probe and again before the counted calls (pedantic's setup: fresh arguments).
+    before_region: Callable[[], object] | None = None
+    #: Before every call, probe, warm-up and counted (pedantic's setup, when every call needs its
+    #: own arguments): each counted call is counted alone.
+    before_each: Callable[[], object] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Counting:
+    """One region being counted: how it calls ``fn`` (its fresh loop, collection toggled inside
+    it), and its dump's label and folder."""
+
+    fn: Callable[[], object]
+    loop: _Loop
+    toggle: Callable[[], object]
+    label: str
+    out: Path
+
+    def run(self, n: int) -> None:
+        _run_loop(self.loop, self.fn, n, self.toggle)
+
+    def dump(self, label: str) -> Path:
+        return _dump_stats_at(label, self.out)
+
+
 def count_region(
     fn: Callable[[], object],
     *,
@@ -279,9 +316,7 @@ def count_region(
     warmup: int | None = None,
     out_dir: str | os.PathLike[str],
     num_threads: int = 1,
-    before_warmup: Callable[[], object] | None = None,
-    before_region: Callable[[], object] | None = None,
-    before_each: Callable[[], object] | None = None,
+    hooks: RegionHooks | None = None,
     plan: tuple[int, int] | None = None,
 ) -> Region:
     """Count ``number`` calls of ``fn`` in this (valgrind) process; the dump is left unread.
@@ -297,18 +332,51 @@ def count_region(
     (docs/design/counting.md, "How many calls are counted").
     Instrumentation is switched on if it is off and left on after a small region (see the module
     docstring). Garbage is collected and frozen before the region and the collector stays off
-    until the region's dump is written.
-
-    ``before_warmup`` (seeding random generators) is called once, before the probe and the warm-up;
-    ``before_region`` (pedantic's setup: fresh arguments) before the probe and again before the
-    counted region. Neither is counted. Why seeding only once: the draws after it are the same on
-    every run anyway (the number of warm-up calls is), while re-seeding between the warm-up and the
-    region allocates there and moved Python-heavy counts from run to run (docs/design/counting.md,
-    "Seeding").
-
-    ``before_each`` (pedantic's setup, when every call needs its own arguments) runs before every
-    call, probe, warm-up and counted, with collection off: each counted call is counted alone.
+    until the region's dump is written. ``hooks``: uncounted work around the calls
+    (:class:`RegionHooks`).
     """
+    _check_can_count(number, warmup)
+    hooks = hooks or RegionHooks()
+    out = Path(out_dir)
+    # No pid in the label: strings built before the region should be the same on every run.
+    label = f"torchbench-region-{next(_sequence):06d}"
+    loop = _fresh_loop() if hooks.before_each is None else _fresh_setup_loop(hooks.before_each)
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(num_threads)
+    gc_was_enabled = gc.isenabled()
+    counting = _Counting(fn=fn, loop=loop, toggle=_toggle(), label=label, out=out)
+    for hook in (hooks.before_warmup, hooks.before_region):
+        if hook is not None:
+            hook()
+    _settle_before_region()
+    _enter_region()
+    keep_instrumenting = False
+    try:
+        if number is not None and warmup is not None:
+            region = _count(counting, (number, warmup), hooks.before_region)
+            keep_instrumenting = _is_small(dump_total(region.dump) // number)
+            return region
+        probe = _count_probe(counting)
+        probe_total = dump_total(probe.dump)
+        keep_instrumenting = _is_small(probe_total)
+        number, warmup = _planned(number, warmup, plan, probe_total)
+        if number == 1 and warmup == 0:
+            # No warm-up asked for (the marker's warmup=0): the probe, made after the caller's
+            # own first call, is the one counted call. Otherwise it is a warm-up call: a second
+            # call is where CPython 3.12+ specialises code first run in the first, so counting
+            # it counted that work alone but not after tests that ran the same code
+            # (docs/design/counting.md, "How many calls are counted").
+            return probe
+        probe.dump.unlink()
+        return _count(counting, (number, warmup), hooks.before_region, probed=True)
+    finally:
+        _leave_region(keep_instrumenting)
+        if gc_was_enabled:
+            gc.enable()
+        torch.set_num_threads(previous_threads)
+
+
+def _check_can_count(number: int | None, warmup: int | None) -> None:
     if (number is not None and number < 1) or (warmup is not None and warmup < 0):
         raise ValueError(f"need number >= 1 and warmup >= 0 (got {number}, {warmup})")
     if not client_requests.running_on_valgrind():
@@ -316,19 +384,11 @@ def count_region(
             "instruction counting must run inside valgrind --tool=callgrind "
             "(launch the process with launch.valgrind_argv(...))"
         )
-    out = Path(out_dir)
-    sequence = next(_sequence)
-    # No pid in the label: strings built before the region should be the same on every run.
-    label = f"torchbench-region-{sequence:06d}"
-    loop = _fresh_loop() if before_each is None else _fresh_setup_loop(before_each)
-    previous_threads = torch.get_num_threads()
-    torch.set_num_threads(num_threads)
-    gc_was_enabled = gc.isenabled()
-    toggle = _toggle()
-    for hook in (before_warmup, before_region):
-        if hook is not None:
-            hook()
-    adaptive = number is None or warmup is None
+
+
+def _settle_before_region() -> None:
+    """Leave the region only its own work: the new modules' classes tracked, garbage collected
+    and frozen, the collector off, the type attribute cache emptied."""
     # Classes of modules imported since the worker settled (by this test, or lazily by torch):
     # their attribute keys too in the state that no longer follows history (shared_keys). Before
     # the collection and the type cache's emptying: its own lookups and allocations are not the
@@ -348,56 +408,68 @@ def count_region(
     # left out of counts anyway.
     if sys.version_info[:2] != (3, 10):
         sys._clear_type_cache()
+
+
+def _enter_region() -> None:
+    """Switch instrumentation on if it is off; nothing may pause it until the region is left."""
     global _instrumenting, _in_region
     if not _instrumenting:
         client_requests.start_instrumentation()
         _instrumenting = True
-    keep_instrumenting = False
     _in_region = True
-    try:
-        probe_path: Path | None = None
-        if adaptive:
-            # The probe: one counted call, whose total decides the number of calls.
-            probe_label = f"{label}-probe"
-            client_requests.zero_stats()
-            _run_loop(loop, fn, 1, toggle)
-            probe_path = _dump_stats_at(probe_label, out)
-            probe_total = dump_total(probe_path)
-            planned_number, planned_warmup = plan_calls(probe_total)
-            if plan is not None and plan_followed(plan, probe_total):
-                planned_number, planned_warmup = plan
-            number = planned_number if number is None else number
-            warmup = planned_warmup if warmup is None else warmup
-            keep_instrumenting = _is_small(probe_total)
-            if number == 1 and warmup == 0:
-                # No warm-up asked for (the marker's warmup=0): the probe, made after the caller's
-                # own first call, is the one counted call. Otherwise it is a warm-up call: a second
-                # call is where CPython 3.12+ specialises code first run in the first, so counting
-                # it counted that work alone but not after tests that ran the same code
-                # (docs/design/counting.md, "How many calls are counted").
-                return Region(probe_path, probe_label, 1, 0, True)
-            probe_path.unlink()
-            warmup = max(0, warmup - 1)  # the probe was a warm-up call too
-        assert number is not None and warmup is not None
-        _run_loop(loop, fn, warmup, toggle)
-        if before_region is not None:
-            before_region()
-        client_requests.zero_stats()
-        _run_loop(loop, fn, number, toggle)
-        region = Region(
-            _dump_stats_at(label, out), label, number, warmup + (1 if adaptive else 0), adaptive
-        )
-        if not adaptive:
-            keep_instrumenting = _is_small(dump_total(region.dump) // number)
-        return region
-    finally:
-        _in_region = False
-        if not keep_instrumenting:
-            client_requests.stop_instrumentation()
-            _instrumenting = False
-        if gc_was_enabled:
-            gc.enable()
-        torch.set_num_threads(previous_threads)
+
+
+def _leave_region(keep_instrumenting: bool) -> None:
+    """Switch instrumentation off unless it is kept on (after a small region: the module
+    docstring says why)."""
+    global _instrumenting, _in_region
+    _in_region = False
+    if not keep_instrumenting:
+        client_requests.stop_instrumentation()
+        _instrumenting = False
+
+
+def _count_probe(counting: _Counting) -> Region:
+    """The probe: one counted call, whose total decides the number of calls."""
+    label = f"{counting.label}-probe"
+    client_requests.zero_stats()
+    counting.run(1)
+    return Region(counting.dump(label), label, 1, 0, True)
+
+
+def _planned(
+    number: int | None, warmup: int | None, plan: tuple[int, int] | None, probe_total: int
+) -> tuple[int, int]:
+    """``(number, warmup)`` after a probe: the baseline's ``plan`` where :func:`plan_followed`
+    allows, else :func:`plan_calls`'s, each unless the caller fixed it. The warm-up includes the
+    probe."""
+    planned_number, planned_warmup = plan_calls(probe_total)
+    if plan is not None and plan_followed(plan, probe_total):
+        planned_number, planned_warmup = plan
+    return (
+        planned_number if number is None else number,
+        planned_warmup if warmup is None else warmup,
+    )
+
+
+def _count(
+    counting: _Counting,
+    planned: tuple[int, int],
+    before_region: Callable[[], object] | None,
+    *,
+    probed: bool = False,
+) -> Region:
+    """The warm-up, ``before_region``, then the counted calls and their dump. ``planned``'s
+    warm-up includes the probe when there was one (``probed``): it is not made again."""
+    number, warmup = planned
+    remaining_warmup = max(0, warmup - 1) if probed else warmup
+    counting.run(remaining_warmup)
+    if before_region is not None:
+        before_region()
+    client_requests.zero_stats()
+    counting.run(number)
+    dump = counting.dump(counting.label)
+    return Region(dump, counting.label, number, remaining_warmup + (1 if probed else 0), probed)
 
 
 def pause_instrumentation() -> None:
@@ -486,8 +558,7 @@ def measure(
         warmup=warmup,
         out_dir=out_dir,
         num_threads=task_spec.num_threads,
-        before_warmup=before_warmup,
-        before_region=before_region,
+        hooks=RegionHooks(before_warmup=before_warmup, before_region=before_region),
     )
     return read_region(region, task_spec)
 

@@ -39,9 +39,6 @@ __all__ = [
     "exclusive_cost_of",
 ]
 
-_HEADER_KEYS = frozenset(
-    {"version", "creator", "pid", "thread", "cmd", "desc", "positions", "event", "events", "part"}
-)
 _COST_START = frozenset("0123456789+-*")
 
 
@@ -122,111 +119,137 @@ def parse_callgrind(
     ``/``) from ``fl=``/``fi=``/``fe=`` file names; None strips nothing.
     """
     lines = text.splitlines() if isinstance(text, str) else text
-    names = _Names()
-    parts: list[CallgrindPart] = []
-    part = _new_part(1)
-    in_body = False
-    npos = 1
-    ir_index = 0
+    return _Reader(strip_prefix).read(lines)
 
-    curr_file = ""
-    curr_fn = ""
-    curr_name: str | None = None
-    curr_obj = ""
-    cfile = ""
-    cname = ""
-    pending_calls = False
 
-    self_cost = part.self_cost
-    calls_out = part.calls_out
-    calls_in = part.calls_in
+class _Reader:
+    """One pass over a Callgrind file: the part being read, and the names in force at this line.
 
-    def strip(path: str) -> str:
-        if strip_prefix and path.startswith(strip_prefix):
-            return path[len(strip_prefix) :]
-        return path
+    ``name`` is the function (``file:function``) cost lines are charged to, ``callee`` the one
+    the pending ``calls=`` line calls; a ``calls=`` line makes the next cost line a call's cost.
+    """
 
-    for raw in lines:
-        line = raw.rstrip("\n")
-        if not line or line[0] == "#":
-            continue
-        first = line[0]
-        if first in _COST_START:
-            if curr_name is None:
+    def __init__(self, strip_prefix: str | None) -> None:
+        self.strip_prefix = strip_prefix
+        self.names = _Names()
+        self.parts: list[CallgrindPart] = []
+        self.part = _new_part(1)
+        self.in_body = False
+        self.positions = 1  # how many position columns come before the costs
+        self.ir_index = 0
+        self.ir_column = 1  # positions + ir_index: where a cost line's Ir is
+        self.file = ""
+        self.function = ""
+        self.name: str | None = None
+        self.object = ""
+        self.callee_file = ""
+        self.callee = ""
+        self.pending_calls = False
+
+    def read(self, lines: Iterable[str]) -> list[CallgrindPart]:
+        for raw in lines:
+            line = raw.rstrip("\n")
+            if not line or line[0] == "#":
                 continue
-            tokens = line.split()
-            index = npos + ir_index
-            cost = int(tokens[index]) if len(tokens) > index else 0
-            if pending_calls:
-                pending_calls = False
-                calls_out[curr_name] = calls_out.get(curr_name, 0) + cost
-                calls_in[cname] = calls_in.get(cname, 0) + cost
-            else:
-                self_cost[curr_name] = self_cost.get(curr_name, 0) + cost
-            continue
-        key, sep, value = line.partition("=")
-        if sep and key.isalpha():
-            if key == "fn":
-                curr_fn = names.get("fn", value)
-                curr_name = f"{curr_file}:{curr_fn}"
-                part.objects[curr_name] = curr_obj
-                self_cost.setdefault(curr_name, 0)
-            elif key == "fl":
-                curr_file = strip(names.get("fl", value))
-            elif key in ("fi", "fe"):
-                curr_file = strip(names.get("fl", value))
-                curr_name = f"{curr_file}:{curr_fn}"
-                self_cost.setdefault(curr_name, 0)
-            elif key == "ob":
-                curr_obj = names.get("ob", value)
-            elif key == "cob":
-                names.get("ob", value)
-            elif key in ("cfi", "cfl"):
-                cfile = names.get("fl", value)
-            elif key == "cfn":
-                cfunc = names.get("fn", value)
-                if cfile:
-                    cname = f"{cfile}:{cfunc}"
-                    cfile = ""
+            if line[0] in _COST_START:
+                # Here, not in a method: cost lines are most lines, and a call per line made
+                # reading a dump a few percent slower.
+                name = self.name
+                if name is None:
+                    continue
+                tokens = line.split()
+                column = self.ir_column
+                cost = int(tokens[column]) if len(tokens) > column else 0
+                part = self.part
+                if self.pending_calls:
+                    self.pending_calls = False
+                    part.calls_out[name] = part.calls_out.get(name, 0) + cost
+                    part.calls_in[self.callee] = part.calls_in.get(self.callee, 0) + cost
                 else:
-                    cname = f"{curr_file}:{cfunc}"
-            elif key == "calls":
-                pending_calls = True
-            elif key in ("jfi",):
-                names.get("fl", value)
-            elif key in ("jfn",):
-                names.get("fn", value)
-            # jump=/jcnd= carry no cost we report
-            continue
-        key, sep, value = line.partition(":")
-        if not sep:
-            continue
-        value = value.strip()
+                    part.self_cost[name] = part.self_cost.get(name, 0) + cost
+                continue
+            key, sep, value = line.partition("=")
+            if sep and key.isalpha():
+                self._position_line(key, value)
+                continue
+            key, sep, value = line.partition(":")
+            if sep:
+                self._header_line(key, value.strip())
+        self.parts.append(self.part)
+        return self.parts
+
+    def _position_line(self, key: str, value: str) -> None:
+        """A ``key=value`` line: a call's target, or the file, function or object in force.
+
+        Calls' lines first: they are most of these lines (each call has ``cfi=``, ``cfn=`` and
+        ``calls=``)."""
+        names = self.names
+        if key == "calls":
+            self.pending_calls = True
+        elif key == "cfn":
+            called = names.get("fn", value)
+            self.callee = f"{self.callee_file or self.file}:{called}"
+            self.callee_file = ""
+        elif key in ("cfi", "cfl"):
+            self.callee_file = names.get("fl", value)
+        elif key == "cob":
+            names.get("ob", value)
+        elif key in ("fi", "fe"):
+            self.file = self._strip(names.get("fl", value))
+            self._charge_to(f"{self.file}:{self.function}")
+        elif key == "fn":
+            self.function = names.get("fn", value)
+            name = f"{self.file}:{self.function}"
+            self.part.objects[name] = self.object
+            self._charge_to(name)
+        elif key == "fl":
+            self.file = self._strip(names.get("fl", value))
+        elif key == "ob":
+            self.object = names.get("ob", value)
+        elif key == "jfi":
+            names.get("fl", value)
+        elif key == "jfn":
+            names.get("fn", value)
+        # jump=/jcnd= carry no cost we report
+
+    def _header_line(self, key: str, value: str) -> None:
+        """A ``key: value`` line: the part's totals, or a header (a new part, its events)."""
+        part = self.part
         if key == "totals":
-            part.totals = _first_cost(value, ir_index)
+            part.totals = _first_cost(value, self.ir_index)
         elif key == "summary":
-            part.summary = _first_cost(value, ir_index)
-        elif key in _HEADER_KEYS:
-            if key == "part":
-                if in_body or parts:
-                    parts.append(part)
-                    part = _new_part(int(value) if value.isdigit() else part.part + 1)
-                    self_cost, calls_out, calls_in = part.self_cost, part.calls_out, part.calls_in
-                    curr_name = None
-                    pending_calls = False
-                else:
-                    part.part = int(value) if value.isdigit() else 1
-                in_body = False
-            elif key == "desc" and value.startswith("Trigger:"):
-                part.trigger = value[len("Trigger:") :].strip()
-            elif key == "positions":
-                npos = max(1, len(value.split()))
-            elif key == "events":
-                part.events = value.split()
-                ir_index = part.events.index("Ir") if "Ir" in part.events else 0
-                in_body = True
-    parts.append(part)
-    return parts
+            part.summary = _first_cost(value, self.ir_index)
+        elif key == "part":
+            self._start_part(value)
+        elif key == "desc" and value.startswith("Trigger:"):
+            part.trigger = value[len("Trigger:") :].strip()
+        elif key == "positions":
+            self.positions = max(1, len(value.split()))
+            self.ir_column = self.positions + self.ir_index
+        elif key == "events":
+            part.events = value.split()
+            self.ir_index = part.events.index("Ir") if "Ir" in part.events else 0
+            self.ir_column = self.positions + self.ir_index
+            self.in_body = True
+
+    def _start_part(self, value: str) -> None:
+        if self.in_body or self.parts:
+            self.parts.append(self.part)
+            self.part = _new_part(int(value) if value.isdigit() else self.part.part + 1)
+            self.name = None
+            self.pending_calls = False
+        else:
+            self.part.part = int(value) if value.isdigit() else 1
+        self.in_body = False
+
+    def _charge_to(self, name: str) -> None:
+        self.name = name
+        self.part.self_cost.setdefault(name, 0)
+
+    def _strip(self, path: str) -> str:
+        if self.strip_prefix and path.startswith(self.strip_prefix):
+            return path[len(self.strip_prefix) :]
+        return path
 
 
 def _first_cost(value: str, index: int) -> int:

@@ -93,7 +93,7 @@ def _qualname_offset(probe: type) -> int | None:
     name (which is not its name, so ``ht_name`` does not match)."""
     width = ctypes.sizeof(ctypes.c_void_p)
     wanted = id(probe.__qualname__)
-    size: int = type.__basicsize__  # sizeof(PyHeapTypeObject)
+    size: int = getattr(type, "__basicsize__")  # sizeof(PyHeapTypeObject)
     found = [
         offset
         for offset in range(0, size - width + 1, width)

@@ -20,7 +20,7 @@ The names below are the engine's API; metrics, the session and the fixtures impo
 
 from __future__ import annotations
 
-from .iterations import ITERATION_MARKER, ProfilerActiveError, stop_leftover_profiler
+from .iterations import ITERATION_MARKER, CallHooks, ProfilerActiveError, stop_leftover_profiler
 from .kernels import NoCudaError, count_kernels, kernel_launchers, measure_device
 from .memory import peak_memory
 from .ops import count_ops, op_call_sites
@@ -38,6 +38,7 @@ from .traces import (
 
 __all__ = [
     "ITERATION_MARKER",
+    "CallHooks",
     "NoCudaError",
     "OpStat",
     "PROFILE_SOURCES",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import os
 import sys
 import warnings
@@ -25,11 +26,13 @@ from typing import Any
 import torch
 from torch.profiler import profile, record_function
 
-from ..._compat import kineto_events, profiler_enabled, stop_profiler
-from ...core.statistics import representative
+from ...common.compat import kineto_events, profiler_enabled, stop_profiler
+from ...common.statistics import representative
+from .options import ProfilerOptions
 
 __all__ = [
     "ITERATION_MARKER",
+    "CallHooks",
     "ProfilerActiveError",
     "Windows",
     "check_counts",
@@ -89,52 +92,63 @@ def sync_cuda() -> None:
         torch.cuda.synchronize()
 
 
+@dataclasses.dataclass(frozen=True)
+class CallHooks:
+    """Work around :func:`record`'s calls that is none of theirs: each runs outside the iteration
+    markers, so its ops and allocations are not an iteration's."""
+
+    #: Before the warm-up and again before the profiled calls (e.g. seeding).
+    before_region: Callable[[], object] | None = None
+    #: Before every call, warm-up and profiled (pedantic's setup, when every call needs its own
+    #: arguments).
+    before_each: Callable[[], object] | None = None
+    #: Once the last call's device work is done, before the profiler stops (gpu_time reads the SM
+    #: clock there).
+    after_calls: Callable[[], object] | None = None
+
+
 def record(
     fn: Callable[[], object],
     *,
     iterations: int,
     warmup: int,
     what: str,
-    before_region: Callable[[], object] | None = None,
+    options: ProfilerOptions,
+    hooks: CallHooks | None = None,
     step: bool = False,
-    before_each: Callable[[], object] | None = None,
-    after_calls: Callable[[], object] | None = None,
-    one_cycle: bool = True,
-    **profile_kwargs: Any,
 ) -> profile:
-    """Warm ``fn`` up, then call it ``iterations`` times under
-    ``torch.profiler.profile(**profile_kwargs)``, each call inside its own :data:`ITERATION_MARKER`;
-    returns the finished profile.
+    """Warm ``fn`` up, then call it ``iterations`` times under a ``torch.profiler.profile``
+    configured by ``options``, each call inside its own :data:`ITERATION_MARKER`; returns the
+    finished profile.
 
-    ``before_region`` (e.g. seeding) runs before the warm-up and again before the profiled
-    iterations, outside any marker. ``before_each`` (pedantic's setup, when every call needs its
-    own arguments) runs before every call, warm-up and profiled, outside the markers: its ops and
-    allocations are not the iteration's. ``step``: each call is one profiler step (``prof.step()``
-    after it, CUDA synchronised first), so a schedule in ``profile_kwargs`` selects which calls are
-    recorded. The callable's result is dropped inside the marker, so freeing it is attributed to the
-    iteration that made it, not to the next one. ``what`` names the caller in the error raised when
-    another profiler is already recording. ``after_calls`` runs once the last call's device work is
-    done, before the profiler stops (gpu_time reads the SM clock there). ``one_cycle`` False (a
-    schedule that repeats) keeps torch's warning that later cycles drop earlier events.
+    ``hooks`` run around the calls, outside the markers (:class:`CallHooks`). ``step``: each call
+    is one profiler step (``prof.step()`` after it, CUDA synchronised first), so a schedule in
+    ``options`` selects which calls are recorded. The callable's result is dropped inside the
+    marker, so freeing it is attributed to the iteration that made it, not to the next one.
+    ``what`` names the caller in the error raised when another profiler is already recording.
+    A schedule that repeats (``options.one_cycle`` False) keeps torch's warning that later cycles
+    drop earlier events.
     """
     check_counts(iterations, warmup)
     ensure_no_active_profiler(what)
-    if before_region is not None:
-        before_region()
+    hooks = hooks or CallHooks()
+    if hooks.before_region is not None:
+        hooks.before_region()
     for _ in range(warmup):
-        if before_each is not None:
-            before_each()
+        if hooks.before_each is not None:
+            hooks.before_each()
         fn()
-    if before_region is not None:
-        before_region()
+    if hooks.before_region is not None:
+        hooks.before_region()
     sync_cuda()
-    prof = profile(**profile_kwargs)
+    prof = profile(**options.profile_kwargs())
+    one_cycle = options.one_cycle
     with profiler_output_silenced(one_cycle):  # Kineto's start-up lines; the calls below keep fd 2
         prof.__enter__()
     try:
         for _ in range(iterations):
-            if before_each is not None:
-                before_each()
+            if hooks.before_each is not None:
+                hooks.before_each()
             with record_function(ITERATION_MARKER):
                 fn()
             if step:
@@ -142,8 +156,8 @@ def record(
                 with profiler_output_silenced(one_cycle):  # a schedule starts and stops Kineto here
                     prof.step()
         sync_cuda()
-        if after_calls is not None:
-            after_calls()
+        if hooks.after_calls is not None:
+            hooks.after_calls()
     finally:
         with profiler_output_silenced():
             prof.__exit__(None, None, None)

@@ -34,8 +34,9 @@ from typing import Any, NamedTuple
 import torch
 from torch.profiler import ProfilerActivity
 
-from ..._compat import kineto_events, sm_clock_reader
-from .iterations import ITERATION_MARKER, Windows, record, representative, sync_cuda
+from ...common.compat import kineto_events, sm_clock_reader
+from .iterations import ITERATION_MARKER, CallHooks, Windows, record, representative, sync_cuda
+from .options import ProfilerOptions
 
 __all__ = [
     "Activity",
@@ -223,10 +224,8 @@ def measure_device(
         iterations=iterations,
         warmup=warmup,
         what="measuring device activity",
-        before_region=before_region,
-        before_each=each,
-        after_calls=after_calls,
-        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+        options=ProfilerOptions(activities=(ProfilerActivity.CPU, ProfilerActivity.CUDA)),
+        hooks=CallHooks(before_region=before_region, before_each=each, after_calls=after_calls),
     )
     raw = kineto_events(prof)
     if raw is None:  # pragma: no cover - depends on torch internals

@@ -7,8 +7,9 @@ from collections.abc import Callable, Iterable
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-from ..._compat import kineto_events
-from .iterations import Windows, record
+from ...common.compat import kineto_events
+from .iterations import CallHooks, Windows, record
+from .options import ProfilerOptions
 
 __all__ = ["peak_memory"]
 
@@ -72,10 +73,8 @@ def peak_memory(
         iterations=iterations,
         warmup=warmup,
         what="peak_memory",
-        before_region=before_region,
-        before_each=before_each,
-        activities=[ProfilerActivity.CPU],
-        profile_memory=True,
+        options=ProfilerOptions(activities=(ProfilerActivity.CPU,), profile_memory=True),
+        hooks=CallHooks(before_region=before_region, before_each=before_each),
     )
     mem = _cpu_memory_events(prof)
     if mem is None:  # pragma: no cover - depends on torch internals

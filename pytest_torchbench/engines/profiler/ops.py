@@ -21,7 +21,8 @@ from torch.profiler import ProfilerActivity, record_function
 
 from ..sites import Site, chain_name, locate, user_frame
 from ..sites import skipped_dirs as _skipped_dirs
-from .iterations import Windows, profiler_output_silenced, record, representative
+from .iterations import CallHooks, Windows, profiler_output_silenced, record, representative
+from .options import ProfilerOptions
 
 __all__ = ["DEFAULT_OP_PREFIXES", "SITE_MARKER", "count_ops", "op_call_sites", "user_frame"]
 
@@ -92,10 +93,8 @@ def count_ops(
         iterations=iterations,
         warmup=warmup,
         what="count_ops",
-        before_region=before_region,
-        before_each=before_each,
-        activities=[ProfilerActivity.CPU],
-        record_shapes=by_shape,
+        options=ProfilerOptions(activities=(ProfilerActivity.CPU,), record_shapes=by_shape),
+        hooks=CallHooks(before_region=before_region, before_each=before_each),
     )
     counters = _per_iteration_counts(prof.events(), by_shape=by_shape, prefixes=prefixes)
     if len(counters) != iterations:  # pragma: no cover - would mean the profiler lost our markers
@@ -145,8 +144,7 @@ def op_call_sites(
     root: Path,
     by_shape: bool = False,
     prefixes: tuple[str, ...] = DEFAULT_OP_PREFIXES,
-    before_region: Callable[[], object] | None = None,
-    before_each: Callable[[], object] | None = None,
+    hooks: CallHooks | None = None,
     own: tuple[str, ...] = (),
     caller: Site | None = None,
 ) -> dict[str, list[tuple[str, int]]]:
@@ -158,6 +156,7 @@ def op_call_sites(
     contains its start, which also covers ops run on other threads during the call (autograd's
     backward). The op keys are :func:`count_ops`'s, so they line up with a verdict's changed ops.
     Costs a few times one plain profiled call: meant for benchmarks that already failed.
+    ``hooks`` (seeding, pedantic's setup) run around both calls as :func:`record` runs them.
 
     ``own``: folders of the project's own packages (``sites.own_dirs``), the user's code even when
     installed; a site in one of them also names the test's line that led there (``caller`` when
@@ -176,10 +175,8 @@ def op_call_sites(
             iterations=1,
             warmup=1,
             what="op_call_sites",
-            before_region=before_region,
-            before_each=before_each,
-            activities=[ProfilerActivity.CPU],
-            record_shapes=by_shape,
+            options=ProfilerOptions(activities=(ProfilerActivity.CPU,), record_shapes=by_shape),
+            hooks=hooks,
         )
     events = prof.events()
     iteration = Windows.of_events(events)

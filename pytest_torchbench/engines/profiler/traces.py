@@ -19,7 +19,7 @@ from typing import Any
 
 from torch.profiler import ProfilerActivity, profile
 
-from ...core.text import safe_file_stem
+from ...common.text import safe_file_stem
 from .iterations import (
     ITERATION_MARKER,
     check_counts,
@@ -218,9 +218,8 @@ def profile_run(
         iterations=iterations,
         warmup=warmup,
         what="profile_run",
+        options=options,
         step=True,
-        one_cycle=options.one_cycle,
-        **options.profile_kwargs(),
     )
     summary = ProfileSummary(
         iterations=iterations,
