@@ -334,7 +334,7 @@ class BenchmarkFixture:
         return result
 
     def _pedantic_time(self, call: _PedanticCall) -> Any:
-        """Time mode's exact rounds of ``call`` (None when time is not measured)."""
+        """Time mode's exact rounds of ``call`` (None outside time mode)."""
         session, options, naming = self._session, self._recorder.options, self._recorder.naming
         assert session is not None
         if "time" not in session.modes:

@@ -245,7 +245,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _compare_target(settings: BenchSettings) -> tuple[BaselineSet, Revision | None]:
     """The baseline ``--bench-compare`` names, and its revision when it may be measured here; an
-    empty set (to be measured) for a revision with nothing committed."""
+    empty set, to measure, for a revision with nothing committed."""
     assert settings.compare is not None
     revision = _measurable_revision(settings)
     try:
