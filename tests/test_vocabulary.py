@@ -55,3 +55,14 @@ def test_a_verdict_cannot_be_changed_after_it_is_built() -> None:
     assert explained.details == ("first", "aten::add 1 -> 2 per call", "last")
     assert verdict.details == ("aten::add 1 -> 2 per call",)
     assert Verdict.from_json(explained.to_json()) == explained
+
+
+def test_verdict_details_read_from_a_file_must_be_lines() -> None:
+    """A shard or a re-run's JSON with ``"details": "text"`` is refused (TypeError: the readers
+    turn it into one clear line or skip the verdict), not split into one line per character."""
+    from pytest_torchbench.common.vocabulary import Verdict
+
+    with pytest.raises(TypeError, match="list of lines"):
+        Verdict.from_json({"key": "k", "metric": "ops", "status": "unchanged", "details": "text"})
+    with pytest.raises(TypeError):
+        Verdict.from_json({"key": "k", "metric": "ops", "status": "unchanged", "details": 5})

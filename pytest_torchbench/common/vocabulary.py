@@ -159,6 +159,9 @@ class Verdict:
     failed: bool = False
 
     def __post_init__(self) -> None:
+        # A string is a sequence too: read from a file, it would become one line per character.
+        if isinstance(self.details, (str, bytes)):
+            raise TypeError(f"verdict details must be a list of lines, got {self.details!r}")
         object.__setattr__(self, "details", tuple(self.details))
 
     def replace(self, **changes: Any) -> Verdict:

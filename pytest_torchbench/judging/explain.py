@@ -338,7 +338,7 @@ def rerun_details(
     found: dict[tuple[str, str], list[str]] = {}
     for verdict in verdicts:
         where = (str(verdict.key), str(verdict.metric))
-        if where in wanted and verdict.failed and isinstance(verdict.details, (list, tuple)):
+        if where in wanted and verdict.failed:
             found[where] = [str(line) for line in verdict.details]
     missing = len(wanted) - len(found)
     return found, (
