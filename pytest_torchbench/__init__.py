@@ -28,10 +28,12 @@ from .common.vocabulary import (  # noqa: E402
     Verdict,
 )
 from .judging.results import BenchmarkResult  # noqa: E402
-from .metrics.base import MeasureContext, Metric, NamedCounts, SecondsDisplay  # noqa: E402
 from .metrics.calls import CallsMetric  # noqa: E402
+from .metrics.display import SecondsDisplay  # noqa: E402
 from .metrics.instructions import InstructionsMetric  # noqa: E402
+from .metrics.measuring import MeasureContext  # noqa: E402
 from .metrics.memory import MemoryMetric  # noqa: E402
+from .metrics.metric import Metric, NamedCounts  # noqa: E402
 from .metrics.ops import OpsMetric  # noqa: E402
 from .metrics.time import TimeMetric  # noqa: E402
 

@@ -668,7 +668,7 @@ def _bisect(args: argparse.Namespace) -> int:
     try:
         limits = parse_limits(args.fail, "--fail") if args.fail is not None else {}
         modes = tuple(m for m in args.modes.split(",") if m)
-        unknown = [m for m in modes if registry.find(m) is None]
+        unknown = [m for m in modes if not registry.known(m)]
         if unknown or not modes:
             raise UsageError(
                 f"bisect: --bench-mode={args.modes}: unknown mode(s) "

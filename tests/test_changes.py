@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.metrics.base import sites_text
+from pytest_torchbench.metrics.explaining import sites_text
 from pytest_torchbench.store import changes
 
 LIB = "import torch\n\n\ndef f(x):\n    y = x * 2\n    return y.sum()\n"

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..common.vocabulary import IMPROVEMENT, REGRESSION, Environment, Policy
 from ..metrics import registry
+from ..metrics.identity import Identity
 from .judgement import judge_result, limit_for
 from .results import BenchmarkResult
 
@@ -70,7 +71,7 @@ class Series:
 
 
 def _facts(metric: str, environment: Environment | None) -> tuple[tuple[str, str], ...]:
-    found = registry.find(metric)
+    found = registry.find(metric, Identity)
     facts = environment.facts if environment is not None else {}
     names = [
         *(found.comparability_facts if found is not None else ()),
@@ -94,7 +95,7 @@ def series_of(
             if wanted is not None and key not in wanted:
                 continue
             for metric in result.metrics:
-                if registry.find(metric) is not None:
+                if registry.known(metric):
                     raw.setdefault((key, metric), []).append((commit, result))
     return [_series(key, metric, found, policy) for (key, metric), found in raw.items()]
 
@@ -102,7 +103,7 @@ def series_of(
 def _series(
     key: str, metric: str, found: Sequence[tuple[Commit, BenchmarkResult]], policy: Policy
 ) -> Series:
-    shown = registry.get(metric)
+    shown = registry.get(metric, Identity)
     newest = found[-1][1]
     limit = limit_for(metric, policy.with_limits(newest.limits) if newest.limits else policy)
     points: list[Point] = []

@@ -63,6 +63,9 @@ from ..common.vocabulary import (
     Verdict,
 )
 from ..metrics import registry
+from ..metrics.explaining import Explaining
+from ..metrics.identity import Identity
+from ..metrics.judge import Judging
 from .results import BenchmarkResult
 
 _LIMIT_ITEM = re.compile(r"^\s*([a-z_]+)\s*:\s*([0-9]*\.?[0-9]+)\s*(%?)\s*$")
@@ -135,7 +138,7 @@ def parse_limits(
         )
     limits: dict[str, float] = {}
     for metric, value in items:
-        if registry.find(metric) is None:
+        if not registry.known(metric):
             raise LimitSpecError(
                 f"{where}: unknown metric {metric!r}; known metrics: {', '.join(registry.names())}"
             )
@@ -155,7 +158,7 @@ def environment_differences(
 ) -> list[str]:
     if current is None or baseline is None:
         return []
-    found = registry.find(metric)
+    found = registry.find(metric, Identity)
     differences = []
     # Facts added by pytest_torchbench_environment hooks ("user." names) count for every metric:
     # the user added them because they decide comparability.
@@ -175,7 +178,7 @@ def limit_for(metric: str, policy: Policy) -> float:
     """The user's limit for ``metric``, else the metric's own default."""
     if metric in policy.limits:
         return policy.limits[metric]
-    found = registry.find(metric)
+    found = registry.find(metric, Judging)
     return found.default_limit if found is not None else 0.0
 
 
@@ -207,7 +210,7 @@ def judge_metric(
             key, metric, NEW, limit=limit, summary=f"{metric}: no baseline (new benchmark)"
         )
     differences = environment_differences(metric, *environments)
-    judged = registry.get(metric)
+    judged = registry.get(metric, Judging)
     if differences:
         verdict = Verdict(
             key,
@@ -229,7 +232,7 @@ def decide(verdict: Verdict, policy: Policy) -> Verdict:
     improvement beyond the limit fails where the user keeps baselines exact (``--bench-fail-stale``)
     and the metric is exact; a baseline not comparable fails under ``--bench-strict``. A metric's
     judge may have decided a failure already (an exact count that changed either way)."""
-    found = registry.find(verdict.metric)
+    found = registry.find(verdict.metric, Judging)
     fails = (
         verdict.failed
         or verdict.status == REGRESSION
@@ -291,7 +294,7 @@ def _explained_across(
     explained = []
     for verdict in verdicts:
         if verdict.failed and verdict.status in (REGRESSION, IMPROVEMENT):
-            for other in registry.all_metrics():
+            for other in registry.all_metrics(Explaining):
                 if verdict.metric not in other.explains_metrics or other.name not in judged:
                     continue
                 lines = other.explain_other(
@@ -318,7 +321,7 @@ def _excused_across(
     if len(failed) != 1 or failed[0].status != REGRESSION or rounds.get(failed[0].metric):
         return verdicts
     verdict = failed[0]
-    for other in registry.all_metrics():
+    for other in registry.all_metrics(Explaining):
         if verdict.metric not in other.excuses_metrics or other.name not in own:
             continue
         reason = other.excuse_other(
@@ -371,7 +374,7 @@ def failure_message(verdicts: Sequence[Verdict], refresh_command: str | None = N
             IMPROVEMENT: "improved beyond the limit (stale baseline)",
             NOT_COMPARABLE: "not comparable (strict environment)",
         }.get(verdict.status, verdict.status)
-        found = registry.find(verdict.metric)
+        found = registry.find(verdict.metric, Judging)
         if found is not None and found.failure_words and verdict.status != NOT_COMPARABLE:
             headline = found.failure_words
         # Keys, summaries and details quote baseline files (environment facts, function names):

@@ -21,6 +21,7 @@ from typing import Any
 
 from ..common.vocabulary import Environment, round_sig  # noqa: F401
 from ..metrics import registry
+from ..metrics.identity import Identity
 
 # Re-exported: the names hook authors and older code import from here.
 from ..metrics.instructions import InstructionsMetric  # noqa: F401
@@ -93,14 +94,14 @@ class UnknownMetricError(ValueError):
 
 
 def metric_from_json(name: str, data: Mapping[str, Any]) -> Any:
-    metric = registry.find(name)
+    metric = registry.find(name, Identity)
     if metric is None:
         raise UnknownMetricError(name)
     return metric.from_json(data)
 
 
 def metric_to_json(name: str, value: Any) -> dict[str, Any]:
-    metric = registry.find(name)
+    metric = registry.find(name, Identity)
     return metric.to_json(value) if metric is not None else value.to_json()  # type: ignore[no-any-return]
 
 
@@ -108,7 +109,7 @@ def invalid_number(metric: str, data: Any) -> str | None:
     """What is wrong with the numbers of one metric's JSON data, or None when nothing is: each
     metric's own rule (``Metric.invalid_number``: finite, >= 0, its positive and count fields).
     The answer names the field as ``metric.field[index]`` so the user can find it in the file."""
-    found = registry.find(metric)
+    found = registry.find(metric, Identity)
     if found is None or not isinstance(data, Mapping):
         return None  # metric_from_json reports the shape or the unknown name
     return found.invalid_number(data)
@@ -223,7 +224,7 @@ def limits_from_json(data: Any) -> dict[str, float]:
         raise ValueError("'limits' must be an object of metric: fraction")
     limits = {}
     for name, value in data.items():
-        if registry.find(str(name)) is None:
+        if not registry.known(str(name)):
             raise UnknownMetricError(str(name))
         if (
             isinstance(value, bool)

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from .base import MeasureContext, Metric
 from .instructions import InstructionsMetric
+from .measuring import MeasureContext
 from .memory import MemoryMetric
+from .metric import Metric
 from .ops import OpsMetric
 from .time import TimeMetric
 

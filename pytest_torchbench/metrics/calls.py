@@ -16,16 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ..common.text import safe_text
-from .base import (
-    LineChanges,
-    MeasureContext,
-    Metric,
-    NamedCounts,
-    changed_counts,
-    counts_from_json,
-    counts_to_json,
-    sites_text,
-)
+from .explaining import LineChanges, sites_text
+from .judge import changed_counts
+from .measuring import MeasureContext
+from .metric import Metric, NamedCounts, counts_from_json, counts_to_json
 
 #: Call sites shown per changed function (the most frequent first).
 _SITES_SHOWN = 2

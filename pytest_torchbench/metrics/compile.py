@@ -27,7 +27,8 @@ from ..common.vocabulary import (
     Policy,
     Verdict,
 )
-from .base import MeasureContext, Metric
+from .measuring import MeasureContext
+from .metric import Metric
 
 #: Events kept per kind in a baseline (distinct ones; their counts are always complete).
 _MAX_EVENTS = 50

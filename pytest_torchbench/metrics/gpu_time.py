@@ -34,7 +34,9 @@ from ..common.vocabulary import (
     format_seconds,
     round_sig,
 )
-from .base import MeasureContext, Metric, SecondsDisplay
+from .display import SecondsDisplay
+from .measuring import MeasureContext
+from .metric import Metric
 
 #: Calls profiled per benchmark: as many as fit in about this many seconds of wall time...
 _TARGET_SECONDS = 0.3

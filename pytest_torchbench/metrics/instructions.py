@@ -40,7 +40,8 @@ from ..common.vocabulary import (
     round_sig,
 )
 from ..engines.callgrind.names import NOISE_FRAME, short_function_name
-from .base import LaunchUnavailable, MeasureContext, Metric, WorkerLaunch
+from .measuring import LaunchUnavailable, MeasureContext, WorkerLaunch
+from .metric import Metric
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts);
 #: what each bump changed is listed in CHANGELOG.md.

@@ -13,17 +13,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..common.text import safe_text
-from .base import (
-    LineChanges,
-    MeasureContext,
-    Metric,
-    NamedCounts,
-    changed_counts,
-    counts_from_json,
-    counts_to_json,
-    on_changed_line,
-    sites_text,
-)
+from .explaining import LineChanges, on_changed_line, sites_text
+from .judge import changed_counts
+from .measuring import MeasureContext
+from .metric import Metric, NamedCounts, counts_from_json, counts_to_json
 
 
 @dataclasses.dataclass

@@ -10,7 +10,8 @@ from typing import Any
 
 from ..common.text import safe_number
 from ..common.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy, Verdict, format_percent
-from .base import MeasureContext, Metric
+from .measuring import MeasureContext
+from .metric import Metric
 
 
 @dataclasses.dataclass

@@ -2,7 +2,9 @@
 
 Options (mode names), the results model (JSON), storage (validation), the gate (limits,
 comparability, judges), the session (measuring), the terminal, JUnit, Markdown and HTML all ask
-this module and never name a metric. Built-in metrics are registered here; a plugin adds its own
+this module and never name a metric. Each asks for the part of a metric it reads
+(``get(name, Display)``: ``metrics/metric.py`` lists the parts), so what it may use is typed.
+Built-in metrics are registered here; a plugin adds its own
 through the ``pytest_torchbench_register_metrics`` hook (``pytest/hookspecs.py``), called at
 configure time, and they are removed again at unconfigure (an in-process pytest run leaves no
 trace).
@@ -11,18 +13,23 @@ trace).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
-from .base import Metric
 from .calls import Calls
 from .compile import Compile
 from .gpu_time import GpuTime
 from .instructions import Instructions
 from .kernels import Kernels
 from .memory import Memory
+from .metric import Metric
 from .ops import Ops
 from .time import Time
 
 _METRICS: dict[str, Metric] = {}
+
+#: A part of a metric (``Identity``, ``Measuring``, ``Judging``, ``Explaining``, ``Display``), or
+#: ``Metric`` itself for what registers and lists them.
+Part = TypeVar("Part")
 
 
 def register(metric: Metric) -> Metric:
@@ -59,21 +66,34 @@ def unregister(name: str) -> None:
     _METRICS.pop(name, None)
 
 
-def get(name: str) -> Metric:
-    """The metric called ``name``; KeyError when none is."""
-    return _METRICS[name]
+def get(name: str, part: type[Part]) -> Part:
+    """The metric called ``name``, as the ``part`` of it the caller reads; KeyError when none is."""
+    return _as(_METRICS[name], part)
 
 
-def find(name: str) -> Metric | None:
-    return _METRICS.get(name)
+def find(name: str, part: type[Part]) -> Part | None:
+    """The metric called ``name``, as its ``part``; None when none is."""
+    metric = _METRICS.get(name)
+    return None if metric is None else _as(metric, part)
+
+
+def known(name: str) -> bool:
+    return name in _METRICS
 
 
 def names() -> tuple[str, ...]:
     return tuple(_METRICS)
 
 
-def all_metrics() -> Iterator[Metric]:
-    return iter(list(_METRICS.values()))
+def all_metrics(part: type[Part]) -> Iterator[Part]:
+    """Every registered metric in display order, as its ``part``."""
+    return iter([_as(metric, part) for metric in _METRICS.values()])
+
+
+def _as(metric: Metric, part: type[Part]) -> Part:
+    if not isinstance(metric, part):  # every Metric is each of its parts
+        raise TypeError(f"{metric!r} is not a {part.__name__}")
+    return metric
 
 
 def rank(name: str) -> int:

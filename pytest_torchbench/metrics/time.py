@@ -38,7 +38,9 @@ from ..common.vocabulary import (
     format_seconds,
     round_sig,
 )
-from .base import MeasureContext, Metric, SecondsDisplay
+from .display import SecondsDisplay
+from .measuring import MeasureContext
+from .metric import Metric
 
 
 @dataclasses.dataclass

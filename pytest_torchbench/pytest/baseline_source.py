@@ -22,6 +22,7 @@ from ..common.text import safe_text
 from ..common.vocabulary import NEW, NOT_COMPARABLE, TOO_NOISY, UNCHANGED, Verdict
 from ..judging import explain, gate
 from ..judging.results import BenchmarkResult, nodeid_of
+from ..metrics.judge import Judging
 from ..store import changes
 from ..store.refs import Revision, compare_revision, exists_at, git_toplevel
 from ..store.storage import BaselineSet
@@ -141,7 +142,7 @@ class BaselineSource:
         from ..metrics import registry
 
         for metric in result.metrics:
-            found = registry.find(metric)
+            found = registry.find(metric, Judging)
             pairs = (
                 measured.pairs(result.key, metric, self.again_passes.get(result.key, 0))
                 if found is not None and found.alternates
@@ -270,7 +271,9 @@ class BaselineSource:
 
         # Metrics the machine moves from minute to minute (time) are measured alternately with
         # the head in rounds; counting modes alone need one run of the base.
-        alternate = any(getattr(registry.find(m), "alternates", False) for m in self.settings.modes)
+        alternate = any(
+            getattr(registry.find(m, Judging), "alternates", False) for m in self.settings.modes
+        )
         return BaseRequest(
             revision=self.revision,
             modes=tuple(self.settings.modes),
@@ -316,7 +319,7 @@ class BaselineSource:
             head_entries = [head.entries[key] for _, head in rounds if key in head.entries]
             policy = gate.policy_for(head_entries[-1], self.settings.policy)
             for metric in head_entries[-1].metrics:
-                found = registry.find(metric)
+                found = registry.find(metric, Judging)
                 if found is None or not found.alternates:
                     continue
                 pairs = base.round_pairs(rounds, key, metric)

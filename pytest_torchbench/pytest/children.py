@@ -20,6 +20,7 @@ from ..common.vocabulary import REGRESSION, Verdict
 from ..judging import explain
 from ..judging.explain import Invocation
 from ..judging.judgement import failure_message
+from ..metrics.explaining import Explaining
 from .options import BenchSettings
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class ChildRuns:
             for v in verdicts
             if v.failed
             and v.status == REGRESSION
-            and getattr(registry.find(v.metric), "confirms_failures", False)
+            and getattr(registry.find(v.metric, Explaining), "confirms_failures", False)
             and v.metric not in self.source.rounds.get(v.key, {})
         ]
         if not suspects or self.source.settings.compare is None or explain.in_rerun():
@@ -90,7 +91,8 @@ class ChildRuns:
                 "session: a change that slows this many benchmarks is not noise"
             )
             return {
-                (v.key, v.metric): registry.get(v.metric).confirm(v, None, reason) for v in suspects
+                (v.key, v.metric): registry.get(v.metric, Explaining).confirm(v, None, reason)
+                for v in suspects
             }
         self._confirmations += 1
         found, problem, stalled = explain.confirm(
@@ -104,7 +106,7 @@ class ChildRuns:
                 f"earlier in this session {problem} ({safe_text(nodeid)}): no more are started"
             )
         return {
-            (v.key, v.metric): registry.get(v.metric).confirm(
+            (v.key, v.metric): registry.get(v.metric, Explaining).confirm(
                 v, found.get((v.key, v.metric)), problem
             )
             for v in suspects
@@ -138,7 +140,9 @@ class ChildRuns:
                     if found is not None
                     else verdict.with_details(
                         after=[
-                            registry.get(verdict.metric).explain_elsewhere(waiting.report.nodeid)
+                            registry.get(verdict.metric, Explaining).explain_elsewhere(
+                                waiting.report.nodeid
+                            )
                         ]
                     )
                 )

@@ -18,7 +18,7 @@ from pluggy import HookspecMarker
 if TYPE_CHECKING:
     from ..common.vocabulary import Verdict
     from ..judging.results import BenchmarkResult
-    from ..metrics.base import Metric
+    from ..metrics.metric import Metric
 
 _spec = HookspecMarker("pytest")
 

@@ -22,6 +22,8 @@ from ..judging import explain
 from ..judging.accept import AcceptError, AcceptSpec, parse_spec
 from ..judging.judgement import LimitSpecError, parse_limits
 from ..metrics import registry
+from ..metrics.identity import Identity
+from ..metrics.measuring import Measuring
 from ..reports import benchmark_json
 from ..reports.paths import ReportPathError, check_report_path, option_targets_error
 from ..store.storage import BaselineError, validate_set_name
@@ -75,7 +77,9 @@ def _add_what_options(group: pytest.OptionGroup) -> None:
         metavar="MODES",
         default=None,
         help="measure benchmarks: "
-        + ", ".join(f"{m.name} ({m.help})" if m.help else m.name for m in registry.all_metrics())
+        + ", ".join(
+            f"{m.name} ({m.help})" if m.help else m.name for m in registry.all_metrics(Identity)
+        )
         + "; several as 'time,ops'. Marked tests run once as plain tests when no --bench-* option "
         "is given.",
     )
@@ -295,18 +299,18 @@ def _parse_modes(raw: str | None) -> tuple[str, ...]:
     modes = mode_names(raw)
     if raw is None:
         return modes
-    unknown = [m for m in modes if registry.find(m) is None]
+    unknown = [m for m in modes if not registry.known(m)]
     if unknown or not modes:
         raise pytest.UsageError(
             f"--bench-mode={raw!r}: unknown mode {', '.join(map(repr, unknown)) or '(empty)'}; "
             f"choose from {', '.join(registry.names())} (several as 'time,ops')"
         )
     for mode in modes:
-        reason = registry.get(mode).unavailable()
+        reason = registry.get(mode, Measuring).unavailable()
         if reason is not None:
             raise pytest.UsageError(reason)
     for mode in modes:
-        excludes = registry.get(mode).excludes
+        excludes = registry.get(mode, Measuring).excludes
         clash = next((other for other in excludes if other in modes), None)
         if clash is not None:
             first, second = sorted((mode, clash), key=registry.rank)

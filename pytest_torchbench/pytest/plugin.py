@@ -29,6 +29,7 @@ from ..common.compat import fixture_argnames
 from ..common.text import safe_text
 from ..judging import explain
 from ..metrics import registry
+from ..metrics.measuring import Measuring
 from ..store.refs import (
     DEFAULT_SET,
     NoCommittedBaselines,
@@ -183,7 +184,7 @@ def pytest_load_initial_conftests(
     for name in options_module.mode_names(
         getattr(opt, "bench_mode", None)
     ):  # a wrong one: reported at configure
-        found = registry.find(name)
+        found = registry.find(name, Measuring)
         if found is not None:
             found.prepare_process()
 
@@ -208,7 +209,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     # again (it is idempotent): metric plugins' modes are known only now
     for mode in settings.modes:
-        registry.get(mode).prepare_process()
+        registry.get(mode, Measuring).prepare_process()
     worker = _is_xdist_worker(config)
     baseline: BaselineSet | None = None
     revision: Revision | None = None

@@ -20,7 +20,8 @@ from ..common.vocabulary import Verdict
 from ..engines.fresh_code import fresh_callable
 from ..judging.results import BenchmarkResult, Environment, collect_environment
 from ..metrics import registry
-from ..metrics.base import LineChanges, MeasureContext
+from ..metrics.explaining import Explaining, LineChanges
+from ..metrics.measuring import MeasureContext, Measuring
 from ..metrics.time import time_spec
 from .marker import BenchOptions
 
@@ -103,7 +104,7 @@ class BenchSession:
         self.modes = modes
         self.own_packages = own_packages  # the project's packages: call sites even when installed
         #: A counting mode seeds each benchmark test before its fixtures run (plugin's setup hook).
-        self.seeds_tests = any(registry.get(mode).seeded for mode in modes)
+        self.seeds_tests = any(registry.get(mode, Measuring).seeded for mode in modes)
         self.rootdir = rootdir  # source locations in results are relative to it
         self.min_run_time = min_run_time
         self.output_dir = output_dir
@@ -124,7 +125,9 @@ class BenchSession:
         env = self._environments.get(cache_key)
         if env is None:
             env = collect_environment(num_threads)
-            env = env.merged(registry.get(metric).environment_facts())  # e.g. valgrind's version
+            env = env.merged(
+                registry.get(metric, Measuring).environment_facts()
+            )  # e.g. valgrind's version
             env = env.merged(self.extra_facts())
             self._environments[cache_key] = env
         return env
@@ -143,14 +146,14 @@ class BenchSession:
     def counted_callable(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """``fn`` as the counting engines should run it: a fresh copy of its code when a mode
         asks for one (``Metric.fresh_code``), so its count does not depend on earlier tests."""
-        if any(registry.get(mode).fresh_code for mode in self.modes):
+        if any(registry.get(mode, Measuring).fresh_code for mode in self.modes):
             return fresh_callable(fn)
         return fn
 
     def before_first_call(self, fn: Callable[..., Any]) -> None:
         """Before the benchmark's own first call of ``fn`` (``Metric.before_first_call``)."""
         for mode in self.modes:
-            registry.get(mode).before_first_call(fn)
+            registry.get(mode, Measuring).before_first_call(fn)
 
     def measure(
         self,
@@ -172,7 +175,8 @@ class BenchSession:
         """
         result = _new_result(naming)
         ordered = sorted(
-            self.modes if modes is None else modes, key=lambda m: registry.get(m).measured_last
+            self.modes if modes is None else modes,
+            key=lambda m: registry.get(m, Measuring).measured_last,
         )
         with torch_threads(options.num_threads):  # what the fingerprint says, whatever ran before
             for mode in ordered:
@@ -231,7 +235,7 @@ class BenchSession:
         before_each: Callable[[], None] | None = None,
         caller: tuple[str, int, str] | None = None,
     ) -> Any:
-        metric = registry.get(mode)  # options validated the modes
+        metric = registry.get(mode, Measuring)  # options validated the modes
         if metric.seeded:
             from .seeding import chain, seeder
 
@@ -261,7 +265,7 @@ class BenchSession:
                 caller=caller,
             )
         value = metric.measure(fn, context)
-        if metric.explains_failures:
+        if registry.get(mode, Explaining).explains_failures:
             self._measured[(naming.nodeid, mode)] = (fn, context)
         return value
 
@@ -282,7 +286,7 @@ class BenchSession:
         of the session: ``judging/explain.py``)."""
         explained, elsewhere = [], []
         for verdict in verdicts:
-            metric = registry.find(verdict.metric)
+            metric = registry.find(verdict.metric, Explaining)
             then = baseline.metrics.get(verdict.metric) if baseline is not None else None
             measured = self._measured.get((result.nodeid, verdict.metric))
             if (
@@ -313,7 +317,7 @@ class BenchSession:
         run's and the baseline's; ``where``: the root and the lines changed since the baseline."""
         fn, context = measured
         try:
-            details = registry.get(verdict.metric).explain(
+            details = registry.get(verdict.metric, Explaining).explain(
                 fn, context, *values, verdict.limit, *where
             )
         except Exception as exc:  # noqa: BLE001 - an explanation must never hide the verdict
@@ -342,7 +346,7 @@ class BenchSession:
         metric of this session answers it. ``before`` runs first, uncounted (the caller's first
         call)."""
         for mode in self.modes:
-            metric = registry.get(mode)
+            metric = registry.get(mode, Measuring)
             if metric.timer_method != method:
                 continue
             if before is not None:

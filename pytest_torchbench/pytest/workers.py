@@ -43,7 +43,7 @@ import pytest
 
 from ..common.compat import quiet_xdist_status
 from ..metrics import registry
-from ..metrics.base import LaunchUnavailable, WorkerLaunch
+from ..metrics.measuring import LaunchUnavailable, Measuring, WorkerLaunch
 
 #: The name this module's controller-side plugin is registered under.
 PLUGIN_NAME = "torchbench-launched-workers"
@@ -501,7 +501,9 @@ def configure_controller(
     need of the baseline (``WorkerLaunch.hand_over``) and make xdist run the tests in workers
     started its way (a serial run in one). None when no metric needs them."""
     launches = {
-        mode: launch for mode in modes if (launch := registry.get(mode).worker_launch()) is not None
+        mode: launch
+        for mode in modes
+        if (launch := registry.get(mode, Measuring).worker_launch()) is not None
     }
     if not launches:
         return None
@@ -594,7 +596,9 @@ class IsolatedWorker:
 def configure_worker(config: pytest.Config, modes: Sequence[str]) -> None:
     """In a worker: when a metric of ``modes`` launched it, let the launch isolate each test."""
     launches = [
-        launch for mode in modes if (launch := registry.get(mode).worker_launch()) is not None
+        launch
+        for mode in modes
+        if (launch := registry.get(mode, Measuring).worker_launch()) is not None
     ]
     if launches:
         config.pluginmanager.register(IsolatedWorker(launches), WORKER_PLUGIN_NAME)

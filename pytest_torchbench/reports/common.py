@@ -25,6 +25,7 @@ from ..common.vocabulary import (
 )
 from ..judging.results import BenchmarkResult, nodeid_of
 from ..metrics import registry
+from ..metrics.display import Display
 
 #: Reading order: bad news first.
 STATUS_ORDER = (
@@ -63,7 +64,7 @@ def group_of(result: BenchmarkResult | None) -> str:
 
 def metric_value(metric_name: str, metric: Any) -> float:
     """The one number a table shows for a metric (per call / per run): the metric's headline."""
-    return as_float(registry.get(metric_name).headline(metric))
+    return as_float(registry.get(metric_name, Display).headline(metric))
 
 
 def unjudged(
@@ -117,7 +118,7 @@ def format_value(metric: str, value: float | None) -> str:
         return "-"
     if not finite(value):
         return safe_number(value)
-    found = registry.find(metric)
+    found = registry.find(metric, Display)
     return found.format_value(value) if found is not None else safe_number(value, "g")
 
 

@@ -15,6 +15,7 @@ from ..common.text import natural_key, safe_number, safe_text
 from ..common.vocabulary import format_percent
 from ..judging.history import UP, Point, Series
 from ..metrics import registry
+from ..metrics.display import Display
 
 __all__ = ["ordered", "text_lines", "to_json", "to_csv", "to_html"]
 
@@ -32,7 +33,7 @@ def ordered(series: Sequence[Series]) -> list[Series]:
 
 
 def _value(metric: str, number: float) -> str:
-    found = registry.find(metric)
+    found = registry.find(metric, Display)
     return found.format_value(number) if found is not None else safe_number(number)
 
 

@@ -51,6 +51,7 @@ from ..common.vocabulary import (
 )
 from ..judging.results import BenchmarkResult, nodeid_of
 from ..metrics import registry
+from ..metrics.display import Display
 from .common import (
     count_tests,
     format_delta,
@@ -424,7 +425,7 @@ def _card(
     # A benchmark that did not change needs no function bars: its card stays short.
     changed = status in (REGRESSION, IMPROVEMENT)
     for name in sorted(result.metrics, key=metric_rank):
-        found = registry.find(name)
+        found = registry.find(name, Display)
         if found is None:
             continue
         then = baseline.metrics.get(name) if baseline is not None else None

@@ -14,6 +14,7 @@ from ..common.text import safe_text
 from ..common.vocabulary import ACCEPTED, Verdict
 from ..judging.results import BenchmarkResult, round_sig
 from ..metrics import registry
+from ..metrics.display import Display
 
 
 def properties(
@@ -26,7 +27,7 @@ def properties(
         prefix += safe_text(result.description).replace(" ", "_") + "."
     out: list[tuple[str, object]] = []
     for name, metric in sorted(result.metrics.items()):
-        found = registry.find(name)
+        found = registry.find(name, Display)
         if found is not None:
             out += found.junit_properties(metric, prefix)
     for verdict in verdicts:

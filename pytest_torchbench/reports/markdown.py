@@ -32,6 +32,7 @@ from ..common.vocabulary import (
 )
 from ..judging.results import BenchmarkResult
 from ..metrics import registry
+from ..metrics.display import Display
 from .common import (
     FAILED_BEFORE_MEASURING,
     count_tests,
@@ -84,7 +85,7 @@ LISTED_FAILURES = 50
 def _explaining() -> tuple[tuple[str, str], ...]:
     """Metrics whose verdict details explain a regression of any metric of the same benchmark
     (``Metric.explains``: function counts, op counts), with their titles."""
-    return tuple((m.name, m.explains) for m in registry.all_metrics() if m.explains)
+    return tuple((m.name, m.explains) for m in registry.all_metrics(Display) if m.explains)
 
 
 def _escape(text: str) -> str:

@@ -24,6 +24,7 @@ from ..common.vocabulary import (
 )
 from ..judging.results import BenchmarkResult
 from ..metrics import registry
+from ..metrics.display import Display
 from .common import (
     STATUS_ORDER,
     count_tests,
@@ -51,7 +52,7 @@ _LEGEND = (
 
 def _cell(metric_name: str, metric: object, scale: float, verdict: Verdict | None) -> str:
     """The metric's own cell text, then the delta against the baseline and the verdict's mark."""
-    shown = registry.get(metric_name)
+    shown = registry.get(metric_name, Display)
     text = shown.cell(metric, scale)
     if verdict is not None:
         delta = safe_delta(verdict)
@@ -65,7 +66,7 @@ def _cell(metric_name: str, metric: object, scale: float, verdict: Verdict | Non
 
 
 def _unit_title(metric_name: str, unit: str) -> str:
-    found = registry.find(metric_name)
+    found = registry.find(metric_name, Display)
     return (
         found.table_title.format(unit=unit)
         if found is not None and found.table_title
@@ -142,7 +143,7 @@ def render_tables(
                 values.append(metric_value(metric_name, result.metrics[metric_name]))
             except (KeyError, AttributeError, TypeError, ValueError):
                 pass
-        found = registry.find(metric_name)
+        found = registry.find(metric_name, Display)
         unit, scale = found.table_scale(values) if found is not None else ("", 1.0)
         delta_title = found.delta_title if found is not None else "delta"
         compared = (

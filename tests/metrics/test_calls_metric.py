@@ -16,6 +16,7 @@ from pytest_torchbench.judging.results import BenchmarkResult
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.calls import CallsMetric
 from pytest_torchbench.metrics.instructions import InstructionsMetric
+from pytest_torchbench.metrics.metric import Metric
 
 BASE = {"lib/store.py:Box.get": 48.0, "lib/store.py:lookup_all": 1.0}
 
@@ -41,7 +42,7 @@ def _result(instructions: float, calls: dict[str, float], gpu: str = "") -> Benc
 
 
 def test_any_changed_function_fails_either_way_and_is_named() -> None:
-    calls = registry.get("calls")
+    calls = registry.get("calls", Metric)
     more = calls.judge(
         "k", CallsMetric({**BASE, "lib/store.py:normalise": 48.0}), CallsMetric(BASE), 0.0, Policy()
     )
@@ -63,7 +64,7 @@ def test_any_changed_function_fails_either_way_and_is_named() -> None:
 
 
 def test_json_round_trip_and_bad_numbers() -> None:
-    calls = registry.get("calls")
+    calls = registry.get("calls", Metric)
     value = CallsMetric({"b.py:f": 2.0, "a.py:g": 1.0})
     data = calls.to_json(value)
     assert list(data["calls"]) == ["a.py:g", "b.py:f"]  # sorted: baselines diff cleanly
@@ -125,7 +126,9 @@ def test_no_python_lines_where_calls_are_not_comparable_or_instructions_did_not_
 
 def test_many_changed_functions_are_cut_to_the_largest() -> None:
     changed = {f"lib/m.py:f{i:02d}": float(i + 1) for i in range(12)}
-    lines = registry.get("calls").explain_other(CallsMetric({**BASE, **changed}), CallsMetric(BASE))
+    lines = registry.get("calls", Metric).explain_other(
+        CallsMetric({**BASE, **changed}), CallsMetric(BASE)
+    )
     assert lines[0] == "Python functions whose calls changed (calls per call, 12 function(s)):"
     assert lines[1] == "+12  lib/m.py:f11 (0 -> 12)"
     assert len(lines) == 10 and lines[-1] == "... and 4 more (the calls verdict lists them all)"
@@ -135,7 +138,7 @@ def test_metrics_that_disturb_the_others_are_measured_last() -> None:
     """calls' profile hook over its warm-up moved the instructions counted after it in the same
     test (a 48-key lookup: 414,947 -> 415,067 per call): the session measures it after the others,
     whatever order ``--bench-mode`` gives."""
-    from pytest_torchbench.metrics.base import Metric
+    from pytest_torchbench.metrics.metric import Metric
     from pytest_torchbench.pytest.marker import BenchOptions
     from pytest_torchbench.pytest.session import BenchSession, Naming
 
@@ -173,4 +176,7 @@ def test_metrics_that_disturb_the_others_are_measured_last() -> None:
         "probe_early",
         "probe_late",
     }
-    assert registry.get("calls").measured_last and not registry.get("instructions").measured_last
+    assert (
+        registry.get("calls", Metric).measured_last
+        and not registry.get("instructions", Metric).measured_last
+    )

@@ -7,6 +7,7 @@ import pytest
 from pytest_torchbench.common.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.compile import CompileMetric
+from pytest_torchbench.metrics.metric import Metric
 
 PRINT = (
     "Failed to trace builtin operator: Dynamo does not know how to trace builtin operator `print`"
@@ -30,7 +31,7 @@ def _value(
 
 
 def _judge(current: CompileMetric, baseline: CompileMetric):  # type: ignore[no-untyped-def]
-    return registry.get("compile").judge("t.py::test_f", current, baseline, 0.0, Policy())
+    return registry.get("compile", Metric).judge("t.py::test_f", current, baseline, 0.0, Policy())
 
 
 def test_a_new_graph_break_is_a_regression_naming_reason_and_line() -> None:
@@ -66,7 +67,7 @@ def test_code_that_stops_compiling_is_a_regression() -> None:
 
 def test_json_round_trip_and_bad_values() -> None:
     value = _value(2, breaks=[("model.py:42", PRINT, 2)], recompiles=[("m.py:1", "r", 1)])
-    metric = registry.get("compile")
+    metric = registry.get("compile", Metric)
     assert metric.from_json(metric.to_json(value)) == value
     assert metric.invalid_number(metric.to_json(value)) is None
     data = metric.to_json(value)
@@ -78,7 +79,7 @@ def test_json_round_trip_and_bad_values() -> None:
 
 
 def test_the_cell_reads_as_words() -> None:
-    metric = registry.get("compile")
+    metric = registry.get("compile", Metric)
     assert metric.cell(_value(1), 1.0) == "1 graph, 0 breaks, 0 recompiles"
 
 
@@ -87,7 +88,7 @@ def test_a_hand_edited_baseline_with_more_events_or_longer_text_than_a_save_writ
 ):
     """A save stores at most 50 events per kind, reasons of at most a few hundred characters: a
     file with thousands of them (6 MB of HTML report from one entry, before) was edited by hand."""
-    metric = registry.get("compile")
+    metric = registry.get("compile", Metric)
     data = metric.to_json(_value())
     many = [{"reason": "r", "where": f"m.py:{i}", "count": 1} for i in range(51)]
     with pytest.raises(

@@ -14,6 +14,7 @@ from pytest_torchbench.judging.judgement import decide
 from pytest_torchbench.judging.results import BenchmarkResult
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.gpu_time import GpuTimeMetric, describe_launch_bound
+from pytest_torchbench.metrics.metric import Metric
 
 MATMUL = GpuTimeMetric(
     device_seconds=172e-6,
@@ -34,7 +35,7 @@ ADD = GpuTimeMetric(
 
 
 def test_the_fastest_call_is_judged_and_the_median_shown() -> None:
-    metric = registry.get("gpu_time")
+    metric = registry.get("gpu_time", Metric)
     slower = GpuTimeMetric(
         device_seconds=344e-6,
         device_median=380e-6,
@@ -64,16 +65,16 @@ def test_a_launch_bound_benchmark_is_told_as_such() -> None:
     )
     assert "gate it on gpu_time" in line
     assert describe_launch_bound(MATMUL) is None  # the device outlasts the host's launches
-    verdict = registry.get("gpu_time").judge("t.py::t", ADD, ADD, 0.05, Policy())
+    verdict = registry.get("gpu_time", Metric).judge("t.py::t", ADD, ADD, 0.05, Policy())
     assert verdict.status == UNCHANGED and any(
         d.startswith("launch-bound") for d in verdict.details
     )
-    assert "(launch-bound)" in registry.get("gpu_time").cell(ADD, 1e-6)
+    assert "(launch-bound)" in registry.get("gpu_time", Metric).cell(ADD, 1e-6)
 
 
 def test_no_device_work_is_unchanged_and_said() -> None:
     none = GpuTimeMetric(0.0, 0.0, 0.0, 10e-6, 0, 200)
-    verdict = registry.get("gpu_time").judge("t.py::t", none, none, 0.05, Policy())
+    verdict = registry.get("gpu_time", Metric).judge("t.py::t", none, none, 0.05, Policy())
     assert verdict.status == UNCHANGED and not verdict.failed
     assert "no device work" in " ".join(verdict.details)
     assert describe_launch_bound(none) is None
@@ -81,7 +82,7 @@ def test_no_device_work_is_unchanged_and_said() -> None:
 
 def test_noise_beyond_half_the_limit_is_named() -> None:
     noisy = GpuTimeMetric(172e-6, 200e-6, 20e-6, 34e-6, 2, 200)
-    verdict = registry.get("gpu_time").judge("t.py::t", noisy, MATMUL, 0.05, Policy())
+    verdict = registry.get("gpu_time", Metric).judge("t.py::t", noisy, MATMUL, 0.05, Policy())
     assert any(
         d.startswith("noisy: the device time's IQR is 10.0% of its median over 200 calls")
         for d in verdict.details
@@ -89,7 +90,7 @@ def test_noise_beyond_half_the_limit_is_named() -> None:
 
 
 def test_json_round_trip_and_validation() -> None:
-    metric = registry.get("gpu_time")
+    metric = registry.get("gpu_time", Metric)
     data = metric.to_json(MATMUL)
     assert data["device_seconds"] == 172e-6 and data["calls"] == 200 and data["flush_l2"] is False
     assert metric.from_json(data) == MATMUL
@@ -117,11 +118,11 @@ def test_cold_and_warm_caches_are_not_compared() -> None:
     from pytest_torchbench.common.vocabulary import NOT_COMPARABLE
 
     cold = GpuTimeMetric(180e-6, 195e-6, 5e-6, 34e-6, 2, 200, flush_l2=True)
-    verdict = registry.get("gpu_time").judge("t.py::t", cold, MATMUL, 0.05, Policy())
+    verdict = registry.get("gpu_time", Metric).judge("t.py::t", cold, MATMUL, 0.05, Policy())
     assert verdict.status == NOT_COMPARABLE and not verdict.failed
     assert "flush_l2=True" in verdict.summary and "re-save" in verdict.summary
     strict = decide(  # the verdict path decides failing: strictness is the user's policy
-        registry.get("gpu_time").judge(
+        registry.get("gpu_time", Metric).judge(
             "t.py::t", cold, MATMUL, 0.05, Policy(strict_environment=True)
         ),
         Policy(strict_environment=True),
@@ -130,7 +131,7 @@ def test_cold_and_warm_caches_are_not_compared() -> None:
 
 
 def test_unavailable_without_cuda_says_so_in_one_line() -> None:
-    reason = registry.get("gpu_time").unavailable()
+    reason = registry.get("gpu_time", Metric).unavailable()
     if torch.cuda.is_available():
         assert reason is None
     else:
@@ -146,7 +147,7 @@ def test_a_change_the_clock_explains_is_not_judged_and_says_so() -> None:
     idling, 219 us at 1470 MHz under the power limit: the same code, +13.5%."""
     from pytest_torchbench.common.vocabulary import NOT_COMPARABLE
 
-    metric = registry.get("gpu_time")
+    metric = registry.get("gpu_time", Metric)
     verdict = metric.judge("t.py::t", clocked(219, 1470), clocked(193, 1980), 0.05, Policy())
     assert verdict.status == NOT_COMPARABLE and not verdict.failed
     assert verdict.summary == (
@@ -185,7 +186,7 @@ def test_a_change_the_clock_explains_is_not_judged_and_says_so() -> None:
 def test_a_change_beyond_what_the_clock_explains_is_judged() -> None:
     from pytest_torchbench.common.vocabulary import NOT_COMPARABLE
 
-    metric = registry.get("gpu_time")
+    metric = registry.get("gpu_time", Metric)
     # Twice the work at a 26% lower clock: beyond the clocks' ratio, a regression.
     doubled = metric.judge("t.py::t", clocked(438, 1470), clocked(193, 1980), 0.05, Policy())
     assert doubled.status == REGRESSION and doubled.details[0].startswith(
@@ -259,7 +260,7 @@ def test_a_change_beyond_what_the_clock_explains_is_judged() -> None:
 
 
 def test_the_clock_round_trips_and_is_optional_in_json() -> None:
-    metric = registry.get("gpu_time")
+    metric = registry.get("gpu_time", Metric)
     data = metric.to_json(clocked(193, 1480.5))
     assert data["sm_clock_mhz"] == 1480.5 and metric.from_json(data) == clocked(193, 1480.5)
     assert "sm_clock_mhz" not in metric.to_json(

@@ -111,7 +111,7 @@ def test_a_save_leaves_the_variable_empty_and_no_test_gets_a_plan(
 
 def test_a_launched_worker_reads_the_plan_before_it_starts_the_tests_heap_epoch() -> None:
     """What the reading allocates must lie outside the test's epoch (``load_test_plan``)."""
-    from pytest_torchbench.metrics.base import WorkerLaunch
+    from pytest_torchbench.metrics.measuring import WorkerLaunch
     from pytest_torchbench.pytest.workers import IsolatedWorker
 
     calls: list[str] = []

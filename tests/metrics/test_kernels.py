@@ -9,12 +9,13 @@ import torch
 from pytest_torchbench.common.vocabulary import IMPROVEMENT, REGRESSION, UNCHANGED, Policy
 from pytest_torchbench.metrics import registry
 from pytest_torchbench.metrics.kernels import Kernels, KernelsMetric
+from pytest_torchbench.metrics.metric import Metric
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
 def test_any_changed_kernel_fails_naming_it() -> None:
-    metric = registry.get("kernels")
+    metric = registry.get("kernels", Metric)
     before = KernelsMetric({"gemm_kernel": 1.0, "elementwise_kernel<add>": 1.0})
     after = KernelsMetric(
         {"gemm_kernel": 1.0, "elementwise_kernel<add>": 1.0, "Memcpy DtoD (Device -> Device)": 1.0}

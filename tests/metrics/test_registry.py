@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_torchbench.metrics import registry
-from pytest_torchbench.metrics.base import Metric
+from pytest_torchbench.metrics.metric import Metric
 from pytest_torchbench.store.storage import parse_baseline_document, render_baseline_document
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def test_builtin_metrics_in_display_order() -> None:
         "gpu_time",
         "compile",
     )
-    for metric in registry.all_metrics():
+    for metric in registry.all_metrics(Metric):
         assert isinstance(metric, Metric) and metric.name.isidentifier()
         assert metric.default_limit >= 0 and metric.table_title
 
@@ -87,7 +87,7 @@ def test_a_second_metric_of_the_same_name_is_refused() -> None:
         registry.register(Other())
     with pytest.raises(ValueError, match="built in"):
         registry.unregister("time")
-    assert type(registry.get("time")).__name__ == "Time"
+    assert type(registry.get("time", Metric)).__name__ == "Time"
 
 
 def _imports(path: Path) -> set[str]:
@@ -207,14 +207,14 @@ def test_type_cache_misses_are_kept_apart_from_the_count_and_named_when_they_mov
     again = InstructionsMetric.from_json(collided.to_json())
     assert again.type_cache_misses == 900 and again.instructions_per_run == 1_000
     assert "type_cache_misses" not in clean.to_json()  # nothing stored when there were none
-    verdict = registry.get("instructions").judge("t.py::t", collided, clean, 0.01, Policy())
+    verdict = registry.get("instructions", Metric).judge("t.py::t", collided, clean, 0.01, Policy())
     assert verdict.status == "unchanged"
     assert any(
         line.startswith("type-cache misses (not counted")
         and "0 -> 900 instructions per run" in line
         for line in verdict.details
     )
-    quiet = registry.get("instructions").judge("t.py::t", clean, clean, 0.01, Policy())
+    quiet = registry.get("instructions", Metric).judge("t.py::t", clean, clean, 0.01, Policy())
     assert not any("type-cache" in line for line in quiet.details)
 
 
@@ -325,11 +325,11 @@ def test_a_metric_without_a_value_type_is_refused_at_registration() -> None:
 
     with pytest.raises(TypeError, match="needs a value_type"):
         registry.register(Minimal())
-    assert registry.find("minimal_probe") is None
+    assert registry.find("minimal_probe", Metric) is None
     Minimal.value_type = _Value
     try:
         registry.register(Minimal())
-        assert registry.get("minimal_probe").from_json({"n": 3.0}).n == 3.0
+        assert registry.get("minimal_probe", Metric).from_json({"n": 3.0}).n == 3.0
     finally:
         registry.unregister("minimal_probe")
 
@@ -365,7 +365,9 @@ def test_explaining_and_confirming_are_derived_from_the_overrides() -> None:
     """``explains_failures`` / ``confirms_failures`` are not said but derived: a metric that
     overrides ``explain`` gets its callable kept for the re-run, one that overrides ``confirm``
     gets its failed regressions measured again."""
-    flags = {m.name: (m.explains_failures, m.confirms_failures) for m in registry.all_metrics()}
+    flags = {
+        m.name: (m.explains_failures, m.confirms_failures) for m in registry.all_metrics(Metric)
+    }
     assert {name for name, (explains, _) in flags.items() if explains} == {
         "ops",
         "calls",
@@ -375,7 +377,7 @@ def test_explaining_and_confirming_are_derived_from_the_overrides() -> None:
 
 
 def test_seconds_metrics_share_their_display() -> None:
-    time, gpu_time = registry.get("time"), registry.get("gpu_time")
+    time, gpu_time = registry.get("time", Metric), registry.get("gpu_time", Metric)
     for metric in (time, gpu_time):
         assert metric.table_scale([2e-6, 5e-6]) == ("us", 1e-6)
         assert (
@@ -383,7 +385,7 @@ def test_seconds_metrics_share_their_display() -> None:
             and metric.delta_title == "the fastest call (judged) and its delta"
         )
         assert metric.format_value(0.0015) == time.format_value(0.0015)
-    assert registry.get("instructions").cell_delta(0.0004) == " (+0.04%)"
+    assert registry.get("instructions", Metric).cell_delta(0.0004) == " (+0.04%)"
 
 
 def test_modes_that_exclude_each_other_are_one_usage_error_with_why() -> None:
@@ -438,7 +440,7 @@ def test_exact_count_metrics_share_their_judging_and_showing(
 
     from pytest_torchbench.common.vocabulary import Bars, Heading, Policy
 
-    metric = registry.get(name)
+    metric = registry.get(name, Metric)
     make = getattr(importlib.import_module(f"pytest_torchbench.metrics.{name}"), value_type)
     then, now = make({"a": 2.0, "b": 1.0}), make({"a": 3.0, "b": 1.0, "c": 1.0})
     verdict = metric.judge("t.py::t", now, then, 0.0, Policy())
