@@ -32,4 +32,5 @@ export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || true
 "$python" -c "import pytest, torch; print('pytest', pytest.__version__, 'torch', torch.__version__)"
-exec "$python" benchmarks/gpu_check.py
+# Not exec: the EXIT trap must still remove the temporary install folder.
+"$python" benchmarks/gpu_check.py
