@@ -32,12 +32,13 @@ The verdict path. A ``Verdict`` is frozen; each step returns a new one, in this 
    alternated rounds), then :func:`decide`: ``failed`` from the status and the policy;
 2. :func:`judge_result`: explained by the benchmark's other metrics (the Python calls that changed
    first), then excused as noisy where an unchanged metric says the slowdown is the machine's;
-3. ``gate.judge``: the user's ``pytest_torchbench_verdict`` hook, which returns a changed copy;
-4. in the pytest glue, per test: not judged where the test failed at the base revision, settled by
+3. in the pytest glue, per test: not judged where the test failed at the base revision, settled by
    a fresh process (``Metric.confirm``), accepted by a ``Bench-Accept`` trailer (``accept.py``),
-   explained by a re-run (call sites); each returns new verdicts by (key, metric), and the
-   controller keeps only the last; explanations of tests run in other processes arrive at the end
-   of the session the same way.
+   explained by a re-run (call sites); each returns new verdicts by (key, metric);
+4. last, the user's ``pytest_torchbench_verdict`` hook (``gate.judge``'s ``review``, called by the
+   controller), which returns a changed copy; explanations of tests run in other processes arrive
+   at the end of the session from a child run that applied the same steps, and the controller
+   keeps only the last.
 """
 
 from __future__ import annotations

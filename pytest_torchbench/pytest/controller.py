@@ -150,7 +150,8 @@ class Controller:
         self, nodeid: str, results: list[BenchmarkResult]
     ) -> list[tuple[BenchmarkResult, list[Verdict]]]:
         """Each result with its verdicts: the gate's, settled by a confirmation and accepted by
-        the run's accepts (``--bench-accept``, ``Bench-Accept:`` trailers)."""
+        the run's accepts (``--bench-accept``, ``Bench-Accept:`` trailers); the user's hook has
+        not seen them yet."""
         baseline = self.source.entries
         judged_results = [
             (
@@ -161,7 +162,7 @@ class Controller:
                         result,
                         baseline,
                         self.settings.policy,
-                        self._review,
+                        None,  # the user's hook comes last, in _judge_report
                         self.source.rounds.get(result.key),
                         self.source.rounds_unfinished(result.key),
                     ),
@@ -204,6 +205,8 @@ class Controller:
                     self.source.changed_lines(),
                 )
                 elsewhere += unexplained
+            # The user's hook last, so it sees (and keeps) the verdict every other step settled.
+            judged = self._review(result, judged, baseline.get(result.key) if baseline else None)
             properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
             verdicts.extend(judged)
         self.verdicts.extend(verdicts)

@@ -68,7 +68,9 @@ def pytest_torchbench_verdict(
     change it (None keeps it).
 
     Called where results are judged: the process that owns the terminal (the serial run or the
-    xdist controller), when the test's call report arrives and before it is marked failed.
+    xdist controller), when the test's call report arrives and before it is marked failed: last,
+    after the fresh-process confirmation, ``Bench-Accept`` and the call sites of a re-run, so the
+    verdict is the settled one and what the hook adds is kept.
     Verdicts are frozen: ``return verdict.replace(failed=False)`` waives a regression,
     ``failed=True`` makes any status fail, ``verdict.with_details(after=["why"])`` adds your own
     explanation. Several implementations run in pluggy's order, each seeing what the one before

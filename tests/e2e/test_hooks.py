@@ -56,6 +56,32 @@ def pytest_torchbench_verdict(config, verdict, result, baseline):
     assert "waived by conftest" in (pytester.path / "out.md").read_text()
 
 
+def test_the_verdict_hook_comes_last_so_its_lines_outlive_the_explanation(
+    pytester: pytest.Pytester, run_bench, bench_module
+) -> None:  # type: ignore[no-untyped-def]
+    """An ops failure is explained by a re-run (call sites), which tells the judge's lines again;
+    the user's hook runs after it, so what the hook adds is kept and it sees the call sites."""
+    pytester.makepyfile(test_a=bench_module)
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+    path = pytester.path / "baselines/main/test_a.json"
+    document = json.loads(path.read_text())
+    for entry in document["benchmarks"].values():
+        entry["metrics"]["ops"]["ops"] = {
+            op: n / 2 for op, n in entry["metrics"]["ops"]["ops"].items()
+        }
+    path.write_text(json.dumps(document))
+    pytester.makeconftest("""
+def pytest_torchbench_verdict(config, verdict, result, baseline):
+    if verdict.failed:
+        sites = any("test_a.py:" in line for line in verdict.details)
+        return verdict.with_details(after=[f"owner: team-a (saw call sites: {sites})"])
+""")
+    result = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-markdown=out.md")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*test_a.py:*", "*owner: team-a (saw call sites: True)*"])
+    assert "owner: team-a (saw call sites: True)" in (pytester.path / "out.md").read_text()
+
+
 def test_a_verdict_hook_that_changes_the_frozen_verdict_in_place_fails_it_saying_how(
     pytester: pytest.Pytester, run_bench, bench_module
 ) -> None:  # type: ignore[no-untyped-def]
