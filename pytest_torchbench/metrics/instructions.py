@@ -5,12 +5,13 @@ is a regression, more than the limit below a stale baseline. The failure names t
 whose exclusive counts changed most (``FunctionCounts.delta`` of baseline vs current), which also
 explain a regression of any other metric of the same benchmark.
 
-Instructions mode lives here and in its engine (``engines/callgrind``): how the counted workers are
-launched (:class:`CallgrindLaunch`: valgrind's command line, the pinned and padded environment,
-the deterministic allocator), counting one region inside such a worker
-(:func:`count_region_for_controller`), reading its dump natively in the controller
-(:meth:`CallgrindLaunch.finish`), the fingerprint (:meth:`Instructions.environment_facts`) and
-function names (standardized for baselines, shortened for people). The pytest glue that runs
+Instructions mode lives here and in its engine (``engines/callgrind``): the engine launches the
+counted workers (``worker.CallgrindLaunch``: valgrind's command line, the pinned and padded
+environment, the deterministic allocator, reading a dump natively in the controller), hands them
+the baseline's plans (``plans.py``) and shortens C++ names (``names.py``); here are counting one
+region inside such a worker (:func:`count_region_for_controller`), what a dump's counts make
+(:class:`InstructionsLaunch`), the fingerprint (:meth:`Instructions.environment_facts`) and the
+judging and showing of the counts. The pytest glue that runs
 tests in launched xdist workers (``pytest/workers.py``) is generic: it only asks
 :meth:`Instructions.worker_launch`.
 """
@@ -18,11 +19,8 @@ tests in launched xdist workers (``pytest/workers.py``) is generic: it only asks
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import os
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 from ..common.text import finite, safe_number
@@ -40,124 +38,20 @@ from ..common.vocabulary import (
     round_sig,
 )
 from ..engines.callgrind.names import NOISE_FRAME, short_function_name
-from .measuring import LaunchUnavailable, MeasureContext, WorkerLaunch
+from ..engines.callgrind.plans import take_test_plan
+from ..engines.callgrind.worker import TYPE_CACHE_MISS, CallgrindLaunch, DumpCounts, dump_dir
+from .measuring import MeasureContext
 from .metric import Metric
 
 #: Bump when a change to the counting procedure moves counts (see Instructions.environment_facts);
 #: what each bump changed is listed in CHANGELOG.md.
 COUNTING_METHOD = "per-region-toggle-in-loop/12"
 
-#: The CPython function a miss of the type attribute cache calls (``_PyType_Lookup`` on a miss walks
-#: the MRO's dicts here). Its inclusive cost is kept apart from the count: which (type, name) pairs
-#: collide in the cache's 4,096 slots follows the types' version tags and the names' addresses,
-#: i.e. everything the process did before, not the benchmark's work.
-TYPE_CACHE_MISS = "find_name_in_mro"
-#: The functions that look attributes up in that cache (``_PyType_LookupRef`` on 3.13). Their own
-#: (exclusive) cost is kept apart from the count with the misses: on a miss they hash again, fill
-#: the slot and swap its name's reference, and that alone failed a small benchmark of a
-#: Python-heavy library when a collision appeared (docs/design/counting.md, "Type-cache misses
-#: are kept apart"). On hits their cost follows the number of lookups, as the rest of the count does
-#: (what that hides: the same document). The last two are 3.14's, from its headers, not measured.
-TYPE_CACHE_LOOKUPS = (
-    "_PyType_Lookup",
-    "_PyType_LookupRef",
-    "_PyType_LookupRefAndVersion",
-    "_PyType_LookupStackRefAndVersion",
-)
-
-#: Tells a counted worker where its Callgrind dumps go (set in the counted environment).
-DUMP_DIR_VARIABLE = "TORCHBENCH_CALLGRIND_DIR"
-
-
-def _dump_dir() -> str:
-    dump_dir = os.environ.get(DUMP_DIR_VARIABLE)
-    if not dump_dir:
-        from ..engines.callgrind import collect
-
-        raise collect.NotUnderValgrind(
-            "instruction counting runs in workers that pytest-torchbench launches under valgrind; "
-            "this process was not (run pytest with --bench-mode=instructions)"
-        )
-    return dump_dir
-
-
 #: Beyond this relative change, a count over another number of calls than its baseline's is
 #: judged, not "not comparable": the number moves a count per call by about a percent, while a
 #: baseline's plan is not followed only for work that changed by about twice or more (it is then
 #: more than one bucket away, collect.plan_followed), which a re-save would otherwise accept.
 NUMBER_EFFECT_BOUND = 0.5
-
-#: Names the folder where a run's main process left the plans of its baseline: for each test whose
-#: one instructions entry is keyed by its node id, the number of calls and warm-up calls it was
-#: counted with (one small file per test, :func:`write_plans`). The main process sets it for
-#: everything it starts (its counted workers, the base run of ``--bench-compare=REV``, re-runs),
-#: empty when it has no baseline, so that the environment has the same variables in a save and in
-#: a compare. A counted worker takes it out of its environment before its first test
-#: (:func:`load_test_plan`): a pytest that a test starts finds its own baseline's plans.
-PLANS_VARIABLE = "TORCHBENCH_CALL_PLANS"
-
-
-def _plan_file(folder: str | os.PathLike[str], nodeid: str) -> Path:
-    """A test's plan file: named by a hash of its node id (any characters, any length)."""
-    return Path(folder) / hashlib.sha256(nodeid.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-def write_plans(folder: Path, entries: Mapping[str, Any]) -> int:
-    """Write the plan of every test of ``entries`` (a baseline set's results by key) whose only
-    instructions entry is keyed by its node id into ``folder``; the number written.
-
-    Why only those: the worker uses a test's plan for the test's first count, which is the entry
-    keyed by its node id when the test records once (``benchmark``, the marker, a Timer without
-    a description); the recordings of a test that records several (``nodeid [description]``,
-    ``nodeid #2``) may each have been counted over another number, and stay adaptive."""
-    by_test: dict[str, list[tuple[str, InstructionsMetric]]] = {}
-    for key, entry in entries.items():
-        metric = entry.metrics.get("instructions")
-        if isinstance(metric, InstructionsMetric):
-            by_test.setdefault(entry.nodeid, []).append((key, metric))
-    written = 0
-    for nodeid, recordings in by_test.items():
-        (key, metric), *others = recordings
-        if not others and key == nodeid and metric.warmup is not None:
-            _plan_file(folder, nodeid).write_text(f"{metric.number_per_run} {metric.warmup}\n")
-            written += 1
-    return written
-
-
-def read_plan(folder: str | os.PathLike[str], nodeid: str) -> tuple[int, int] | None:
-    """The ``(number, warmup)`` left for ``nodeid`` in ``folder``; None when there is none or the
-    file does not hold two integers. Whether a plan is followed is decided after the probe
-    (``collect.plan_followed``)."""
-    try:
-        with open(_plan_file(folder, nodeid), "rb") as handle:
-            number, warmup = (int(field) for field in handle.read(64).split())
-    except (OSError, ValueError):
-        return None
-    return number, warmup
-
-
-#: This worker's plans folder, taken out of its environment at its first test (None: not yet).
-_plans_folder: str | None = None
-#: The running test's plan, until its first count takes it.
-_test_plan: tuple[int, int] | None = None
-
-
-def load_test_plan(nodeid: str) -> None:
-    """Before a test's heap epoch (``CallgrindLaunch.before_test``): read its plan, so that what
-    the reading allocates (paths, a file buffer, an exception when there is no plan) lies outside
-    the epoch. Read inside it, a compare run (plans) and a save run (none) laid the test's
-    objects out differently, and a Python-heavy count moved by a few instructions per call."""
-    global _plans_folder, _test_plan
-    if _plans_folder is None:
-        _plans_folder = os.environ.pop(PLANS_VARIABLE, "")
-    _test_plan = read_plan(_plans_folder, nodeid) if _plans_folder else None
-
-
-def take_test_plan() -> tuple[int, int] | None:
-    """The running test's plan, once: its first count uses it, a second recording is adaptive."""
-    global _test_plan
-    plan, _test_plan = _test_plan, None
-    return plan
 
 
 def count_region_for_controller(
@@ -192,7 +86,7 @@ def count_region_for_controller(
         fn,
         number=number,
         warmup=warmup,
-        out_dir=_dump_dir(),
+        out_dir=dump_dir(),
         num_threads=num_threads,
         hooks=hooks,
         plan=plan,
@@ -414,140 +308,43 @@ def type_cache_line(
     ]
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "pytest-torchbench"
+def plans_of(entries: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+    """``(number, warmup)`` by node id of every test of ``entries`` (a baseline set's results by
+    key) whose only instructions entry is keyed by its node id.
+
+    Why only those: the worker uses a test's plan for the test's first count, which is the entry
+    keyed by its node id when the test records once (``benchmark``, the marker, a Timer without
+    a description); the recordings of a test that records several (``nodeid [description]``,
+    ``nodeid #2``) may each have been counted over another number, and stay adaptive."""
+    by_test: dict[str, list[tuple[str, InstructionsMetric]]] = {}
+    for key, entry in entries.items():
+        metric = entry.metrics.get("instructions")
+        if isinstance(metric, InstructionsMetric):
+            by_test.setdefault(entry.nodeid, []).append((key, metric))
+    plans = {}
+    for nodeid, recordings in by_test.items():
+        (key, metric), *others = recordings
+        if not others and key == nodeid and metric.warmup is not None:
+            plans[nodeid] = (metric.number_per_run, metric.warmup)
+    return plans
 
 
-class CallgrindLaunch(WorkerLaunch):
-    """Counted workers: ``env -i <the user's environment, pinned and padded> valgrind
-    --tool=callgrind --instr-atstart=no ... python``, every one launched identically (so a serial
-    run and ``-n 2`` count alike by construction), and their dumps read natively here."""
+class InstructionsLaunch(CallgrindLaunch):
+    """The counted workers of instructions mode: a dump's counts make an
+    :class:`InstructionsMetric`, and the baseline's plans are those of :func:`plans_of`."""
 
-    #: The run's folder (dumps, workers' stderr): ``$TMPDIR/torchbench-callgrind-<uid>-<slot>``.
-    folder_prefix = "torchbench-callgrind-"
-
-    def __init__(self) -> None:
-        self.valgrind_version: str | None = None
-        self.allocator: Path | None = None
-
-    def prepare(self, python: str) -> None:
-        from ..engines import callgrind
-
-        try:
-            self.valgrind_version = callgrind.check_valgrind()
-        except (callgrind.ValgrindUnavailable, callgrind.UnsupportedPlatform) as exc:
-            raise LaunchUnavailable(str(exc)) from None
-        self.allocator = callgrind.build_allocator(_cache_dir())
-
-    def command(
-        self, python: str, folder: Path, environ: Mapping[str, str]
-    ) -> tuple[list[str], dict[str, str]]:
-        from ..engines.callgrind.spec import CountedProcessSpec
-
-        spec = CountedProcessSpec.build(
-            python,
-            folder,
-            allocator=self.allocator,
-            valgrind_version=self.valgrind_version,
-            extra_environment={DUMP_DIR_VARIABLE: str(folder)},
-        )
-        return spec.command(environ)
-
-    def finish(self, data: dict[str, Any], folder: Path) -> dict[str, Any]:
-        """Read a worker's region dump here, natively (far faster than under valgrind), and delete
-        it.
-
-        Only files in this run's folder are read."""
-        if not data.get("dump"):
-            return data
-        from ..engines.callgrind.parse import (
-            exclusive_cost_of,
-            exclusive_counts,
-            inclusive_cost_of,
-            parse_callgrind_file,
-        )
-
-        path = Path(str(data["dump"]))
-        if path.resolve().parent != folder.resolve():
-            raise RuntimeError(f"a counted worker named a dump outside {folder}: {path}")
-        parts = parse_callgrind_file(path)
-        exclusive, total = exclusive_counts(parts)
-        misses = inclusive_cost_of(parts, TYPE_CACHE_MISS)
-        lookups = exclusive_cost_of(parts, *TYPE_CACHE_LOOKUPS)
-        path.unlink()
-        warmup = data.get("warmup")
+    def value_json(self, counts: DumpCounts, number: int, warmup: int | None) -> dict[str, Any]:
         return InstructionsMetric.from_counts(
-            exclusive,
-            total,
-            int(data["number_per_run"]),
-            int(warmup) if warmup is not None else None,
-            type_cache_misses=misses,
-            type_cache_lookups=lookups,
+            counts.exclusive,
+            counts.total,
+            number,
+            warmup,
+            type_cache_misses=counts.type_cache_misses,
+            type_cache_lookups=counts.type_cache_lookups,
         ).to_json()
 
-    def hand_over(
-        self, entries: Mapping[str, Any] | None, folder: Path, environ: Mapping[str, str]
-    ) -> dict[str, str]:
-        """:data:`PLANS_VARIABLE`: the baseline's numbers of calls, one file per test in the run's
-        folder (:func:`write_plans`), so that each benchmark is counted over the number its
-        baseline was. Nothing when the variable is already set: a base run or a re-run keeps its
-        parent's, so the base of ``--bench-compare=REV`` counts over the same numbers as the head.
-        Empty when there is no baseline, or no plan could be written (a full temporary folder):
-        the numbers are then planned from the probes, as in a save.
-
-        Why: a benchmark whose first call lies near a bucket edge otherwise picked the other
-        bucket when other tests ran around it: "not comparable" in CI, where a comparison was
-        wanted (docs/design/counting.md, "How many calls are counted")."""
-        if PLANS_VARIABLE in environ:
-            return {}
-        value = ""
-        if entries:
-            plans = folder / "plans"
-            try:
-                plans.mkdir(mode=0o700)
-                if write_plans(plans, entries):
-                    value = str(plans)
-            except OSError:
-                pass
-        return {PLANS_VARIABLE: value}
-
-    def before_test(self, nodeid: str) -> None:
-        """The test's plan, read before its heap epoch (:func:`load_test_plan`)."""
-        load_test_plan(nodeid)
-
-    def isolate(self) -> None:
-        """A new heap epoch of the preloaded allocator (``callgrind.start_heap_epoch``): the test's
-        allocations then get the same addresses on every run, whatever ran before it."""
-        from ..engines import callgrind
-
-        callgrind.start_heap_epoch()
-
-    def collected(self) -> None:
-        """The worker settles (``callgrind.spec.settle_worker``): modules that change the
-        interpreter when first imported are preloaded (filelock on 3.12+, for its audit hook), every
-        function imported so far is marked to be quickened at its next call, then
-        ``gc.freeze()``: everything import and collection made moves to the collector's
-        permanent generation, untouched by the collections before each region.
-
-        Why the marking: a heavy benchmark is called 3-7 times, too few for CPython 3.11 to
-        specialise the helpers it calls, so whether they ran specialised depended on the tests
-        before it (``callgrind.quickening``). Why the freeze: the first region's ``gc.collect()``
-        otherwise traverses all of torch's and pytest's objects under valgrind, a large share of
-        the worker's first benchmark, against little for every later one
-        (docs/design/measurements.md, "Counting in the worker"). What import left as cyclic garbage
-        is then never freed: a few objects, once per worker."""
-        from ..engines import dynamo  # noqa: F401 - so a worker's first test imports no new module
-        from ..engines.callgrind import collect, spec
-
-        spec.settle_worker()  # preloads, quickening marks, gc.freeze (callgrind.spec)
-        collect.pause_on_imports()  # imports between regions run uninstrumented
-
-    def describe(self, python: str) -> str:
-        return f"valgrind --tool=callgrind {python}"
-
-    def check_hint(self, python: str) -> str:
-        return f"valgrind --tool=callgrind {python} -c pass"
+    def plans(self, entries: Mapping[str, Any]) -> dict[str, tuple[int, int]]:
+        return plans_of(entries)
 
 
 class Instructions(Metric):
@@ -608,8 +405,8 @@ class Instructions(Metric):
             plan=plan,
         )
 
-    def worker_launch(self) -> CallgrindLaunch:
-        return CallgrindLaunch()
+    def worker_launch(self) -> InstructionsLaunch:
+        return InstructionsLaunch()
 
     def measure_timer_call(
         self, fn: Callable[[], Any], number: int, task_spec: Any, context: MeasureContext
@@ -624,7 +421,7 @@ class Instructions(Metric):
             number=number,
             warmup=context.options.warmup,
             task_spec=task_spec,
-            out_dir=_dump_dir(),
+            out_dir=dump_dir(),
             before_warmup=context.seed,
         )
         return stats, InstructionsMetric.from_stats(stats)

@@ -1,6 +1,6 @@
 """pytest glue for metrics that measure in processes of their own (instructions: under valgrind).
 
-A metric says so through ``Metric.worker_launch()`` (``metrics/base.py``'s ``WorkerLaunch``): this
+A metric says so through ``Metric.worker_launch()`` (``engines/launch.py``'s ``WorkerLaunch``): this
 module then runs the tests in pytest-xdist workers started with the metric's command and
 environment, serially in one worker, with ``-n 2`` in two. It knows xdist and nothing of the
 metric. Why workers and not a re-exec of pytest itself (instructions mode): counts move with the
@@ -42,8 +42,9 @@ from typing import Any
 import pytest
 
 from ..common.compat import quiet_xdist_status
+from ..engines.launch import LaunchUnavailable, WorkerLaunch
 from ..metrics import registry
-from ..metrics.measuring import LaunchUnavailable, Measuring, WorkerLaunch
+from ..metrics.measuring import Measuring
 
 #: The name this module's controller-side plugin is registered under.
 PLUGIN_NAME = "torchbench-launched-workers"

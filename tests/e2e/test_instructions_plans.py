@@ -1,5 +1,5 @@
 """Each benchmark is counted over the number of calls its baseline was, in the head and in a base
-measured from a git revision (``metrics.instructions.PLANS_VARIABLE``; real valgrind, real git).
+measured from a git revision (``engines.callgrind.plans.PLANS_VARIABLE``; real valgrind, real git).
 
 Why: the number is otherwise planned from the benchmark's first counted call, and a first call
 near a bucket edge (tensordict's ``test_unsqueeze`` on Python 3.13, 0.3% under it) picked the

@@ -278,7 +278,7 @@ def test_start_heap_epoch_without_the_allocator_is_a_no_op() -> None:
 def test_every_counted_worker_is_launched_from_the_one_spec(tmp_path: Path) -> None:
     """The instructions metric's launch is the spec's: same argv, same environment."""
     from pytest_torchbench.engines.callgrind.spec import CountedProcessSpec
-    from pytest_torchbench.metrics.instructions import DUMP_DIR_VARIABLE, CallgrindLaunch
+    from pytest_torchbench.engines.callgrind.worker import DUMP_DIR_VARIABLE, CallgrindLaunch
 
     launch = CallgrindLaunch()
     launch.allocator, launch.valgrind_version = tmp_path / "liballoc.so", "valgrind-3.19.0"

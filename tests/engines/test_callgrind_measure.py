@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from pytest_torchbench.engines import callgrind as cg
-from pytest_torchbench.metrics.instructions import CallgrindLaunch
+from pytest_torchbench.metrics.instructions import InstructionsLaunch as CallgrindLaunch
 
 pytestmark = [
     pytest.mark.slow,

@@ -1,5 +1,6 @@
-"""The baseline's numbers of calls handed to the counting processes (metrics/instructions.py):
-written by the run's main process for tests that record once (``CallgrindLaunch.hand_over``, set
+"""The baseline's numbers of calls handed to the counting processes (``engines/callgrind/plans.py``,
+chosen by ``metrics/instructions.py``'s ``plans_of``): written by the run's main process for
+tests that record once (``CallgrindLaunch.hand_over``, set
 in its environment by ``LaunchedWorkers.hand_over``), read by a worker before each test's
 heap epoch, used by the test's first count only, ignored when not two integers."""
 
@@ -10,17 +11,25 @@ from pathlib import Path
 
 import pytest
 
-from pytest_torchbench.judging.results import BenchmarkResult
-from pytest_torchbench.metrics import instructions
-from pytest_torchbench.metrics.instructions import (
+from pytest_torchbench.engines.callgrind import plans
+from pytest_torchbench.engines.callgrind.plans import (
     PLANS_VARIABLE,
-    CallgrindLaunch,
-    InstructionsMetric,
     load_test_plan,
     read_plan,
     take_test_plan,
-    write_plans,
 )
+from pytest_torchbench.judging.results import BenchmarkResult
+from pytest_torchbench.metrics.instructions import (
+    InstructionsLaunch as CallgrindLaunch,
+)
+from pytest_torchbench.metrics.instructions import (
+    InstructionsMetric,
+    plans_of,
+)
+
+
+def write_plans(folder: Path, entries: dict[str, BenchmarkResult]) -> int:
+    return plans.write_plans(folder, plans_of(entries))
 
 
 def entry(key: str, number: int, warmup: int | None, nodeid: str = "") -> BenchmarkResult:
@@ -84,7 +93,7 @@ def test_a_worker_takes_the_folder_out_of_its_environment_and_each_plan_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_plans(tmp_path, {"t.py::test_a": entry("t.py::test_a", 2, 1)})
-    monkeypatch.setattr(instructions, "_plans_folder", None)
+    monkeypatch.setattr(plans, "_plans_folder", None)
     monkeypatch.setenv(PLANS_VARIABLE, str(tmp_path))
     load_test_plan("t.py::test_a")
     assert PLANS_VARIABLE not in os.environ  # a pytest that a test starts finds its own baseline's
@@ -99,11 +108,11 @@ def test_a_worker_takes_the_folder_out_of_its_environment_and_each_plan_once(
 def test_a_save_leaves_the_variable_empty_and_no_test_gets_a_plan(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(instructions, "_plans_folder", None)
+    monkeypatch.setattr(plans, "_plans_folder", None)
     monkeypatch.setenv(PLANS_VARIABLE, "")
     load_test_plan("t.py::test_a")
     assert take_test_plan() is None
-    monkeypatch.setattr(instructions, "_plans_folder", None)
+    monkeypatch.setattr(plans, "_plans_folder", None)
     monkeypatch.delenv(PLANS_VARIABLE, raising=False)
     load_test_plan("t.py::test_a")
     assert take_test_plan() is None
@@ -111,7 +120,7 @@ def test_a_save_leaves_the_variable_empty_and_no_test_gets_a_plan(
 
 def test_a_launched_worker_reads_the_plan_before_it_starts_the_tests_heap_epoch() -> None:
     """What the reading allocates must lie outside the test's epoch (``load_test_plan``)."""
-    from pytest_torchbench.metrics.measuring import WorkerLaunch
+    from pytest_torchbench.engines.launch import WorkerLaunch
     from pytest_torchbench.pytest.workers import IsolatedWorker
 
     calls: list[str] = []

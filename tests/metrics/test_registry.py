@@ -222,7 +222,7 @@ def test_a_counted_dump_leaves_the_type_cache_misses_and_the_lookups_own_cost_ou
     """The controller reads a worker's dump: ``find_name_in_mro`` (called from ``_PyType_Lookup``,
     200 with what it called) and the lookups' own rows (70 in typeobject.c, 5 inlined from
     object.h, 9 in 3.13's ``_PyType_LookupRef``) are out of the count; the table keeps them."""
-    from pytest_torchbench.metrics.instructions import CallgrindLaunch, InstructionsMetric
+    from pytest_torchbench.metrics.instructions import InstructionsLaunch, InstructionsMetric
 
     dump = tmp_path / "callgrind.out.1.1"
     dump.write_text(
@@ -265,7 +265,7 @@ def test_a_counted_dump_leaves_the_type_cache_misses_and_the_lookups_own_cost_ou
             ]
         )
     )
-    data = CallgrindLaunch().finish(
+    data = InstructionsLaunch().finish(
         {"dump": str(dump), "number_per_run": 10, "warmup": 10}, tmp_path
     )
     metric = InstructionsMetric.from_json(data)
