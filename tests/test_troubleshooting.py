@@ -178,16 +178,20 @@ def _first_clause(piece: str) -> str:
     return piece[: min(ends)] if ends else piece
 
 
+#: Calls that print their message without a raise: pytest's exit and the plugin's warnings.
+SAID = ("pytest.exit", "TorchbenchWarning")
+
+
 def raise_sites(root: Path = PACKAGE) -> Iterator[tuple[str, int, str, list[str] | None]]:
     """(file relative to ``root``, line, class as written, the message's pieces) of every
-    ``raise X(...)`` and every ``pytest.exit(...)`` under ``root``."""
+    ``raise X(...)`` and every call of :data:`SAID` under ``root``."""
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             call = None
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
                 call = node.exc
-            elif isinstance(node, ast.Call) and ast.unparse(node.func) == "pytest.exit":
+            elif isinstance(node, ast.Call) and ast.unparse(node.func) in SAID:
                 call = node
             if call is None:
                 continue
@@ -215,10 +219,8 @@ def note_lines(root: Path = PACKAGE) -> Iterator[tuple[str, int, str, list[str]]
 
 
 def user_facing(relative: str, name: str) -> bool:
-    """Whether a ``raise name(...)`` in ``relative`` reaches a user (``pytest.exit`` always)."""
-    return (
-        name in USER_FACING or name in USER_FACING_IN.get(relative, set()) or name == "pytest.exit"
-    )
+    """Whether a ``raise name(...)`` in ``relative`` reaches a user (:data:`SAID` always)."""
+    return name in USER_FACING or name in USER_FACING_IN.get(relative, set()) or name in SAID
 
 
 def page_text() -> str:
