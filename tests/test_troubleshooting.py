@@ -77,7 +77,7 @@ INTERNAL = {
     # which the page covers.
     ("common/vocabulary.py", "ValueError"),
     ("common/vocabulary.py", "TypeError"),
-    ("metrics/base.py", "ValueError"),
+    ("metrics/metric.py", "ValueError"),
     ("metrics/compile.py", "ValueError"),
     ("metrics/gpu_time.py", "ValueError"),
     ("metrics/instructions.py", "ValueError"),
@@ -103,8 +103,11 @@ INTERNAL = {
     ("engines/profiler/ops.py", "RuntimeError"),
     ("engines/profiler/traces.py", "RuntimeError"),
     ("engines/pycalls.py", "ValueError"),
-    ("metrics/instructions.py", "RuntimeError"),
-    ("metrics/base.py", "NotImplementedError"),
+    ("engines/callgrind/worker.py", "RuntimeError"),
+    # The parts of a metric: what a metric that does not alternate, answer a Timer method or
+    # count dumps is never asked.
+    ("metrics/judge.py", "NotImplementedError"),
+    ("metrics/measuring.py", "NotImplementedError"),
     # A module's __getattr__ for names it does not have: Python's own AttributeError.
     ("engines/callgrind/__init__.py", "AttributeError"),
     ("pytest/fixtures.py", "AttributeError"),
