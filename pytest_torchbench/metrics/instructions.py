@@ -79,7 +79,7 @@ def count_region_for_controller(
         # both.
         hooks = collect.RegionHooks(
             before_warmup=context.seed,
-            before_region=context.setup,
+            setup=context.setup,
             before_each=context.before_each,
         )
     region = collect.count_region(

@@ -48,6 +48,24 @@ class MeasureContext:
     #: (path, line, function) of the test's line that called ``benchmark``: a call site names it
     #: when the stack of a re-run no longer reaches the test (``sites.locate``).
     caller: tuple[str, int, str] | None = None
+    #: ``benchmark.pedantic``'s exact rounds, for a metric that times (time measures these rounds
+    #: of the target instead of calibrating its own calls of ``fn``); counting metrics count
+    #: ``fn`` as always.
+    rounds: FixedRounds | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedRounds:
+    """pytest-benchmark's ``pedantic`` sampling, chosen by the benchmark's author: ``rounds``
+    blocks of ``iterations`` calls of ``target`` after ``warmup_rounds`` untimed ones, with
+    arguments from ``arguments()`` before every round and ``teardown`` after it."""
+
+    target: Callable[..., Any]
+    arguments: Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]
+    rounds: int
+    iterations: int
+    warmup_rounds: int = 0
+    teardown: Callable[..., Any] | None = None
 
 
 class Measuring(Identity):

@@ -774,6 +774,19 @@ class Time(SecondsDisplay, Metric):
         from ..engines import walltime
 
         spec = time_spec(context.options, context.naming, context.min_run_time)
+        fixed = context.rounds
+        if fixed is not None:  # benchmark.pedantic: the author's rounds, no calibration
+            return TimeMetric.from_measurement(
+                walltime.measure_rounds(
+                    fixed.target,
+                    fixed.arguments,
+                    rounds=fixed.rounds,
+                    iterations=fixed.iterations,
+                    warmup_rounds=fixed.warmup_rounds,
+                    teardown=fixed.teardown,
+                    spec=spec,
+                )
+            )
         if context.options.time_warmup:
             time_warm_up(fn, context.options.warmup_iterations, spec.max_run_time)
         return TimeMetric.from_measurement(walltime.measure(fn, spec))

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..common.statistics import RoundStats
 from ..judging.results import BenchmarkResult, TimeMetric
+from ..metrics.measuring import FixedRounds
 from .marker import BenchOptions
-from .session import BenchSession, Naming
+from .session import BenchSession, Naming, Region
 
 if TYPE_CHECKING:
     from torch.utils.benchmark import Measurement, Timer
@@ -273,7 +274,10 @@ class BenchmarkFixture:
         # which test that is depends on the scheduling.
         target = functools.partial(self._session.counted_callable(fn), *args, **kwargs)
         measured = self._session.measure(
-            target, self._recorder.options, self._recorder.naming, caller=_callers_line()
+            target,
+            self._recorder.options,
+            self._recorder.naming,
+            region=Region(caller=_callers_line()),
         )
         self._result = self._recorder.add(measured)
         return result
@@ -334,25 +338,22 @@ class BenchmarkFixture:
         return result
 
     def _pedantic_time(self, call: _PedanticCall) -> Any:
-        """Time mode's exact rounds of ``call`` (None outside time mode)."""
-        session, options, naming = self._session, self._recorder.options, self._recorder.naming
+        """Time mode's exact rounds of ``call`` (None outside time mode), measured by the time
+        metric as every time is (``MeasureContext.rounds``)."""
+        session = self._session
         assert session is not None
         if "time" not in session.modes:
             return None
-        from ..engines import walltime
-
-        measurement = walltime.measure_rounds(
-            call.target,
-            call.arguments,
+        rounds = FixedRounds(
+            target=call.target,
+            arguments=call.arguments,
             rounds=call.rounds,
             iterations=call.iterations,
             warmup_rounds=call.warmup_rounds,
             teardown=call.teardown,
-            spec=session.time_spec(options, naming),
         )
-        return session.record_measurement(
-            "time", TimeMetric.from_measurement(measurement), options.num_threads, naming
-        )
+        options, naming = self._recorder.options, self._recorder.naming
+        return session.measure(call.target, options, naming, ("time",), Region(rounds=rounds))
 
     def _pedantic_counted(
         self,
@@ -386,14 +387,8 @@ class BenchmarkFixture:
             if has_setup
             else functools.partial(fresh_target, *first[0], **first[1])
         )
-        result = session.measure(
-            counted,
-            options,
-            naming,
-            modes=counting,
-            before_each=refresh if has_setup else None,
-            caller=_callers_line(),
-        )
+        region = Region(before_each=refresh if has_setup else None, caller=_callers_line())
+        result = session.measure(counted, options, naming, modes=counting, region=region)
         if teardown is not None and (not has_setup or state["used"]):
             teardown(*state["args"], **state["kwargs"])
         return result

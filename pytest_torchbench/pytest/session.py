@@ -21,9 +21,9 @@ from ..engines.fresh_code import fresh_callable
 from ..judging.results import BenchmarkResult, Environment, collect_environment
 from ..metrics import registry
 from ..metrics.explaining import Explaining, LineChanges
-from ..metrics.measuring import MeasureContext, Measuring
-from ..metrics.time import time_spec
+from ..metrics.measuring import FixedRounds, MeasureContext, Measuring
 from .marker import BenchOptions
+from .seeding import chain, seeder
 
 
 @contextlib.contextmanager
@@ -161,18 +161,13 @@ class BenchSession:
         options: BenchOptions,
         naming: Naming,
         modes: tuple[str, ...] | None = None,
-        before_region: Callable[[], None] | None = None,
-        before_each: Callable[[], None] | None = None,
-        caller: tuple[str, int, str] | None = None,
+        region: Region | None = None,
     ) -> BenchmarkResult:
-        """Run every engine of the session's modes on ``fn`` (already called once by the caller).
-
-        Counting modes call ``before_region`` before their warm-up and before the counted region,
-        after seeding with the marker's ``seed``; ``before_each`` (pedantic's setup) before every
-        call, warm-up and counted, outside the count (``MeasureContext.before_each``). Modes are
-        measured in the order given, those that disturb the others (``Metric.measured_last``) last.
-        ``caller``: the test's line that called ``benchmark`` (``MeasureContext.caller``).
+        """Run every engine of the session's modes on ``fn`` (already called once by the caller),
+        around it what ``region`` says (:class:`Region`). Modes are measured in the order given,
+        those that disturb the others (``Measuring.measured_last``) last.
         """
+        region = region or Region()
         result = _new_result(naming)
         ordered = sorted(
             self.modes if modes is None else modes,
@@ -180,12 +175,9 @@ class BenchSession:
         )
         with torch_threads(options.num_threads):  # what the fingerprint says, whatever ran before
             for mode in ordered:
-                metric = self._measure_one(
-                    mode, fn, options, naming, before_region, before_each, caller
-                )
-                result.metrics[mode] = metric
+                result.metrics[mode] = self._measure_one(mode, fn, options, naming, region)
                 result.environments[mode] = self.environment(mode, options.num_threads)
-            if self.profile:
+            if self.profile and region.rounds is None:  # pedantic's profile: its counted region
                 result.extras["profiles"] = [self._profile(fn, options, naming)]
         return result
 
@@ -221,49 +213,32 @@ class BenchSession:
             results.append(_new_result(naming))
         results[0].extras.setdefault("profiles", []).extend(records)
 
-    def time_spec(self, options: BenchOptions, naming: Naming) -> Any:
-        """The time engine's settings from the marker and this session's --bench-min-run-time."""
-        return time_spec(options, naming, self.min_run_time)
-
     def _measure_one(
         self,
         mode: str,
         fn: Callable[[], Any],
         options: BenchOptions,
         naming: Naming,
-        before_region: Callable[[], None] | None = None,
-        before_each: Callable[[], None] | None = None,
-        caller: tuple[str, int, str] | None = None,
+        region: Region,
     ) -> Any:
         metric = registry.get(mode, Measuring)  # options validated the modes
+        seed = None
         if metric.seeded:
-            from .seeding import chain, seeder
-
             # Seed first, so that a setup drawing random inputs draws the same ones every run.
             seed = seeder(options.seed)
-            context = MeasureContext(
-                options,
-                naming,
-                self.min_run_time,
-                chain(seed, before_region),
-                seed,
-                before_region,
-                rootdir=self.rootdir,
-                before_each=before_each,
-                own_packages=self.own_packages,
-                caller=caller,
-            )
-        else:
-            context = MeasureContext(
-                options,
-                naming,
-                self.min_run_time,
-                before_region,
-                rootdir=self.rootdir,
-                before_each=before_each,
-                own_packages=self.own_packages,
-                caller=caller,
-            )
+        context = MeasureContext(
+            options=options,
+            naming=naming,
+            min_run_time=self.min_run_time,
+            before_region=chain(seed, region.before_region),
+            seed=seed,
+            setup=region.before_region if seed is not None else None,
+            rootdir=self.rootdir,
+            before_each=region.before_each,
+            own_packages=self.own_packages,
+            caller=region.caller,
+            rounds=region.rounds,
+        )
         value = metric.measure(fn, context)
         if registry.get(mode, Explaining).explains_failures:
             self._measured[(naming.nodeid, mode)] = (fn, context)
@@ -351,7 +326,6 @@ class BenchSession:
                 continue
             if before is not None:
                 before()
-            from .seeding import seeder
 
             seed = seeder(options.seed)
             with torch_threads(options.num_threads):
@@ -359,7 +333,13 @@ class BenchSession:
                     fn,
                     number,
                     task_spec,
-                    MeasureContext(options, naming, self.min_run_time, seed, seed, None),
+                    MeasureContext(
+                        options=options,
+                        naming=naming,
+                        min_run_time=self.min_run_time,
+                        before_region=seed,
+                        seed=seed,
+                    ),
                 )
             return returned, self.record_measurement(mode, value, options.num_threads, naming)
         return None
@@ -372,6 +352,21 @@ class BenchSession:
         result.metrics[metric] = value
         result.environments[metric] = self.environment(metric, num_threads)
         return result
+
+
+@dataclasses.dataclass(frozen=True)
+class Region:
+    """What runs around the measured calls of one benchmark, besides the seeding (the session's).
+
+    ``before_region`` (pedantic's setup) runs before the warm-up and before the counted region,
+    after the seeding; ``before_each`` before every call, warm-up and counted, outside the count
+    (``MeasureContext.before_each``); ``caller`` is the test's line that called ``benchmark``;
+    ``rounds``: pedantic's exact rounds, which time measures (``MeasureContext.rounds``)."""
+
+    before_region: Callable[[], None] | None = None
+    before_each: Callable[[], None] | None = None
+    caller: tuple[str, int, str] | None = None
+    rounds: FixedRounds | None = None
 
 
 def _new_result(naming: Naming) -> BenchmarkResult:

@@ -284,8 +284,9 @@ class RegionHooks:
 
     #: Once, before the probe and the warm-up (seeding random generators).
     before_warmup: Callable[[], object] | None = None
-    #: Before the probe and again before the counted calls (pedantic's setup: fresh arguments).
-    before_region: Callable[[], object] | None = None
+    #: Before the probe and again before the counted calls (pedantic's setup: fresh arguments;
+    #: not the seeding, which is ``before_warmup``'s alone).
+    setup: Callable[[], object] | None = None
     #: Before every call, probe, warm-up and counted (pedantic's setup, when every call needs its
     #: own arguments): each counted call is counted alone.
     before_each: Callable[[], object] | None = None
@@ -345,7 +346,7 @@ def count_region(
     torch.set_num_threads(num_threads)
     gc_was_enabled = gc.isenabled()
     counting = _Counting(fn=fn, loop=loop, toggle=_toggle(), label=label, out=out)
-    for hook in (hooks.before_warmup, hooks.before_region):
+    for hook in (hooks.before_warmup, hooks.setup):
         if hook is not None:
             hook()
     _settle_before_region()
@@ -353,7 +354,7 @@ def count_region(
     keep_instrumenting = False
     try:
         if number is not None and warmup is not None:
-            region = _count(counting, (number, warmup), hooks.before_region)
+            region = _count(counting, (number, warmup), hooks.setup)
             keep_instrumenting = _is_small(dump_total(region.dump) // number)
             return region
         probe = _count_probe(counting)
@@ -368,7 +369,7 @@ def count_region(
             # (docs/design/counting.md, "How many calls are counted").
             return probe
         probe.dump.unlink()
-        return _count(counting, (number, warmup), hooks.before_region, probed=True)
+        return _count(counting, (number, warmup), hooks.setup, probed=True)
     finally:
         _leave_region(keep_instrumenting)
         if gc_was_enabled:
@@ -455,17 +456,17 @@ def _planned(
 def _count(
     counting: _Counting,
     planned: tuple[int, int],
-    before_region: Callable[[], object] | None,
+    setup: Callable[[], object] | None,
     *,
     probed: bool = False,
 ) -> Region:
-    """The warm-up, ``before_region``, then the counted calls and their dump. ``planned``'s
+    """The warm-up, ``setup``, then the counted calls and their dump. ``planned``'s
     warm-up includes the probe when there was one (``probed``): it is not made again."""
     number, warmup = planned
     remaining_warmup = max(0, warmup - 1) if probed else warmup
     counting.run(remaining_warmup)
-    if before_region is not None:
-        before_region()
+    if setup is not None:
+        setup()
     client_requests.zero_stats()
     counting.run(number)
     dump = counting.dump(counting.label)
@@ -537,7 +538,7 @@ def measure(
     task_spec: TaskSpec | None = None,
     out_dir: str | os.PathLike[str],
     before_warmup: Callable[[], object] | None = None,
-    before_region: Callable[[], object] | None = None,
+    setup: Callable[[], object] | None = None,
 ) -> CallgrindStats:
     """Count the instructions of ``number`` calls of ``fn`` in this (valgrind) process.
 
@@ -558,7 +559,7 @@ def measure(
         warmup=warmup,
         out_dir=out_dir,
         num_threads=task_spec.num_threads,
-        hooks=RegionHooks(before_warmup=before_warmup, before_region=before_region),
+        hooks=RegionHooks(before_warmup=before_warmup, setup=setup),
     )
     return read_region(region, task_spec)
 
