@@ -220,3 +220,58 @@ def test_sites_on_changed_lines_come_first_tagged(repo: tuple[Path, str]) -> Non
         sites_text(sites, None, 2, counted=True)
         == "lib/ops.py:5 in f x3, lib/ops.py:7 in f x2, +2 more"
     )
+
+
+def test_a_line_of_the_base_is_found_where_it_is_now(
+    repo: tuple[Path, str], git: Callable[..., str]
+) -> None:
+    """What the base's per-site counts need: a line of the base's text named by the checkout's
+    number. Two commits: two lines inserted at the top (every line moves down by two), then line
+    5 edited in place with a line added after it (a removed line: the diff test below)."""
+    root, base = repo
+    text = "import os\n\n" + LIB
+    (root / "lib" / "ops.py").write_text(text)
+    git(root, "commit", "-q", "-am", "an import")
+    text = text.replace("    y = x * 2\n", "    z = x * 2\n    y = z.clone()\n")
+    (root / "lib" / "ops.py").write_text(text)
+    lines = changes.ChangedLines(root, base, "since HEAD~2", root)
+    # 1-4 moved by two; 5 (y = x * 2) is the edited 7, paired in place; 6 (return) is 9 now
+    assert [lines.head_line("lib/ops.py", n) for n in range(1, 7)] == [3, 4, 5, 6, 7, 9]
+    assert lines.changed_files() == {str(root.resolve() / "lib" / "ops.py")}
+    assert lines.base_text(str(root / "lib" / "ops.py")) == LIB
+    # a file that did not change keeps its numbers; one git does not know has no base text
+    (root / "other.py").write_text("x = 1\n")
+    assert lines.head_line("other.py", 9) == 9
+    assert lines.base_text("other.py") is None
+
+
+def test_a_moved_file_has_the_base_text_of_its_old_name(
+    repo: tuple[Path, str], git: Callable[..., str]
+) -> None:
+    root, base = repo
+    git(root, "mv", "lib/ops.py", "lib/kernels.py")
+    (root / "lib" / "kernels.py").write_text("# moved\n" + LIB)
+    git(root, "commit", "-q", "-am", "moved")
+    lines = changes.ChangedLines(root, base, "since HEAD~1", root)
+    assert lines.base_text("lib/kernels.py") == LIB
+    assert lines.head_line("lib/kernels.py", 4) == 5
+    # a file new since the base has no base
+    (root / "new.py").write_text("y = 2\n")
+    git(root, "add", "new.py")
+    assert str(root.resolve() / "new.py") not in lines.changed_files()
+    assert changes.ChangedLines(root, base, "x", root).base_text("new.py") is None
+
+
+def test_blocks_pair_removed_and_added_lines_in_place() -> None:
+    """The blocks of a hunk with context (a user's ``diff.context``): context lines end a block."""
+    diff = (
+        b"diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n"
+        b"@@ -2,4 +2,4 @@ def f():\n"
+        b"-a\n+A\n+A2\n b\n-c\n-d\n+D\n"
+        b"@@ -9,0 +10,2 @@\n+e\n+f\n"
+    )
+    file = changes.read_diff(diff)["m.py"]
+    # an insertion after the old line 9 starts before the old line 10
+    assert file.blocks == ((2, 1, 2, 2), (4, 2, 5, 1), (10, 0, 10, 2))
+    assert file.added == {2, 3, 5, 10, 11}
+    assert [file.new_line(n) for n in (1, 2, 3, 4, 5, 6, 9, 10)] == [1, 2, 4, 5, None, 6, 9, 12]

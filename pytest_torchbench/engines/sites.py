@@ -20,8 +20,10 @@ import re
 import sys
 import sysconfig
 import types
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+
+from .base_code import BASE_MARK
 
 __all__ = [
     "Site",
@@ -29,6 +31,7 @@ __all__ = [
     "chain_name",
     "locate",
     "own_dirs",
+    "relocated",
     "skipped_dirs",
     "site_name",
     "user_frame",
@@ -243,3 +246,24 @@ def chain_locations(name: str) -> list[tuple[str, int]]:
         found.append((match["path"], int(match["line"])))
         name = match["rest"] or ""
     return found
+
+
+def relocated(name: str, line_of: Callable[[str, int], int | None]) -> tuple[str, bool]:
+    """A :func:`chain_name` text whose locations in the base revision's code (a path ending in
+    ``base_code.BASE_MARK``) are renamed to the checkout's lines: ``line_of(path, line)``, or None
+    for a line removed since (it keeps the base's number); and whether one was removed."""
+    parts = []
+    removed = False
+    while name:
+        match = _SITE_TEXT.fullmatch(name)
+        if match is None:
+            break
+        path, line = match["path"], int(match["line"])
+        if path.endswith(BASE_MARK):
+            path = path[: -len(BASE_MARK)]
+            now = line_of(path, line)
+            removed = removed or now is None
+            line = line if now is None else now
+        parts.append(f"{path}:{line} in {match['function']}")
+        name = match["rest"] or ""
+    return ", from ".join([*parts, name] if name else parts), removed

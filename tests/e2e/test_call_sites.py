@@ -162,9 +162,10 @@ def test_the_edited_line_is_named_first_among_an_ops_call_sites(
     git(pytester.path, "commit", "-q", "-m", "before")
     (pytester.path / "stats" / "score.py").write_text(SCORE_AFTER)
     git(pytester.path, "commit", "-q", "-am", "after: one more div")
+    # the base's code of score, run for its sites: the new line 7 moved, line 9 (was 8) did not
     tagged = (
-        "aten::div 4 -> 5 per call (stats/score.py:7 in score x1 [changed since {}], "
-        "stats/score.py:9 in score x2, +2 more)"
+        "aten::div 4 -> 5 per call (stats/score.py:7 in score +1 [changed since {}]; "
+        "as before: stats/score.py:9 in score x2, +2 more)"
     )
     # (-n 2: the parent finds the revision and hands it to the re-run, whose baseline is a folder)
     for args, since in (
@@ -564,3 +565,126 @@ def test_bench_sites_that_is_not_a_package_name_is_one_line_and_exit_4(
         "give import names, "
         "e.g. --bench-sites=mylib,mylib_ext"
     ) in result.stderr.lines, result.stderr.str()
+
+
+#: An installed library (a ``site-packages`` folder on ``sys.path``): twelve clones per call, all
+#: attributed to the user's line that calls it.
+LOSSY = """
+def loss(x):
+    y = x
+    for _ in range(12):
+        y = y.clone()
+    return y
+"""
+
+WRAPPER_BEFORE = """
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "vendor", "site-packages"))
+
+import lossy
+
+
+def wrapped(x):
+    return lossy.loss(x)
+"""
+
+#: Lines moved down by three (the commit before the change), then the wrapper's line edited in
+#: place (``return`` becomes an assignment: the same twelve clones) and two clones on a new line.
+WRAPPER_SHIFTED = WRAPPER_BEFORE.replace("import lossy\n", "import lossy\n\nLIMIT = 3\n\n")
+WRAPPER_AFTER = WRAPPER_SHIFTED.replace(
+    "    return lossy.loss(x)\n", "    y = lossy.loss(x)\n    return y.clone().clone()\n"
+)
+
+WRAPPER_TEST = """
+import torch
+
+from conftest import wrapped
+
+
+def test_wrapped(benchmark):
+    benchmark(wrapped, torch.ones(4))
+"""
+
+
+def test_a_site_is_shown_by_how_its_count_moved_not_by_its_line_being_edited(
+    pytester: pytest.Pytester,
+    run_bench,
+    git,  # type: ignore[no-untyped-def]
+) -> None:
+    """Issue 48 item 9: an installed library's twelve clones are all attributed to the wrapper's
+    line that calls it; the commit edits that line (same call, same twelve clones) and adds two
+    clones on the next line. Both lines are edited, so both were tagged, and the edited line
+    with twelve calls came first: ``conftest.py:14 in wrapped x12 [changed since HEAD~2]``. The
+    base's code of the edited wrapper is run again for its sites: the new line moved +2, the
+    edited one did not, across an earlier commit that moved every line down."""
+    (pytester.path / "vendor" / "site-packages" / "lossy").mkdir(parents=True)
+    (pytester.path / "vendor" / "site-packages" / "lossy" / "__init__.py").write_text(LOSSY)
+    (pytester.path / "conftest.py").write_text(WRAPPER_BEFORE)
+    (pytester.path / "test_wrapped.py").write_text(WRAPPER_TEST)
+    (pytester.path / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    for text, message in ((WRAPPER_SHIFTED, "a constant"), (WRAPPER_AFTER, "two more clones")):
+        (pytester.path / "conftest.py").write_text(text)
+        git(pytester.path, "commit", "-q", "-am", message)
+    assert WRAPPER_AFTER.splitlines()[15 - 1] == "    return y.clone().clone()"
+    for args in ((), ("-n", "2")):
+        result = run_bench(
+            "--bench-mode=ops", "--bench-compare=HEAD~2", "--bench-base=measure", *args
+        )
+        result.assert_outcomes(failed=1)
+        out = result.stdout.str()
+        assert (
+            "aten::clone 12 -> 14 per call (conftest.py:15 in wrapped +2 [changed since HEAD~2]; "
+            "as before: conftest.py:14 in wrapped x12)"
+        ) in out, out
+        assert "x12 [changed" not in out, out
+
+
+WRAPPER_REPEATED = """
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "vendor", "site-packages"))
+
+import lossy
+
+REPEAT = 1
+
+
+def wrapped(x):
+    y = lossy.loss(x)
+    for _ in range(REPEAT):
+        y = y.clone()
+    return y
+"""
+
+
+def test_base_sites_that_do_not_add_up_to_the_baseline_are_not_shown_as_moves(
+    pytester: pytest.Pytester,
+    run_bench,
+    git,  # type: ignore[no-untyped-def]
+) -> None:
+    """The base's code runs with the checkout's module-level values: a changed constant
+    (``REPEAT = 3``) makes its run give this run's counts, not the baseline's. Then no line is
+    said to have moved, and the sites show their calls now, as without the base's."""
+    (pytester.path / "vendor" / "site-packages" / "lossy").mkdir(parents=True)
+    (pytester.path / "vendor" / "site-packages" / "lossy" / "__init__.py").write_text(LOSSY)
+    (pytester.path / "conftest.py").write_text(WRAPPER_REPEATED)
+    (pytester.path / "test_wrapped.py").write_text(WRAPPER_TEST)
+    (pytester.path / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    (pytester.path / "conftest.py").write_text(WRAPPER_REPEATED.replace("= 1\n", "= 3\n"))
+    git(pytester.path, "commit", "-q", "-am", "three")
+    result = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-base=measure")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert (
+        "aten::clone 13 -> 15 per call "
+        "(conftest.py:13 in wrapped x12, conftest.py:15 in wrapped x3)"
+    ) in out, out

@@ -147,3 +147,24 @@ def test_the_standard_library_is_not_the_users_code() -> None:
         inner[0] == os.path.abspath(__file__)
         and inner[2] == "test_the_standard_library_is_not_the_users_code"
     )
+
+
+def test_relocated_names_a_base_site_by_the_checkouts_line() -> None:
+    """A site of the base's code (``engines.base_code``) read as the checkout's line it is now;
+    a removed line keeps the base's number and says so; other sites and reasons are left as
+    they are."""
+    from pytest_torchbench.engines.base_code import BASE_MARK
+
+    moved = {("lib/ops.py", 5): 7, ("lib/ops.py", 6): None}
+
+    def line_of(path: str, line: int) -> int | None:
+        return moved[(path, line)]
+
+    inner = f"lib/ops.py{BASE_MARK}:5 in f, from test_a.py:9 in test_f"
+    assert sites.relocated(inner, line_of) == (
+        "lib/ops.py:7 in f, from test_a.py:9 in test_f",
+        False,
+    )
+    assert sites.relocated(f"lib/ops.py{BASE_MARK}:6 in f", line_of) == ("lib/ops.py:6 in f", True)
+    assert sites.relocated("lib/ops.py:6 in f", line_of) == ("lib/ops.py:6 in f", False)
+    assert sites.relocated(sites.ONLY_TORCH, line_of) == (sites.ONLY_TORCH, False)
