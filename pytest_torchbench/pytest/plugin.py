@@ -211,6 +211,9 @@ def pytest_configure(config: pytest.Config) -> None:
     for mode in settings.modes:
         registry.get(mode, Measuring).prepare_process()
     worker = _is_xdist_worker(config)
+    if _is_xdist_controller(config):
+        # its workers measure; a bad hook in a conftest loaded here stops the run before they start
+        extensions.environment_facts(config)
     baseline: BaselineSet | None = None
     revision: Revision | None = None
     try:
@@ -506,6 +509,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         controller = config.pluginmanager.get_plugin("torchbench-controller")
         if controller is not None:
             controller.collected.update(collected)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A serial run asks the pytest_torchbench_environment hooks once every conftest is loaded and
+    before the first test: a hook returning something other than a dict stops the run with one
+    usage-error line, instead of failing every benchmark with it. (An xdist controller asks at
+    configure: a worker that raised here would crash instead.)"""
+    bench = _session(session.config)
+    if (
+        bench is not None
+        and not _is_xdist_worker(session.config)
+        and any(_is_benchmark(item) for item in session.items)
+    ):
+        bench.extra_facts()
 
 
 # -- running ---------------------------------------------------------------------------------------
