@@ -211,9 +211,6 @@ def pytest_configure(config: pytest.Config) -> None:
     for mode in settings.modes:
         registry.get(mode, Measuring).prepare_process()
     worker = _is_xdist_worker(config)
-    if _is_xdist_controller(config):
-        # its workers measure; a bad hook in a conftest loaded here stops the run before they start
-        extensions.environment_facts(config)
     baseline: BaselineSet | None = None
     revision: Revision | None = None
     try:
@@ -245,6 +242,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _configure_controller(
             config, settings, baseline=baseline, session=session, revision=revision
         )
+        if _is_xdist_controller(config):  # (instructions mode made it one) its workers measure:
+            extensions.environment_facts(config)  # a bad hook here stops the run before they start
 
 
 def _compare_target(settings: BenchSettings) -> tuple[BaselineSet, Revision | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from conftest import own_lines
@@ -54,8 +55,17 @@ def test_the_closest_conftest_has_the_last_word_on_a_fact(
 
 @pytest.mark.parametrize(
     "where, args",
-    [("conftest.py", ()), ("conftest.py", ("-n", "2")), ("sub/conftest.py", ())],
-    ids=["serial", "xdist", "collected-conftest"],
+    [
+        ("conftest.py", ("--bench-mode=ops",)),
+        ("conftest.py", ("--bench-mode=ops", "-n", "2")),
+        ("sub/conftest.py", ("--bench-mode=ops",)),
+        pytest.param(
+            "conftest.py",
+            ("--bench-mode=instructions",),  # its workers are launched even without -n
+            marks=pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind"),
+        ),
+    ],
+    ids=["serial", "xdist", "collected-conftest", "instructions"],
 )
 def test_an_environment_hook_returning_no_dict_is_one_usage_error_line(
     pytester: pytest.Pytester, run_bench, bench_module, where: str, args: tuple[str, ...]
@@ -66,7 +76,7 @@ def test_an_environment_hook_returning_no_dict_is_one_usage_error_line(
     (sub / "test_a.py").write_text(bench_module)
     conftest = pytester.path / where
     conftest.write_text("def pytest_torchbench_environment(config):\n    return ['gpu']\n")
-    result = run_bench("--bench-mode=ops", *args)
+    result = run_bench(*args)
     assert result.ret == 4, result.stdout.str()
     module = where.removesuffix(".py").replace("/", ".")  # sub/ is a package
     assert own_lines(result.stderr.str()) == [
