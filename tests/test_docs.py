@@ -164,3 +164,78 @@ def test_package_docstrings_hold_no_measured_figures() -> None:
         if len(hits) > PENDING_FIGURES.get(path.relative_to(ROOT).as_posix(), 0):
             new += hits
     assert not new, "\n".join(new)
+
+
+#: A reference to a section of a page, as the package writes one: docs/ci.md, "Exit statuses".
+SECTION_REFERENCE = re.compile(r'(docs/[\w/.-]+\.md), "([^"]+)"')
+
+
+def _texts(path: Path) -> list[str]:
+    """Every string literal of a Python file (docstrings and messages; implicit concatenations
+    joined by the parser), and each run of consecutive comment lines as one text."""
+    source = path.read_text(encoding="utf-8")
+    texts = [
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    ]
+    run: list[str] = []
+    last = -1
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type != tokenize.COMMENT:
+            continue
+        if token.start[0] != last + 1 and run:
+            texts.append(" ".join(run))
+            run = []
+        run.append(re.sub(r"^#:?", "", token.string))
+        last = token.start[0]
+    return [*texts, " ".join(run)]
+
+
+def _headings(page: Path) -> list[str]:
+    return [
+        " ".join(m.group(1).replace("`", "").split())
+        for m in re.finditer(r"^#+ (.*)$", _without_code(page.read_text()), re.M)
+    ]
+
+
+def broken_section_references(files: list[Path]) -> list[str]:
+    """``file: docs/PAGE.md, "Section"`` of each reference whose page has no heading that is the
+    section, or starts with it (a design log's heading goes on with its date)."""
+    broken = []
+    for path in files:
+        for text in _texts(path):
+            for page, section in SECTION_REFERENCE.findall(" ".join(text.split())):
+                name = section.replace("`", "")
+                target = ROOT / page
+                headings = _headings(target) if target.is_file() else []
+                if not any(re.match(re.escape(name) + r"(?!\w)", h) for h in headings):
+                    where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                    broken.append(f'{where}: {page}, "{section}"')
+    return broken
+
+
+def test_the_package_names_sections_that_exist() -> None:
+    """A message or comment that sends the reader to a section names one the page has."""
+    files = sorted((ROOT / "pytest_torchbench").rglob("*.py"))
+    found = sum(
+        len(SECTION_REFERENCE.findall(" ".join(text.split())))
+        for path in files
+        for text in _texts(path)
+    )
+    assert found >= 20  # the scan reads the package's references at all
+    assert not broken_section_references(files)
+
+
+def test_a_reference_to_a_missing_section_is_found(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        'X = \'see (docs/ci.md, "Exit statuses") and (docs/ci.md, "No such section")\'\n'
+        '# split across comment lines (docs/design/counting.md, "How many calls\n'
+        '# are counted"), and (docs/ci.md, "Gone\n# away")\n',
+        encoding="utf-8",
+    )
+    assert broken_section_references([probe]) == [
+        'probe.py: docs/ci.md, "No such section"',
+        'probe.py: docs/ci.md, "Gone away"',
+    ]

@@ -67,7 +67,7 @@ USER_FACING_IN = {
     "metrics/registry.py": {"TypeError", "ValueError"},
     "pytest/turns.py": {"ValueError"},
     "engines/pycalls.py": {"RuntimeError"},
-    "engines/callgrind/allocator.py": {"RuntimeError"},
+    "engines/callgrind/allocator.py": {"AllocatorBuildError"},
 }
 
 #: Raise sites a user does not meet as such, by (file, class): why each group is left out.

@@ -340,7 +340,7 @@ class Controller:
         targets = publish.ReportTargets(
             self.settings.markdown_path, self.settings.html_path, markdown.step_summary_path()
         )
-        self.notes.extend(publish.write_reports(outcome, targets))
+        self._apply(session, session_end.write_reports(outcome, targets))
         # The end-of-session re-run (explain.py) does not call the user's report hooks again.
         if not explain.in_rerun():
             error = extensions.report(self.config, outcome.results, outcome.verdicts)

@@ -34,20 +34,45 @@ def register_metrics(config: pytest.Config) -> list[str]:
 
 def environment_facts(config: pytest.Config) -> dict[str, str]:
     """Merge the dicts returned by pytest_torchbench_environment (later hooks win on a clash);
-    names are stored with the ``user.`` prefix."""
+    names are stored with the ``user.`` prefix. A hook that returns something else is one
+    usage-error line naming it."""
     merged: dict[str, str] = {}
-    # pluggy calls the last registered implementation first: reverse so the conftest closest to
-    # the tests (registered last) has the final word.
-    for facts in reversed(config.hook.pytest_torchbench_environment(config=config)):
+    # Registration order (pluggy calls the last registered first): the conftest closest to the
+    # tests, registered last, has the final word.
+    for implementation in _implementations(config.hook.pytest_torchbench_environment):
+        facts = implementation.function(**{name: config for name in implementation.argnames})
         if facts is None:
             continue
         if not isinstance(facts, Mapping):
             raise pytest.UsageError(
-                "pytest_torchbench_environment must return a dict of facts or None, "
-                f"got {type(facts).__name__}"
+                f"the pytest_torchbench_environment hook {_where(implementation.function)} "
+                f"returned a {type(facts).__name__}, not a dict of facts or None: return e.g. "
+                "{'image': os.environ.get('IMAGE', 'local')} (values become strings), or None"
             )
         merged.update({_fact_name(str(k)): str(v) for k, v in facts.items()})
     return merged
+
+
+def _implementations(hook: Any) -> list[Any]:
+    """The hook's implementations in registration order, without wrappers (they return nothing
+    of their own)."""
+    return [
+        implementation
+        for implementation in hook.get_hookimpls()
+        if not (
+            getattr(implementation, "hookwrapper", False)
+            or getattr(implementation, "wrapper", False)
+        )
+    ]
+
+
+def _where(function: Any) -> str:
+    """``module.function (file)``, escaped: which implementation of a hook, for a message."""
+    code = getattr(function, "__code__", None)
+    return safe_text(
+        f"{getattr(function, '__module__', '?')}.{getattr(function, '__name__', '?')} "
+        f"({getattr(code, 'co_filename', '?')})"
+    )
 
 
 def _fact_name(name: str) -> str:
@@ -64,11 +89,7 @@ def review_verdicts(
 ) -> list[Verdict]:
     """Each verdict as the pytest_torchbench_verdict implementations leave it: each sees what the
     one before it returned, in pluggy's calling order (the last registered first)."""
-    implementations = [  # wrappers see no verdict to return: they wrap the call, not change it
-        hook
-        for hook in reversed(config.hook.pytest_torchbench_verdict.get_hookimpls())
-        if not (getattr(hook, "hookwrapper", False) or getattr(hook, "wrapper", False))
-    ]
+    implementations = list(reversed(_implementations(config.hook.pytest_torchbench_verdict)))
     reviewed = []
     for verdict in verdicts:
         for implementation in implementations:

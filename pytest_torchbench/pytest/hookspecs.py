@@ -45,12 +45,14 @@ def pytest_torchbench_register_metrics(config: pytest.Config | None) -> Sequence
 def pytest_torchbench_environment(config: pytest.Config) -> Mapping[str, Any] | None:
     """Return extra environment facts (name -> value) for this process's fingerprint.
 
-    Called once per process that measures (each xdist worker too), the first time a metric's
-    environment is needed. All returned dicts are merged into every metric's environment and
-    stored with the baseline as ``user.NAME`` (values turned into strings); every such fact
-    decides comparability for every metric. A fact whose value differs between
-    the baseline and the run is shown in the "not comparable" verdict; with ``--bench-strict``
-    such a difference fails. Return None to add nothing. Example::
+    Called once per process that measures: a serial run's before its first test, a worker's at
+    its first benchmark; the controller of workers (``-n``, instructions mode) calls it once too,
+    before they start. A value that is neither a dict nor None is a usage error. All returned
+    dicts are merged into every metric's environment and stored with the baseline as
+    ``user.NAME`` (values turned into strings); every such fact decides comparability for every
+    metric. A fact whose value differs between the baseline and the run is shown in the "not
+    comparable" verdict; with ``--bench-strict`` such a difference fails. Return None to add
+    nothing. Example::
 
         def pytest_torchbench_environment(config):
             return {"image": os.environ.get("IMAGE_DIGEST", "local")}

@@ -512,18 +512,15 @@ def _benchmark_json_path(
     if not owned or raw is None:
         return None  # no --bench-* option: pytest-benchmark's own run writes it
     # pytest-benchmark before 5.3 parses the option as argparse.FileType("wb"): an open (already
-    # emptied) file, whose name is the path; "-" is standard output, which this run does not write.
+    # emptied) file, whose name is the path; "-" is standard output. From 5.3 "-" arrives as is.
     if not isinstance(raw, (str, os.PathLike)):
         name = getattr(raw, "name", None)
-        if not isinstance(name, str) or name in (
-            "<stdout>",
-            "<stderr>",
-        ):  # "-": standard output (or fd 1)
-            raise pytest.UsageError(
-                "--benchmark-json=-: give a file path (pytest-torchbench writes the wall times "
-                "there in pytest-benchmark's format)"
-            )
-        raw = name
+        raw = "-" if not isinstance(name, str) or name in ("<stdout>", "<stderr>") else name
+    if str(raw) == "-":  # standard output, which this run does not write
+        raise pytest.UsageError(
+            "--benchmark-json=-: give a file path (pytest-torchbench writes the wall times "
+            "there in pytest-benchmark's format)"
+        )
     if not active:
         raise pytest.UsageError(
             f"--benchmark-json={safe_text(str(raw))}: this run measures nothing (its --bench-* "

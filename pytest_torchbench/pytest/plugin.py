@@ -242,6 +242,8 @@ def pytest_configure(config: pytest.Config) -> None:
         _configure_controller(
             config, settings, baseline=baseline, session=session, revision=revision
         )
+        if _is_xdist_controller(config):  # (instructions mode made it one) its workers measure:
+            extensions.environment_facts(config)  # a bad hook here stops the run before they start
 
 
 def _compare_target(settings: BenchSettings) -> tuple[BaselineSet, Revision | None]:
@@ -506,6 +508,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         controller = config.pluginmanager.get_plugin("torchbench-controller")
         if controller is not None:
             controller.collected.update(collected)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A serial run asks the pytest_torchbench_environment hooks once every conftest is loaded and
+    before the first test: a hook returning something other than a dict stops the run with one
+    usage-error line, instead of failing every benchmark with it. (An xdist controller asks at
+    configure: a worker that raised here would crash instead.)"""
+    bench = _session(session.config)
+    if (
+        bench is not None
+        and not _is_xdist_worker(session.config)
+        and any(_is_benchmark(item) for item in session.items)
+    ):
+        bench.extra_facts()
 
 
 # -- running ---------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""What the end of a session writes besides the Markdown and HTML reports: the baseline set
-(``--bench-save``), the JSON report (``--bench-json``), pytest-benchmark's (``--benchmark-json``)
-and the run's section of the terminal summary.
+"""What the end of a session writes: the baseline set (``--bench-save``), the JSON report
+(``--bench-json``), pytest-benchmark's (``--benchmark-json``), the Markdown and HTML reports and
+the job summary (``reports.publish``), and the run's section of the terminal summary.
 
 Each step answers with a :class:`Written`: the notes for the terminal and whether a file that was
 asked for could not be written (the run then exits with a usage error), so that the controller
@@ -18,7 +18,7 @@ from ..common.compat import terminal_width
 from ..common.text import safe_text
 from ..common.vocabulary import UNCHANGED
 from ..judging.results import BenchmarkResult
-from ..reports import jsonreport, shards, terminal
+from ..reports import jsonreport, publish, shards, terminal
 from ..reports.publish import RunOutcome
 from ..store.refs import save_stamp
 from ..store.storage import BaselineError, save_set
@@ -131,6 +131,14 @@ def write_benchmark_json(path: Path, results: Sequence[BenchmarkResult]) -> Writ
     except OSError as exc:
         return Written((f"ERROR: --benchmark-json={path}: cannot write ({exc})",), failed=True)
     return Written()
+
+
+def write_reports(outcome: RunOutcome, targets: publish.ReportTargets) -> Written:
+    """``--bench-markdown``, ``--bench-html`` and ``GITHUB_STEP_SUMMARY``: one that could not be
+    written (its ``ERROR`` note) fails the run as a ``--bench-json`` that could not be written
+    does, after every other report was written."""
+    notes = publish.write_reports(outcome, targets)
+    return Written(tuple(notes), failed=any(note.startswith("ERROR:") for note in notes))
 
 
 def write_summary(

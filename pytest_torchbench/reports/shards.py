@@ -100,7 +100,14 @@ def read_shard(path: Path) -> Shard:
             for key, item in (document.get("baseline_entries") or {}).items()
         }
     except UnknownMetricError as exc:
-        raise ShardError([f"{shown}: {safe_text(str(exc))}"]) from None
+        raise ShardError(
+            [
+                f"{shown} holds metric {safe_text(repr(exc.metric))}, which no loaded plugin "
+                "registers (metrics beyond the built-in ones come from a plugin or conftest's "
+                "pytest_torchbench_register_metrics): load it with -p, e.g. torchbench -p "
+                "MODULE merge ... or torchbench -p path/to/conftest.py merge ..."
+            ]
+        ) from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ShardError(
             [

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
+from conftest import own_lines
 
 
 def test_environment_hook_adds_facts(pytester: pytest.Pytester, run_bench, bench_module) -> None:  # type: ignore[no-untyped-def]
@@ -29,6 +31,60 @@ def pytest_torchbench_environment(config):
         ["*baseline from a different environment (user.image: local -> other)*"]
     )
     assert run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-strict").ret == 1
+
+
+def test_the_closest_conftest_has_the_last_word_on_a_fact(
+    pytester: pytest.Pytester, run_bench, bench_module
+) -> None:  # type: ignore[no-untyped-def]
+    """A conftest loaded during collection (a subfolder's) is asked too, and wins over the
+    rootdir's on a fact both give."""
+    pytester.makeconftest(
+        "def pytest_torchbench_environment(config):\n"
+        "    return {'image': 'root', 'runner': 'root'}\n"
+    )
+    sub = pytester.mkpydir("sub")
+    (sub / "conftest.py").write_text(
+        "def pytest_torchbench_environment():\n    return {'image': 'sub'}\n"
+    )
+    (sub / "test_a.py").write_text(bench_module)
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0
+    saved = json.loads((pytester.path / "baselines/main/sub/test_a.json").read_text())
+    facts = next(iter(saved["environments"].values()))
+    assert facts["user.image"] == "sub" and facts["user.runner"] == "root"
+
+
+@pytest.mark.parametrize(
+    "where, args",
+    [
+        ("conftest.py", ("--bench-mode=ops",)),
+        ("conftest.py", ("--bench-mode=ops", "-n", "2")),
+        ("sub/conftest.py", ("--bench-mode=ops",)),
+        pytest.param(
+            "conftest.py",
+            ("--bench-mode=instructions",),  # its workers are launched even without -n
+            marks=pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind"),
+        ),
+    ],
+    ids=["serial", "xdist", "collected-conftest", "instructions"],
+)
+def test_an_environment_hook_returning_no_dict_is_one_usage_error_line(
+    pytester: pytest.Pytester, run_bench, bench_module, where: str, args: tuple[str, ...]
+) -> None:  # type: ignore[no-untyped-def]
+    """Said once, before any test runs, naming the hook (it failed every benchmark with a
+    traceback, exit status 1)."""
+    sub = pytester.mkpydir("sub")
+    (sub / "test_a.py").write_text(bench_module)
+    conftest = pytester.path / where
+    conftest.write_text("def pytest_torchbench_environment(config):\n    return ['gpu']\n")
+    result = run_bench(*args)
+    assert result.ret == 4, result.stdout.str()
+    module = where.removesuffix(".py").replace("/", ".")  # sub/ is a package
+    assert own_lines(result.stderr.str()) == [
+        f"ERROR: the pytest_torchbench_environment hook {module}.pytest_torchbench_environment "
+        f"({conftest}) returned a list, not a dict of facts or None: return e.g. "
+        "{'image': os.environ.get('IMAGE', 'local')} (values become strings), or None"
+    ]
+    assert "Traceback" not in result.stdout.str() and "passed" not in result.stdout.str()
 
 
 def test_verdict_hook_can_waive_a_regression(

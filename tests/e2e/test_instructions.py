@@ -324,3 +324,50 @@ def test_no_valgrind_on_path_is_one_clear_line(tmp_path: Path) -> None:
         "ERROR: instruction counting needs valgrind, which is not on PATH; install it "
         "(Debian/Ubuntu: `apt-get install valgrind`, Fedora: `dnf install valgrind`)"
     ]
+
+
+@pytest.mark.parametrize(
+    "compiler, said",
+    [
+        ("#!/bin/sh\nexit 1\n", "exited with status 1: (it printed nothing)"),
+        (
+            "#!/bin/sh\necho 'allocator.c: In function f:' >&2\n"
+            "echo 'allocator.c:1:1: error: no \033[31m here' >&2\nexit 2\n",
+            "exited with status 2: allocator.c:1:1: error: no \\x1b[31m here",
+        ),
+    ],
+    ids=["silent", "error-line"],
+)
+def test_a_compiler_that_fails_is_one_clear_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiler: str, said: str
+) -> None:
+    """A broken ``CC`` stops the run with one usage-error line naming the command and its first
+    error line (it was pytest's internal error, exit status 3, with a traceback)."""
+    cc = tmp_path / "bin" / "broken-cc"
+    cc.parent.mkdir()
+    cc.write_text(compiler)
+    cc.chmod(0o755)
+    monkeypatch.setenv("CC", str(cc))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no allocator built before
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_a.py").write_text(
+        "import pytest\n@pytest.mark.benchmark\ndef test_a():\n    pass\n"
+    )
+    run = run_pytest(project, "--bench-mode=instructions")
+    assert run.ret == 4, _fail(run)
+    lines = own_lines(run.out)
+    assert len(lines) == 1, run.out
+    assert re.fullmatch(
+        re.escape(
+            "ERROR: instruction counting could not build its deterministic allocator: "
+            f"`{cc} -O2 -fPIC -shared -fno-builtin -pthread -o libtorchbench_alloc-"
+        )
+        + "[0-9a-f]{16}"
+        + re.escape(
+            f".so allocator.c` {said}; fix that compiler, or set CC to a working one "
+            "(unset: gcc, else cc)"
+        ),
+        lines[0],
+    ), lines[0]
+    assert "Traceback" not in run.out and "INTERNALERROR" not in run.out

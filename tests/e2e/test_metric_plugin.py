@@ -203,3 +203,31 @@ def test_the_documented_minimal_metric_works_as_shown(bench) -> None:  # type: i
     slower.stdout.fnmatch_lines(
         ["*test_bench.py::test_loop: lines regressed: lines * -> * (+*%, limit 5%)"]
     )
+
+
+def test_merging_a_shard_of_a_plugin_metric_says_to_load_the_plugin(bench) -> None:  # type: ignore[no-untyped-def]
+    """``torchbench merge`` of a shard holding a plugin's metric names the metric and says how
+    to load it (it said only ``unknown metric 'lines'``); with ``-p`` it merges."""
+    bench.pytester.makeconftest(CONFTEST)
+    bench.pytester.makepyfile(test_bench=MODULE.format(n=10))
+    shard = bench.run("--bench-mode=lines", "--bench-json=shard.json")
+    assert shard.ret == 0, shard.stdout.str()
+    cli = [sys.executable, "-m", "pytest_torchbench"]
+    unknown = subprocess.run(
+        [*cli, "merge", "out.json", "shard.json"], cwd=bench.path, capture_output=True, text=True
+    )
+    assert unknown.returncode == 4, unknown.stdout + unknown.stderr
+    assert unknown.stderr.splitlines() == [
+        "torchbench: error: merge: shard.json holds metric 'lines', which no loaded plugin "
+        "registers (metrics beyond the built-in ones come from a plugin or conftest's "
+        "pytest_torchbench_register_metrics): load it with -p, e.g. torchbench -p MODULE merge "
+        "... or torchbench -p path/to/conftest.py merge ..."
+    ]
+    merged = subprocess.run(
+        [*cli, "-p", "conftest.py", "merge", "out.json", "shard.json"],
+        cwd=bench.path,
+        capture_output=True,
+        text=True,
+    )
+    assert merged.returncode == 0, merged.stdout + merged.stderr
+    assert json.loads((bench.path / "out.json").read_text())["benchmarks"][0]["metrics"]["lines"]

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import BASE_ARGS, FAST
+from conftest import BASE_ARGS, FAST, own_lines
 
 OPS = "--bench-mode=ops"  # deterministic and fast: no timing noise, no valgrind
 
@@ -361,6 +361,23 @@ def test_benchmark_json_is_written_in_pytest_benchmarks_format_or_refused(bench)
         )  # pytest-benchmark < 5.3 opens (and empties) it at parse time
     else:
         assert not out.exists()
+
+
+def test_benchmark_json_dash_is_refused_as_the_installed_pytest_benchmark_passes_it(bench):
+    """pytest-benchmark 5.3 passes ``--benchmark-json=-`` as the string "-" (5.2 as standard
+    output, an open file): refused the same way, before any test runs, and no file named ``-``
+    is written (it was, by a time run)."""
+    pytest.importorskip("pytest_benchmark", reason="--benchmark-json is pytest-benchmark's option")
+    bench.pytester.makepyfile(test_bench=BENCHMARK_JSON)
+    refused = bench.pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--bench-mode=time", FAST, "--benchmark-json=-", timeout=240
+    )
+    assert refused.ret == pytest.ExitCode.USAGE_ERROR, refused.stdout.str()
+    assert own_lines(refused.stderr.str()) == [
+        "ERROR: --benchmark-json=-: give a file path (pytest-torchbench writes the wall times "
+        "there in pytest-benchmark's format)"
+    ]
+    assert not (bench.path / "-").exists()
 
 
 OLD_BENCHMARK_JSON_OPTION = """

@@ -269,7 +269,7 @@ def test_end_to_end_html_and_bad_target(pytester, run_bench, bench_module) -> No
     assert "test_a.py::test_add" in text and "wall time" in text
     (pytester.path / "blocker").write_text("")
     bad = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-html=blocker/r.html")
-    assert bad.ret == 0
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR  # a report asked for and not written (was 0)
     bad.stdout.fnmatch_lines(["torchbench: ERROR: --bench-html=*blocker/r.html: cannot write (*)"])
 
 

@@ -154,13 +154,33 @@ def test_end_to_end_markdown_and_step_summary(
         in text
     )
     assert summary.read_text().strip() == text.strip()
-    # An unwritable target: one line, and the passing run still passes.
+    # An unwritable target: one line, and exit status 4, as --bench-json's (it was 0); the job
+    # summary is still appended.
     (pytester.path / "blocker").write_text("")
     bad = run_bench("--bench-mode=ops", "--bench-compare=main", "--bench-markdown=blocker/x.md")
-    assert bad.ret == 0
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stdout.fnmatch_lines(
         ["torchbench: ERROR: --bench-markdown=*blocker/x.md: cannot write (*)"]
     )
+    assert summary.read_text().count("## torchbench") == 2
+
+
+def test_a_job_summary_that_cannot_be_appended_fails_the_run(
+    pytester, run_bench, bench_module, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    """GITHUB_STEP_SUMMARY is the CI's, not an option, but the summary was asked for by running
+    in Actions: a runner where it cannot be written fails the job with exit status 4 and one line
+    (it passed, exit 0), after the reports that could be written were."""
+    pytester.makepyfile(test_a=bench_module)
+    (pytester.path / "blocker").write_text("")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "blocker/summary.md"))
+    result = run_bench("--bench-mode=ops", "--bench-markdown=out.md")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["torchbench: ERROR: GITHUB_STEP_SUMMARY=*blocker/summary.md: cannot append (*)"]
+    )
+    assert "## torchbench" in (pytester.path / "out.md").read_text()
 
 
 def _noisy_comparison() -> tuple[list, list]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .allocator import (
     ALLOCATOR_NAME,
+    AllocatorBuildError,
     allocator_hash,
     build_allocator,
     dropped_bytes,
@@ -27,6 +28,7 @@ from .launch import (
 
 __all__ = [
     "ALLOCATOR_NAME",
+    "AllocatorBuildError",
     "CallgrindPart",
     "DumpNotFound",
     "NotUnderValgrind",

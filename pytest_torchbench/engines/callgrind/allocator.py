@@ -12,17 +12,21 @@ import ctypes
 import functools
 import hashlib
 import os
+import shlex
 import shutil
 import subprocess
 import tempfile
 from importlib import resources
 from pathlib import Path
 
+from ...common.text import one_line, safe_text
+
 __all__ = [
     "ALLOCATOR_NAME",
     "allocator_source",
     "allocator_hash",
     "build_allocator",
+    "AllocatorBuildError",
     "start_heap_epoch",
     "dropped_bytes",
 ]
@@ -31,6 +35,13 @@ __all__ = [
 ALLOCATOR_NAME = "torchbench-sizeclass"
 
 _CFLAGS = ("-O2", "-fPIC", "-shared", "-fno-builtin", "-pthread")
+#: How long one build may take before it is given up.
+_BUILD_TIMEOUT = 300
+
+
+class AllocatorBuildError(RuntimeError):
+    """The C compiler could not build the allocator: the message says which command failed, its
+    first error line and what to do."""
 
 
 def allocator_source() -> bytes:
@@ -72,7 +83,7 @@ def build_allocator(cache_dir: str | os.PathLike[str]) -> Path | None:
 
     The caller decides what to do without it (warn and count with glibc malloc: counts are then
     less stable across statement order and environment: docs/design/counting.md, "What moves
-    counts"). Raises :class:`RuntimeError` with the compiler's message if compilation fails.
+    counts"). Raises :class:`AllocatorBuildError` when the compiler fails.
     """
     compiler = _compiler()
     if compiler is None:
@@ -87,18 +98,42 @@ def build_allocator(cache_dir: str | os.PathLike[str]) -> Path | None:
         source = Path(tmp) / "allocator.c"
         source.write_bytes(allocator_source())
         built = Path(tmp) / target.name
+        _compile(compiler, source, built)
+        os.replace(built, target)  # atomic: concurrent builders all end with a whole file
+    return target
+
+
+def _compile(compiler: str, source: Path, built: Path) -> None:
+    """Run the compiler; :class:`AllocatorBuildError` naming the command and its first error line
+    when it fails, cannot start or hangs."""
+    command = shlex.join([compiler, *_CFLAGS, "-o", built.name, source.name])
+    try:
         result = subprocess.run(
             [compiler, *_CFLAGS, "-o", str(built), str(source)],
             capture_output=True,
             text=True,
-            timeout=300,
+            errors="replace",
+            timeout=_BUILD_TIMEOUT,
         )
-        if result.returncode != 0:
-            raise RuntimeError(
-                f"building the deterministic allocator with {compiler} failed:\n{result.stderr}"
-            )
-        os.replace(built, target)  # atomic: concurrent builders all end with a whole file
-    return target
+    except subprocess.TimeoutExpired:
+        why = f"did not finish in {_BUILD_TIMEOUT} s"
+    except OSError as exc:
+        why = f"could not start ({exc.strerror or exc})"
+    else:
+        if result.returncode == 0:
+            return
+        why = f"exited with status {result.returncode}: {_first_error(result)}"
+    raise AllocatorBuildError(
+        f"instruction counting could not build its deterministic allocator: `{safe_text(command)}` "
+        f"{safe_text(why)}; fix that compiler, or set CC to a working one (unset: gcc, else cc)"
+    )
+
+
+def _first_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The compiler's first line that says ``error``, else its first line."""
+    lines = (result.stderr + "\n" + result.stdout).splitlines()
+    errors = [line for line in lines if "error" in line.lower()]
+    return one_line("\n".join(errors or lines)) or "(it printed nothing)"
 
 
 @functools.lru_cache(maxsize=1)

@@ -88,7 +88,10 @@ class CallgrindLaunch(WorkerLaunch):
             self.valgrind_version = callgrind.check_valgrind()
         except (callgrind.ValgrindUnavailable, callgrind.UnsupportedPlatform) as exc:
             raise LaunchUnavailable(str(exc)) from None
-        self.allocator = callgrind.build_allocator(cache_dir())
+        try:
+            self.allocator = callgrind.build_allocator(cache_dir())
+        except callgrind.AllocatorBuildError as exc:
+            raise LaunchUnavailable(str(exc)) from None
 
     def command(
         self, python: str, folder: Path, environ: Mapping[str, str]
