@@ -29,9 +29,9 @@ from pathlib import Path
 
 from .common.text import safe_text
 from .common.vocabulary import REGRESSION, Policy, Verdict
-from .judging.explain import Invocation
 from .judging.gate import judge
 from .pytest.base import BaseError, BaseRequest, measure
+from .pytest.children import Invocation
 from .pytest.progress import ProgressLines
 from .store.refs import Revision, git_toplevel, revision_label
 from .store.storage import BaselineSet

@@ -60,10 +60,10 @@ from typing import Any
 from ..common.statistics import RoundPairs
 from ..common.text import one_line, safe_text
 from ..engines import duet
-from ..judging.explain import RERUN_ENV, Invocation, passed_through, remove_options
 from ..reports.shards import describe_origins
 from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
+from .children import RERUN_ENV, Invocation, passed_through, pytest_launcher, remove_options, stop
 from .importpath import first_import_outside, inside, map_pythonpath, tree_entries
 from .progress import PROGRESS_ENV, ProgressLines
 from .turns import PAIR_ENV, turns_wanted
@@ -77,7 +77,7 @@ MODULES_ENV = "TORCHBENCH_BASE_MODULES"
 SET_NAME = "base"
 #: Options of the user's command line the base run leaves out (True: takes a value), beyond the
 #: controller's own (``workers.CONTROLLER_ONLY_OPTIONS``: baselines, judging, reports) and those
-#: :func:`explain.passed_through` leaves out (cache, debugger, basetemp): other report files and
+#: :func:`children.passed_through` leaves out (cache, debugger, basetemp): other report files and
 #: the output folder (the base run writes its own, temporary).
 LEFT_OUT = {
     "--bench-output": True,
@@ -428,7 +428,7 @@ def _prepare_environment(env: Mapping[str, str], worktree: Path) -> dict[str, st
 @dataclasses.dataclass(frozen=True)
 class BaseRequest:
     """What a base measurement is asked for beyond the command line it shares with every child
-    (:class:`~pytest_torchbench.judging.explain.Invocation`): the revision, the modes and the
+    (:class:`~pytest_torchbench.pytest.children.Invocation`): the revision, the modes and the
     environment facts the cache is keyed by, the cache's folder, the build step, the option that
     asked for it (named in its errors), and how many alternated rounds (1: one run of the base).
     Built with keywords."""
@@ -771,25 +771,6 @@ class _Measuring:
         )
 
 
-def pytest_launcher() -> list[str]:
-    """How this pytest was started, to start a child the same way: ``[python, *flags, script]``
-    for the ``pytest`` script, ``[python, *flags, "-m", "pytest"]`` for ``python -m pytest``.
-    Why: it decides ``sys.path[0]`` (the script's folder, or the current one), which the two
-    sides of a comparison must share. Anything else (``pytest.main`` in a program) starts
-    ``-m pytest``."""
-    orig = list(getattr(sys, "orig_argv", []))
-    extra = len(orig) - len(sys.argv)
-    prefix = orig[1 : extra + 1] if extra >= 1 and orig[extra + 1 :] == sys.argv[1:] else []
-    script = (
-        bool(prefix)
-        and os.path.basename(prefix[-1]).startswith(("pytest", "py.test"))
-        and os.path.isfile(prefix[-1])
-    )
-    if prefix[-2:] == ["-m", "pytest"] or prefix[-1:] == ["-mpytest"] or script:
-        return [sys.executable, *prefix]
-    return [sys.executable, "-m", "pytest"]
-
-
 def check_head_imports(toplevel: Path, shown: str) -> None:
     """Refuse to compare this run with a measured base when it imports a package of the project
     from outside the checkout: it would not measure the code the base is compared with."""
@@ -936,7 +917,7 @@ class _Child:
         env[PROGRESS_ENV] = str(self.progress_path)
         if pair is not None:
             env[PAIR_ENV] = pair
-        with open(self.output_path, "wb") as output:  # a file, not a pipe: see explain.rerun
+        with open(self.output_path, "wb") as output:  # a file, not a pipe: see children.rerun
             return subprocess.Popen(
                 self.command(),
                 cwd=self.cwd,
@@ -952,7 +933,7 @@ class _Child:
         try:
             self.returncode = _wait([process], [self], progress, what)[0]
         except BaseException:  # interrupted: the child does not outlive its worktree
-            _stop(process)
+            stop(process)
             raise
 
     def result(self) -> BaselineSet:
@@ -1014,21 +995,11 @@ def _run_pair(first: _Child, second: _Child, progress: ProgressLines, what: str)
         first.returncode, second.returncode = _wait(processes, [first, second], progress, what)
     except BaseException:  # a child that could not start, or an interrupt: neither outlives this
         for process in processes:
-            _stop(process)
+            stop(process)
         raise
     finally:
         for end in ends:
             end.close()
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """Kill a child (if it still runs) and reap it."""
-    if process.poll() is None:
-        process.kill()
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _load(folder: Path, revision: Revision) -> BaselineSet:

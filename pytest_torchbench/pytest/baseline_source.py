@@ -20,13 +20,13 @@ import pytest
 
 from ..common.text import safe_text
 from ..common.vocabulary import NEW, NOT_COMPARABLE, TOO_NOISY, UNCHANGED, Verdict
-from ..judging import explain, gate
+from ..judging import gate
 from ..judging.results import BenchmarkResult, nodeid_of
 from ..metrics.judge import Judging
 from ..store import changes
 from ..store.refs import Revision, compare_revision, exists_at, git_toplevel
 from ..store.storage import BaselineSet
-from . import base
+from . import base, children
 from .base import BaseError, BaseRequest, MeasuredBase
 from .children import invocation_of
 from .options import BenchSettings
@@ -378,7 +378,7 @@ class BaselineSource:
         measured = self.measured
         if measured is not None and all(self.origins.get(k) == measured.origin() for k in keys):
             compare = str(measured.folder)
-        options = explain.judging_options(
+        options = children.judging_options(
             compare,
             self.settings.baselines_dir,
             self.config.option.bench_fail,
@@ -401,7 +401,7 @@ class BaselineSource:
     def _ask_changed_lines(self) -> changes.ChangedLines | None:
         compare = self.settings.compare
         rootdir = self.settings.rootdir
-        handed = explain.changed_since()
+        handed = children.changed_since()
         if handed is not None:
             toplevel = git_toplevel(rootdir)
             return changes.ChangedLines(toplevel, *handed, rootdir) if toplevel else None

@@ -21,7 +21,7 @@ import pytest
 
 from ..common.text import safe_text
 from ..common.vocabulary import REGRESSION, Verdict
-from ..judging import explain, gate
+from ..judging import gate
 from ..judging.accept import TRAILER, Acceptance, from_trailers
 from ..judging.judgement import failure_message
 from ..judging.results import BenchmarkResult
@@ -30,7 +30,7 @@ from ..reports.publish import RunOutcome
 from ..store import changes
 from ..store.refs import Revision
 from ..store.storage import BaselineSet
-from . import extensions, session_end
+from . import children, extensions, session_end
 from .baseline_source import BaselineSource
 from .children import ChildRuns, ToExplain, invocation_of
 from .closing import closing_block
@@ -320,7 +320,7 @@ class Controller:
             self.verdicts = [amended.get((v.key, v.metric), v) for v in self.verdicts]
         if problem:
             self.notes.append(problem)
-        if self.baseline is not None and not explain.in_rerun():
+        if self.baseline is not None and not children.in_rerun():
             self.notes.extend(self._accepting().closing_lines())
         self._gate_held(session)
 
@@ -341,8 +341,8 @@ class Controller:
             self.settings.markdown_path, self.settings.html_path, markdown.step_summary_path()
         )
         self._apply(session, session_end.write_reports(outcome, targets))
-        # The end-of-session re-run (explain.py) does not call the user's report hooks again.
-        if not explain.in_rerun():
+        # The end-of-session re-run (children.py) does not call the user's report hooks again.
+        if not children.in_rerun():
             error = extensions.report(self.config, outcome.results, outcome.verdicts)
             if error:
                 self.notes.append(error)

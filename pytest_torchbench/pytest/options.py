@@ -18,7 +18,6 @@ import pytest
 
 from ..common.text import safe_text
 from ..common.vocabulary import Policy
-from ..judging import explain
 from ..judging.accept import AcceptError, AcceptSpec, parse_spec
 from ..judging.judgement import LimitSpecError, parse_limits
 from ..metrics import registry
@@ -27,6 +26,7 @@ from ..metrics.measuring import Measuring
 from ..reports import benchmark_json
 from ..reports.paths import ReportPathError, check_report_path, option_targets_error
 from ..store.storage import BaselineError, validate_set_name
+from . import children
 
 
 def modes() -> tuple[str, ...]:
@@ -391,7 +391,7 @@ def settings_from_config(config: pytest.Config) -> BenchSettings:
         fail_stale=bool(opt.bench_fail_stale),
     )
     json_path = Path(opt.bench_json).absolute() if opt.bench_json else None
-    rerun = explain.in_rerun()  # the end-of-session re-run writes only its JSON
+    rerun = children.in_rerun()  # the end-of-session re-run writes only its JSON
     benchmark_json = (
         _benchmark_json_path(opt, bench_option_given(config), active, modes) if not rerun else None
     )

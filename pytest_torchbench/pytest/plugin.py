@@ -27,7 +27,6 @@ import pytest
 
 from ..common.compat import fixture_argnames
 from ..common.text import safe_text
-from ..judging import explain
 from ..metrics import registry
 from ..metrics.measuring import Measuring
 from ..store.refs import (
@@ -39,7 +38,7 @@ from ..store.refs import (
     shown_ref,
 )
 from ..store.storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
-from . import extensions, importpath
+from . import children, extensions, importpath
 from . import options as options_module
 from .base import MODULES_ENV, write_imported_modules
 from .controller import REPORT_ATTRIBUTE, Controller
@@ -171,9 +170,9 @@ def pytest_load_initial_conftests(
     the project (``importpath``: the run measures the checkout's code, as a base run measures
     its worktree's)."""
     if (
-        os.environ.get(MODULES_ENV) or explain.in_rerun()
+        os.environ.get(MODULES_ENV) or children.in_rerun()
     ) and not early_config.pluginmanager.has_plugin("cacheprovider"):
-        args[:] = explain.remove_options(args, explain.CACHE_OPTIONS)
+        args[:] = children.remove_options(args, children.CACHE_OPTIONS)
     opt = early_config.known_args_namespace
     if not options_module.is_active(opt):
         return
@@ -201,7 +200,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name in extensions.register_metrics(config):
         config.add_cleanup(functools.partial(registry.unregister, name))
     settings = options_module.settings_from_config(config)
-    if explain.in_rerun():
+    if children.in_rerun():
         config.option.xmlpath = None  # the re-run leaves the user's --junitxml (from addopts) alone
     config.stash[settings_key] = settings
     config.stash[session_key] = None
@@ -314,7 +313,7 @@ def _measurable_revision(settings: BenchSettings) -> Revision | None:
     (``--bench-base`` auto or measure), else None. Never in a re-run (explain, confirm) nor in a
     base run itself: they judge against what their parent gives them."""
     assert settings.compare is not None
-    if settings.base == "stored" or explain.in_rerun() or os.environ.get(MODULES_ENV):
+    if settings.base == "stored" or children.in_rerun() or os.environ.get(MODULES_ENV):
         return None
     revision = compare_revision(settings.compare, settings.baselines_dir, Path.cwd())
     if revision is None and settings.base == "measure":

@@ -258,7 +258,7 @@ class BenchSession:
         sites, those on lines ``changed`` since the baseline's revision tagged), where this process
         still holds the callable that was measured; and, second, the failed verdicts it could not
         explain because the test ran in another process (the controller re-runs those at the end
-        of the session: ``judging/explain.py``)."""
+        of the session: ``pytest/children.py``)."""
         explained, elsewhere = [], []
         for verdict in verdicts:
             metric = registry.find(verdict.metric, Explaining)

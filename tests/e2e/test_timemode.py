@@ -634,7 +634,7 @@ def test_a_confirmation_that_hangs_stops_the_later_ones(bench):
     # out the whole timeout (300 s; lowered here), 25 times over. After one, no more are started.
     bench.pytester.makeconftest("""
         import fcntl, pytest
-        import pytest_torchbench.judging.explain as e
+        import pytest_torchbench.pytest.children as e
         e.TIMEOUT = 4.0
         @pytest.fixture(scope="session")
         def lock():

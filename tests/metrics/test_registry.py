@@ -150,7 +150,7 @@ _GENERIC = (
     "reports/common.py",
     "cli.py",
     "pytest/controller.py",
-    "judging/explain.py",
+    "pytest/children.py",
 )
 
 

@@ -1,14 +1,16 @@
-"""The re-run that explains failures measured in other processes: its command line (pure)."""
+"""The child pytest runs: the re-run that explains failures measured in other processes, its
+command line (pure)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from pytest_torchbench.judging.explain import (
+from pytest_torchbench.pytest.children import (
     Invocation,
     judging_options,
     passed_through,
+    pytest_launcher,
     rerun_command,
 )
 
@@ -73,7 +75,10 @@ def test_the_rerun_is_serial_native_and_judged_like_this_run(tmp_path: Path) -> 
         ["--bench-compare=main", "--bench-fail=ops:5%"],
         tmp_path / "r.json",
     )
-    assert command[:3] == [sys.executable, "-m", "pytest"]  # this interpreter, never under valgrind
+    # this interpreter (never under valgrind), started as this pytest was: the same sys.path[0]
+    launcher = pytest_launcher()
+    assert launcher[0] == sys.executable and command[: len(launcher)] == launcher
+    command = ["python", "-m", "pytest", *command[len(launcher) :]]
     assert command[3:9] == [
         "-p",
         "no:benchmark",
