@@ -115,3 +115,13 @@ def test_every_folder_is_one_layer() -> None:
     inside = [p for p in named if p.count(".") > 1]
     assert inside == []
     assert folders <= {p.split(".")[1] for p in named}, "give the new folder a layer"
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in MODULES if m.startswith("pytest_torchbench.judging"))
+)
+def test_judging_neither_imports_pytest_nor_starts_a_process(module: str) -> None:
+    """The verdict path is pure: pytest and child processes are the glue's (``pytest/children.py``
+    starts every child pytest)."""
+    found = {name.split(".")[0] for name in _imports(module, MODULES[module])}
+    assert not found & {"pytest", "subprocess", "_pytest"}, f"{module} imports {found}"
