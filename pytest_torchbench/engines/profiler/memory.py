@@ -15,8 +15,8 @@ from .options import ProfilerOptions
 __all__ = ["MEMORY_METHOD", "peak_memory"]
 
 #: How a peak is counted; a baseline counted otherwise is not comparable. /2: only blocks the call
-#: allocated itself, Python's cyclic collector run before each call and off during it; /1 (no
-#: name recorded): every free the profiler reported, the collector on.
+#: allocated itself, Python's cyclic collector off during the calls; /1 (no name recorded): every
+#: free the profiler reported, the collector on.
 MEMORY_METHOD = "own-blocks/2"
 
 
@@ -71,8 +71,13 @@ def _cuda_in_use() -> bool:
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block (restored after): it then runs only
-    where :func:`_collected_first` runs it, outside every measured call."""
+    """Python's cyclic garbage collector off for the block (restored after), so no collection
+    starts inside a measured call.
+
+    Why: a collection starts where the process's count of new objects happens to cross its
+    threshold, so it freed the garbage in reference cycles (autograd graphs held by a loss's
+    outputs, its own or an earlier call's) at a different point of the measured call in every
+    process. Garbage made meanwhile waits for the first collection after the block."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -80,21 +85,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if was_enabled:
             gc.enable()
-
-
-def _collected_first(before_each: Callable[[], object] | None) -> Callable[[], None]:
-    """``before_each``, then a full collection: what runs before every call, outside its marker.
-
-    Why: a collection the interpreter starts by itself starts where the process's allocation count
-    happens to cross its threshold, so it freed the garbage in reference cycles (autograd graphs
-    held by loss modules' outputs) at a different point of the measured call in every process."""
-
-    def run() -> None:
-        if before_each is not None:
-            before_each()
-        gc.collect()
-
-    return run
 
 
 def peak_memory(
@@ -117,13 +107,12 @@ def peak_memory(
     after ``reset_peak_memory_stats``, minus the memory allocated at the start, i.e. the same
     quantity measured by the caching allocator; None otherwise.
 
-    Python's garbage collector collects before every call and is off during it
-    (:func:`_collected_first`): garbage in reference cycles, the call's own included, is freed
-    between calls, never at a point of the call that depends on the process's history.
+    Python's garbage collector is off from the warm-up to the last call
+    (:func:`_collector_paused`): garbage in reference cycles, the call's own included, is freed
+    after them, never at a point of a call that depends on the process's history.
 
     With several iterations the largest per-iteration peak is returned.
     """
-    before = _collected_first(before_each)
     with _collector_paused():
         prof = record(
             fn,
@@ -131,10 +120,10 @@ def peak_memory(
             warmup=warmup,
             what="peak_memory",
             options=ProfilerOptions(activities=(ProfilerActivity.CPU,), profile_memory=True),
-            hooks=CallHooks(before_region=before_region, before_each=before),
+            hooks=CallHooks(before_region=before_region, before_each=before_each),
         )
     cpu_peak = _cpu_peak(prof)
-    cuda_peak = _cuda_peak(fn, iterations, before) if _cuda_in_use() else None
+    cuda_peak = _cuda_peak(fn, iterations, before_each) if _cuda_in_use() else None
     return {"cpu_peak_bytes": cpu_peak, "cuda_peak_bytes": cuda_peak}
 
 
@@ -152,11 +141,14 @@ def _cpu_peak(prof: profile) -> int:
     return max((_peak_of_own_blocks(events) for events in per_window), default=0)
 
 
-def _cuda_peak(fn: Callable[[], object], iterations: int, before: Callable[[], None]) -> int:
+def _cuda_peak(
+    fn: Callable[[], object], iterations: int, before_each: Callable[[], object] | None
+) -> int:
     peak = 0
     with _collector_paused():
         for _ in range(iterations):
-            before()
+            if before_each is not None:
+                before_each()
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
