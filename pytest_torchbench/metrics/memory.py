@@ -38,8 +38,15 @@ class Memory(Metric):
     help = "peak bytes"
     default_limit = 0.10
     number_fields = ("peak_bytes",)
-    comparability_facts = ("torch", "torch_git", "machine", "gpu")
+    # How a peak is counted (memory_method) decides it too: a baseline counted otherwise is not
+    # comparable, not a change.
+    comparability_facts = ("torch", "torch_git", "machine", "gpu", "memory_method")
     table_title = "peak bytes per call"
+
+    def environment_facts(self) -> Mapping[str, str]:
+        from ..engines import profiler
+
+        return {"memory_method": profiler.MEMORY_METHOD}
 
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> MemoryMetric:
         from ..engines import profiler

@@ -104,6 +104,84 @@ def test_alloc(benchmark):
     )
 
 
+LOSS_MODULE = """
+import pytest, torch
+from torch import nn
+
+torch.manual_seed(0)
+q = nn.Sequential(nn.Linear(64, 1024), nn.ReLU(), nn.Linear(1024, 8))
+target = nn.Sequential(nn.Linear(64, 1024), nn.ReLU(), nn.Linear(1024, 8))
+obs, next_obs = torch.randn(256, 64), torch.randn(256, 64)
+action, reward = torch.randint(0, 8, (256, 1)), torch.randn(256)
+INPUTS, LOG = [], []
+
+
+class Record(dict):
+    pass
+
+
+def next_values():
+    with torch.no_grad():
+        record = Record(hidden=target[1](target[0](next_obs)))
+        record["self"] = record  # a cycle: its 1 MiB hidden layer waits for the collector
+        return target[2](record["hidden"]).max(-1).values
+
+
+def dqn_loss():
+    best = next_values()
+    LOG.append([{"transition": i} for i in range(350)])
+    value = q(obs).gather(-1, action).squeeze(-1)
+    nn.functional.smooth_l1_loss(value, reward + 0.99 * best).backward()
+
+
+@pytest.mark.parametrize("inputs", range(0, 700, 70))
+def test_loss(benchmark, inputs):
+    INPUTS.append([{"input": i} for i in range(inputs)])  # what the test builds first
+    benchmark(dqn_loss)
+"""
+
+
+def _peaks(path: Path) -> list[int]:
+    return [
+        r["metrics"]["memory"]["peak_bytes"]["cpu"]
+        for r in json.loads(path.read_text())["benchmarks"]
+    ]
+
+
+def test_memory_peak_of_a_loss_backward_is_the_same_whatever_ran_before(
+    pytester: pytest.Pytester, run_bench
+) -> None:  # type: ignore[no-untyped-def]
+    """Issue 48: the same loss forward+backward, after its test had built a different number of
+    Python objects, got another peak (the collector, started by that count, freed the loss's
+    cyclic garbage inside the call in some and not in others): a false improvement or failure."""
+    pytester.makepyfile(test_loss=LOSS_MODULE)
+    out = pytester.path.parent / f"{pytester.path.name}-out"
+    out.mkdir()
+    assert run_bench("--bench-mode=memory", "--bench-save=main", f"--bench-json={out}/a").ret == 0
+    compared = run_bench("--bench-mode=memory", "--bench-compare=main", f"--bench-json={out}/b")
+    assert compared.ret == 0, compared.stdout.str()
+    compared.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'main'*"])
+    saved, again = _peaks(out / "a"), _peaks(out / "b")
+    assert len(saved) == 10 and len(set(saved)) == 1, saved
+    assert again == saved
+
+
+def test_memory_baseline_counted_before_the_method_had_a_name_is_not_comparable(
+    pytester: pytest.Pytester, run_bench
+) -> None:  # type: ignore[no-untyped-def]
+    """Peaks counted before ``memory_method`` (every free counted, the collector on) are another
+    quantity: such a baseline is not comparable, not an improvement or a regression."""
+    pytester.makepyfile(test_mem="def test_alloc(benchmark):\n    benchmark(lambda: [1] * 9)\n")
+    assert run_bench("--bench-mode=memory", "--bench-save=main").ret == 0
+    path = pytester.path / "baselines/main/test_mem.json"
+    document = json.loads(path.read_text())
+    for facts in document["environments"].values():
+        assert facts.pop("memory_method") == "own-blocks/2"
+    path.write_text(json.dumps(document))
+    result = run_bench("--bench-mode=memory", "--bench-compare=main")
+    result.stdout.fnmatch_lines(["*not comparable*", "*memory_method: - -> own-blocks/2*"])
+
+
 def test_bench_profile_writes_one_trace_per_benchmark_and_shows_top_ops(
     pytester: pytest.Pytester,
     run_bench,

@@ -200,6 +200,43 @@ def test_peak_memory_is_a_peak_not_a_total_and_ignores_preexisting() -> None:
     assert result["cpu_peak_bytes"] == 2 * MiB
 
 
+class _Record(dict):  # type: ignore[type-arg]
+    """A dict that refers to itself: garbage only the cyclic collector frees."""
+
+
+def _cycle_then_peak() -> list[dict[str, int]]:
+    record = _Record(hidden=torch.empty(MiB, dtype=torch.uint8))
+    record["self"] = record
+    del record  # 1 MiB of garbage in a reference cycle
+    info = [{"n": i} for i in range(300)]  # Python objects: they move the collector's count
+    torch.empty(MiB, dtype=torch.uint8)
+    return info
+
+
+def test_peak_memory_does_not_depend_on_when_the_collector_runs() -> None:
+    """The same call after different numbers of Python objects made before it: a collection
+    inside the call freed its cyclic garbage (1 MiB) before its peak in some and not in others."""
+    kept = []
+    peaks = set()
+    for made_before in range(0, 700, 70):
+        kept.append([{} for _ in range(made_before)])
+        peaks.add(peak_memory(_cycle_then_peak)["cpu_peak_bytes"])
+    assert peaks == {2 * MiB}  # the cycle is freed after the call, never inside it
+
+
+def test_peak_memory_leaves_out_freeing_blocks_older_than_the_call() -> None:
+    """The profiler reports freeing an older block only when a profiled call allocated it (it
+    knows its size then): counted, that made the peak depend on which calls had been profiled."""
+    held: list[torch.Tensor] = []
+    peak_memory(lambda: held.append(torch.empty(MiB, dtype=torch.uint8)))  # warm-up + profiled
+
+    def swap() -> torch.Tensor:
+        held.clear()  # frees both blocks: the profiled one with its size, the other unseen
+        return torch.empty(MiB, dtype=torch.uint8)
+
+    assert peak_memory(swap, warmup=0)["cpu_peak_bytes"] == MiB
+
+
 # --- profile_run and traces -----------------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .iterations import ITERATION_MARKER, CallHooks, ProfilerActiveError, stop_leftover_profiler
 from .kernels import NoCudaError, count_kernels, kernel_launchers, measure_device
-from .memory import peak_memory
+from .memory import MEMORY_METHOD, peak_memory
 from .ops import count_ops, op_call_sites
 from .options import ProfilerOptions, ScheduleOptions, cuda_usable, default_activities
 from .traces import (
@@ -38,6 +38,7 @@ from .traces import (
 
 __all__ = [
     "ITERATION_MARKER",
+    "MEMORY_METHOD",
     "CallHooks",
     "NoCudaError",
     "OpStat",
