@@ -41,6 +41,12 @@ STATUS_ORDER = (
 )
 
 
+def waived(verdict: Verdict) -> bool:
+    """A regression that does not fail: only a ``pytest_torchbench_verdict`` hook makes one (the
+    verdict path fails every regression; an accepted one has its own status)."""
+    return verdict.status == REGRESSION and not verdict.failed
+
+
 def status_rank(status: str) -> int:
     return STATUS_ORDER.index(status) if status in STATUS_ORDER else len(STATUS_ORDER)
 

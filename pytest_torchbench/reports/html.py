@@ -66,6 +66,7 @@ from .common import (
     unjudged,
     unmeasured_failures,
     verdicts_by_key,
+    waived,
     worst_status,
 )
 
@@ -336,6 +337,8 @@ def _status_pill(verdict: Verdict) -> str:
         text += f" {format_delta(delta)}"
     if verdict.failed:
         text += " ✗"
+    elif waived(verdict):
+        text += " (waived)"
     return f'<span style="background:{color}" title="{_e(verdict.summary)}">{_e(text)}</span>'
 
 

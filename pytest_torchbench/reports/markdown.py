@@ -48,6 +48,7 @@ from .common import (
     unjudged,
     unmeasured_failures,
     verdicts_by_key,
+    waived,
 )
 
 _ICONS = {
@@ -193,7 +194,7 @@ def _table(rows: list[tuple[str, str, Verdict]], grouped: bool) -> list[str]:
         status = verdict.status
         word = _WORDS.get(status, _escape(status))
         cell = f"{_ICONS.get(status, '')} {word}".strip() + (
-            " **FAILED**" if verdict.failed else ""
+            " **FAILED**" if verdict.failed else " (waived)" if waived(verdict) else ""
         )
         values = [
             _escape(key),

@@ -33,6 +33,7 @@ from .common import (
     metric_value,
     profiles_of,
     safe_delta,
+    waived,
 )
 
 _MARKS = {
@@ -227,7 +228,7 @@ def render_verdict_lines(verdicts: Sequence[Verdict]) -> list[str]:
             continue
         lines.append(f"{status} ({len(chosen)}):")
         for verdict in chosen:
-            flag = " FAILED" if verdict.failed else ""
+            flag = " FAILED" if verdict.failed else " (waived by a hook)" if waived(verdict) else ""
             lines.append(f"  {safe_text(verdict.key)}: {safe_text(verdict.summary)}{flag}")
             if status in (REGRESSION, TOO_NOISY, NOISY, ACCEPTED, IMPROVEMENT):
                 lines.extend(f"      {safe_text(d)}" for d in verdict.details[:DETAIL_LINES])
