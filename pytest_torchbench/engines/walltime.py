@@ -255,8 +255,9 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     ``metadata`` carries how undisturbed the measurement was, for the gate to say so: ``cpu_share``
     is this thread's CPU time over the wall time of the whole measurement (1.0: it had a core all
     the time; 0.4: other processes had it 60% of the time; only meaningful for single-threaded
-    CPU work, so None otherwise), ``load`` the load average when it ended, ``cpu_times`` each
-    block's CPU time in seconds (same order as ``raw_times``; None where CPU time says nothing) and
+    CPU work, so None otherwise), ``load`` the load average when it ended and ``cpus`` the
+    machine's CPU count (the load per core: the machine's state), ``cpu_times`` each block's CPU
+    time in seconds (same order as ``raw_times``; None where CPU time says nothing) and
     ``reference`` the machine's own speed beside it (engines/reference.py; None with CUDA in use),
     ``turns`` how many times it handed the CPU to the other process of a pair while that one
     measured the same benchmark (engines/duet.py; None outside a pair, and where the measurement
@@ -326,6 +327,7 @@ def _measure(
     metadata = {
         "cpu_share": min(1.0, cpu / wall) if single_threaded_cpu and wall > 0 else None,
         "load": load_average(),
+        "cpus": os.cpu_count(),
         "cpu_times": cpu_times if single_threaded_cpu else None,
         "reference": probe.result() if probe is not None else None,
         "turns": turns,
@@ -440,7 +442,12 @@ def measure_rounds(
         turns = baton.finished_measurement() if baton is not None else None
     if probe is not None:
         probe.sample()
-    metadata = {"reference": probe.result() if probe is not None else None, "turns": turns}
+    metadata = {
+        "reference": probe.result() if probe is not None else None,
+        "turns": turns,
+        "load": load_average(),
+        "cpus": os.cpu_count(),
+    }
     return Measurement(
         number_per_run=iterations, raw_times=raw_times, task_spec=task_spec, metadata=metadata
     )
