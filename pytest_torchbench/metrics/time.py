@@ -6,10 +6,13 @@ was disturbed (the measuring thread had a core less than 90% of its wall time) a
 more is judged on its CPU time per call instead (other processes take wall time from the measuring
 thread, not CPU time): a regression when that rose more than BUSY_CPU_LIMIT, else "noisy": listed,
 not failed (without CPU times, e.g. baselines from before they were kept: wall time beyond what
-the load explains fails). Why the fastest call: between processes the median moves many times
-more than the fastest call does (docs/design/time-gate.md, "The rule"). "Fastest" ignores the
-fastest 2% of blocks (see low_quantile), so one lucky block cannot set it. Raw replicate times, CPU
-share, the fastest CPU time per call and load are kept.
+the load explains fails). Where the machine's state beside the two runs differs beyond what that
+corrects (machine_state: CPU shares far apart, a machine slower at the save, a full machine
+without CPU shares), only a change against the worse state's push keeps its direction; any other
+is "not comparable" (in CI: could not judge). Why the fastest call: between processes the
+median moves many times more than the fastest call does (docs/design/time-gate.md, "The rule").
+"Fastest" ignores the fastest 2% of blocks (see low_quantile), so one lucky block cannot set it.
+Raw replicate times, CPU share, the fastest CPU time per call, load and the CPU count are kept.
 """
 
 from __future__ import annotations
@@ -435,13 +438,17 @@ def machine_slowdown(current: Any, baseline: Any) -> tuple[float, float, float] 
 
 
 #: Two measurements were made in different machine states when the measuring thread's CPU share
-#: in one was more than this many times its share in the other: at load 3-7 on 2 cores, A/A
-#: fastest calls (and their CPU times) then moved by -86%..+308%, both ways, while the reference
-#: workload did not follow (docs/design/time-gate.md, "A different machine state").
+#: in one was more than this many times its share in the other, and STATE_SHARE_GAP apart: on a
+#: loaded machine A/A fastest
+#: calls (and their CPU times) then moved by multiples, either way, while the reference workload
+#: did not follow (docs/design/time-gate.md, "Against a stored set: the machine's state").
 STATE_SHARE_RATIO = 1.5
-#: Without a CPU share (more than one thread, pedantic rounds) the load average per core is the
-#: state: at this many runnable threads per core or more, a benchmark's threads wait for cores,
-#: which the one-thread reference workload does not show (a 2-thread mm moved -72%..+36641%).
+#: ... and more than this apart: two runs starved alike share the same contention, each with
+#: enough blocks in a free moment to keep its fastest call (the same section).
+STATE_SHARE_GAP = 0.2
+#: Without a CPU share (more than one thread, pedantic rounds) the load average per CPU is the
+#: state: at this many runnable threads per CPU or more, a benchmark's threads wait for CPUs,
+#: which the one-thread reference workload does not show (the same section).
 FULL_LOAD_PER_CORE = 1.5
 
 #: Which side of a comparison was measured in the worse machine state (see machine_state).
@@ -474,7 +481,8 @@ def machine_state(current: Any, baseline: Any) -> StateDifference | None:
     reasons: list[str] = []
     now, then = getattr(current, "cpu_share", None), getattr(baseline, "cpu_share", None)
     if now is not None and then is not None and min(now, then) > 0:
-        if max(now, then) / min(now, then) > STATE_SHARE_RATIO:
+        apart = abs(now - then) > STATE_SHARE_GAP
+        if apart and max(now, then) / min(now, then) > STATE_SHARE_RATIO:
             worse.add(WORSE_NOW if now < then else WORSE_THEN)
             reasons.append(
                 f"the measuring thread had a core {then * 100:.0f}% of its wall time beside the "
