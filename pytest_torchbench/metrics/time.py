@@ -438,14 +438,10 @@ def machine_slowdown(current: Any, baseline: Any) -> tuple[float, float, float] 
 
 
 #: Two measurements were made in different machine states when the measuring thread's CPU share
-#: in one was more than this many times its share in the other, and STATE_SHARE_GAP apart: on a
-#: loaded machine A/A fastest
+#: in one was more than this many times its share in the other: on a loaded machine A/A fastest
 #: calls (and their CPU times) then moved by multiples, either way, while the reference workload
 #: did not follow (docs/design/time-gate.md, "Against a stored set: the machine's state").
 STATE_SHARE_RATIO = 1.5
-#: ... and more than this apart: two runs starved alike share the same contention, each with
-#: enough blocks in a free moment to keep its fastest call (the same section).
-STATE_SHARE_GAP = 0.2
 #: Without a CPU share (more than one thread, pedantic rounds) the load average per CPU is the
 #: state: at this many runnable threads per CPU or more, a benchmark's threads wait for CPUs,
 #: which the one-thread reference workload does not show (the same section).
@@ -481,8 +477,7 @@ def machine_state(current: Any, baseline: Any) -> StateDifference | None:
     reasons: list[str] = []
     now, then = getattr(current, "cpu_share", None), getattr(baseline, "cpu_share", None)
     if now is not None and then is not None and min(now, then) > 0:
-        apart = abs(now - then) > STATE_SHARE_GAP
-        if apart and max(now, then) / min(now, then) > STATE_SHARE_RATIO:
+        if max(now, then) / min(now, then) > STATE_SHARE_RATIO:
             worse.add(WORSE_NOW if now < then else WORSE_THEN)
             reasons.append(
                 f"the measuring thread had a core {then * 100:.0f}% of its wall time beside the "
