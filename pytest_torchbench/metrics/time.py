@@ -468,7 +468,8 @@ def machine_state(current: Any, baseline: Any) -> StateDifference | None:
     code (cache, memory bandwidth, the sibling hyperthread, threads waiting for cores), so no
     allowance corrects it; but its direction is known: the worse state only adds time. So a
     change against that direction is a real one (at least as large), and any other is not
-    judged. Seen: the CPU shares of single-threaded measurements (both known); the reference
+    judged. Seen: the CPU shares of single-threaded measurements (both known; calls of SHORT_CALL
+    or more, as for the load allowance); the reference
     workload when the machine was slower beside the baseline (a machine slower now is corrected
     by machine_slowdown); and, without CPU shares, the load per core when either side was full.
     A side without the figure (a baseline saved before it was kept) says nothing.
@@ -476,7 +477,9 @@ def machine_state(current: Any, baseline: Any) -> StateDifference | None:
     worse: set[str] = set()
     reasons: list[str] = []
     now, then = getattr(current, "cpu_share", None), getattr(baseline, "cpu_share", None)
-    if now is not None and then is not None and min(now, then) > 0:
+    # calls under SHORT_CALL: a fastest call other processes do not move, whatever the share
+    long_call = baseline.fastest >= SHORT_CALL
+    if long_call and now is not None and then is not None and min(now, then) > 0:
         if max(now, then) / min(now, then) > STATE_SHARE_RATIO:
             worse.add(WORSE_NOW if now < then else WORSE_THEN)
             reasons.append(
