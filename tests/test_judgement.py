@@ -201,6 +201,7 @@ def test_busy_machine_fails_what_the_load_cannot_explain():
     )
     assert "this run: had a CPU 70%" in failure_message([verdict])
     current = _quiet(_metric(rng, 2e-3, 0.01), share=0.5, load=7.9)  # 2x at half a core: noisy
+    baseline.cpu_share = 0.6
     assert judge_metric("k", "time", current, baseline, Policy()).status == NOISY
 
 

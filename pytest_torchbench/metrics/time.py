@@ -441,7 +441,7 @@ def machine_slowdown(current: Any, baseline: Any) -> tuple[float, float, float] 
 #: in one was more than this many times its share in the other: on a loaded machine A/A fastest
 #: calls (and their CPU times) then moved by multiples, either way, while the reference workload
 #: did not follow (docs/design/time-gate.md, "Against a stored set: the machine's state").
-STATE_SHARE_RATIO = 1.5
+STATE_SHARE_RATIO = 1.3
 #: Without a CPU share (more than one thread, pedantic rounds) the load average per CPU is the
 #: state: at this many runnable threads per CPU or more, a benchmark's threads wait for CPUs,
 #: which the one-thread reference workload does not show (the same section).
