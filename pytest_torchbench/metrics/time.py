@@ -75,6 +75,9 @@ class TimeMetric:
     #: The machine's CPU count beside ``load``, so that the load can be read per core (the
     #: machine's state: see machine_state_difference). None: not recorded (older baselines).
     cpus: int | None = None
+    #: The mean count of the machine's runnable threads during the measurement, this process's
+    #: included (engines/walltime.py, RunnableSampler); None: not recorded.
+    runnable: float | None = None
 
     #: How many earlier saved runs a baseline keeps.
     HISTORY = 4
@@ -130,6 +133,7 @@ class TimeMetric:
             reference=_reference_or_none(metadata.get("reference")),
             turns=_optional_count(metadata.get("turns")),
             cpus=_optional_count(metadata.get("cpus")),
+            runnable=_optional_float(metadata.get("runnable")),
         )
 
     def saved_over(self, previous: TimeMetric) -> TimeMetric:
@@ -167,6 +171,8 @@ class TimeMetric:
             data["turns"] = self.turns
         if self.cpus is not None:
             data["cpus"] = self.cpus
+        if self.runnable is not None:
+            data["runnable"] = round(self.runnable, 2)
         return data
 
     @classmethod
@@ -207,6 +213,7 @@ class TimeMetric:
             reference=_reference_or_none(reference),
             turns=turns,
             cpus=_optional_count(data.get("cpus")),  # Time.count_fields checked it
+            runnable=_optional_float(data.get("runnable")),
         )
 
 
@@ -507,22 +514,28 @@ def machine_state(current: Any, baseline: Any) -> StateDifference | None:
 
 def _load_state(current: Any, baseline: Any) -> tuple[str, str] | None:
     """Which side ran on a full machine (FULL_LOAD_PER_CORE), and the loads in words; None when
-    neither did or a side's load per core is unknown."""
+    neither did or a side's load per CPU is unknown. The runnable threads during the measurement
+    where both sides have them, else the load average (which lags the machine by a minute)."""
+    field, words = (
+        ("runnable", "runnable threads")
+        if all(getattr(m, "runnable", None) is not None for m in (current, baseline))
+        else ("load", "load average")
+    )
     per_core = []
     for metric in (current, baseline):
-        load, cpus = getattr(metric, "load", None), getattr(metric, "cpus", None)
-        if load is None or not cpus:
+        value, cpus = getattr(metric, field, None), getattr(metric, "cpus", None)
+        if value is None or not cpus:
             return None
-        per_core.append(load / cpus)
+        per_core.append(value / cpus)
     full_now, full_then = (value >= FULL_LOAD_PER_CORE for value in per_core)
     if not full_now and not full_then:
         return None
     worse = WORSE_BOTH if full_now and full_then else WORSE_NOW if full_now else WORSE_THEN
     return worse, (
-        f"load average {baseline.load:.1f} on {baseline.cpus} CPUs beside the baseline, "
-        f"{current.load:.1f} on {current.cpus} beside this run ({FULL_LOAD_PER_CORE:g} or more per "
-        "CPU: a benchmark not timed on one thread waits for CPUs, which the one-thread reference "
-        "workload does not show)"
+        f"{words} {getattr(baseline, field):.1f} on {baseline.cpus} CPUs beside the baseline, "
+        f"{getattr(current, field):.1f} on {current.cpus} beside this run "
+        f"({FULL_LOAD_PER_CORE:g} or more per CPU: a benchmark not timed on one thread waits for "
+        "CPUs, which the one-thread reference workload does not show)"
     )
 
 
@@ -909,7 +922,16 @@ class Time(SecondsDisplay, Metric):
     alternates = True  # against a measured base: rounds of base and head, judged in pairs
     positive_fields = ("raw_times", "median", "history", "reference")
     count_fields = ("number_per_run", "cpus")
-    number_fields = ("raw_times", "median", "iqr", "history", "cpu_share", "load", "cpu_fastest")
+    number_fields = (
+        "raw_times",
+        "median",
+        "iqr",
+        "history",
+        "cpu_share",
+        "load",
+        "cpu_fastest",
+        "runnable",
+    )
     fraction_fields = ("cpu_share",)
     table_title = "median \u00b1 IQR per call, {unit}"
 

@@ -10,9 +10,11 @@ import pytest
 
 from pytest_torchbench.engines import walltime
 
-# Two threads: no CPU share is measured, so the load per CPU is the machine's state. The load a
-# session records is made up (walltime.load_average patched in this process): a real load average
-# moves for a minute after the load does, and other processes on a shared machine add theirs.
+# Two threads: no CPU share is measured, so the runnable threads per CPU are the machine's state.
+# The count a session records is made up (walltime.RunnableSampler.mean patched in this process):
+# other processes on a shared machine add their own threads, so a real load is not reliable here.
+# Full at the save and now, by different amounts: whichever way the times move, each side's
+# threads waited in their own way (a quiet save against a full run would keep an improvement).
 TWO_THREADS = """
 import pytest
 import torch
@@ -25,18 +27,18 @@ def test_mm():
 """
 
 
-def test_a_baseline_saved_on_a_quiet_machine_is_not_comparable_on_a_full_one(
+def test_a_baseline_saved_on_a_full_machine_is_not_comparable_on_another_full_one(
     bench, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bench.pytester.makepyfile(test_bench=TWO_THREADS)
     cpus = os.cpu_count() or 1
     args = ("-p", "no:benchmark", "-p", "no:cacheprovider", "--bench-mode=time")
-    monkeypatch.setattr(walltime, "load_average", lambda: 0.25 * cpus)
+    monkeypatch.setattr(walltime.RunnableSampler, "mean", lambda self: 1.5 * cpus)
     saved = bench.pytester.runpytest(*args, "--bench-save=main")
     assert saved.ret == 0, saved.stdout.str()
     stored = bench.load("main")["benchmarks"]["test_bench.py::test_mm"]["metrics"]["time"]
-    assert stored["cpus"] == cpus and stored["load"] == pytest.approx(0.25 * cpus, abs=0.01)
-    monkeypatch.setattr(walltime, "load_average", lambda: 3.0 * cpus)
+    assert stored["cpus"] == cpus and stored["runnable"] == pytest.approx(1.5 * cpus, abs=0.01)
+    monkeypatch.setattr(walltime.RunnableSampler, "mean", lambda self: 3.0 * cpus)
     monkeypatch.setenv("CI", "true")
     out = bench.path / "out.json"
     compared = bench.pytester.runpytest(*args, "--bench-compare=main", f"--bench-json={out}")
@@ -49,8 +51,8 @@ def test_a_baseline_saved_on_a_quiet_machine_is_not_comparable_on_a_full_one(
     summary = verdicts[0]["summary"]
     assert summary.startswith("time: not comparable: the machine's state differs from the ")
     assert (
-        f"load average {0.25 * cpus:.1f} on {cpus} CPUs beside the baseline, {3.0 * cpus:.1f} on "
-        f"{cpus} beside this run (1.5 or more per CPU" in summary
+        f"runnable threads {1.5 * cpus:.1f} on {cpus} CPUs beside the baseline, "
+        f"{3.0 * cpus:.1f} on {cpus} beside this run (1.5 or more per CPU" in summary
     )
     assert "ERROR: in CI this fails the run (exit 6)" in text
     assert "--bench-compare=REV" in text

@@ -65,6 +65,8 @@ def test_multithreaded_work_has_no_cpu_share():
     assert measurement.metadata["cpu_share"] is None
     # without a share, the load per CPU is the machine's state (metrics/time.py, machine_state)
     assert measurement.metadata["cpus"] == os.cpu_count()
+    if os.path.exists("/proc/loadavg"):  # this measuring thread was running: at least 1
+        assert measurement.metadata["runnable"] >= 1.0
 
 
 def test_pedantic_rounds_keep_the_load_and_the_cpu_count():

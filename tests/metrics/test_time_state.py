@@ -158,6 +158,25 @@ def test_a_baseline_without_the_state_is_judged_as_before(baseline: TimeMetric) 
     assert machine_state(_time(1e-3, share=0.2), baseline) is None
 
 
+def test_the_runnable_threads_during_the_measurement_decide_over_the_load_average() -> None:
+    # the load average lags: a minute of quiet before the hogs; the threads sampled during the
+    # measurement saw them
+    baseline = _time(1e-3, load=2.0, cpus=2)
+    baseline.runnable = 1.2
+    current = _time(80e-3, load=2.3, cpus=2)
+    current.runnable = 4.1
+    verdict = judge_metric("k", "time", current, baseline, Policy())
+    assert verdict.status == NOT_COMPARABLE
+    assert "runnable threads 1.2 on 2 CPUs beside the baseline, 4.1 on 2 beside this run" in (
+        verdict.summary
+    )
+    # one side without them: the load averages, which saw nothing here
+    current.runnable = None
+    assert machine_state(current, baseline) is None
+    data = baseline.to_json()
+    assert data["runnable"] == 1.2 and TimeMetric.from_json(data).runnable == 1.2
+
+
 def test_the_cpu_count_is_kept_in_json_and_checked() -> None:
     data = _time(1e-3, load=3.2, cpus=2).to_json()
     assert data["cpus"] == 2 and TimeMetric.from_json(data).cpus == 2
