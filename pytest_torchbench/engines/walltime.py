@@ -280,6 +280,12 @@ class RunnableSampler:
         return sum(self.counts) / len(self.counts) if self.counts else None
 
 
+def _machine_state(runnable: RunnableSampler) -> dict[str, Any]:
+    """The machine's state beside a measurement: the load average, the CPU count, the runnable
+    threads during it."""
+    return {"load": load_average(), "cpus": os.cpu_count(), "runnable": runnable.mean()}
+
+
 def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     """Measure ``fn`` (already warmed up by the caller's first call) and return torch's Measurement.
 
@@ -361,9 +367,7 @@ def _measure(
     single_threaded_cpu = spec.num_threads == 1 and not uses_cuda
     metadata = {
         "cpu_share": min(1.0, cpu / wall) if single_threaded_cpu and wall > 0 else None,
-        "load": load_average(),
-        "cpus": os.cpu_count(),
-        "runnable": runnable.mean(),
+        **_machine_state(runnable),
         "cpu_times": cpu_times if single_threaded_cpu else None,
         "reference": probe.result() if probe is not None else None,
         "turns": turns,
@@ -483,9 +487,7 @@ def measure_rounds(
     metadata = {
         "reference": probe.result() if probe is not None else None,
         "turns": turns,
-        "load": load_average(),
-        "cpus": os.cpu_count(),
-        "runnable": runnable.mean(),
+        **_machine_state(runnable),
     }
     return Measurement(
         number_per_run=iterations, raw_times=raw_times, task_spec=task_spec, metadata=metadata
