@@ -71,6 +71,9 @@ SCRIPTS: dict[str, Script] = {
         600,
         needs=("git",),
     ),
+    "figures_time_stored.py": Script(
+        ("--tiny",), ("quiet-loaded, compared with 2 hogs A/B: exit", "A/A wrong-direction"), 400
+    ),
     "figures_turns.py": Script(("--tiny",), ("run 1 add", "paired ratios beyond 10%"), 300),
     "figures_xdist.py": Script(
         ("--tiny",),

@@ -249,14 +249,54 @@ def load_average() -> float | None:
         return None
 
 
+_LOADAVG = "/proc/loadavg"
+
+
+class RunnableSampler:
+    """The machine's runnable threads (this process's included), read from /proc/loadavg's
+    running count at most every ``interval`` seconds; their mean over a measurement.
+
+    Why not the load average: it follows the machine over the last minute, so a benchmark
+    measured seconds after other processes started reads the quiet minute before them."""
+
+    def __init__(self, interval: float = 0.01) -> None:
+        self.interval = interval
+        self.counts: list[int] = []
+        self._last = -float("inf")
+
+    def maybe_sample(self) -> None:
+        now = time.perf_counter()
+        if now - self._last < self.interval:
+            return
+        self._last = now
+        try:
+            with open(_LOADAVG, encoding="ascii") as loadavg:
+                running = loadavg.read().split()[3].split("/")[0]
+            self.counts.append(int(running))
+        except (OSError, IndexError, ValueError):
+            return
+
+    def mean(self) -> float | None:
+        return sum(self.counts) / len(self.counts) if self.counts else None
+
+
+def _machine_state(runnable: RunnableSampler) -> dict[str, Any]:
+    """The machine's state beside a measurement: the load average, the CPU count, the runnable
+    threads during it."""
+    return {"load": load_average(), "cpus": os.cpu_count(), "runnable": runnable.mean()}
+
+
 def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     """Measure ``fn`` (already warmed up by the caller's first call) and return torch's Measurement.
 
     ``metadata`` carries how undisturbed the measurement was, for the gate to say so: ``cpu_share``
     is this thread's CPU time over the wall time of the whole measurement (1.0: it had a core all
     the time; 0.4: other processes had it 60% of the time; only meaningful for single-threaded
-    CPU work, so None otherwise), ``load`` the load average when it ended, ``cpu_times`` each
-    block's CPU time in seconds (same order as ``raw_times``; None where CPU time says nothing) and
+    CPU work, so None otherwise), ``load`` the load average when it ended, ``runnable`` the mean
+    count of the machine's runnable threads during it (``RunnableSampler``; None without
+    /proc/loadavg) and ``cpus`` the machine's CPU count (per CPU, the machine's state),
+    ``cpu_times`` each block's CPU time in seconds (same order as ``raw_times``; None where CPU
+    time says nothing) and
     ``reference`` the machine's own speed beside it (engines/reference.py; None with CUDA in use),
     ``turns`` how many times it handed the CPU to the other process of a pair while that one
     measured the same benchmark (engines/duet.py; None outside a pair, and where the measurement
@@ -292,6 +332,7 @@ def _measure(
     probe_wall = probe_cpu = waited = 0.0
     raw_times: list[float] = []
     cpu_times: list[float] = []
+    runnable = RunnableSampler()
     total = 0.0
     task_spec = None
     while True:
@@ -302,6 +343,7 @@ def _measure(
         cpu_times.append(clock.last_block())
         del clock.readings[:-2]
         total += elapsed
+        runnable.maybe_sample()
         if probe is not None:
             before, before_cpu = time.perf_counter(), time.thread_time()
             probe.maybe_sample()
@@ -325,7 +367,7 @@ def _measure(
     single_threaded_cpu = spec.num_threads == 1 and not uses_cuda
     metadata = {
         "cpu_share": min(1.0, cpu / wall) if single_threaded_cpu and wall > 0 else None,
-        "load": load_average(),
+        **_machine_state(runnable),
         "cpu_times": cpu_times if single_threaded_cpu else None,
         "reference": probe.result() if probe is not None else None,
         "turns": turns,
@@ -411,6 +453,7 @@ def measure_rounds(
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(spec.num_threads)
     raw_times: list[float] = []
+    runnable = RunnableSampler()
     try:
         for index in range(warmup_rounds + rounds):
             args, kwargs = make_arguments()
@@ -428,6 +471,7 @@ def measure_rounds(
                 teardown(*args, **kwargs)
             if index >= warmup_rounds:
                 raw_times.append(elapsed)
+            runnable.maybe_sample()
             if probe is not None:
                 probe.maybe_sample()
             if baton is not None:
@@ -440,7 +484,11 @@ def measure_rounds(
         turns = baton.finished_measurement() if baton is not None else None
     if probe is not None:
         probe.sample()
-    metadata = {"reference": probe.result() if probe is not None else None, "turns": turns}
+    metadata = {
+        "reference": probe.result() if probe is not None else None,
+        "turns": turns,
+        **_machine_state(runnable),
+    }
     return Measurement(
         number_per_run=iterations, raw_times=raw_times, task_spec=task_spec, metadata=metadata
     )

@@ -6,10 +6,13 @@ was disturbed (the measuring thread had a core less than 90% of its wall time) a
 more is judged on its CPU time per call instead (other processes take wall time from the measuring
 thread, not CPU time): a regression when that rose more than BUSY_CPU_LIMIT, else "noisy": listed,
 not failed (without CPU times, e.g. baselines from before they were kept: wall time beyond what
-the load explains fails). Why the fastest call: between processes the median moves many times
-more than the fastest call does (docs/design/time-gate.md, "The rule"). "Fastest" ignores the
-fastest 2% of blocks (see low_quantile), so one lucky block cannot set it. Raw replicate times, CPU
-share, the fastest CPU time per call and load are kept.
+the load explains fails). Where the machine's state beside the two runs differs beyond what that
+corrects (machine_state: CPU shares far apart, a machine slower at the save, a full machine
+without CPU shares), only a change against the worse state's push keeps its direction; any other
+is "not comparable" (in CI: could not judge). Why the fastest call: between processes the
+median moves many times more than the fastest call does (docs/design/time-gate.md, "The rule").
+"Fastest" ignores the fastest 2% of blocks (see low_quantile), so one lucky block cannot set it.
+Raw replicate times, CPU share, the fastest CPU time per call, load and the CPU count are kept.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from ..common.text import finite, safe_number, safe_text
 from ..common.vocabulary import (
     IMPROVEMENT,
     NOISY,
+    NOT_COMPARABLE,
     REGRESSION,
     TOO_NOISY,
     UNCHANGED,
@@ -70,6 +74,12 @@ class TimeMetric:
     #: Measured in turns with the other side of an alternated round (engines/duet.py): how many
     #: times this measurement handed the CPU over. None: measured alone.
     turns: int | None = None
+    #: The machine's CPU count beside ``load``, so that the load can be read per core (the
+    #: machine's state: see machine_state_difference). None: not recorded (older baselines).
+    cpus: int | None = None
+    #: The mean count of the machine's runnable threads during the measurement, this process's
+    #: included (engines/walltime.py, RunnableSampler); None: not recorded.
+    runnable: float | None = None
 
     #: How many earlier saved runs a baseline keeps.
     HISTORY = 4
@@ -124,6 +134,8 @@ class TimeMetric:
             cpu_fastest=cpu_fastest,
             reference=_reference_or_none(metadata.get("reference")),
             turns=_optional_count(metadata.get("turns")),
+            cpus=_optional_count(metadata.get("cpus")),
+            runnable=_optional_float(metadata.get("runnable")),
         )
 
     def saved_over(self, previous: TimeMetric) -> TimeMetric:
@@ -159,6 +171,10 @@ class TimeMetric:
             }
         if self.turns is not None:
             data["turns"] = self.turns
+        if self.cpus is not None:
+            data["cpus"] = self.cpus
+        if self.runnable is not None:
+            data["runnable"] = round(self.runnable, 2)
         return data
 
     @classmethod
@@ -198,6 +214,8 @@ class TimeMetric:
             cpu_fastest=cpu_fastest,
             reference=_reference_or_none(reference),
             turns=turns,
+            cpus=_optional_count(data.get("cpus")),  # Time.count_fields checked it
+            runnable=_optional_float(data.get("runnable")),
         )
 
 
@@ -428,8 +446,147 @@ def machine_slowdown(current: Any, baseline: Any) -> tuple[float, float, float] 
     return min(ratio, MACHINE_MAX), then["compute"], now["compute"]
 
 
+#: Two measurements were made in different machine states when the measuring thread's CPU share
+#: in one was more than this many times its share in the other: on a loaded machine A/A fastest
+#: calls (and their CPU times) then moved by multiples, either way, while the reference workload
+#: did not follow (docs/design/time-gate.md, "Against a stored set: the machine's state").
+STATE_SHARE_RATIO = 1.3
+#: Without a CPU share (more than one thread, pedantic rounds) the load average per CPU is the
+#: state: at this many runnable threads per CPU or more, a benchmark's threads wait for CPUs,
+#: which the one-thread reference workload does not show (the same section).
+FULL_LOAD_PER_CORE = 1.5
+
+#: Which side of a comparison was measured in the worse machine state (see machine_state).
+WORSE_NOW, WORSE_THEN, WORSE_BOTH = "this run", "the baseline", "both"
+
+
+@dataclasses.dataclass(frozen=True)
+class StateDifference:
+    """How the machine's state beside this run differs from the one beside the baseline, beyond
+    what the reference workload corrects: which side was worse (its times inflated by the state),
+    and why, in numbers."""
+
+    worse: str  # WORSE_NOW, WORSE_THEN or WORSE_BOTH
+    reasons: tuple[str, ...]
+
+
+def machine_state(current: Any, baseline: Any) -> StateDifference | None:
+    """The difference of machine state between the two measurements, or None where none is seen.
+
+    Why: the state a measurement was made in inflates its times by an amount that depends on the
+    code (cache, memory bandwidth, the sibling hyperthread, threads waiting for cores), so no
+    allowance corrects it; but its direction is known: the worse state only adds time. So a
+    change against that direction is a real one (at least as large), and any other is not
+    judged. Seen: the CPU shares of single-threaded measurements (both known; calls of SHORT_CALL
+    or more, as for the load allowance); the reference
+    workload when the machine was slower beside the baseline (a machine slower now is corrected
+    by machine_slowdown); and, without CPU shares, the load per core when either side was full.
+    A side without the figure (a baseline saved before it was kept) says nothing.
+    """
+    worse: set[str] = set()
+    reasons: list[str] = []
+    now, then = getattr(current, "cpu_share", None), getattr(baseline, "cpu_share", None)
+    # calls under SHORT_CALL: a fastest call other processes do not move, whatever the share
+    long_call = baseline.fastest >= SHORT_CALL
+    if long_call and now is not None and then is not None and min(now, then) > 0:
+        if max(now, then) / min(now, then) > STATE_SHARE_RATIO:
+            worse.add(WORSE_NOW if now < then else WORSE_THEN)
+            reasons.append(
+                f"the measuring thread had a core {then * 100:.0f}% of its wall time beside the "
+                f"baseline, {now * 100:.0f}% beside this run"
+            )
+    slower_then = machine_slowdown(baseline, current)
+    if slower_then is not None:
+        ratio, faster, slower = slower_then
+        worse.add(WORSE_THEN)
+        reasons.append(
+            f"a reference workload took {format_seconds(slower)} per call beside the baseline, "
+            f"{format_seconds(faster)} beside this run: the machine was "
+            f"{format_percent(ratio - 1.0)} slower when the baseline was measured"
+        )
+    if now is None and then is None:
+        full = _load_state(current, baseline)
+        if full is not None:
+            worse.add(full[0])
+            reasons.append(full[1])
+    if not worse:
+        return None
+    return StateDifference(worse.pop() if len(worse) == 1 else WORSE_BOTH, tuple(reasons))
+
+
+def _load_state(current: Any, baseline: Any) -> tuple[str, str] | None:
+    """Which side ran on a full machine (FULL_LOAD_PER_CORE), and the loads in words; None when
+    neither did or a side's load per CPU is unknown. The runnable threads during the measurement
+    where both sides have them, else the load average (which lags the machine by a minute)."""
+    field, words = (
+        ("runnable", "runnable threads")
+        if all(getattr(m, "runnable", None) is not None for m in (current, baseline))
+        else ("load", "load average")
+    )
+    per_core = []
+    for metric in (current, baseline):
+        value, cpus = getattr(metric, field, None), getattr(metric, "cpus", None)
+        if value is None or not cpus:
+            return None
+        per_core.append(value / cpus)
+    full_now, full_then = (value >= FULL_LOAD_PER_CORE for value in per_core)
+    if not full_now and not full_then:
+        return None
+    worse = WORSE_BOTH if full_now and full_then else WORSE_NOW if full_now else WORSE_THEN
+    return worse, (
+        f"{words} {getattr(baseline, field):.1f} on {baseline.cpus} CPUs beside the baseline, "
+        f"{getattr(current, field):.1f} on {current.cpus} beside this run "
+        f"({FULL_LOAD_PER_CORE:g} or more per CPU: a benchmark not timed on one thread waits for "
+        "CPUs, which the one-thread reference workload does not show)"
+    )
+
+
+def _state_allows(status: str, state: StateDifference) -> bool:
+    """Whether a verdict of ``status`` points the way the machine's state could not have pushed
+    it: slower than a baseline measured in the worse state, faster than it in a worse one now."""
+    if state.worse == WORSE_THEN:
+        return status in (REGRESSION, NOISY)
+    if state.worse == WORSE_NOW:
+        return status == IMPROVEMENT
+    return False
+
+
+_STATE_WORDS = {
+    WORSE_NOW: "the worse state now adds time to this run",
+    WORSE_THEN: "the worse state at the save added time to the baseline",
+    WORSE_BOTH: "each side's state adds time of its own",
+}
+
+
+def _not_comparable(
+    key: str, current: Any, baseline: Any, limit: float, state: StateDifference
+) -> Verdict:
+    """The verdict of a comparison the machine's state decides: no direction, and what to do."""
+    now, then = current.fastest, baseline.fastest
+    change = format_percent(now / then - 1.0) if then > 0 else "?"
+    summary = (
+        f"time: not comparable: the machine's state differs from the baseline's "
+        f"({'; '.join(state.reasons)}); the fastest call {format_seconds(then)} -> "
+        f"{format_seconds(now)} ({change}, limit {limit * 100:g}%) can be that state's doing, "
+        f"not the code's ({_STATE_WORDS[state.worse]}): not judged; compare with a base measured "
+        "in the same job (--bench-compare=REV), or save and compare in the same state"
+    )
+    details = [*state.reasons, *_time_conditions(current, baseline, None, limit)]
+    return Verdict(key, "time", NOT_COMPARABLE, then, now, limit, None, safe_text(summary), details)
+
+
 def _judge_time(key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
-    """Compare the fastest call of each run (see the module docstring for why, with numbers)."""
+    """Compare the fastest call of each run (see the module docstring for why, with numbers); a
+    verdict the machine's state could have made (machine_state) is "not comparable" instead."""
+    verdict = _judge_fastest(key, current, baseline, limit)
+    state = machine_state(current, baseline)
+    if state is None or _state_allows(verdict.status, state):
+        return verdict
+    return _not_comparable(key, current, baseline, limit, state)
+
+
+def _judge_fastest(key: str, current: Any, baseline: Any, limit: float) -> Verdict:
+    """The fastest calls compared with the limit, the load and the machine's speed allowed for."""
     now, then = current.fastest, baseline.fastest
     delta = now / then - 1.0 if then > 0 else 0.0
     reference, runs = time_reference(baseline)
@@ -766,7 +923,17 @@ class Time(SecondsDisplay, Metric):
     stale_fails = False  # wall time is never exact
     alternates = True  # against a measured base: rounds of base and head, judged in pairs
     positive_fields = ("raw_times", "median", "history", "reference")
-    number_fields = ("raw_times", "median", "iqr", "history", "cpu_share", "load", "cpu_fastest")
+    count_fields = ("number_per_run", "cpus")
+    number_fields = (
+        "raw_times",
+        "median",
+        "iqr",
+        "history",
+        "cpu_share",
+        "load",
+        "cpu_fastest",
+        "runnable",
+    )
     fraction_fields = ("cpu_share",)
     table_title = "median \u00b1 IQR per call, {unit}"
 

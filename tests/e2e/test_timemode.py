@@ -340,9 +340,11 @@ def test_slows():
 """
 
 
-def _compare_beside_hogs(bench, *args):
-    """Compare with twice as many spinning processes as cores: the measuring thread gets well under
-    90% of a core (and under the share at which the CPU-time limit reaches 50%)."""
+def _beside_hogs(bench, *args):
+    """Run with twice as many spinning processes as cores: the measuring thread gets well under
+    90% of a core (and under the share at which the CPU-time limit reaches 50%). Saved beside them
+    too, so that both runs are busy alike: a quiet save against a busy run is another machine state,
+    judged "not comparable" (tests/metrics/test_time_state.py, test_time_stored_state.py)."""
     import os
     import subprocess
     import sys
@@ -352,7 +354,7 @@ def _compare_beside_hogs(bench, *args):
         for _ in range(2 * (os.cpu_count() or 1))
     ]
     try:
-        return bench.run("--bench-compare=main", FAST, *args)
+        return bench.run(FAST, *args)
     finally:
         for hog in hogs:
             hog.kill()
@@ -364,9 +366,11 @@ def test_busy_machine_gives_a_noisy_verdict_not_a_failure(bench):
     not failed."""
     (bench.path / "factors.json").write_text(json.dumps({"slows": 140}))  # about 1 ms per call
     bench.pytester.makepyfile(test_bench=COMPUTE)
-    bench.run("--bench-save=main", FAST).assert_outcomes(passed=1)
+    _beside_hogs(bench, "--bench-save=main").assert_outcomes(passed=1)
     (bench.path / "factors.json").write_text(json.dumps({"slows": 168}))  # 20% more work
-    result = _compare_beside_hogs(bench, "--bench-markdown=summary.md", "--bench-html=report.html")
+    result = _beside_hogs(
+        bench, "--bench-compare=main", "--bench-markdown=summary.md", "--bench-html=report.html"
+    )
     result.assert_outcomes(passed=1)
     summary = (bench.path / "summary.md").read_text()
     assert "### Noisy (1): not failed, the machine cannot be told from the code" in summary
@@ -390,9 +394,9 @@ def test_busy_machine_still_fails_a_tripled_call(bench):
     2x: see SLOWER)."""
     (bench.path / "factors.json").write_text(json.dumps({"slows": 140}))
     bench.pytester.makepyfile(test_bench=COMPUTE)
-    bench.run("--bench-save=main", FAST).assert_outcomes(passed=1)
+    _beside_hogs(bench, "--bench-save=main").assert_outcomes(passed=1)
     (bench.path / "factors.json").write_text(json.dumps({"slows": 3 * 140}))
-    result = _compare_beside_hogs(bench)
+    result = _beside_hogs(bench, "--bench-compare=main")
     result.assert_outcomes(failed=1)
     result.stdout.re_match_lines(
         [

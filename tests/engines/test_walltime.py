@@ -63,6 +63,16 @@ def test_multithreaded_work_has_no_cpu_share():
     spec = walltime.TimeSpec(num_threads=2, min_run_time=0.01, max_run_time=0.05, min_replicates=5)
     measurement = walltime.measure(lambda: None, spec)
     assert measurement.metadata["cpu_share"] is None
+    # without a share, the load per CPU is the machine's state (metrics/time.py, machine_state)
+    assert measurement.metadata["cpus"] == os.cpu_count()
+    if os.path.exists("/proc/loadavg"):  # this measuring thread was running: at least 1
+        assert measurement.metadata["runnable"] >= 1.0
+
+
+def test_pedantic_rounds_keep_the_load_and_the_cpu_count():
+    measurement = walltime.measure_rounds(lambda: None, lambda: ((), {}), rounds=2, iterations=1)
+    assert measurement.metadata["cpus"] == os.cpu_count()
+    assert measurement.metadata["load"] is None or measurement.metadata["load"] >= 0.0
 
 
 def test_long_calls_get_at_least_min_blocks_past_max_run_time():
