@@ -416,6 +416,23 @@ def invocation_of(config: pytest.Config, settings: BenchSettings) -> Invocation:
     )
 
 
+def still_failed(
+    unexplained: Sequence[Verdict],
+    reviewed: Sequence[Verdict],
+    judged_details: dict[tuple[str, str], tuple[str, ...]],
+) -> list[Verdict]:
+    """Of the verdicts a re-run must explain, those the user's hook left failed, as the hook
+    returned them; the details each had before the hook go into ``judged_details``."""
+    after = {(v.key, v.metric): v for v in reviewed}
+    found = []
+    for verdict in unexplained:
+        hooked = after.get((verdict.key, verdict.metric))
+        if hooked is not None and hooked.failed:
+            found.append(hooked)
+            judged_details[(verdict.key, verdict.metric)] = tuple(verdict.details)
+    return found
+
+
 @dataclasses.dataclass(frozen=True)
 class ToExplain:
     """A failed report whose explanation needs a re-run in another process: all its verdicts, the
@@ -427,6 +444,11 @@ class ToExplain:
     refresh: str
     elsewhere: tuple[Verdict, ...]
     nodeids: Mapping[str, str]
+    #: The details each of ``elsewhere`` had before the user's hook: the lines the re-run's
+    #: explanation replaces (those the hook added stay).
+    judged_details: Mapping[tuple[str, str], tuple[str, ...]] = dataclasses.field(
+        default_factory=dict
+    )
 
 
 class ChildRuns:
@@ -507,8 +529,10 @@ class ChildRuns:
         for waiting in self.to_explain:
             for verdict in waiting.elsewhere:
                 found = details.get((verdict.key, verdict.metric))
+                judged = waiting.judged_details.get((verdict.key, verdict.metric), ())
+                added = [line for line in verdict.details if line not in judged]
                 amended[(verdict.key, verdict.metric)] = (
-                    verdict.replace(details=found)
+                    verdict.replace(details=(*found, *added))
                     if found is not None
                     else verdict.with_details(
                         after=[

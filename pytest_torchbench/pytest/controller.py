@@ -32,7 +32,7 @@ from ..store.refs import Revision
 from ..store.storage import BaselineSet
 from . import children, extensions, session_end
 from .baseline_source import BaselineSource
-from .children import ChildRuns, ToExplain, invocation_of
+from .children import ChildRuns, ToExplain, invocation_of, still_failed
 from .closing import closing_block
 from .marker import MARKER_NAME as MARKER
 from .options import EXIT_INCOMPARABLE, BenchSettings
@@ -194,6 +194,7 @@ class Controller:
         baseline = self.source.entries
         verdicts: list[Verdict] = []
         elsewhere: list[Verdict] = []
+        judged_details: dict[tuple[str, str], tuple[str, ...]] = {}
         properties: list[tuple[str, object]] = []
         for result, judged in self._judged(report.nodeid, results):
             if self.session is not None and baseline is not None and any(v.failed for v in judged):
@@ -204,9 +205,11 @@ class Controller:
                     self.settings.rootdir,
                     self.source.changed_lines(),
                 )
-                elsewhere += unexplained
+            else:
+                unexplained = []
             # The user's hook last, so it sees (and keeps) the verdict every other step settled.
             judged = self._review(result, judged, baseline.get(result.key) if baseline else None)
+            elsewhere += still_failed(unexplained, judged, judged_details)
             properties.extend(junit.properties(result, judged, qualify=len(results) > 1))
             verdicts.extend(judged)
         self.verdicts.extend(verdicts)
@@ -236,17 +239,15 @@ class Controller:
                         verdicts=tuple(verdicts),
                         refresh=refresh,
                         elsewhere=tuple(elsewhere),
+                        judged_details=judged_details,
                         nodeids={r.key: r.nodeid for r in results},
                     )
                 )
 
     def _key_clashes(self, results: list[BenchmarkResult]) -> dict[str, str]:
         """Keys of ``results`` that a result of another test already has: {key: that test's id}.
-
-        Why: a key is a baseline's identity, made of the node id and a description, and two tests
-        can spell the same key (``test_f[a]`` with description ``b`` and a test whose id is
-        ``test_f[a] [b]``). Kept, one would silently replace the other in the saved set and fail a
-        later run falsely; the first test keeps the key, the later one fails, naming both."""
+        Why: two tests can spell the same key (``test_f[a]`` with description ``b``, and a test
+        whose id is ``test_f[a] [b]``); kept, one would silently replace the other's baseline."""
         clashes = {}
         for result in results:
             owner = self._key_owners.setdefault(result.key, result.nodeid)
@@ -257,7 +258,9 @@ class Controller:
     def _review(
         self, result: BenchmarkResult, verdicts: Any, baseline: BenchmarkResult | None
     ) -> list[Verdict]:
-        """The gate's verdict hook: pytest_torchbench_verdict implementations."""
+        """pytest_torchbench_verdict implementations; none in a re-run: its parent applies them."""
+        if children.in_rerun():
+            return list(verdicts)
         return extensions.review_verdicts(self.config, result, verdicts, baseline)
 
     @pytest.hookimpl(optionalhook=True)

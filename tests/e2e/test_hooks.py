@@ -140,6 +140,46 @@ def pytest_torchbench_verdict(config, verdict, result, baseline):
     assert "owner: team-a (saw call sites: True)" in (pytester.path / "out.md").read_text()
 
 
+def test_under_xdist_the_explanation_keeps_what_the_hook_decided_and_reruns_skip_the_hook(
+    pytester: pytest.Pytester, run_bench, bench_module
+) -> None:  # type: ignore[no-untyped-def]
+    """Under xdist call sites come from a re-run at the end of the session: it must not undo the
+    hook (a waived verdict came back failed, its lines lost), and the re-run itself does not call
+    the hook (its parent applies it last)."""
+    pytester.makepyfile(test_a=bench_module)
+    assert run_bench("--bench-mode=ops,calls", "--bench-save=main").ret == 0
+    path = pytester.path / "baselines/main/test_a.json"
+    document = json.loads(path.read_text())
+    for entry in document["benchmarks"].values():
+        for metric in ("ops", "calls"):
+            counts = entry["metrics"][metric][metric]
+            entry["metrics"][metric][metric] = {name: n / 2 for name, n in counts.items()}
+    path.write_text(json.dumps(document))
+    pytester.makeconftest("""
+import os
+def pytest_torchbench_verdict(config, verdict, result, baseline):
+    with open("hook.log", "a") as log:
+        log.write(os.environ.get("TORCHBENCH_EXPLAIN_RERUN", "0") + "\\n")
+    if verdict.failed and verdict.metric == "ops" and result.label == "test_add":
+        return verdict.replace(failed=False, details=(*verdict.details, "WAIVED-BY-CONFTEST"))
+    if verdict.failed:
+        return verdict.with_details(after=["owner: team-a"])
+""")
+    result = run_bench(
+        "-n", "1", "--bench-mode=ops,calls", "--bench-compare=main", "--bench-json=out.json"
+    )
+    assert result.ret == 1
+    verdicts = json.loads((pytester.path / "out.json").read_text())["verdicts"]
+    by = {(v["key"], v["metric"]): v for v in verdicts}
+    waived = by[("test_a.py::test_add", "ops")]
+    assert waived["status"] == "regression" and waived["failed"] is False
+    assert "WAIVED-BY-CONFTEST" in waived["details"]
+    kept = by[("test_a.py::test_mul", "ops")]
+    assert kept["failed"] is True and kept["details"][-1] == "owner: team-a"
+    assert any("test_a.py:" in line for line in kept["details"])  # the re-run's call sites
+    assert set((pytester.path / "hook.log").read_text().split()) == {"0"}
+
+
 def test_a_verdict_hook_that_changes_the_frozen_verdict_in_place_fails_it_saying_how(
     pytester: pytest.Pytester, run_bench, bench_module
 ) -> None:  # type: ignore[no-untyped-def]
