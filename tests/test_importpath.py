@@ -113,6 +113,21 @@ def test_a_package_found_outside_the_tree_is_named(
             ["-m", "t.py"],
             ["-m", "pytest"],
         ),  # pytest.main() in a program
+        (
+            ["/v/bin/python", "-u", "pytest_ci.py", "t.py"],
+            ["pytest_ci.py", "t.py"],
+            ["-u", "-m", "pytest"],
+        ),  # a program whose name starts like pytest's is not started again
+        (
+            ["/v/bin/python", "-m", "pdb", "-m", "pytest", "t.py"],
+            ["/x/pytest/__main__.py", "t.py"],
+            ["-m", "pytest"],
+        ),  # nor a wrapper module (pdb, cProfile)
+        (
+            ["/v/bin/python", "-W", "error", "-m", "pytest", "t.py"],
+            ["/x/pytest/__main__.py", "t.py"],
+            ["-W", "error", "-m", "pytest"],
+        ),
     ],
 )
 def test_a_base_run_starts_as_this_run_did(

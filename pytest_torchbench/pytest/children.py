@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -369,23 +370,39 @@ def confirm(
     return found, problem, stalled
 
 
+#: Interpreter options whose value is the next argument (``-X dev``, ``-W error``).
+_VALUED_OPTIONS = ("-X", "-W", "-Q")
+#: The names pytest's own console script has.
+_PYTEST_SCRIPT = re.compile(r"^(pytest|py\.test)(-\d[\d.]*)?(\.exe)?$")
+
+
 def pytest_launcher() -> list[str]:
-    """How this pytest was started, to start a child the same way: ``[python, *flags, script]``
-    for the ``pytest`` script, ``[python, *flags, "-m", "pytest"]`` for ``python -m pytest``.
-    Why: it decides ``sys.path[0]`` (the script's folder, or the current one), which the two
-    sides of a comparison must share. Anything else (``pytest.main`` in a program) starts
-    ``-m pytest``."""
+    """How this pytest was started, to start a child the same way: ``[python, *options, script]``
+    for the ``pytest`` script, ``[python, *options, "-m", "pytest"]`` otherwise. Why: it decides
+    ``sys.path[0]`` (the script's folder, or the current one), which the two sides of a comparison
+    must share. Only the interpreter's own options are kept: a program that calls
+    ``pytest.main()`` (``python run_ci.py``) or a wrapper module (``-m pdb -m pytest``,
+    ``-m cProfile``) is not started again."""
     orig = list(getattr(sys, "orig_argv", []))
     extra = len(orig) - len(sys.argv)
     prefix = orig[1 : extra + 1] if extra >= 1 and orig[extra + 1 :] == sys.argv[1:] else []
-    script = (
-        bool(prefix)
-        and os.path.basename(prefix[-1]).startswith(("pytest", "py.test"))
-        and os.path.isfile(prefix[-1])
-    )
-    if prefix[-2:] == ["-m", "pytest"] or prefix[-1:] == ["-mpytest"] or script:
-        return [sys.executable, *prefix]
-    return [sys.executable, "-m", "pytest"]
+    options, rest = _interpreter_options(prefix)
+    if len(rest) == 1 and _PYTEST_SCRIPT.match(os.path.basename(rest[0])):
+        if os.path.isfile(rest[0]):
+            return [sys.executable, *options, rest[0]]
+    if rest in (["-m", "pytest"], ["-mpytest"]):
+        return [sys.executable, *options, *rest]
+    return [sys.executable, *options, "-m", "pytest"]
+
+
+def _interpreter_options(prefix: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The interpreter's options at the start of ``prefix``, and what follows them."""
+    index = 0
+    while index < len(prefix) and prefix[index].startswith("-"):
+        if prefix[index].startswith(("-m", "-c")):
+            break
+        index += 2 if prefix[index] in _VALUED_OPTIONS else 1
+    return list(prefix[:index]), list(prefix[index:])
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
