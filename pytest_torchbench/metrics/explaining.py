@@ -72,6 +72,12 @@ class Explaining(Identity):
         it is what makes the session keep ``fn`` (:attr:`explains_failures`)."""
         raise NotImplementedError
 
+    #: Its fullest explanation runs code whose effects outlive it (ops: the base revision's code
+    #: of the changed files, for how each call site moved), so it is given only in a process that
+    #: ends after (``MeasureContext.disposable``): a run whose later tests still count explains at
+    #: once without it, then once more in the end-of-session re-run.
+    explained_apart: ClassVar[bool] = False
+
     def explain_elsewhere(self, nodeid: str) -> str:
         """The detail line added instead when the test ran in another process (xdist workers,
         instructions mode's counted workers): how to get the explanation."""

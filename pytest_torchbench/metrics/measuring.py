@@ -52,6 +52,10 @@ class MeasureContext:
     #: of the target instead of calibrating its own calls of ``fn``); counting metrics count
     #: ``fn`` as always.
     rounds: FixedRounds | None = None
+    #: This process ends after its run (a confirmation or explanation re-run): what an
+    #: explanation leaves behind in it (the base revision's code run for call sites, with what it
+    #: cached) reaches no later measurement that counts.
+    disposable: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

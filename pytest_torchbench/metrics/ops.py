@@ -146,6 +146,8 @@ class Ops(NamedCounts, Metric):
             )
         )
 
+    explained_apart = True  # the base's code for how each site moved: in a re-run only
+
     def explain(
         self,
         fn: Callable[[], Any],
@@ -215,12 +217,15 @@ class Ops(NamedCounts, Metric):
         """The base's sites of each op: ``fn`` run once more with the base's code of the files
         changed since (``engines.base_code``), each site named by the checkout's line it is now
         (site, whether its line was removed since, calls); None when that cannot be run (no git
-        history, no changed function ran, CPython before 3.11, the run raised). Whether they are
+        history, no changed function ran, CPython before 3.11, the run raised) or should not (a
+        process whose later tests still count: ``MeasureContext.disposable``). Whether they are
         the base's is up to :func:`site_moves` (they must add up to the baseline's count)."""
         from ..engines.base_code import base_code
         from ..engines.sites import relocated, skipped_dirs
 
-        if not isinstance(changed, LineHistory):
+        # Only where the process ends after this run: the base's code may leave what it computed
+        # (caches, memos, module globals) for the tests after it.
+        if not isinstance(changed, LineHistory) or not context.disposable:
             return None
         # never torch's, pytest's or this plugin's own code (a checkout of the plugin itself)
         skipped = tuple(os.path.realpath(folder) + os.sep for folder in skipped_dirs())

@@ -22,6 +22,7 @@ from ..judging.results import BenchmarkResult, Environment, collect_environment
 from ..metrics import registry
 from ..metrics.explaining import Explaining, LineChanges
 from ..metrics.measuring import FixedRounds, MeasureContext, Measuring
+from . import children
 from .marker import BenchOptions
 from .seeding import chain, seeder
 
@@ -238,6 +239,7 @@ class BenchSession:
             own_packages=self.own_packages,
             caller=region.caller,
             rounds=region.rounds,
+            disposable=children.in_rerun(),
         )
         value = metric.measure(fn, context)
         if registry.get(mode, Explaining).explains_failures:
@@ -279,6 +281,8 @@ class BenchSession:
             else:
                 values = (result.metrics[verdict.metric], then)
                 explained.append(self._explained(verdict, measured, values, (root, changed)))
+                if metric.explained_apart and changed is not None and not children.in_rerun():
+                    elsewhere.append(explained[-1])  # its fullest explanation: in the re-run
         return explained, elsewhere
 
     @staticmethod

@@ -688,3 +688,55 @@ def test_base_sites_that_do_not_add_up_to_the_baseline_are_not_shown_as_moves(
         "aten::clone 13 -> 15 per call "
         "(conftest.py:13 in wrapped x12, conftest.py:15 in wrapped x3)"
     ) in out, out
+
+
+CACHED_BEFORE = """
+import torch
+
+#: What every call of work saw: a later test reads it.
+SEEN = []
+
+
+def work(x):
+    SEEN.append(1000)
+    return x * 2
+"""
+
+CACHED_TEST = """
+import torch
+
+import scaled
+
+
+def test_a_work(benchmark):
+    benchmark(scaled.work, torch.ones(4))
+
+
+def test_b_sees_the_checkouts_code():
+    assert set(scaled.SEEN) == {2}
+"""
+
+
+def test_the_base_revisions_code_never_runs_where_later_tests_still_count(
+    pytester: pytest.Pytester,
+    run_bench,
+    git,  # type: ignore[no-untyped-def]
+) -> None:
+    """How each call site moved is found by running the base revision's code of the changed files;
+    what that code leaves (1000 in a module's list, where the checkout's code puts 2) must not
+    reach a later test of the same process. So a serial run explains at once without it, and the
+    end-of-session re-run, a process that ends after, gives the moves."""
+    (pytester.path / "scaled.py").write_text(CACHED_BEFORE)
+    pytester.makepyfile(test_scaled=CACHED_TEST)
+    (pytester.path / ".gitignore").write_text(".torchbench/\n__pycache__/\n*.json\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    after = CACHED_BEFORE.replace("append(1000)", "append(2)").replace(
+        "return x * 2", "return (x * 2).clone()"
+    )
+    (pytester.path / "scaled.py").write_text(after)
+    git(pytester.path, "commit", "-q", "-am", "a clone")
+    result = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-base=measure")
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*aten::clone 0 -> 1 per call (scaled.py:10 in work*"])
