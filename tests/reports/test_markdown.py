@@ -165,22 +165,24 @@ def test_end_to_end_markdown_and_step_summary(
     assert summary.read_text().count("## torchbench") == 2
 
 
-def test_a_job_summary_that_cannot_be_appended_fails_the_run(
+def test_a_job_summary_that_cannot_be_appended_is_a_warning_line(
     pytester, run_bench, bench_module, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    """GITHUB_STEP_SUMMARY is the CI's, not an option, but the summary was asked for by running
-    in Actions: a runner where it cannot be written fails the job with exit status 4 and one line
-    (it passed, exit 0), after the reports that could be written were."""
+    """GITHUB_STEP_SUMMARY is the CI's, not an option the user gave (a container step may inherit
+    it with its file out of reach): one WARNING line, the other reports written, and the exit
+    status is the verdicts' (here 0); a --bench-markdown that cannot be written fails (exit 4)."""
     pytester.makepyfile(test_a=bench_module)
     (pytester.path / "blocker").write_text("")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(pytester.path / "blocker/summary.md"))
     result = run_bench("--bench-mode=ops", "--bench-markdown=out.md")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
-        ["torchbench: ERROR: GITHUB_STEP_SUMMARY=*blocker/summary.md: cannot append (*)"]
+        ["torchbench: WARNING: GITHUB_STEP_SUMMARY=*blocker/summary.md: cannot append (*)*"]
     )
     assert "## torchbench" in (pytester.path / "out.md").read_text()
+    failed = run_bench("--bench-mode=ops", "--bench-markdown=blocker/out.md")
+    assert failed.ret == pytest.ExitCode.USAGE_ERROR
 
 
 def _noisy_comparison() -> tuple[list, list]:
