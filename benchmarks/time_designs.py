@@ -187,7 +187,7 @@ def main() -> None:
 
 def analyse(folder: Path) -> None:
     sys.path.insert(0, str(ROOT))
-    from pytest_torchbench.metrics.time import time_allowance
+    from pytest_torchbench.metrics.time_gate import time_allowance
 
     sessions = [json.loads(p.read_text()) for p in sorted(folder.glob("s*.json"))]
 

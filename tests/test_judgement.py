@@ -22,7 +22,7 @@ from pytest_torchbench.judging.judgement import (
     parse_limits,
 )
 from pytest_torchbench.judging.results import Environment, TimeMetric
-from pytest_torchbench.metrics.time import time_allowance, time_disturbance, time_reference
+from pytest_torchbench.metrics.time_gate import time_allowance, time_disturbance, time_reference
 
 
 @pytest.mark.parametrize(
@@ -510,7 +510,7 @@ def test_turns_are_kept_in_json_and_checked():
 
 
 def test_the_cpu_time_limit_rises_with_the_disturbance():
-    from pytest_torchbench.metrics.time import time_cpu_limit
+    from pytest_torchbench.metrics.time_gate import time_cpu_limit
 
     assert time_cpu_limit(0.1, 0.9) == pytest.approx(0.1)  # as quiet: the limit
     assert time_cpu_limit(0.1, 0.7) == pytest.approx(0.3)

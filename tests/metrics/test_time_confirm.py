@@ -15,7 +15,7 @@ from pytest_torchbench.common.vocabulary import (
     UNCHANGED,
     Verdict,
 )
-from pytest_torchbench.metrics.time import confirm_time
+from pytest_torchbench.metrics.time_gate import confirm_time
 
 KEY = "t.py::test_x"
 

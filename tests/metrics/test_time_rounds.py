@@ -18,7 +18,8 @@ from pytest_torchbench.common.vocabulary import (
 )
 from pytest_torchbench.judging import gate
 from pytest_torchbench.judging.results import BenchmarkResult
-from pytest_torchbench.metrics.time import TimeMetric, judge_time_rounds
+from pytest_torchbench.metrics.time import TimeMetric
+from pytest_torchbench.metrics.time_gate import judge_time_rounds
 
 
 def _time(seconds: float) -> TimeMetric:

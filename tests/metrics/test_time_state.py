@@ -14,14 +14,10 @@ from pytest_torchbench.common.vocabulary import (
     Policy,
 )
 from pytest_torchbench.judging.judgement import judge_metric
+from pytest_torchbench.metrics.identity import Identity
 from pytest_torchbench.metrics.registry import get
-from pytest_torchbench.metrics.time import (
-    WORSE_BOTH,
-    WORSE_NOW,
-    WORSE_THEN,
-    TimeMetric,
-    machine_state,
-)
+from pytest_torchbench.metrics.time import TimeMetric
+from pytest_torchbench.metrics.time_gate import WORSE_BOTH, WORSE_NOW, WORSE_THEN, machine_state
 
 
 def _time(
@@ -182,4 +178,6 @@ def test_the_cpu_count_is_kept_in_json_and_checked() -> None:
     assert data["cpus"] == 2 and TimeMetric.from_json(data).cpus == 2
     assert "cpus" not in _time(1e-3).to_json() and TimeMetric.from_json(data).load == 3.2
     for wrong in (0, 1.5, "2", True):
-        assert "time.cpus is" in (get("time").invalid_number({**data, "cpus": wrong}) or "")
+        assert "time.cpus is" in (
+            get("time", Identity).invalid_number({**data, "cpus": wrong}) or ""
+        )
