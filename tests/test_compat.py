@@ -137,3 +137,20 @@ def test_the_sm_clock_is_read_through_one_nvml_handle(monkeypatch: pytest.Monkey
 
     monkeypatch.setattr(torch.cuda, "_get_pynvml_handler", broken, raising=False)
     assert _compat.sm_clock_reader(0) is None
+
+
+def test_cpu_allocation_events_give_each_blocks_address_and_size() -> None:
+    """The one private view of the profiler that gives a block's address (memory's peak of the
+    call's own blocks): an allocation and its free, with the same address."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        block = torch.empty(1 << 16, dtype=torch.uint8)
+        del block
+    events = _compat.cpu_allocation_events(prof)
+    assert events is not None
+    sizes = [(int(e.extra_fields.ptr), int(e.extra_fields.alloc_size)) for e in events]
+    (address, size), *_ = [s for s in sizes if s[1] == 1 << 16]
+    assert (address, -size) in sizes
+    assert _compat.cpu_allocation_events(object()) is None  # not a profiler: "not available"

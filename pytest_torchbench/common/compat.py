@@ -67,6 +67,28 @@ def kineto_events(prof: Any) -> list[Any] | None:
         return None
 
 
+def cpu_allocation_events(prof: Any) -> list[Any] | None:
+    """The CPU allocation and free events of a finished ``torch.profiler.profile``, in recorded
+    order, each with ``start_time_ns`` and ``extra_fields`` (``ptr``, ``alloc_size``): read from
+    the profiler's event tree (``kineto_results.experimental_event_tree``, private; checked with
+    torch 2.13 only), the one view that gives a block's address. None where this torch lacks it."""
+    try:
+        import torch
+
+        roots = prof.profiler.kineto_results.experimental_event_tree()
+        allocation = torch._C._profiler._EventType.Allocation
+    except Exception:  # noqa: BLE001 - any shape change of a private API means "not available"
+        return None
+    found = []
+    stack = list(reversed(roots))
+    while stack:  # depth first, in recorded order
+        event = stack.pop()
+        stack.extend(reversed(event.children))
+        if event.tag == allocation and event.extra_fields.device.type == "cpu":
+            found.append(event)
+    return found
+
+
 def sm_clock_reader(device: int) -> Callable[[], int] | None:
     """A function that reads CUDA device ``device``'s SM clock (MHz) from NVML, or None without one.
 

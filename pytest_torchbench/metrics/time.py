@@ -5,6 +5,7 @@ of saved runs, the machine's load, speed and state, alternated rounds, the fresh
 confirmation) is the time gate's: ``metrics/time_gate.py`` and docs/design/time-gate.md.
 "Fastest" ignores the fastest 2% of blocks (see low_quantile), so one lucky block cannot set it.
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from ...common.compat import cpu_allocation_events
 from .iterations import CallHooks, Windows, record
 from .options import ProfilerOptions
 
@@ -23,26 +24,22 @@ MEMORY_METHOD = "own-blocks/2"
 def _cpu_allocations(prof: profile) -> list[tuple[int, int, int, int]] | None:
     """(start_ns, order, address, nbytes) of the CPU allocations and frees the profiler recorded.
 
-    Read from the profiler's event tree (``experimental_event_tree``, private), the one view that
-    gives a block's address; the raw Kineto events give only its size. None means this torch does
-    not have it and the caller cannot count.
+    From the profiler's event tree (``compat.cpu_allocation_events``), the one view that gives a
+    block's address; the raw Kineto events give only its size. None means this torch does not
+    have it and the caller cannot count.
     """
-    try:
-        roots = prof.profiler.kineto_results.experimental_event_tree()  # type: ignore[union-attr]
-        allocation = torch._C._profiler._EventType.Allocation
-    except Exception:  # noqa: BLE001 - any shape change of a private API means "not available"
+    events = cpu_allocation_events(prof)
+    if events is None:
         return None
-    out: list[tuple[int, int, int, int]] = []
-    stack = list(reversed(roots))
-    while stack:  # depth first, in recorded order
-        event = stack.pop()
-        stack.extend(reversed(event.children))
-        if event.tag != allocation:
-            continue
-        fields = event.extra_fields
-        if fields.device.type == "cpu":
-            out.append((event.start_time_ns, len(out), int(fields.ptr), int(fields.alloc_size)))
-    return out
+    return [
+        (
+            event.start_time_ns,
+            order,
+            int(event.extra_fields.ptr),
+            int(event.extra_fields.alloc_size),
+        )
+        for order, event in enumerate(events)
+    ]
 
 
 def _peak_of_own_blocks(events: Iterable[tuple[int, int]]) -> int:
