@@ -188,16 +188,18 @@ def test_new():
     assert "test_steady" not in out.split("FAILED")[-1]
     document = json.loads(json_path.read_text())
     statuses = {v["key"]: v["status"] for v in document["verdicts"]}
+    # On a machine whose load moved between the save and this run, the unchanged benchmark may be
+    # left unjudged (the machine's state, metrics/time_gate.py); it never gets a direction.
+    assert statuses.pop("test_bench.py::test_steady") in ("unchanged", "not comparable")
     assert statuses == {
         "test_bench.py::test_new": "new",
         "test_bench.py::test_slows": "regression",
         "test_bench.py::test_speeds": "improvement",
-        "test_bench.py::test_steady": "unchanged",
     }
     slows = next(v for v in document["verdicts"] if v["key"] == "test_bench.py::test_slows")
     assert slows["failed"] and 1.4 < slows["delta"] < 2.6
     assert document["compared_with"].endswith("main")
-    assert {b["key"] for b in document["benchmarks"]} == set(statuses)
+    assert {b["key"] for b in document["benchmarks"]} == {*statuses, "test_bench.py::test_steady"}
 
 
 def test_missing_benchmark_is_reported_and_limits_come_from_option_and_marker(bench):
