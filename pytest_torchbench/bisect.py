@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 
 from .common.text import safe_text
-from .common.vocabulary import REGRESSION, Policy, Verdict
+from .common.vocabulary import NOT_COMPARABLE, REGRESSION, TOO_NOISY, Policy, Verdict
 from .judging.gate import judge
 from .pytest.base import BaseError, BaseRequest, measure
 from .pytest.children import Invocation
@@ -67,6 +67,9 @@ class Bisection:
     found: list[Found]
     unchanged: bool  # nothing regressed from GOOD to BAD
     from_cache: int = 0  # of ``measured``, those the cache served
+    #: GOOD to BAD verdicts that could not say whether anything regressed (not comparable, too
+    #: noisy): "nothing regressed" would be a silent pass.
+    unjudged: list[Verdict] = dataclasses.field(default_factory=list)
 
 
 def first_parent_line(good: str, bad: str, toplevel: Path) -> list[tuple[str, str]]:
@@ -158,14 +161,17 @@ def bisect(
         write=write,
     )
     first, last = commits.at(0), commits.at(len(line) - 1)
-    targets = [
+    overall = [
         v
         for key, result in sorted(last.entries.items())
         for v in judge(result, first.entries, policy)
-        if v.status == REGRESSION
     ]
+    targets = [v for v in overall if v.status == REGRESSION]
+    unjudged = [v for v in overall if v.status in (NOT_COMPARABLE, TOO_NOISY)]
     found = [_trace(target, commits, policy=policy) for target in targets]
-    return Bisection(len(line) - 1, commits.order, found, not targets, len(commits.cached))
+    return Bisection(
+        len(line) - 1, commits.order, found, not targets, len(commits.cached), unjudged
+    )
 
 
 @dataclasses.dataclass
@@ -259,10 +265,15 @@ def _regressed(measured: BaselineSet, good: BaselineSet, target: Verdict, policy
 
 def report(found: Bisection, write: Callable[[str], None]) -> None:
     """The answer: per regression, the first commit beyond the limit and why; then the cost."""
+    for verdict in found.unjudged:
+        write(
+            f"torchbench bisect: could not judge {safe_text(verdict.key)} [{verdict.metric}] "
+            f"from GOOD to BAD: {safe_text(verdict.summary)}"
+        )
     if found.unchanged:
         write(
             "torchbench bisect: nothing regressed beyond its limit between GOOD and BAD: nothing "
-            "to bisect"
+            "to bisect" + (" among what could be judged" if found.unjudged else "")
         )
     for item in found.found:
         write(

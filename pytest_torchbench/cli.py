@@ -686,6 +686,8 @@ def _bisect(args: argparse.Namespace) -> int:
     except (LimitSpecError, BaselineError) as exc:
         raise UsageError(str(exc)) from None
     bisect.report(found, print)
+    if found.unchanged and found.unjudged:
+        return EXIT_INCOMPARABLE  # could not judge: never read as "nothing regressed"
     return EXIT_REGRESSION if found.unchanged else EXIT_OK
 
 

@@ -137,5 +137,8 @@ def test_time_bisect_finds_a_2x_step(tmp_path: Path, git: Callable[..., str]) ->
         root, "HEAD~8", "HEAD", "--bench-mode=time", "--", "test_perf.py", "-k", "work and 64"
     )
     out = done.stdout
+    if done.returncode == 6:  # the machine's load moved between GOOD and BAD: never "unchanged"
+        assert "could not judge test_perf.py::test_work[64] [time]" in out, out
+        pytest.skip("the machine's state moved between the measurements: could not judge")
     assert done.returncode == 0, out + done.stderr
     assert "(revision 6: copy the result)" in out, out
