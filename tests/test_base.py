@@ -138,6 +138,7 @@ def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) ->
         1.0,
         [(one(1.0), one(2.0)), (one(None), one(2.5)), (one(1.5), one(3.0))],
         3,
+        3,
     )
     assert [(b.fastest, h.fastest) for b, h in measured.pairs("t.py::test_a", "time", 0)] == [
         (1.0, 2.0),
@@ -151,15 +152,20 @@ def test_alternated_rounds_pair_each_benchmark_in_round_order(tmp_path: Path) ->
     assert (
         measured.origin()
         == f"measured from HEAD~1 ({'a' * 12}) in this job alternately with this checkout, 3 rounds"
-    )
-    measured.rounds_of_all = 2  # the third round measured only what two could not decide
+    )  # three first rounds, all three of every benchmark
+    measured.first_rounds = measured.rounds_at_once = 2  # the third: what two did not decide
     assert measured.origin().endswith(
         "2 rounds (+1 for the benchmarks they found changed or could not decide)"
     )
-    measured.rounds_of_all = 1  # a pass of one round, then one more of what was still undecided
+    measured.first_rounds = measured.rounds_at_once = 1  # a pass of one, one of the undecided
     assert measured.origin().endswith(
         "1 rounds (+1 for the benchmarks they found changed or could not decide, "
         "+1 for those still undecided)"
+    )
+    measured.first_rounds, measured.rounds_at_once = 2, 1  # the second: not unchanged at once
+    assert measured.origin().endswith(
+        "1 rounds (+1 for the benchmarks they did not call unchanged at once, +1 for the "
+        "benchmarks they found changed or could not decide)"
     )
     assert (
         MeasuredBase(revision, one(1.0), tmp_path, False, 1.0).origin()
@@ -291,6 +297,69 @@ def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide
     # a benchmark the first rounds passed is not taken again, whatever its rounds say
     fake.again_passes.pop("t.py::test_flip")
     assert undecided(fake, first + again) == []  # type: ignore[arg-type]
+
+
+def test_the_first_rounds_are_completed_only_for_what_two_did_not_call_unchanged_at_once(
+    tmp_path: Path,
+) -> None:
+    """``BaselineSource.undecided_tests(rounds, at_once=True)``, asked after the rounds of the whole
+    selection (2 of ``--bench-rounds=4``, ``base.at_once_rounds``): a benchmark is unchanged at
+    once only where its rounds, measured in turns, are within 70% of the limit (``base.AT_ONCE``);
+    one within the limit but not within 70% of it (+8%, +9%), a change, rounds that disagree, or
+    calm rounds measured one side after the other get the other two first rounds. Completing
+    them is no pass of extra rounds: none is counted."""
+    from types import SimpleNamespace
+
+    from pytest_torchbench.common.vocabulary import Policy
+    from pytest_torchbench.judging.results import BenchmarkResult
+    from pytest_torchbench.metrics.time import TimeMetric
+    from pytest_torchbench.pytest import base
+    from pytest_torchbench.pytest.baseline_source import BaselineSource
+    from pytest_torchbench.store.storage import BaselineSet
+
+    assert [base.at_once_rounds(n) for n in (2, 3, 4, 5, 8)] == [2, 2, 2, 2, 4]
+
+    def side(**seconds: float) -> BaselineSet:
+        return BaselineSet(
+            "base",
+            "here",
+            {
+                f"t.py::{name}": BenchmarkResult(
+                    f"t.py::{name}", "t.py", name, "", "", nodeid=f"t.py::{name}",
+                    metrics={"time": TimeMetric(1, [value], turns=0 if "apart" in name else 5)},
+                )
+                for name, value in seconds.items()
+            },
+        )  # fmt: skip
+
+    pairs = {
+        "test_calm": [(1.0, 1.04), (1.0, 0.97)],
+        "test_calm_apart": [(1.0, 1.0), (1.0, 1.0)],
+        "test_near": [(1.0, 1.08), (1.0, 1.09)],
+        "test_slower": [(1.0, 1.3), (1.0, 1.25)],
+        "test_split": [(1.0, 1.0), (1.0, 1.3)],
+    }
+    rounds = [
+        (
+            side(**{name: found[number][0] for name, found in pairs.items()}),
+            side(**{name: found[number][1] for name, found in pairs.items()}),
+        )
+        for number in range(2)
+    ]
+    fake = SimpleNamespace(
+        settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path),
+        again_passes={},
+        test_argument=lambda path: path.relative_to(tmp_path).as_posix(),
+    )
+    assert BaselineSource.undecided_tests(fake, rounds, at_once=True) == [  # type: ignore[arg-type]
+        "t.py::test_calm_apart",
+        "t.py::test_near",
+        "t.py::test_slower",
+        "t.py::test_split",
+    ]
+    assert fake.again_passes == {}
+    # judged at the whole limit after them, the calm one (on its two rounds) is not taken again
+    assert "t.py::test_calm" not in BaselineSource.undecided_tests(fake, rounds)  # type: ignore[arg-type]
 
 
 def test_a_benchmark_measured_along_with_its_sibling_is_judged_on_its_own_rounds(
@@ -468,3 +537,50 @@ def test_a_base_runs_report_is_read_defensively(tmp_path: Path) -> None:
     for text in ("[]", "null", "{", "[" * 100000 + "]" * 100000):
         child().report_path.write_text(text)
         assert child().unmeasured_tests() == {}
+
+
+def test_the_session_reports_the_rounds_head_figures_and_measures_briefly_only_where_all_are_paired(
+    tmp_path: Path,
+) -> None:
+    """``BaselineSource.head_measured``: a result's time is the first round's head's that measured
+    it (what its verdict pairs, and what ``--bench-save`` keeps), its other metrics its own; a
+    benchmark no head round measured keeps the session's. ``judges_on_rounds_only``: the session
+    may measure briefly only where no committed entry can judge a benchmark instead of the
+    rounds (``--bench-base=measure``, or nothing committed at REV)."""
+    from types import SimpleNamespace
+
+    from pytest_torchbench.judging.results import BenchmarkResult
+    from pytest_torchbench.metrics.ops import OpsMetric
+    from pytest_torchbench.metrics.time import TimeMetric
+    from pytest_torchbench.pytest.baseline_source import BaselineSource
+    from pytest_torchbench.store.storage import BaselineSet
+
+    def result(key: str, seconds: float) -> BenchmarkResult:
+        metrics = {"time": TimeMetric(1, [seconds]), "ops": OpsMetric({"aten::add": 1})}
+        return BenchmarkResult(key, "t.py", key, "", "", metrics=metrics)
+
+    def one(**seconds: float) -> BaselineSet:
+        return BaselineSet(
+            "s", "here", {f"t.py::{k}": result(f"t.py::{k}", v) for k, v in seconds.items()}
+        )
+
+    rounds = [(one(a=1.0), one(a=2.0)), (one(a=1.0, b=1.0), one(a=3.0, b=4.0))]
+    fake = SimpleNamespace(
+        measured=SimpleNamespace(rounds=rounds),
+        settings=SimpleNamespace(base="auto"),
+        committed=None,
+    )
+    mine = result("t.py::a", 9.0)
+    taken = BaselineSource.head_measured(fake, mine)  # type: ignore[arg-type]
+    assert taken.metrics["time"].fastest == 2.0 and taken.metrics["ops"] is mine.metrics["ops"]
+    assert mine.metrics["time"].fastest == 9.0  # a new result, the session's left as it was
+    assert BaselineSource.head_measured(fake, result("t.py::b", 9.0)).metrics["time"].fastest == 4.0  # type: ignore[arg-type]
+    assert BaselineSource.head_measured(fake, result("t.py::c", 9.0)).metrics["time"].fastest == 9.0  # type: ignore[arg-type]
+    assert BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
+    fake.committed = one(a=1.0)  # auto: a committed entry may judge it instead of the rounds
+    assert not BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
+    fake.settings.base = "measure"
+    assert BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
+    fake.measured = SimpleNamespace(rounds=[])  # a one-shot base: the session's figures count
+    assert not BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
+    assert BaselineSource.head_measured(fake, mine) is mine  # type: ignore[arg-type]

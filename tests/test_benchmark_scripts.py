@@ -65,6 +65,12 @@ SCRIPTS: dict[str, Script] = {
         ("(suite (-k", "(gate) 1 compare sessions", "(classes) 10 us", "s in all;"),
         600,
     ),
+    "figures_time_cost.py": Script(
+        ("--tiny",),
+        ("A/A run 1: exit", "cost: the gate took", "A/A: exit 0 in"),
+        600,
+        needs=("git",),
+    ),
     "figures_time_paired.py": Script(
         ("--tiny",),
         ("A/A run 1: exit", "false failure(s) in", "session time:"),

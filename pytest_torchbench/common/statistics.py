@@ -182,6 +182,10 @@ class RoundPairs(list):  # type: ignore[type-arg]
 SLOWER, FASTER, SAME, UNDECIDED = "slower", "faster", "same", "undecided"
 
 
+#: The widest own limit (``AlternatedRounds.own_limit``), as a multiple of the limit asked for.
+OWN_LIMIT_WIDEST = 1.5
+
+
 class AlternatedRounds:
     """A figure of base and head measured alternately in rounds, judged so that a few rounds the
     machine slowed cannot decide.
@@ -319,6 +323,24 @@ class AlternatedRounds:
         if sides == SAME and paired == UNDECIDED and abs(self.change) <= limit:
             return SAME
         return UNDECIDED
+
+    def own_limit(self, limit: float) -> float | None:
+        """A wider limit at which these rounds, undecided at ``limit``, call the benchmark
+        unchanged, where they may: at least 4 rounds (some set aside), the median change within
+        half of ``limit``, and the deciding limit at most :data:`OWN_LIMIT_WIDEST` x ``limit``;
+        else None.
+
+        Why: a benchmark whose processes draw one of two speeds (one side's own placement, which
+        turns cannot cancel) straddled the limit in A/A runs with a median of a few percent, and
+        failed CI as "too noisy" where nothing changed; judged at the limit its rounds can hold,
+        said in its verdict, it passes, while a change past the limit moves the median past half
+        of it and stays undecided (docs/design/time-gate.md, "At once")."""
+        if self.rounds < 4 or abs(self.change) > limit / 2:
+            return None
+        deciding = self.deciding_limit(limit, widest=limit * OWN_LIMIT_WIDEST)
+        if deciding is None or self.decide(deciding) != SAME:
+            return None
+        return deciding
 
     def deciding_limit(
         self, limit: float, step: float = 0.005, widest: float = 10.0

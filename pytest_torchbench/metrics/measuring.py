@@ -27,6 +27,10 @@ class MeasureContext:
     options: Any
     naming: Any
     min_run_time: float | None = None
+    #: The share of its usual measuring time a measurement takes (time: of its least and most run
+    #: time): 1, except in a child of an alternated round, where each benchmark is measured in
+    #: several rounds on both sides, each pair at the same moments of the machine.
+    share: float = 1.0
     before_region: Callable[[], None] | None = None
     #: The two parts of ``before_region`` for an engine that wants them apart: the seeding alone,
     #: and the caller's own setup (pedantic's) alone. Instructions mode seeds only before its

@@ -255,14 +255,17 @@ def _optional_count(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def time_spec(options: Any, naming: Any, min_run_time: float | None = None) -> Any:
+def time_spec(
+    options: Any, naming: Any, min_run_time: float | None = None, share: float = 1.0
+) -> Any:
     """The time engine's settings from the marker (pytest-benchmark's keywords mapped in) and the
-    session's ``--bench-min-run-time``."""
+    session's ``--bench-min-run-time``; ``share`` of the least and the most run time
+    (``MeasureContext.share``)."""
     from ..engines import walltime
 
     defaults = walltime.TimeSpec()
     asked = options.min_run_time or min_run_time  # "at least this long" (marker, then session)
-    return walltime.TimeSpec(
+    spec = walltime.TimeSpec(
         label=naming.label,
         sub_label=naming.sub_label,
         description=naming.description,
@@ -273,6 +276,11 @@ def time_spec(options: Any, naming: Any, min_run_time: float | None = None) -> A
         block_time=max(defaults.block_time, options.min_time or 0.0),
         min_replicates=max(defaults.min_replicates, options.min_rounds or 0),
         timer=options.timer,
+    )
+    if share == 1.0:
+        return spec
+    return dataclasses.replace(
+        spec, min_run_time=spec.min_run_time * share, max_run_time=spec.max_run_time * share
     )
 
 
@@ -352,7 +360,7 @@ class Time(SecondsDisplay, Metric):
     def measure(self, fn: Callable[[], Any], context: MeasureContext) -> TimeMetric:
         from ..engines import walltime
 
-        spec = time_spec(context.options, context.naming, context.min_run_time)
+        spec = time_spec(context.options, context.naming, context.min_run_time, context.share)
         fixed = context.rounds
         if fixed is not None:  # benchmark.pedantic: the author's rounds, no calibration
             return TimeMetric.from_measurement(

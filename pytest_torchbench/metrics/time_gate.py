@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from ..common.statistics import FASTER, SAME, SLOWER, AlternatedRounds, RoundPairs
+from ..common.statistics import FASTER, SAME, SLOWER, UNDECIDED, AlternatedRounds, RoundPairs
 from ..common.text import finite, safe_text
 from ..common.vocabulary import (
     IMPROVEMENT,
@@ -413,7 +413,7 @@ def judge_time_rounds(
     random or passes in silence.
     """
     pairs = [(b.fastest, h.fastest) for b, h in rounds]
-    in_turns = _in_turns(rounds)
+    in_turns = measured_in_turns(rounds)
     try:
         judged = AlternatedRounds(
             pairs, rounds.numbers if isinstance(rounds, RoundPairs) else None, in_turns
@@ -432,39 +432,65 @@ def judge_time_rounds(
             [],
         )
     decision = judged.decide(limit, strict)
+    # strict one side after the other: what one view cannot tell is measured again first
+    own = judged.own_limit(limit) if decision == UNDECIDED and (in_turns or not strict) else None
+    if own is not None:
+        decision = SAME
     status = {SLOWER: REGRESSION, FASTER: IMPROVEMENT, SAME: UNCHANGED}.get(decision, TOO_NOISY)
     change = judged.change
     then = statistics.median(judged.base)
+    summary = _rounds_summary(judged, status, limit, own)
+    details = _round_details(judged) if status != UNCHANGED or own is not None else []
+    return Verdict(
+        key,
+        "time",
+        status,
+        then,
+        then * (1.0 + change),
+        own if own is not None else limit,
+        None,
+        safe_text(summary),
+        details,
+    )
+
+
+def _rounds_summary(judged: AlternatedRounds, status: str, limit: float, own: float | None) -> str:
+    """The verdict line of rounds: the change, or why it was not judged, and the rounds' figures."""
+    change = judged.change
+    then = statistics.median(judged.base)
     low, high = judged.central
-    base_fast, head_fast = judged.base[0], judged.head[0]
     aside = judged.depth - 1
     set_aside = f", {aside} at each end set aside" if aside else ""
-    how = " in turns" if in_turns else ""
+    how = " in turns" if judged.in_turns else ""
     rounds_text = (
         f"head/base of the fastest call over {judged.rounds} alternated rounds{how}: median "
         f"{format_percent(change)}, rounds "
         f"{format_percent(low - 1.0)}..{format_percent(high - 1.0)}{set_aside}; fastest base "
-        f"{format_seconds(base_fast)}, head {format_seconds(head_fast)}"
+        f"{format_seconds(judged.base[0])}, head {format_seconds(judged.head[0])}"
     )
     if status == TOO_NOISY:
-        summary = (
+        return (
             f"too noisy at a {limit * 100:g}% limit: {_deciding_words(judged, limit)} "
             f"({rounds_text}); they neither agree on a change beyond the limit nor within it: not "
             "judged, neither failed nor passed; add --bench-rounds, or measure it on a quieter "
             "machine"
         )
-    else:
-        summary = (
-            f"time {format_seconds(then)} -> {format_seconds(then * (1.0 + change))} "
-            f"({format_percent(change)}, limit {limit * 100:g}%; {rounds_text})"
+    moved = f"time {format_seconds(then)} -> {format_seconds(then * (1.0 + change))}"
+    if own is not None:
+        return (
+            f"{moved} ({format_percent(change)}, unchanged at its own limit of {_shown_limit(own)}"
+            f": its rounds cannot tell the {limit * 100:g}% asked for on this machine; "
+            f"{rounds_text})"
         )
-    details = _round_details(judged) if status != UNCHANGED else []
-    return Verdict(
-        key, "time", status, then, then * (1.0 + change), limit, None, safe_text(summary), details
-    )
+    return f"{moved} ({format_percent(change)}, limit {limit * 100:g}%; {rounds_text})"
 
 
-def _in_turns(rounds: Sequence[tuple[Any, Any]]) -> bool:
+def _shown_limit(limit: float) -> str:
+    """A limit in percent, rounded up to a tenth (the rounds decide at it, not below)."""
+    return f"{math.ceil(limit * 1000 - 1e-9) / 10:g}%"
+
+
+def measured_in_turns(rounds: Sequence[tuple[Any, Any]]) -> bool:
     """Whether every pair was measured in turns (each side handed the CPU over at least MIN_TURNS
     times while the other measured the same benchmark, pinned): then judged on the pairs alone."""
     return bool(rounds) and all(
@@ -498,7 +524,7 @@ def _deciding_words(judged: AlternatedRounds, limit: float) -> str:
     if deciding is None:
         return f"no limit up to {max(10.0, limit) * 100:g}% decides them"
     decision = judged.decide(deciding)
-    shown = f"{math.ceil(deciding * 1000 - 1e-9) / 10:g}%"
+    shown = _shown_limit(deciding)
     if decision == SAME:
         return (
             f"they would be called unchanged at a limit of {shown}, which would pass a real change "

@@ -42,6 +42,7 @@ speed of a machine that has two (docs/design/time-gate.md, "Measured in turns");
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -66,7 +67,7 @@ from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
 from .children import RERUN_ENV, Invocation, passed_through, pytest_launcher, remove_options, stop
 from .importpath import first_import_outside, inside, map_pythonpath, tree_entries
 from .progress import PROGRESS_ENV, ProgressLines
-from .turns import PAIR_ENV, turns_wanted
+from .turns import PAIR_ENV, ROUND_SHARE, SHARE_ENV, turns_wanted
 from .workers import worker_args
 
 #: Set in the base run's environment: the folder where each of its processes writes the modules
@@ -93,9 +94,22 @@ LEFT_OUT = {
 #: a benchmark whose speed flips between states over a machine's windows of load is often still
 #: undecided after two passes where a third decides it (docs/design/time-gate.md).
 EXTRA_PASSES = 2
+#: In turns, of the first ``--bench-rounds`` rounds every benchmark gets :func:`at_once_rounds`;
+#: the rest measure only the tests whose rounds so far do not call unchanged at this share of the
+#: limit (all paired ratios within it). Why: on a quiet 2-core machine, in turns, an unchanged
+#: benchmark's paired ratios lie within a few percent, so most of a suite is told in two rounds;
+#: what a change or a disturbed round moves past 70% of the limit gets every round as before
+#: (docs/design/time-gate.md, "At once").
+AT_ONCE = 0.7
 #: Exit statuses of the base run that still give results: tests passed, some failed at REV (what
 #: measured still counts), none collected (the selection does not exist at REV).
 USABLE_EXITS = (0, 1, 5)
+
+
+def at_once_rounds(rounds: int) -> int:
+    """Of ``rounds`` first rounds, those of the whole selection: half, at least 2 (a single
+    round's pair has no other to agree with)."""
+    return min(rounds, max(2, rounds // 2))
 
 
 class BaseError(BaselineError):
@@ -114,9 +128,12 @@ class MeasuredBase:
     #: Measured alternately (``--bench-rounds``): per round, (the base's set, the head's set); the
     #: base ran first in rounds 1, 3, ... and second in rounds 2, 4, ... (ABBA). Empty: one-shot.
     rounds: list[tuple[BaselineSet, BaselineSet]] = dataclasses.field(default_factory=list)
-    #: The rounds of the whole selection (``--bench-rounds``); those after them measured only
-    #: the tests the first ones could not decide.
-    rounds_of_all: int = 0
+    #: The first rounds (``--bench-rounds``): the first :attr:`rounds_at_once` of the whole
+    #: selection, the others of the tests those could not call unchanged at once (none, where
+    #: they called every benchmark unchanged); the rounds after them measured only the tests the
+    #: first ones could not decide.
+    first_rounds: int = 0
+    rounds_at_once: int = 0
     #: Tests of REV that failed in a base run, and its skipped benchmark tests (node id ->
     #: ``failed: <error>`` or ``skipped: <reason>``, one line): a benchmark of such a test that
     #: has no entry is not new. A base in which a test failed is never served from the cache (a
@@ -147,15 +164,22 @@ class MeasuredBase:
         where = f"{self.revision.label}"
         if self.rounds:
             first_pass, later = self.extra_rounds()
-            again = (
-                f" (+{first_pass} for the benchmarks they found changed or could not decide"
-                if first_pass
-                else ""
-            )
-            again += f", +{later} for those still undecided)" if later else (")" if again else "")
+            parts = []
+            if self.completing_rounds():
+                parts.append(
+                    f"+{self.completing_rounds()} for the benchmarks they did not call unchanged "
+                    "at once"
+                )
+            if first_pass:
+                parts.append(
+                    f"+{first_pass} for the benchmarks they found changed or could not decide"
+                )
+            if later:
+                parts.append(f"+{later} for those still undecided")
+            again = ", ".join(parts)
             return (
                 f"measured from {where} in this job alternately with this checkout, "
-                f"{self.rounds_of_all} rounds{again}"
+                f"{self.rounds_at_once} rounds" + (f" ({again})" if again else "")
             )
         return (
             f"cached measurement of {where}"
@@ -163,12 +187,17 @@ class MeasuredBase:
             else f"measured from {where} in this job"
         )
 
+    def completing_rounds(self) -> int:
+        """The first rounds measured after those of the whole selection, only of the tests those
+        did not call unchanged at once (0 where none was needed)."""
+        return max(min(len(self.rounds), self.first_rounds) - self.rounds_at_once, 0)
+
     def extra_rounds(self) -> tuple[int, int]:
-        """The rounds measured after the whole selection's: those of the first pass (the
-        benchmarks those found changed, to confirm, or could not decide), and those of the passes
-        after it (what was still undecided)."""
-        more = max(len(self.rounds) - self.rounds_of_all, 0)
-        first_pass = min(more, self.rounds_of_all)
+        """The rounds measured after the first ones: those of the first pass (the benchmarks those
+        found changed, to confirm, or could not decide), and those of the passes after it (what
+        was still undecided)."""
+        more = max(len(self.rounds) - self.first_rounds, 0)
+        first_pass = min(more, self.first_rounds)
         return first_pass, more - first_pass
 
     def pairs(self, key: str, metric: str, passes: int) -> RoundPairs:
@@ -179,7 +208,7 @@ class MeasuredBase:
         A benchmark none of those rounds recorded (a test that records it only now and then)
         keeps the rounds it has: they are all its alternated evidence, and few of them are judged
         strictly."""
-        kept = round_pairs(self.rounds[: self.rounds_of_all * (1 + passes)], key, metric)
+        kept = round_pairs(self.rounds[: self.first_rounds * (1 + passes)], key, metric)
         return kept if kept else round_pairs(self.rounds, key, metric)
 
 
@@ -446,10 +475,15 @@ class BaseRequest:
         return f"{self.option}={self.revision.ref}"
 
 
+#: ``measure``'s question after rounds: given them and whether they are the first rounds of the
+#: whole selection, the tests to measure in more rounds.
+Undecided = Callable[[list[tuple[BaselineSet, BaselineSet]], bool], Sequence[str]]
+
+
 def measure(
     request: BaseRequest,
     invocation: Invocation,
-    undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None = None,
+    undecided: Undecided | None = None,
     progress: ProgressLines | None = None,
 ) -> MeasuredBase:
     """Measure ``request.revision`` with the user's selection (or take it from the cache);
@@ -461,10 +495,12 @@ def measure(
     both sides of a round, and their ratio keeps only the change of the code. Rounds are never
     cached (a cached base paired with a head measured now pairs nothing); the first round's base
     is kept under the output folder for re-runs that judge against it. ``undecided``: given the
-    rounds, the tests (node ids, relative to the invocation folder or absolute) that they could
-    not decide; those alone are measured in as many rounds again, continuing the order, so that a
-    benchmark the machine disturbed in a round or two is judged on more rounds, not called too
-    noisy at once; up to :data:`EXTRA_PASSES` times, each pass given all the rounds so far.
+    rounds and whether they are the first of the whole selection (:func:`at_once_rounds`), the
+    tests (node ids, relative to the invocation folder or absolute) that they could not call
+    unchanged at once (those alone complete the first rounds) or could not decide (those alone
+    are measured in as many rounds again, continuing the order, so that a benchmark the machine
+    disturbed in a round or two is judged on more rounds, not called too noisy at once; up to
+    :data:`EXTRA_PASSES` times, each pass given all the rounds so far).
     ``progress`` prints a line now and then while the children run."""
     assert invocation.cwd is not None, "a base is measured from the folder pytest started in"
     revision, shown = request.revision, request.shown
@@ -597,9 +633,7 @@ class _Measuring:
         self.unmeasured: dict[str, str] = {}
         self.failure_log = ""
 
-    def run(
-        self, undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None
-    ) -> BaselineSet:
+    def run(self, undecided: Undecided | None) -> BaselineSet:
         """The base's set: measured once, or of the alternated rounds."""
         if (self.paths and not self.child_paths) or not self.cwd.is_dir():
             return BaselineSet(name=SET_NAME, source=self.revision.commit)  # not at REV
@@ -637,12 +671,11 @@ class _Measuring:
         for nodeid, error in found.items():
             self.unmeasured.setdefault(nodeid, error)
 
-    def _alternated(
-        self, undecided: Callable[[list[tuple[BaselineSet, BaselineSet]]], Sequence[str]] | None
-    ) -> BaselineSet:
-        """The rounds of the whole selection, then up to :data:`EXTRA_PASSES` passes of as many
-        rounds of the tests not decided yet; the base's set of the first round, completed by the
-        later rounds' for a benchmark it lacks."""
+    def _alternated(self, undecided: Undecided | None) -> BaselineSet:
+        """The first rounds (those of the whole selection, then the rest of them for the tests
+        those could not call unchanged at once), then up to :data:`EXTRA_PASSES` passes of as
+        many rounds of the tests not decided yet; the base's set of the first round, completed by
+        the later rounds' for a benchmark it lacks."""
         try:
             self.in_turns = turns_wanted()  # read once: every round is measured the same way
         except ValueError as exc:
@@ -650,17 +683,21 @@ class _Measuring:
         self.head_modules = self.scratch / "modules-head"
         self.head_modules.mkdir()
         self.head_env = _child_environment(self.toplevel, self.toplevel, self.head_modules)
+        # each benchmark is measured in several rounds on both sides: each measurement is shorter
+        self.head_env[SHARE_ENV] = self.env[SHARE_ENV] = str(ROUND_SHARE)
         rounds = self.request.rounds
-        for number in range(1, rounds + 1):
+        # one side after the other, a pair does not share the machine's moments: all rounds
+        for number in range(1, (at_once_rounds(rounds) if self.in_turns else rounds) + 1):
             self._round(number, self.paths, self.child_paths, f"round {number} of {rounds}")
+        if len(self.paired) < rounds:
+            again = list(undecided(list(self.paired), True)) if undecided is not None else []
+            what = f" of {rounds}, for the {len(again)} test(s) not unchanged at once"
+            self._more_rounds(again, rounds - len(self.paired), what)
         for _ in range(EXTRA_PASSES):
-            again = list(undecided(list(self.paired))) if undecided is not None else []
+            again = list(undecided(list(self.paired), False)) if undecided is not None else []
             if not again:
                 break
-            mapped_again = [_map_path(test, self.toplevel, self.worktree) for test in again]
-            for number in range(len(self.paired) + 1, len(self.paired) + rounds + 1):
-                what = f"round {number}, for the {len(again)} test(s) not decided yet"
-                self._round(number, again, mapped_again, what)
+            self._more_rounds(again, rounds, f", for the {len(again)} test(s) not decided yet")
         # The first round's base, and for a benchmark it lacks (its test failed there) the
         # first later round's: a copy, so that no round gains pairs it did not measure.
         first = self.paired[0][0]
@@ -669,6 +706,15 @@ class _Measuring:
             for result_key, result in base_set.entries.items():
                 measured.entries.setdefault(result_key, result)
         return measured
+
+    def _more_rounds(self, tests: Sequence[str], count: int, what: str) -> None:
+        """``count`` rounds more of ``tests`` alone (none where there are none)."""
+        if not tests:
+            return
+        mapped = [_map_path(test, self.toplevel, self.worktree) for test in tests]
+        start = len(self.paired) + 1
+        for number in range(start, start + count):
+            self._round(number, tests, mapped, f"round {number}{what}")
 
     def _round(
         self, number: int, head_paths: Sequence[str], base_paths: Sequence[str], what: str
@@ -740,6 +786,7 @@ class _Measuring:
                 seconds,
                 self.paired,
                 rounds if rounds > 1 else 0,
+                (at_once_rounds(rounds) if self.in_turns else rounds) if rounds > 1 else 0,
                 self.unmeasured,
                 self.failure_log,
             )
@@ -958,7 +1005,8 @@ def _wait(
     progress: ProgressLines,
     what: str,
 ) -> list[int]:
-    """Wait for every process (``children``: theirs, for progress lines), polling every second."""
+    """Wait for every process (``children``: theirs, for progress lines), a line now and then;
+    returns as soon as the last one exits (a small round's children take a few seconds)."""
     while True:
         codes = [process.poll() for process in processes]
         if all(code is not None for code in codes):
@@ -971,7 +1019,9 @@ def _wait(
                 if code is None
             ],
         )
-        time.sleep(1.0)
+        running = next(process for process, code in zip(processes, codes) if code is None)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            running.wait(timeout=1.0)
 
 
 def _side(child: _Child) -> str:

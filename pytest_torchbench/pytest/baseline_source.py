@@ -23,6 +23,7 @@ from ..common.vocabulary import NEW, NOT_COMPARABLE, TOO_NOISY, UNCHANGED, Verdi
 from ..judging import gate
 from ..judging.results import BenchmarkResult, nodeid_of
 from ..metrics.judge import Judging
+from ..metrics.time_gate import measured_in_turns
 from ..store import changes
 from ..store.refs import Revision, compare_revision, exists_at, git_toplevel
 from ..store.storage import BaselineSet
@@ -150,6 +151,43 @@ class BaselineSource:
             )
             if pairs:
                 self.rounds.setdefault(result.key, {})[metric] = pairs
+
+    def head_measured(self, result: BenchmarkResult) -> BenchmarkResult:
+        """``result`` with the values of its metrics that alternate taken from the first round
+        whose head measured it, where the base was measured in rounds: the figures its verdict
+        pairs (and ``--bench-save`` keeps), measured in turns with the base, not this session's
+        (measured alone, and briefly once every benchmark is judged on the rounds)."""
+        from ..metrics import registry
+
+        measured = self.measured
+        if measured is None or not measured.rounds:
+            return result
+        taken = {}
+        for metric in result.metrics:
+            found = registry.find(metric, Judging)
+            if found is None or not found.alternates:
+                continue
+            for _, head in measured.rounds:
+                entry = head.entries.get(result.key)
+                if entry is not None and metric in entry.metrics:
+                    taken[metric] = entry.metrics[metric]
+                    break
+        return dataclasses.replace(result, metrics={**result.metrics, **taken}) if taken else result
+
+    def judges_on_rounds_only(self) -> bool:
+        """Whether every benchmark of this run is judged on alternated rounds (or is new): the
+        base was measured in rounds, and no committed entry can serve instead (``--bench-base=
+        measure``, or nothing committed at REV)."""
+        measured = self.measured
+        return (
+            measured is not None
+            and bool(measured.rounds)
+            and (
+                self.settings.base == "measure"
+                or self.committed is None
+                or not self.committed.entries
+            )
+        )
 
     def needs_measuring(self, result: BenchmarkResult) -> str:
         """Why the committed entry of ``result`` cannot serve ("" when it can): it is missing (and
@@ -292,9 +330,14 @@ class BaselineSource:
             return ""
         return f"; because {safe_text(self.measure_reason)}"
 
-    def undecided_tests(self, rounds: list[tuple[BaselineSet, BaselineSet]]) -> list[str]:
+    def undecided_tests(
+        self, rounds: list[tuple[BaselineSet, BaselineSet]], at_once: bool = False
+    ) -> list[str]:
         """The tests (node ids, their file relative to the folder pytest was started in) of the
-        benchmarks whose alternated rounds did not decide a metric that alternates: any verdict
+        benchmarks whose alternated rounds did not decide a metric that alternates. ``at_once``
+        (the rounds of the whole selection, fewer than the first rounds asked for): any verdict
+        but unchanged at ``base.AT_ONCE`` of the limit, judged strictly, or rounds not measured in
+        turns; those tests alone get the rest of the first rounds. Otherwise: any verdict
         but unchanged, judged strictly (unchanged only where both views of the rounds say so), at
         the benchmark's limit as recorded with its result (else the run's). A change is measured
         again too, as a regression against a stored baseline is confirmed in a fresh process:
@@ -328,12 +371,14 @@ class BaselineSource:
                 # judged as the verdict will be: strictly on the first rounds alone (here, or where
                 # the pass before added none: ``rounds_unfinished``), then anything but unchanged
                 # is taken; on more rounds, what they cannot decide
-                strict = len(pairs) <= self.settings.rounds
-                status = found.judge_rounds(
-                    key, pairs, limit_for(metric, policy), policy, strict=strict
-                ).status
+                strict = at_once or len(pairs) <= self.settings.rounds
+                limit = limit_for(metric, policy) * (base.AT_ONCE if at_once else 1.0)
+                status = found.judge_rounds(key, pairs, limit, policy, strict=strict).status
+                if at_once and not measured_in_turns(pairs):
+                    status = TOO_NOISY  # apart, its rounds do not share the machine's moments
                 if (status != UNCHANGED) if strict else (status == TOO_NOISY):
-                    self.again_passes[key] = passes + 1
+                    if not at_once:  # the first rounds completed are no pass of extra rounds
+                        self.again_passes[key] = passes + 1
                     path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
                     tests[self.test_argument(self.settings.rootdir / path) + sep + rest] = None
         return list(tests)
@@ -346,7 +391,7 @@ class BaselineSource:
         if measured is None or key not in self.again_passes:
             return False
         return all(
-            len(pairs) <= measured.rounds_of_all for pairs in self.rounds.get(key, {}).values()
+            len(pairs) <= measured.first_rounds for pairs in self.rounds.get(key, {}).values()
         )
 
     def test_argument(self, path: Path) -> str:
@@ -425,7 +470,13 @@ def _how(measured: MeasuredBase) -> str:
     """How the base was measured, for its note: alternately in rounds, from the cache, or once."""
     if measured.rounds:
         first_pass, later = measured.extra_rounds()
+        completing = measured.completing_rounds()
         again = (
+            f", {completing} more of the benchmarks those did not call unchanged at once"
+            if completing
+            else ""
+        )
+        again += (
             f", then {first_pass} more rounds of the benchmarks those found changed "
             "or could not decide"
             if first_pass
@@ -439,7 +490,7 @@ def _how(measured: MeasuredBase) -> str:
             else "base, head; head, base; ..."
         )
         return (
-            f"measured alternately with this checkout in {measured.rounds_of_all} rounds "
+            f"measured alternately with this checkout in {measured.rounds_at_once} rounds "
             f"of fresh processes ({order}){again}, in {measured.seconds:.1f} s; time is "
             "judged on the fastest call of each side in each round"
         )

@@ -22,7 +22,7 @@ from ..judging.results import BenchmarkResult, Environment, collect_environment
 from ..metrics import registry
 from ..metrics.explaining import Explaining, LineChanges
 from ..metrics.measuring import FixedRounds, MeasureContext, Measuring
-from . import children
+from . import children, turns
 from .marker import BenchOptions
 from .seeding import chain, seeder
 
@@ -78,6 +78,12 @@ class IsolationGuard:
         return messages
 
 
+#: The share of its usual measuring time (``MeasureContext.share``) a time measurement takes in a
+#: session whose every benchmark is judged on alternated rounds: the rounds' head measured it, in
+#: turns with the base, and its figures replace this session's (``BaselineSource.head_measured``).
+BRIEF_SHARE = 0.1
+
+
 @dataclasses.dataclass(frozen=True)
 class Naming:
     """Where a recording belongs: its stable key, its baseline file, and its table coordinates."""
@@ -108,6 +114,7 @@ class BenchSession:
         self.seeds_tests = any(registry.get(mode, Measuring).seeded for mode in modes)
         self.rootdir = rootdir  # source locations in results are relative to it
         self.min_run_time = min_run_time
+        self.share = turns.measuring_share()  # half in a child of an alternated round
         self.output_dir = output_dir
         self.profile = profile
         self._environments: dict[tuple[str, int], Environment] = {}
@@ -231,6 +238,7 @@ class BenchSession:
             options=options,
             naming=naming,
             min_run_time=self.min_run_time,
+            share=self.share,
             before_region=chain(seed, region.before_region),
             seed=seed,
             setup=region.before_region if seed is not None else None,

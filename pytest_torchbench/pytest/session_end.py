@@ -82,7 +82,7 @@ def json_meta(
     tests that failed, were skipped or crashed, and what `torchbench merge` checks across shards
     and draws their HTML report from."""
     measured = source.measured
-    rounds = measured.rounds_of_all if measured is not None and measured.rounds else None
+    rounds = measured.first_rounds if measured is not None and measured.rounds else None
     return {
         "modes": list(settings.modes),
         "compared_with": source.describe(),
@@ -90,8 +90,12 @@ def json_meta(
         if source.revision is not None
         else None,
         "base_rounds": rounds,
-        # rounds after those, of the benchmarks they could not decide (0: none was needed)
-        "base_rounds_again": len(measured.rounds) - measured.rounds_of_all
+        # of those, the rounds of every benchmark; the others only of those not unchanged at once
+        "base_rounds_at_once": measured.rounds_at_once
+        if measured is not None and measured.rounds
+        else None,
+        # rounds after the first ones, of the benchmarks they could not decide (0: none needed)
+        "base_rounds_again": max(len(measured.rounds) - measured.first_rounds, 0)
         if measured is not None and measured.rounds
         else None,
         "saved_as": settings.save,

@@ -24,6 +24,24 @@ PAIR_ENV = "TORCHBENCH_PAIR"
 #: ``TORCHBENCH_ROUNDS=sequential`` measures each round's base and head one after the other, as
 #: before turns (kept for comparing the two, benchmarks/figures_time_paired.py).
 ROUNDS_ENV = "TORCHBENCH_ROUNDS"
+#: Set by ``pytest/base.py`` in each child of an alternated round, turns or not: the share of its
+#: usual measuring time a time measurement takes there (``MeasureContext.share``).
+SHARE_ENV = "TORCHBENCH_ROUND_SHARE"
+#: Why half: each benchmark is measured in at least 2 rounds x 2 sides, and a round's pair shares
+#: the machine's moments, so its ratio needs fewer blocks than a lone measurement's figure; at
+#: half, an unchanged suite's paired ratios stayed within a few percent (docs/design/time-gate.md,
+#: "At once").
+ROUND_SHARE = 0.5
+
+
+def measuring_share() -> float:
+    """This process's share of the usual measuring time: ``SHARE_ENV``'s in a child of a round
+    (a value that is no number in (0, 1] counts as 1), 1 anywhere else."""
+    try:
+        share = float(os.environ.get(SHARE_ENV, "1"))
+    except ValueError:
+        return 1.0
+    return share if 0.0 < share <= 1.0 else 1.0
 
 
 def turns_wanted() -> bool:

@@ -23,3 +23,26 @@ def test_the_least_run_time_is_a_least_even_past_the_most() -> None:
     # a marker's short max (pytest-benchmark's max_time) with no least asked for stays as it is
     short = time_spec(BenchOptions(max_run_time=0.05), NAMING, None)
     assert (short.min_run_time, short.max_run_time) == (0.1, 0.05)
+
+
+def test_a_share_of_the_measuring_time_shortens_the_least_and_the_most_run_time(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """``MeasureContext.share``: a child of an alternated round measures for half its usual
+    time (``turns.SHARE_ENV``, set by pytest/base.py), a session judged on rounds alone for a
+    tenth; the least blocks and replicates stay. The share is read from the environment: a value
+    that is no number in (0, 1] counts as the whole time."""
+    from pytest_torchbench.pytest.turns import ROUND_SHARE, SHARE_ENV, measuring_share
+
+    half = time_spec(BenchOptions(), NAMING, None, 0.5)
+    assert (half.min_run_time, half.max_run_time) == (0.05, 0.125)
+    assert (half.min_replicates, half.min_blocks) == (30, 5)
+    asked = time_spec(BenchOptions(), NAMING, 1.0, 0.5)
+    assert (asked.min_run_time, asked.max_run_time) == (0.5, 0.5)
+    monkeypatch.delenv(SHARE_ENV, raising=False)
+    assert measuring_share() == 1.0
+    monkeypatch.setenv(SHARE_ENV, str(ROUND_SHARE))
+    assert measuring_share() == 0.5
+    for wrong in ("0", "-1", "2", "nan", "half"):
+        monkeypatch.setenv(SHARE_ENV, wrong)
+        assert measuring_share() == 1.0, wrong
