@@ -333,6 +333,7 @@ def test_the_first_rounds_are_completed_only_for_what_two_did_not_call_unchanged
         )  # fmt: skip
 
     pairs = {
+        "test_once": [(None, 1.0), (1.0, 1.0)],  # its base failed in round 1: one pair
         "test_calm": [(1.0, 1.04), (1.0, 0.97)],
         "test_calm_apart": [(1.0, 1.0), (1.0, 1.0)],
         "test_near": [(1.0, 1.08), (1.0, 1.09)],
@@ -341,8 +342,8 @@ def test_the_first_rounds_are_completed_only_for_what_two_did_not_call_unchanged
     }
     rounds = [
         (
-            side(**{name: found[number][0] for name, found in pairs.items()}),
-            side(**{name: found[number][1] for name, found in pairs.items()}),
+            side(**{n: f[number][0] for n, f in pairs.items() if f[number][0] is not None}),
+            side(**{n: f[number][1] for n, f in pairs.items()}),
         )
         for number in range(2)
     ]
@@ -352,6 +353,7 @@ def test_the_first_rounds_are_completed_only_for_what_two_did_not_call_unchanged
         test_argument=lambda path: path.relative_to(tmp_path).as_posix(),
     )
     assert BaselineSource.undecided_tests(fake, rounds, at_once=True) == [  # type: ignore[arg-type]
+        "t.py::test_once",
         "t.py::test_calm_apart",
         "t.py::test_near",
         "t.py::test_slower",
@@ -542,11 +544,12 @@ def test_a_base_runs_report_is_read_defensively(tmp_path: Path) -> None:
 def test_the_session_reports_the_rounds_head_figures_and_measures_briefly_only_where_all_are_paired(
     tmp_path: Path,
 ) -> None:
-    """``BaselineSource.head_measured``: a result's time is the first round's head's that measured
-    it (what its verdict pairs, and what ``--bench-save`` keeps), its other metrics its own; a
-    benchmark no head round measured keeps the session's. ``judges_on_rounds_only``: the session
-    may measure briefly only where no committed entry can judge a benchmark instead of the
-    rounds (``--bench-base=measure``, or nothing committed at REV)."""
+    """``BaselineSource.head_measured``: a result's time is the head's of the first round that
+    measured it on both sides (what its verdict pairs), its other metrics its own; one new in the
+    checkout takes its first head's; a benchmark no head round measured keeps the session's.
+    ``judges_on_rounds_only``: the session may measure briefly (and take those figures) only
+    where no committed entry can judge a benchmark instead of the rounds (``--bench-base=
+    measure``, or nothing committed at REV), and nothing is saved."""
     from types import SimpleNamespace
 
     from pytest_torchbench.judging.results import BenchmarkResult
@@ -564,10 +567,10 @@ def test_the_session_reports_the_rounds_head_figures_and_measures_briefly_only_w
             "s", "here", {f"t.py::{k}": result(f"t.py::{k}", v) for k, v in seconds.items()}
         )
 
-    rounds = [(one(a=1.0), one(a=2.0)), (one(a=1.0, b=1.0), one(a=3.0, b=4.0))]
+    rounds = [(one(a=1.0), one(a=2.0, b=5.0, n=7.0)), (one(a=1.0, b=1.0), one(a=3.0, b=4.0))]
     fake = SimpleNamespace(
         measured=SimpleNamespace(rounds=rounds),
-        settings=SimpleNamespace(base="auto"),
+        settings=SimpleNamespace(base="auto", save=None),
         committed=None,
     )
     mine = result("t.py::a", 9.0)
@@ -576,11 +579,15 @@ def test_the_session_reports_the_rounds_head_figures_and_measures_briefly_only_w
     assert mine.metrics["time"].fastest == 9.0  # a new result, the session's left as it was
     assert BaselineSource.head_measured(fake, result("t.py::b", 9.0)).metrics["time"].fastest == 4.0  # type: ignore[arg-type]
     assert BaselineSource.head_measured(fake, result("t.py::c", 9.0)).metrics["time"].fastest == 9.0  # type: ignore[arg-type]
+    assert BaselineSource.head_measured(fake, result("t.py::n", 9.0)).metrics["time"].fastest == 7.0  # type: ignore[arg-type]
     assert BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
     fake.committed = one(a=1.0)  # auto: a committed entry may judge it instead of the rounds
     assert not BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
     fake.settings.base = "measure"
     assert BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
+    fake.settings.save = "main"  # --bench-save keeps the session's own figures, measured in full
+    assert not BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
+    fake.settings.save = None
     fake.measured = SimpleNamespace(rounds=[])  # a one-shot base: the session's figures count
     assert not BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
     assert BaselineSource.head_measured(fake, mine) is mine  # type: ignore[arg-type]

@@ -630,6 +630,7 @@ class _Measuring:
         self.results_dir = scratch / "r1-base"
         self.base_options = [_map_path(o, toplevel, worktree) for o in options]
         self.paired: list[tuple[BaselineSet, BaselineSet]] = []
+        self.in_turns = False  # read by _alternated: a base not at REV measures no rounds
         self.unmeasured: dict[str, str] = {}
         self.failure_log = ""
 
@@ -683,8 +684,8 @@ class _Measuring:
         self.head_modules = self.scratch / "modules-head"
         self.head_modules.mkdir()
         self.head_env = _child_environment(self.toplevel, self.toplevel, self.head_modules)
-        # each benchmark is measured in several rounds on both sides: each measurement is shorter
-        self.head_env[SHARE_ENV] = self.env[SHARE_ENV] = str(ROUND_SHARE)
+        if self.in_turns:  # a pair shares the machine's moments: each measurement is shorter
+            self.head_env[SHARE_ENV] = self.env[SHARE_ENV] = str(ROUND_SHARE)
         rounds = self.request.rounds
         # one side after the other, a pair does not share the machine's moments: all rounds
         for number in range(1, (at_once_rounds(rounds) if self.in_turns else rounds) + 1):

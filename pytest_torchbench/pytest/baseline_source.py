@@ -153,10 +153,11 @@ class BaselineSource:
                 self.rounds.setdefault(result.key, {})[metric] = pairs
 
     def head_measured(self, result: BenchmarkResult) -> BenchmarkResult:
-        """``result`` with the values of its metrics that alternate taken from the first round
-        whose head measured it, where the base was measured in rounds: the figures its verdict
-        pairs (and ``--bench-save`` keeps), measured in turns with the base, not this session's
-        (measured alone, and briefly once every benchmark is judged on the rounds)."""
+        """``result`` with the values of its metrics that alternate taken from the head of the
+        first round that measured it on both sides (of the first head round that measured it,
+        for a benchmark new in this checkout), where the base was measured in rounds: the figures
+        its verdict pairs, not this session's, which measured briefly (called only then:
+        ``judges_on_rounds_only`` and no ``--bench-save``)."""
         from ..metrics import registry
 
         measured = self.measured
@@ -167,21 +168,27 @@ class BaselineSource:
             found = registry.find(metric, Judging)
             if found is None or not found.alternates:
                 continue
-            for _, head in measured.rounds:
-                entry = head.entries.get(result.key)
-                if entry is not None and metric in entry.metrics:
-                    taken[metric] = entry.metrics[metric]
-                    break
+            pairs = base.round_pairs(measured.rounds, result.key, metric)
+            heads = [head for _, head in pairs] or [
+                head.entries[result.key].metrics[metric]
+                for _, head in measured.rounds
+                if result.key in head.entries and metric in head.entries[result.key].metrics
+            ]  # a benchmark new in this checkout: its first head
+            if heads:
+                taken[metric] = heads[0]
         return dataclasses.replace(result, metrics={**result.metrics, **taken}) if taken else result
 
     def judges_on_rounds_only(self) -> bool:
-        """Whether every benchmark of this run is judged on alternated rounds (or is new): the
-        base was measured in rounds, and no committed entry can serve instead (``--bench-base=
-        measure``, or nothing committed at REV)."""
+        """Whether every benchmark of this run is judged on alternated rounds (or is new), so
+        that this session's own time figures serve nothing and may be brief: the base was
+        measured in rounds, no committed entry can serve instead (``--bench-base=measure``, or
+        nothing committed at REV), and nothing is saved (``--bench-save`` keeps this session's
+        own figures, measured as a plain run measures them)."""
         measured = self.measured
         return (
             measured is not None
             and bool(measured.rounds)
+            and not self.settings.save
             and (
                 self.settings.base == "measure"
                 or self.committed is None
@@ -353,6 +360,10 @@ class BaselineSource:
         from ..judging.judgement import limit_for
         from ..metrics import registry
 
+        def argument(result: BenchmarkResult, key: str) -> str:
+            path, sep, rest = (result.nodeid or nodeid_of(key)).partition("::")
+            return self.test_argument(self.settings.rootdir / path) + sep + rest
+
         passes = max(len(rounds) - self.settings.rounds, 0) // max(self.settings.rounds, 1)
         tests: dict[str, None] = {}
         keys = dict.fromkeys(key for _, head in rounds for key in head.entries)
@@ -368,19 +379,25 @@ class BaselineSource:
                 pairs = base.round_pairs(rounds, key, metric)
                 if not pairs:
                     continue
+                if at_once and len(pairs) < base.at_once_rounds(self.settings.rounds):
+                    # a round it failed in: one pair has no other to agree with
+                    tests[argument(head_entries[-1], key)] = None
+                    continue
                 # judged as the verdict will be: strictly on the first rounds alone (here, or where
                 # the pass before added none: ``rounds_unfinished``), then anything but unchanged
                 # is taken; on more rounds, what they cannot decide
                 strict = at_once or len(pairs) <= self.settings.rounds
                 limit = limit_for(metric, policy) * (base.AT_ONCE if at_once else 1.0)
-                status = found.judge_rounds(key, pairs, limit, policy, strict=strict).status
-                if at_once and not measured_in_turns(pairs):
-                    status = TOO_NOISY  # apart, its rounds do not share the machine's moments
+                verdict = found.judge_rounds(key, pairs, limit, policy, strict=strict)
+                status = verdict.status
+                if at_once and (not measured_in_turns(pairs) or verdict.limit != limit):
+                    # apart, rounds do not share the machine's moments; and at once, unchanged
+                    # means at 70% of the limit, never at an own limit
+                    status = TOO_NOISY
                 if (status != UNCHANGED) if strict else (status == TOO_NOISY):
                     if not at_once:  # the first rounds completed are no pass of extra rounds
                         self.again_passes[key] = passes + 1
-                    path, sep, rest = (head_entries[-1].nodeid or nodeid_of(key)).partition("::")
-                    tests[self.test_argument(self.settings.rootdir / path) + sep + rest] = None
+                    tests[argument(head_entries[-1], key)] = None
         return list(tests)
 
     def rounds_unfinished(self, key: str) -> bool:

@@ -189,10 +189,10 @@ class Controller:
         results = [r for r in results if r.key not in clashes]
         for result in results:
             self.source.choose(result)
-        results = [self.source.head_measured(result) for result in results]
         if self.session is not None and self.source.judges_on_rounds_only():
             # its own time figures are replaced by the rounds' head's: running the test is enough
             self.session.share = BRIEF_SHARE
+            results = [self.source.head_measured(result) for result in results]
         self.results.extend(results)
         self.modules_run.update(r.module for r in results)
         baseline = self.source.entries

@@ -236,3 +236,17 @@ def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(
         *OPTIONS, "--bench-base=measure", "--bench-allow-incomparable", "test_noisy.py"
     )
     assert accepted.ret == 0, accepted.stdout.str()
+
+
+def test_a_selection_the_base_revision_lacks_is_new_not_a_crash(
+    pytester: pytest.Pytester, run_bench, project: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A pull request adds a benchmark file and CI measures it against REV in time mode: REV has
+    no such file, so no round runs, and the benchmark is new (a hostile review found the run
+    stopped with an INTERNALERROR: how the rounds were measured was asked before any was)."""
+    (project / "test_new.py").write_text(TESTS.replace("test_slow", "test_added"))
+    result = run_bench(*OPTIONS, "--bench-base=measure", "--bench-json=out.json", "test_new.py")
+    out = result.stdout.str()
+    assert result.ret == 0 and "INTERNALERROR" not in out, out
+    document = json.loads((project / "out.json").read_text(encoding="utf-8"))
+    assert {v["status"] for v in document["verdicts"]} == {"new"}, document["verdicts"]
