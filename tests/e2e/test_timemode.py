@@ -178,7 +178,13 @@ def test_new():
             r"    baseline: had a CPU \d+% of its wall time, load average \d+\.\d",
         ]
     )
-    assert "improvement (1):" in out and "test_bench.py::test_speeds: time 5" in out
+    # Where the machine was slower at the save (its reference workload, metrics/time_gate.py), an
+    # improvement goes the way that state pushed: left unjudged, never read the other way. Seen
+    # in 1 of 5 runs alone and once in the fast tier, before and after 2026-11-29's changes.
+    speeds_unjudged = "test_bench.py::test_speeds: time: not comparable: the machine's state" in out
+    assert speeds_unjudged or (
+        "improvement (1):" in out and "test_bench.py::test_speeds: time 5" in out
+    ), out
     assert "new (1):" in out and "test_bench.py::test_new" in out
     # The table shows the median and judges the fastest call: the compared cell shows both.
     assert "the fastest call (judged) and its delta vs baseline 'main'" in out
@@ -191,15 +197,21 @@ def test_new():
     # On a machine whose load moved between the save and this run, the unchanged benchmark may be
     # left unjudged (the machine's state, metrics/time_gate.py); it never gets a direction.
     assert statuses.pop("test_bench.py::test_steady") in ("unchanged", "not comparable")
+    assert statuses.pop("test_bench.py::test_speeds") == (
+        "not comparable" if speeds_unjudged else "improvement"
+    )
     assert statuses == {
         "test_bench.py::test_new": "new",
         "test_bench.py::test_slows": "regression",
-        "test_bench.py::test_speeds": "improvement",
     }
     slows = next(v for v in document["verdicts"] if v["key"] == "test_bench.py::test_slows")
     assert slows["failed"] and 1.4 < slows["delta"] < 2.6
     assert document["compared_with"].endswith("main")
-    assert {b["key"] for b in document["benchmarks"]} == {*statuses, "test_bench.py::test_steady"}
+    assert {b["key"] for b in document["benchmarks"]} == {
+        *statuses,
+        "test_bench.py::test_steady",
+        "test_bench.py::test_speeds",
+    }
 
 
 def test_missing_benchmark_is_reported_and_limits_come_from_option_and_marker(bench):
