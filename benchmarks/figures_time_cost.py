@@ -171,9 +171,7 @@ def _line(kind: str, number: int, run: dict[str, object]) -> str:
 
 
 def _totals(aa: list[dict[str, object]], ab: list[dict[str, object]]) -> None:
-    def count(runs: list[dict[str, object]], status: str) -> int:
-        return sum(len(run["statuses"].get(status, [])) for run in runs)  # type: ignore[attr-defined]
-
+    count = paired.status_total
     ratios = sorted(float(r["gate"]) / float(r["plain"]) for r in aa + ab)  # type: ignore[arg-type]
     print(
         f"cost: the gate took {ratios[0]:.1f}x..{ratios[-1]:.1f}x a plain run of the same "
@@ -189,14 +187,7 @@ def _totals(aa: list[dict[str, object]], ab: list[dict[str, object]]) -> None:
             f"{count(aa, 'improvement')}"
         )
     if ab:
-        judged = sum(int(r["count"]) for r in ab)  # type: ignore[call-overload]
-        caught = count(ab, "regression")
-        print(
-            f"A/B (+20% everywhere): caught {caught}/{judged} "
-            f"({caught / max(judged, 1) * 100:.1f}%; target at least 95%); too noisy "
-            f"{count(ab, 'too noisy')}, unchanged {count(ab, 'unchanged')}, improvements "
-            f"{count(ab, 'improvement')}"
-        )
+        print(paired.ab_summary(ab))
 
 
 def main() -> None:

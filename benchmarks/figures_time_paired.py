@@ -209,6 +209,24 @@ def _line(kind: str, number: int, run: dict[str, object]) -> str:
     )
 
 
+def status_total(runs: list[dict[str, object]], status: str) -> int:
+    """How many verdicts of ``runs`` (each with its ``statuses``) have ``status``."""
+    return sum(len(run["statuses"].get(status, [])) for run in runs)  # type: ignore[attr-defined]
+
+
+def ab_summary(runs: list[dict[str, object]]) -> str:
+    """The A/B line: how many +20% slowdowns ``runs`` caught, against the target, and the rest."""
+    judged = sum(int(run["count"]) for run in runs)  # type: ignore[call-overload]
+    caught = status_total(runs, "regression")
+    return (
+        f"A/B (+20% everywhere): caught {caught}/{judged} "
+        f"({caught / max(judged, 1) * 100:.1f}%; target >= 95%); "
+        f"too noisy {status_total(runs, 'too noisy')}, "
+        f"unchanged {status_total(runs, 'unchanged')}, "
+        f"improvements {status_total(runs, 'improvement')}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -279,9 +297,7 @@ def main() -> None:
             f"{times[-1] * 1e3:.2f} ms"
         )
 
-    def total(runs: list[dict[str, object]], status: str) -> int:
-        return sum(len(run["statuses"].get(status, [])) for run in runs)  # type: ignore[attr-defined]
-
+    total = status_total
     if aa_runs:
         judged = sum(int(run["count"]) for run in aa_runs)  # type: ignore[call-overload]
         false = total(aa_runs, "regression")
@@ -308,14 +324,7 @@ def main() -> None:
             f"at the observed rate a 300-benchmark suite is green in {at_300 * 100:.0f}% of runs"
         )
     if ab_runs:
-        judged = sum(int(run["count"]) for run in ab_runs)  # type: ignore[call-overload]
-        caught = total(ab_runs, "regression")
-        print(
-            f"A/B (+20% everywhere): caught {caught}/{judged} "
-            f"({caught / max(judged, 1) * 100:.1f}%; target >= 95%); "
-            f"too noisy {total(ab_runs, 'too noisy')}, unchanged {total(ab_runs, 'unchanged')}, "
-            f"improvements {total(ab_runs, 'improvement')}"
-        )
+        print(ab_summary(ab_runs))
     seconds = [float(run["seconds"]) for run in aa_runs + ab_runs]  # type: ignore[arg-type]
     if seconds:
         print(

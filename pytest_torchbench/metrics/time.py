@@ -265,22 +265,18 @@ def time_spec(
 
     defaults = walltime.TimeSpec()
     asked = options.min_run_time or min_run_time  # "at least this long" (marker, then session)
-    spec = walltime.TimeSpec(
+    most = max(options.max_run_time, asked) if asked else options.max_run_time
+    return walltime.TimeSpec(
         label=naming.label,
         sub_label=naming.sub_label,
         description=naming.description,
         num_threads=options.num_threads,
         threshold=options.threshold,
-        min_run_time=asked or defaults.min_run_time,
-        max_run_time=max(options.max_run_time, asked) if asked else options.max_run_time,
+        min_run_time=(asked or defaults.min_run_time) * share,
+        max_run_time=most * share,
         block_time=max(defaults.block_time, options.min_time or 0.0),
         min_replicates=max(defaults.min_replicates, options.min_rounds or 0),
         timer=options.timer,
-    )
-    if share == 1.0:
-        return spec
-    return dataclasses.replace(
-        spec, min_run_time=spec.min_run_time * share, max_run_time=spec.max_run_time * share
     )
 
 

@@ -630,7 +630,8 @@ class _Measuring:
         self.results_dir = scratch / "r1-base"
         self.base_options = [_map_path(o, toplevel, worktree) for o in options]
         self.paired: list[tuple[BaselineSet, BaselineSet]] = []
-        self.in_turns = False  # read by _alternated: a base not at REV measures no rounds
+        self.in_turns = False  # set by _alternated: a base not at REV measures no rounds
+        self.rounds_at_once = 0
         self.unmeasured: dict[str, str] = {}
         self.failure_log = ""
 
@@ -688,7 +689,8 @@ class _Measuring:
             self.head_env[SHARE_ENV] = self.env[SHARE_ENV] = str(ROUND_SHARE)
         rounds = self.request.rounds
         # one side after the other, a pair does not share the machine's moments: all rounds
-        for number in range(1, (at_once_rounds(rounds) if self.in_turns else rounds) + 1):
+        self.rounds_at_once = at_once_rounds(rounds) if self.in_turns else rounds
+        for number in range(1, self.rounds_at_once + 1):
             self._round(number, self.paths, self.child_paths, f"round {number} of {rounds}")
         if len(self.paired) < rounds:
             again = list(undecided(list(self.paired), True)) if undecided is not None else []
@@ -787,7 +789,7 @@ class _Measuring:
                 seconds,
                 self.paired,
                 rounds if rounds > 1 else 0,
-                (at_once_rounds(rounds) if self.in_turns else rounds) if rounds > 1 else 0,
+                self.rounds_at_once,
                 self.unmeasured,
                 self.failure_log,
             )

@@ -168,14 +168,14 @@ class BaselineSource:
             found = registry.find(metric, Judging)
             if found is None or not found.alternates:
                 continue
+            # the head of the first round with both sides; of a benchmark new here, its first head
             pairs = base.round_pairs(measured.rounds, result.key, metric)
-            heads = [head for _, head in pairs] or [
-                head.entries[result.key].metrics[metric]
-                for _, head in measured.rounds
-                if result.key in head.entries and metric in head.entries[result.key].metrics
-            ]  # a benchmark new in this checkout: its first head
-            if heads:
-                taken[metric] = heads[0]
+            heads = (
+                h.entries[result.key].metrics for _, h in measured.rounds if result.key in h.entries
+            )
+            head = pairs[0][1] if pairs else next((m[metric] for m in heads if metric in m), None)
+            if head is not None:
+                taken[metric] = head
         return dataclasses.replace(result, metrics={**result.metrics, **taken}) if taken else result
 
     def judges_on_rounds_only(self) -> bool:
