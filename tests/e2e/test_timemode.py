@@ -255,10 +255,19 @@ def test_compare_with_a_path_to_a_folder_or_file(bench):
     (bench.path / "elsewhere").mkdir()
     moved = bench.path / "elsewhere" / "main"
     (bench.path / "baselines" / "main").rename(moved)
+    json_path = bench.path / "run.json"
     for ref in (str(moved), "elsewhere/main", str(moved / "test_bench.json")):
-        result = bench.run(f"--bench-compare={ref}", FAST, "-k", "steady")
+        result = bench.run(
+            f"--bench-compare={ref}", FAST, "-k", "steady", f"--bench-json={json_path}"
+        )
         result.assert_outcomes(passed=1)
-        assert "no changes beyond the limits against baseline" in result.stdout.str()
+        document = json.loads(json_path.read_text())
+        assert document["compared_with"].startswith(str(moved)), result.stdout.str()
+        # Compared with the moved set: judged, or left unjudged where this VM's reference workload
+        # ran slower through the save's short measurement (metrics/time_gate.py; in 4 of 10 runs
+        # of this test on 2026-11-29) — never "new", which is what a set not found would give.
+        [verdict] = document["verdicts"]
+        assert verdict["status"] in ("unchanged", "not comparable"), result.stdout.str()
 
 
 def _edit_environment(bench, **facts):
