@@ -1,4 +1,4 @@
-"""Wall time with torch.utils.benchmark: a Timer, adaptive stopping, a torch Measurement as result.
+"""Wall time as torch.utils.benchmark times it: blocks, adaptive stopping, a torch Measurement.
 
 Why not call ``Timer.adaptive_autorange`` as is: its block size is chosen so that the timer's
 overhead is a tiny share of a block, which for a statement of nanoseconds means long blocks and
@@ -12,6 +12,13 @@ stopping rule (stop once the IQR/median is under ``threshold`` after ``min_run_t
 ``min_replicates`` of them.
 The timer's own overhead is a few hundred ns per block, identical in baseline and current runs.
 Timer's default timer synchronises CUDA, so GPU work is timed to completion.
+
+Blocks are timed as ``Timer.blocked_autorange`` times them (stdlib ``timeit``'s loop, which
+torch's Timer wraps, under ``set_torch_threads``), not with ``Timer.timeit``: that one runs
+``max(number // 100, 2)`` untimed calls before every block, so a block of one long call cost three
+calls, and the stopping rule is checked at growing intervals, not after every block (it reads
+every block so far). On 96 colour conversions of an image library (1 us to 10 ms a call) the two
+took 2/3 of a time run's wall time (docs/design/time-gate.md, "At once").
 
 Each block's CPU time (this thread's, ``time.thread_time``) is read beside its wall time, by the
 clock handed to the Timer (``_CpuClock``): other processes take wall time from a preempted thread
@@ -45,11 +52,12 @@ import dataclasses
 import os
 import sys
 import time
+import timeit
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch.utils.benchmark import Measurement, Timer
+from torch.utils.benchmark import Measurement
 
 from . import duet
 from .reference import ReferenceProbe
@@ -98,21 +106,28 @@ class _CpuClock:
         return self.readings[-1] - self.readings[-2] if len(self.readings) >= 2 else float("nan")
 
 
-def make_timer(
-    fn: Callable[[], Any], spec: TimeSpec, clock: Callable[[], float] | None = None
-) -> Timer:
-    return Timer(
+def _block_timer(fn: Callable[[], Any], clock: Callable[[], float]) -> Callable[[int], float]:
+    """A block's time: ``number`` calls of ``fn`` in stdlib timeit's loop, read by ``clock``
+    (what torch's Timer runs for a block, without the untimed calls its ``timeit`` adds)."""
+    inner = timeit.Timer(stmt=f"{_FN_NAME}()", globals={_FN_NAME: fn}, timer=clock)
+    return lambda number: max(inner.timeit(number), 1e-9)  # as torch's Timer: never 0
+
+
+def _task_spec(spec: TimeSpec) -> Any:
+    """What torch's Measurement names the measured statement by."""
+    from torch.utils.benchmark.utils.common import TaskSpec
+
+    return TaskSpec(
         stmt=f"{_FN_NAME}()",
-        globals={_FN_NAME: fn},
+        setup="pass",
         label=spec.label or None,
         sub_label=spec.sub_label or None,
         description=spec.description or None,
         num_threads=spec.num_threads,
-        **_timer_option(clock or spec.timer),
     )
 
 
-def _calibrate_number(timer: Timer, block_time: float) -> int:
+def _calibrate_number(block: Callable[[int], float], block_time: float) -> int:
     """The smallest power-of-two call count whose block lasts at least ``block_time``.
 
     A block that seems long enough is timed once more (when under 50 ms: a 2 s call is not run
@@ -120,9 +135,9 @@ def _calibrate_number(timer: Timer, block_time: float) -> int:
     seem long enough that is not, and every block after it too short."""
     number = 1
     while True:
-        elapsed = timer.timeit(number).raw_times[0]
+        elapsed = block(number)
         if block_time <= elapsed < 0.05:
-            elapsed = min(elapsed, timer.timeit(number).raw_times[0])
+            elapsed = min(elapsed, block(number))
         if elapsed >= block_time or number >= 1 << 30:
             return number
         # jump close to the target, then keep doubling: fewer wasted calibration calls
@@ -306,21 +321,24 @@ def measure(fn: Callable[[], Any], spec: TimeSpec | None = None) -> Measurement:
     spec = spec or TimeSpec()
     steady_allocator()
     uses_cuda = _cuda_in_use()  # before the clock runs: torch's own clock would start CUDA itself
+    from torch.utils.benchmark.utils.common import set_torch_threads
+
     clock = _CpuClock(spec.timer or default_clock())
-    timer = make_timer(fn, spec, clock)
+    block = _block_timer(fn, clock)
     probe = _started_probe()
     baton = duet.current
     if baton is not None:  # one of a pair: on the pair's CPU (one thread only), in turns
         baton.measuring(baton.next_key(), pin=spec.num_threads == 1 and not uses_cuda)
     try:
-        return _measure(timer, clock, spec, probe, baton, uses_cuda)
+        with set_torch_threads(spec.num_threads):
+            return _measure(block, clock, spec, probe, baton, uses_cuda)
     finally:
         if baton is not None and baton.key is not None:  # the call raised: hand over all the same
             baton.finished_measurement()
 
 
 def _measure(
-    timer: Timer,
+    block: Callable[[int], float],
     clock: _CpuClock,
     spec: TimeSpec,
     probe: ReferenceProbe | None,
@@ -328,17 +346,16 @@ def _measure(
     uses_cuda: bool,
 ) -> Measurement:
     wall_start, cpu_start = time.perf_counter(), time.thread_time()
-    number = _calibrate_number(timer, spec.block_time)
+    number = _calibrate_number(block, spec.block_time)
     probe_wall = probe_cpu = waited = 0.0
     raw_times: list[float] = []
     cpu_times: list[float] = []
     runnable = RunnableSampler()
     total = 0.0
-    task_spec = None
+    task_spec = _task_spec(spec)
+    next_check = spec.min_replicates  # the stopping rule reads every block: checked ever less often
     while True:
-        block = timer.timeit(number)
-        task_spec = block.task_spec
-        elapsed = block.raw_times[0]
+        elapsed = block(number)
         raw_times.append(elapsed)
         cpu_times.append(clock.last_block())
         del clock.readings[:-2]
@@ -355,7 +372,8 @@ def _measure(
             break
         if total >= spec.max_run_time and len(raw_times) >= spec.min_blocks:
             break
-        if total >= spec.min_run_time and len(raw_times) >= spec.min_replicates:
+        if total >= spec.min_run_time and len(raw_times) >= next_check:
+            next_check = len(raw_times) + max(1, len(raw_times) // 16)
             candidate = Measurement(number_per_run=number, raw_times=raw_times, task_spec=task_spec)
             if candidate.meets_confidence(threshold=spec.threshold):
                 break
@@ -492,8 +510,3 @@ def measure_rounds(
     return Measurement(
         number_per_run=iterations, raw_times=raw_times, task_spec=task_spec, metadata=metadata
     )
-
-
-def _timer_option(timer: Callable[[], float] | None) -> dict[str, Any]:
-    """Timer's ``timer=`` keyword only when the marker gave a clock (torch's default otherwise)."""
-    return {"timer": timer} if timer is not None else {}
