@@ -299,6 +299,79 @@ def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide
     assert undecided(fake, first + again) == []  # type: ignore[arg-type]
 
 
+def test_in_turns_a_pass_of_extra_rounds_is_as_long_as_the_rounds_at_once(tmp_path: Path) -> None:
+    """In turns a pass of extra rounds is as long as the rounds of the whole selection (2 of
+    ``--bench-rounds=4``), and there are as many more passes as keep the extra rounds at twice the
+    first rounds; one side after the other, a pass is all the first rounds. The passes are counted
+    the same way by the callback that picks their tests and by the rounds a verdict pairs."""
+    from types import SimpleNamespace
+
+    from pytest_torchbench.common.vocabulary import Policy
+    from pytest_torchbench.judging.results import BenchmarkResult
+    from pytest_torchbench.metrics.time import TimeMetric
+    from pytest_torchbench.pytest import base
+    from pytest_torchbench.pytest.baseline_source import BaselineSource
+    from pytest_torchbench.store.storage import BaselineSet
+
+    assert [base.pass_rounds(4, True), base.extra_passes(4, True)] == [2, 4]
+    assert [base.pass_rounds(4, False), base.extra_passes(4, False)] == [4, 2]
+    assert [base.pass_rounds(2, True), base.extra_passes(2, True)] == [2, 2]
+
+    def side(turns: int, **seconds: float) -> BaselineSet:
+        return BaselineSet(
+            "base",
+            "here",
+            {
+                f"t.py::{name}": BenchmarkResult(
+                    f"t.py::{name}", "t.py", name, "", "", nodeid=f"t.py::{name}",
+                    metrics={"time": TimeMetric(1, [value], turns=turns)},
+                )
+                for name, value in seconds.items()
+            },
+        )  # fmt: skip
+
+    def rounds(
+        turns: int, flip: list[tuple[float, float]]
+    ) -> list[tuple[BaselineSet, BaselineSet]]:
+        return [(side(turns, test_flip=b), side(turns, test_flip=h)) for b, h in flip]
+
+    flipping = [(1.0, 2.0), (2.0, 1.0)]
+    fake = SimpleNamespace(
+        settings=SimpleNamespace(rounds=4, policy=Policy(), rootdir=tmp_path),
+        again_passes={},
+        test_argument=lambda path: path.relative_to(tmp_path).as_posix(),
+    )
+    undecided = BaselineSource.undecided_tests
+    first = rounds(5, flipping * 2)
+    assert undecided(fake, first) == ["t.py::test_flip"]  # type: ignore[arg-type]
+    # in turns, 2 rounds more are a whole pass: the flipping one, still undecided, goes on
+    assert undecided(fake, first + rounds(5, flipping)) == ["t.py::test_flip"]  # type: ignore[arg-type]
+    assert fake.again_passes == {"t.py::test_flip": 2}
+    measured = base.MeasuredBase(
+        Revision("HEAD~1", "HEAD~1", None, "a" * 40, tmp_path),
+        first[0][0],
+        tmp_path,
+        False,
+        1.0,
+        first + rounds(5, flipping * 2),
+        4,
+        2,
+    )
+    assert measured.pass_size == 2 and measured.extra_rounds() == (2, 2)
+    assert measured.pairs("t.py::test_flip", "time", 1).numbers == [1, 2, 3, 4, 5, 6]
+    assert measured.origin().endswith(
+        "2 rounds (+2 for the benchmarks they did not call unchanged at once, +2 for the "
+        "benchmarks they found changed or could not decide, +2 for those still undecided)"
+    )
+    # one side after the other, the same 2 rounds more are half a pass: not counted as one yet
+    fake.again_passes = {}
+    apart = rounds(0, flipping * 2)
+    assert undecided(fake, apart) == ["t.py::test_flip"]  # type: ignore[arg-type]
+    assert undecided(fake, apart + rounds(0, flipping)) == []  # type: ignore[arg-type]
+    measured.rounds = apart + rounds(0, flipping * 2)
+    assert measured.pass_size == 4 and measured.extra_rounds() == (4, 0)
+
+
 def test_the_first_rounds_are_completed_only_for_what_two_did_not_call_unchanged_at_once(
     tmp_path: Path,
 ) -> None:

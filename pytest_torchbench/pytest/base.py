@@ -89,10 +89,10 @@ LEFT_OUT = {
     "--html": True,
     "--json-report-file": True,
 }
-#: Alternated rounds: after the rounds of the whole selection, at most this many passes of as
-#: many rounds again, each of the tests all the rounds so far could not decide. Why a second pass:
-#: a benchmark whose speed flips between states over a machine's windows of load is often still
-#: undecided after two passes where a third decides it (docs/design/time-gate.md).
+#: Alternated rounds: after the first rounds, at most this many times as many rounds again, in
+#: passes (:func:`pass_rounds`) each of the tests all the rounds so far could not decide. Why
+#: twice: a benchmark whose speed flips between states over a machine's windows of load is often
+#: still undecided after one where a second decides it (docs/design/time-gate.md).
 EXTRA_PASSES = 2
 #: In turns, of the first ``--bench-rounds`` rounds every benchmark gets :func:`at_once_rounds`;
 #: the rest measure only the tests whose rounds so far do not call unchanged at this share of the
@@ -110,6 +110,32 @@ def at_once_rounds(rounds: int) -> int:
     """Of ``rounds`` first rounds, those of the whole selection: half, at least 2 (a single
     round's pair has no other to agree with)."""
     return min(rounds, max(2, rounds // 2))
+
+
+def pass_rounds(rounds: int, in_turns: bool) -> int:
+    """The rounds of one pass of extra rounds after ``rounds`` first rounds: in turns, as many as
+    those of the whole selection (:func:`at_once_rounds`); one side after the other, ``rounds``.
+    Why smaller in turns: a pass is mostly for one or two benchmarks, so what it costs is its
+    children's start, round by round (docs/design/time-gate.md, "Faster blocks, kept")."""
+    return at_once_rounds(rounds) if in_turns else max(rounds, 1)
+
+
+def extra_passes(rounds: int, in_turns: bool) -> int:
+    """How many passes of :func:`pass_rounds` make the :data:`EXTRA_PASSES` x ``rounds`` extra
+    rounds a benchmark may get."""
+    return EXTRA_PASSES * max(rounds, 1) // pass_rounds(rounds, in_turns)
+
+
+def recorded_in_turns(rounds: Sequence[tuple[BaselineSet, BaselineSet]]) -> bool:
+    """Whether ``rounds``' measurements took turns (engines/duet.py): told by what they
+    recorded, not by what was asked (children whose tests ran in xdist workers, or
+    ``TORCHBENCH_ROUNDS=sequential``, measured one side after the other)."""
+    for pair in rounds:
+        for measured_set in pair:
+            for result in measured_set.entries.values():
+                if any(getattr(metric, "turns", None) for metric in result.metrics.values()):
+                    return True
+    return False
 
 
 class BaseError(BaselineError):
@@ -150,15 +176,13 @@ class MeasuredBase:
 
     @property
     def in_turns(self) -> bool:
-        """Whether the rounds' measurements took turns (engines/duet.py): told by what they
-        recorded, not by what was asked (children whose tests ran in xdist workers, or
-        ``TORCHBENCH_ROUNDS=sequential``, measured one side after the other)."""
-        for pair in self.rounds:
-            for measured_set in pair:
-                for result in measured_set.entries.values():
-                    if any(getattr(metric, "turns", None) for metric in result.metrics.values()):
-                        return True
-        return False
+        """Whether the rounds' measurements took turns (:func:`recorded_in_turns`)."""
+        return recorded_in_turns(self.rounds)
+
+    @property
+    def pass_size(self) -> int:
+        """The rounds of a pass of extra rounds (:func:`pass_rounds`)."""
+        return pass_rounds(self.first_rounds, self.in_turns)
 
     def origin(self) -> str:
         where = f"{self.revision.label}"
@@ -197,7 +221,7 @@ class MeasuredBase:
         found changed, to confirm, or could not decide), and those of the passes after it (what
         was still undecided)."""
         more = max(len(self.rounds) - self.first_rounds, 0)
-        first_pass = min(more, self.first_rounds)
+        first_pass = min(more, self.pass_size)
         return first_pass, more - first_pass
 
     def pairs(self, key: str, metric: str, passes: int) -> RoundPairs:
@@ -208,7 +232,7 @@ class MeasuredBase:
         A benchmark none of those rounds recorded (a test that records it only now and then)
         keeps the rounds it has: they are all its alternated evidence, and few of them are judged
         strictly."""
-        kept = round_pairs(self.rounds[: self.first_rounds * (1 + passes)], key, metric)
+        kept = round_pairs(self.rounds[: self.first_rounds + self.pass_size * passes], key, metric)
         return kept if kept else round_pairs(self.rounds, key, metric)
 
 
@@ -498,9 +522,9 @@ def measure(
     rounds and whether they are the first of the whole selection (:func:`at_once_rounds`), the
     tests (node ids, relative to the invocation folder or absolute) that they could not call
     unchanged at once (those alone complete the first rounds) or could not decide (those alone
-    are measured in as many rounds again, continuing the order, so that a benchmark the machine
-    disturbed in a round or two is judged on more rounds, not called too noisy at once; up to
-    :data:`EXTRA_PASSES` times, each pass given all the rounds so far).
+    are measured in a pass of :func:`pass_rounds` rounds more, continuing the order, so that a
+    benchmark the machine disturbed in a round or two is judged on more rounds, not called too
+    noisy at once; up to :func:`extra_passes` times, each pass given all the rounds so far).
     ``progress`` prints a line now and then while the children run."""
     assert invocation.cwd is not None, "a base is measured from the folder pytest started in"
     revision, shown = request.revision, request.shown
@@ -675,9 +699,9 @@ class _Measuring:
 
     def _alternated(self, undecided: Undecided | None) -> BaselineSet:
         """The first rounds (those of the whole selection, then the rest of them for the tests
-        those could not call unchanged at once), then up to :data:`EXTRA_PASSES` passes of as
-        many rounds of the tests not decided yet; the base's set of the first round, completed by
-        the later rounds' for a benchmark it lacks."""
+        those could not call unchanged at once), then passes of :func:`pass_rounds` rounds of the
+        tests not decided yet, up to :data:`EXTRA_PASSES` x ``rounds`` rounds in all; the base's
+        set of the first round, completed by the later rounds' for a benchmark it lacks."""
         try:
             self.in_turns = turns_wanted()  # read once: every round is measured the same way
         except ValueError as exc:
@@ -696,11 +720,13 @@ class _Measuring:
             again = list(undecided(list(self.paired), True)) if undecided is not None else []
             what = f" of {rounds}, for the {len(again)} test(s) not unchanged at once"
             self._more_rounds(again, rounds - len(self.paired), what)
-        for _ in range(EXTRA_PASSES):
+        in_turns = recorded_in_turns(self.paired)  # as the verdicts will count the passes
+        for _ in range(extra_passes(rounds, in_turns)):
             again = list(undecided(list(self.paired), False)) if undecided is not None else []
             if not again:
                 break
-            self._more_rounds(again, rounds, f", for the {len(again)} test(s) not decided yet")
+            what = f", for the {len(again)} test(s) not decided yet"
+            self._more_rounds(again, pass_rounds(rounds, in_turns), what)
         # The first round's base, and for a benchmark it lacks (its test failed there) the
         # first later round's: a copy, so that no round gains pairs it did not measure.
         first = self.paired[0][0]

@@ -364,7 +364,8 @@ class BaselineSource:
             path, sep, rest = (result.nodeid or nodeid_of(key)).partition("::")
             return self.test_argument(self.settings.rootdir / path) + sep + rest
 
-        passes = max(len(rounds) - self.settings.rounds, 0) // max(self.settings.rounds, 1)
+        size = base.pass_rounds(self.settings.rounds, base.recorded_in_turns(rounds))
+        passes = max(len(rounds) - self.settings.rounds, 0) // size
         tests: dict[str, None] = {}
         keys = dict.fromkeys(key for _, head in rounds for key in head.entries)
         for key in keys:

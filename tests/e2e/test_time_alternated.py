@@ -165,32 +165,32 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     result.assert_outcomes(passed=1, failed=1)
     assert "FAILED test_lib.py::test_slow" in out
     # two rounds of both; the slowdown is not unchanged at once, so it gets the other two first
-    # rounds; then, a change, it is measured again, alone, in as many rounds more
+    # rounds; then, a change, it is measured again, alone, in passes as long as the first two
     assert (
         "measured alternately with this checkout in 2 rounds of fresh processes (each round's base "
         "and head at once, in 10 ms turns on one CPU; base first, then head first, ...), 2 more "
-        "of the benchmarks those did not call unchanged at once, then 4 more rounds of the "
+        "of the benchmarks those did not call unchanged at once, then 2 more rounds of the "
         "benchmarks those found changed or could not decide"
     ) in out, out
 
     document = json.loads((project / "out.json").read_text(encoding="utf-8"))
     again = document["base_rounds_again"]
     assert document["base_rounds"] == 4 and document["base_rounds_at_once"] == 2, document
-    assert again in (4, 8), document
+    assert again in (2, 4, 6, 8), document
     origin = (
-        "2 rounds (+2 for the benchmarks they did not call unchanged at once, +4 for the "
+        "2 rounds (+2 for the benchmarks they did not call unchanged at once, +2 for the "
         "benchmarks they found changed or could not decide"
-        + (", +4 for those still undecided)" if again == 8 else ")")
+        + (f", +{again - 2} for those still undecided)" if again > 2 else ")")
     )
     assert f"alternately with this checkout, {origin}" in document["compared_with"], document[
         "compared_with"
     ]
-    assert (again == 8) == (" and 4 more of those still undecided" in out), out
+    assert (again > 2) == (f" and {again - 2} more of those still undecided" in out), out
     verdicts = {v["key"]: v for v in document["verdicts"]}
     slow, steady = verdicts["test_lib.py::test_slow"], verdicts["test_lib.py::test_steady"]
     assert slow["status"] == "regression" and slow["failed"], slow
     rounds_of_slow = re.search(r"(\d+) alternated rounds", slow["summary"])
-    assert rounds_of_slow is not None and rounds_of_slow[1] in ("8", "12"), slow
+    assert rounds_of_slow is not None and rounds_of_slow[1] in ("6", "8", "10", "12"), slow
     assert 2.5 < slow["current"] / slow["baseline"] < 3.6, slow  # the paired median ratio: about 3
     assert steady["status"] in ("unchanged", "too noisy") and not steady["failed"], steady
     markdown = (project / "s.md").read_text(encoding="utf-8")
