@@ -18,7 +18,10 @@ torch's Timer wraps, under ``set_torch_threads``), not with ``Timer.timeit``: th
 ``max(number // 100, 2)`` untimed calls before every block, so a block of one long call cost three
 calls, and the stopping rule is checked at growing intervals, not after every block (it reads
 every block so far). On 96 colour conversions of an image library (1 us to 10 ms a call) the two
-took 2/3 of a time run's wall time (docs/design/time-gate.md, "At once").
+took 2/3 of a time run's wall time (docs/design/time-gate.md, "At once"). Times saved by
+``Timer.timeit``'s blocks are not compared with these (``BLOCKS``, a fact of time's environment):
+most benchmarks read alike either way, but some large memory-bound calls up to 28% apart
+(docs/design/time-gate.md, "Faster blocks, kept").
 
 Each block's CPU time (this thread's, ``time.thread_time``) is read beside its wall time, by the
 clock handed to the Timer (``_CpuClock``): other processes take wall time from a preempted thread
@@ -63,6 +66,9 @@ from . import duet
 from .reference import ReferenceProbe
 
 _FN_NAME = "__torchbench_fn"
+#: How blocks are timed, saved with the times (``time_blocks``): a baseline timed another way
+#: (none saved, from before) is not comparable.
+BLOCKS = "blocked_autorange"
 
 
 @dataclasses.dataclass(frozen=True)

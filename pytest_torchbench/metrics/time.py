@@ -333,6 +333,7 @@ class Time(SecondsDisplay, Metric):
         "num_threads",
         "gpu",
         "huge_pages",
+        "time_blocks",
     )
     seeded = False  # time mode never seeds: it measures the code as users run it
     excludes = {"instructions": "wall time under valgrind means nothing"}
@@ -395,8 +396,9 @@ class Time(SecondsDisplay, Metric):
     def environment_facts(self) -> Mapping[str, str]:
         from ..engines import walltime
 
-        # huge pages or not moved memory-bound calls by up to 2x: not comparable across it
-        return {"huge_pages": walltime.huge_pages_fact()}
+        # huge pages or not moved memory-bound calls by up to 2x, the way blocks are timed by up
+        # to 28%: not comparable across either
+        return {"huge_pages": walltime.huge_pages_fact(), "time_blocks": walltime.BLOCKS}
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:
         return judge_time(key, current, baseline, limit, policy)

@@ -279,6 +279,31 @@ def _edit_environment(bench, **facts):
     return text
 
 
+def test_times_saved_by_the_blocks_of_an_earlier_version_are_not_comparable(bench):
+    """Baselines saved before blocks were timed as ``Timer.blocked_autorange`` times them carry
+    no ``time_blocks`` fact: their times are not compared with this version's (a slowdown there
+    is not judged either way), and the line names the fact."""
+    _write(bench)
+    bench.run("--bench-save=main", FAST, "-k", "slows").assert_outcomes(passed=1)
+    assert bench.load("main")["environments"]
+    for env in bench.load("main")["environments"].values():
+        assert env["time_blocks"] == "blocked_autorange"
+    document = bench.load("main")
+    for env in document["environments"].values():
+        del env["time_blocks"]
+    bench.baseline("main").write_text(json.dumps(document, indent=1, sort_keys=True))
+    (bench.path / "factors.json").write_text(json.dumps({"slows": SLOWER}))
+    result = bench.run("--bench-compare=main", FAST, "-k", "slows")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "not comparable (1):",
+            "*test_bench.py::test_slows: time: "
+            "baseline from a different environment (time_blocks: - -> blocked_autorange)*",
+        ]
+    )
+
+
 def test_other_environment_is_reported_not_failed_unless_strict(bench):
     _write(bench)
     bench.run("--bench-save=main", FAST, "-k", "slows").assert_outcomes(passed=1)
