@@ -370,6 +370,14 @@ def test_in_turns_a_pass_of_extra_rounds_is_as_long_as_the_rounds_at_once(tmp_pa
     assert undecided(fake, apart + rounds(0, flipping)) == []  # type: ignore[arg-type]
     measured.rounds = apart + rounds(0, flipping * 2)
     assert measured.pass_size == 4 and measured.extra_rounds() == (4, 0)
+    # the first rounds size the passes: a pass that took turns where they did not (a CUDA test
+    # earlier in their processes left them unpinned) does not resize the passes already measured
+    fake.again_passes = {"t.py::test_flip": 1}
+    assert undecided(fake, apart + rounds(5, flipping * 2)) == ["t.py::test_flip"]  # type: ignore[arg-type]
+    measured.rounds = apart + rounds(5, flipping * 2)
+    assert measured.pass_size == 4 and measured.pairs("t.py::test_flip", "time", 1).numbers == [
+        *range(1, 9)
+    ]
 
 
 def test_the_first_rounds_are_completed_only_for_what_two_did_not_call_unchanged_at_once(

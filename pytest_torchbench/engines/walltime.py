@@ -138,7 +138,10 @@ def _calibrate_number(block: Callable[[int], float], block_time: float) -> int:
 
     A block that seems long enough is timed once more (when under 50 ms: a 2 s call is not run
     again) and the shorter of the two counts: one preemption during calibration makes a block
-    seem long enough that is not, and every block after it too short."""
+    seem long enough that is not, and every block after it too short. One untimed call first
+    (the caller made one): a second call that is still slow (a recompile, a lazy cache) would
+    make a microsecond call look long enough alone."""
+    block(1)
     number = 1
     while True:
         elapsed = block(number)

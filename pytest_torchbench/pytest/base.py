@@ -126,6 +126,14 @@ def extra_passes(rounds: int, in_turns: bool) -> int:
     return EXTRA_PASSES * max(rounds, 1) // pass_rounds(rounds, in_turns)
 
 
+def first_in_turns(rounds: Sequence[tuple[BaselineSet, BaselineSet]], first: int) -> bool:
+    """Whether the ``first`` rounds of ``rounds`` took turns: what sizes the passes after them,
+    the same when asked after them and at the end. Why not all rounds: a pass of a CPU test alone
+    can take turns where the whole selection did not (a CUDA test earlier in the process leaves
+    its measurements unpinned), which would resize the passes already measured."""
+    return recorded_in_turns(rounds[:first])
+
+
 def recorded_in_turns(rounds: Sequence[tuple[BaselineSet, BaselineSet]]) -> bool:
     """Whether ``rounds``' measurements took turns (engines/duet.py): told by what they
     recorded, not by what was asked (children whose tests ran in xdist workers, or
@@ -181,8 +189,9 @@ class MeasuredBase:
 
     @property
     def pass_size(self) -> int:
-        """The rounds of a pass of extra rounds (:func:`pass_rounds`)."""
-        return pass_rounds(self.first_rounds, self.in_turns)
+        """The rounds of a pass of extra rounds (:func:`pass_rounds`), told by the first rounds
+        (:func:`first_in_turns`)."""
+        return pass_rounds(self.first_rounds, first_in_turns(self.rounds, self.first_rounds))
 
     def origin(self) -> str:
         where = f"{self.revision.label}"
@@ -720,7 +729,7 @@ class _Measuring:
             again = list(undecided(list(self.paired), True)) if undecided is not None else []
             what = f" of {rounds}, for the {len(again)} test(s) not unchanged at once"
             self._more_rounds(again, rounds - len(self.paired), what)
-        in_turns = recorded_in_turns(self.paired)  # as the verdicts will count the passes
+        in_turns = first_in_turns(self.paired, rounds)  # as the verdicts will count the passes
         for _ in range(extra_passes(rounds, in_turns)):
             again = list(undecided(list(self.paired), False)) if undecided is not None else []
             if not again:

@@ -364,7 +364,8 @@ class BaselineSource:
             path, sep, rest = (result.nodeid or nodeid_of(key)).partition("::")
             return self.test_argument(self.settings.rootdir / path) + sep + rest
 
-        size = base.pass_rounds(self.settings.rounds, base.recorded_in_turns(rounds))
+        in_turns = base.first_in_turns(rounds, self.settings.rounds)
+        size = base.pass_rounds(self.settings.rounds, in_turns)
         passes = max(len(rounds) - self.settings.rounds, 0) // size
         tests: dict[str, None] = {}
         keys = dict.fromkeys(key for _, head in rounds for key in head.entries)

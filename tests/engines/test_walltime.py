@@ -202,3 +202,17 @@ def test_a_process_that_never_used_cuda_is_timed_without_starting_it():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "False", "True"], done.stdout + done.stderr
+
+
+def test_a_second_call_still_slow_does_not_make_a_short_call_one_call_blocks():
+    """Calibration makes one untimed call first: a call whose second run is still slow (a
+    recompile, a lazy cache) is calibrated on its steady speed, not timed in one-call blocks
+    that the clock's overhead dominates."""
+    calls = []
+
+    def block(number: int) -> float:
+        calls.append(number)
+        return 0.06 if len(calls) == 1 else number * 1e-6  # the first block: a slow second call
+
+    assert walltime._calibrate_number(block, 1e-4) >= 64
+    assert calls[0] == 1
