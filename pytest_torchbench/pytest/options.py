@@ -126,8 +126,9 @@ def _add_base_options(group: pytest.OptionGroup) -> None:
         help="time mode against a base measured from --bench-compare=REV: measure REV and this "
         "checkout alternately, N rounds of fresh processes (each round's two taking 10 ms turns "
         "on one CPU, the first turn swapped every round; the first half of every benchmark, "
-        "the rest of those not unchanged within 70%% of the limit), N more of the benchmarks those "
-        "did not decide (and N more of those still undecided), and judge each on the fastest "
+        "the rest of those not unchanged within 70%% of the limit), then passes of 2 rounds (of N "
+        "one side after the other) of the benchmarks those did not decide, up to 2N more, and "
+        "judge each on the fastest "
         f"call of each side per round (default {DEFAULT_ROUNDS}; 1: one base run, then this "
         "run, as for counting modes)",
     )
