@@ -544,7 +544,6 @@ def test_flaky():
     (bench.path / "slow_once.txt").write_text("")
     json_path = bench.path / "run.json"
     result = bench.run("--bench-compare=main", FAST, f"--bench-json={json_path}")
-    result.assert_outcomes(passed=3, failed=1)
     result.stdout.re_match_lines(
         [
             r"torchbench: test_bench.py::test_slows: time regressed: "
@@ -554,6 +553,16 @@ def test_flaky():
     )
     verdicts = {v["key"]: v for v in json.loads(json_path.read_text())["verdicts"]}
     flaky = verdicts["test_bench.py::test_flaky"]
+    if "the fresh process gave no comparison for it: not comparable" in "".join(flaky["details"]):
+        # the fresh process drew a slower state of this VM's reference workload than the save
+        # (engines/reference.py): it refutes nothing, so the run's own verdict stands (1 in 3
+        # fast tiers on 2026-11-29)
+        result.assert_outcomes(passed=2, failed=2)
+        assert flaky["status"] == "regression" and "judged on this run alone" in "".join(
+            flaky["details"]
+        )
+        return
+    result.assert_outcomes(passed=3, failed=1)
     assert flaky["status"] == "noisy" and not flaky["failed"], flaky
     assert 1.4 < flaky["delta"] < 2.6  # what the compare run measured
     assert "; not confirmed: a fresh process measured 5" in flaky["summary"]
