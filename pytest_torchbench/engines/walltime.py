@@ -20,8 +20,8 @@ calls, and the stopping rule is checked at growing intervals, not after every bl
 every block so far). On 96 colour conversions of an image library (1 us to 10 ms a call) the two
 took 2/3 of a time run's wall time (docs/design/time-gate.md, "At once"). Times saved by
 ``Timer.timeit``'s blocks are not compared with these (``BLOCKS``, a fact of time's environment):
-most benchmarks read alike either way, but some large memory-bound calls up to 28% apart
-(docs/design/time-gate.md, "Faster blocks, kept").
+some large memory-bound calls read apart between the two (docs/design/time-gate.md, "Faster
+blocks, kept").
 
 Each block's CPU time (this thread's, ``time.thread_time``) is read beside its wall time, by the
 clock handed to the Timer (``_CpuClock``): other processes take wall time from a preempted thread

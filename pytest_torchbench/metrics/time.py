@@ -396,8 +396,8 @@ class Time(SecondsDisplay, Metric):
     def environment_facts(self) -> Mapping[str, str]:
         from ..engines import walltime
 
-        # huge pages or not moved memory-bound calls by up to 2x, the way blocks are timed by up
-        # to 28%: not comparable across either
+        # huge pages or not, and the way blocks are timed, moved memory-bound calls: not
+        # comparable across either (docs/design/time-gate.md)
         return {"huge_pages": walltime.huge_pages_fact(), "time_blocks": walltime.BLOCKS}
 
     def judge(self, key: str, current: Any, baseline: Any, limit: float, policy: Policy) -> Verdict:

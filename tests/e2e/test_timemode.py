@@ -270,10 +270,13 @@ def test_compare_with_a_path_to_a_folder_or_file(bench):
         assert verdict["status"] in ("unchanged", "not comparable"), result.stdout.str()
 
 
-def _edit_environment(bench, **facts):
+def _edit_environment(bench, *dropped, **facts):
+    """Set ``facts`` and drop the facts named in ``dropped`` in every environment of 'main'."""
     document = bench.load("main")
     for env in document["environments"].values():
         env.update(facts)
+        for fact in dropped:
+            del env[fact]
     text = json.dumps(document, indent=1, sort_keys=True)
     bench.baseline("main").write_text(text)
     return text
@@ -285,13 +288,11 @@ def test_times_saved_by_the_blocks_of_an_earlier_version_are_not_comparable(benc
     is not judged either way), and the line names the fact."""
     _write(bench)
     bench.run("--bench-save=main", FAST, "-k", "slows").assert_outcomes(passed=1)
-    assert bench.load("main")["environments"]
-    for env in bench.load("main")["environments"].values():
+    environments = bench.load("main")["environments"]
+    assert environments
+    for env in environments.values():
         assert env["time_blocks"] == "blocked_autorange"
-    document = bench.load("main")
-    for env in document["environments"].values():
-        del env["time_blocks"]
-    bench.baseline("main").write_text(json.dumps(document, indent=1, sort_keys=True))
+    _edit_environment(bench, "time_blocks")
     (bench.path / "factors.json").write_text(json.dumps({"slows": SLOWER}))
     result = bench.run("--bench-compare=main", FAST, "-k", "slows")
     result.assert_outcomes(passed=1)
