@@ -301,9 +301,10 @@ def test_each_pass_of_extra_rounds_takes_what_all_rounds_so_far_could_not_decide
 
 def test_in_turns_a_pass_of_extra_rounds_is_as_long_as_the_rounds_at_once(tmp_path: Path) -> None:
     """In turns a pass of extra rounds is as long as the rounds of the whole selection (2 of
-    ``--bench-rounds=4``), and there are as many more passes as keep the extra rounds at twice the
-    first rounds; one side after the other, a pass is all the first rounds. The passes are counted
-    the same way by the callback that picks their tests and by the rounds a verdict pairs."""
+    ``--bench-rounds=4``), and there are as many more passes as make the extra rounds four times
+    the first rounds; one side after the other, a pass is all the first rounds, twice. The passes
+    are counted the same way by the callback that picks their tests and by the rounds a verdict
+    pairs."""
     from types import SimpleNamespace
 
     from pytest_torchbench.common.vocabulary import Policy
@@ -313,9 +314,10 @@ def test_in_turns_a_pass_of_extra_rounds_is_as_long_as_the_rounds_at_once(tmp_pa
     from pytest_torchbench.pytest.baseline_source import BaselineSource
     from pytest_torchbench.store.storage import BaselineSet
 
-    assert [base.pass_rounds(4, True), base.extra_passes(4, True)] == [2, 4]
+    # in turns 16 extra rounds (4 x the first), in 8 passes of 2; apart 8, in 2 passes of 4
+    assert [base.pass_rounds(4, True), base.extra_passes(4, True)] == [2, 8]
     assert [base.pass_rounds(4, False), base.extra_passes(4, False)] == [4, 2]
-    assert [base.pass_rounds(2, True), base.extra_passes(2, True)] == [2, 2]
+    assert [base.pass_rounds(2, True), base.extra_passes(2, True)] == [2, 4]
 
     def side(turns: int, **seconds: float) -> BaselineSet:
         return BaselineSet(

@@ -94,6 +94,13 @@ LEFT_OUT = {
 #: twice: a benchmark whose speed flips between states over a machine's windows of load is often
 #: still undecided after one where a second decides it (docs/design/time-gate.md).
 EXTRA_PASSES = 2
+#: In turns, :data:`EXTRA_PASSES` for rounds taken in turns: four times as many rounds again.
+#: Why more: a pass of 2 rounds in turns costs mostly its children's start, and a small call
+#: whose processes draw one of two speeds straddled the limit after 12 rounds in 2 of 13 A/A runs
+#: of an image library's suite; drawn again from those rounds, 20 rounds leave it too noisy less
+#: than half as often, and call no more changes unchanged (docs/design/time-gate.md, "Twenty
+#: rounds in turns").
+EXTRA_PASSES_IN_TURNS = 4
 #: In turns, of the first ``--bench-rounds`` rounds every benchmark gets :func:`at_once_rounds`;
 #: the rest measure only the tests whose rounds so far do not call unchanged at this share of the
 #: limit (all paired ratios within it). Why: on a quiet 2-core machine, in turns, an unchanged
@@ -121,9 +128,10 @@ def pass_rounds(rounds: int, in_turns: bool) -> int:
 
 
 def extra_passes(rounds: int, in_turns: bool) -> int:
-    """How many passes of :func:`pass_rounds` make the :data:`EXTRA_PASSES` x ``rounds`` extra
-    rounds a benchmark may get."""
-    return EXTRA_PASSES * max(rounds, 1) // pass_rounds(rounds, in_turns)
+    """How many passes of :func:`pass_rounds` make the extra rounds a benchmark may get:
+    :data:`EXTRA_PASSES_IN_TURNS` x ``rounds`` in turns, else :data:`EXTRA_PASSES` x ``rounds``."""
+    times = EXTRA_PASSES_IN_TURNS if in_turns else EXTRA_PASSES
+    return times * max(rounds, 1) // pass_rounds(rounds, in_turns)
 
 
 def first_in_turns(rounds: Sequence[tuple[BaselineSet, BaselineSet]], first: int) -> bool:
@@ -709,7 +717,7 @@ class _Measuring:
     def _alternated(self, undecided: Undecided | None) -> BaselineSet:
         """The first rounds (those of the whole selection, then the rest of them for the tests
         those could not call unchanged at once), then passes of :func:`pass_rounds` rounds of the
-        tests not decided yet, up to :data:`EXTRA_PASSES` x ``rounds`` rounds in all; the base's
+        tests not decided yet, up to :func:`extra_passes` of them; the base's
         set of the first round, completed by the later rounds' for a benchmark it lacks."""
         try:
             self.in_turns = turns_wanted()  # read once: every round is measured the same way

@@ -176,7 +176,7 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     document = json.loads((project / "out.json").read_text(encoding="utf-8"))
     again = document["base_rounds_again"]
     assert document["base_rounds"] == 4 and document["base_rounds_at_once"] == 2, document
-    assert again in (2, 4, 6, 8), document
+    assert again in range(2, 17, 2), document  # in passes of 2, up to 4 x the first rounds
     origin = (
         "2 rounds (+2 for the benchmarks they did not call unchanged at once, +2 for the "
         "benchmarks they found changed or could not decide"
@@ -190,7 +190,7 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     slow, steady = verdicts["test_lib.py::test_slow"], verdicts["test_lib.py::test_steady"]
     assert slow["status"] == "regression" and slow["failed"], slow
     rounds_of_slow = re.search(r"(\d+) alternated rounds", slow["summary"])
-    assert rounds_of_slow is not None and rounds_of_slow[1] in ("6", "8", "10", "12"), slow
+    assert rounds_of_slow is not None and int(rounds_of_slow[1]) in range(6, 21, 2), slow
     assert 2.5 < slow["current"] / slow["baseline"] < 3.6, slow  # the paired median ratio: about 3
     assert steady["status"] in ("unchanged", "too noisy") and not steady["failed"], steady
     markdown = (project / "s.md").read_text(encoding="utf-8")
