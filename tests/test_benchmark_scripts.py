@@ -60,6 +60,9 @@ SCRIPTS: dict[str, Script] = {
     "figures_profile.py": Script(
         ("--tiny",), ("== --bench-profile cost", "added per benchmark:", "-n 2 identical:"), 400
     ),
+    "figures_rounds_drawn.py": Script(
+        ("--tiny",), ("two speeds (made up): 9 round figures", "x1.2  up to 20 rounds:"), 120
+    ),
     "figures_time.py": Script(
         ("--tiny",),
         ("(suite (-k", "(gate) 1 compare sessions", "(classes) 10 us", "s in all;"),
