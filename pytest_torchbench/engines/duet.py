@@ -335,9 +335,16 @@ def describe(fd: int, parent_pid: int, cpu: int | None, first: bool) -> str:
 def pair_cpu() -> int | None:
     """The CPU a pair measures on: the last one this process may run on (None where the OS
     cannot pin)."""
+    cpus = pair_cpus()
+    return cpus[0] if cpus else None
+
+
+def pair_cpus() -> list[int]:
+    """The CPUs pairs measured at once measure on, one each: those this process may run on, the
+    last first (none where the OS cannot pin)."""
     if not hasattr(os, "sched_getaffinity"):
-        return None
+        return []
     try:
-        return max(os.sched_getaffinity(0))
-    except (OSError, ValueError):
-        return None
+        return sorted(os.sched_getaffinity(0), reverse=True)
+    except OSError:
+        return []

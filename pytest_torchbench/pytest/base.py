@@ -67,7 +67,7 @@ from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
 from .children import RERUN_ENV, Invocation, passed_through, pytest_launcher, remove_options, stop
 from .importpath import first_import_outside, inside, map_pythonpath, tree_entries
 from .progress import PROGRESS_ENV, ProgressLines
-from .turns import PAIR_ENV, ROUND_SHARE, SHARE_ENV, turns_wanted
+from .turns import PAIR_ENV, ROUND_SHARE, SHARE_ENV, pairs_at_once, turns_wanted
 from .workers import worker_args
 
 #: Set in the base run's environment: the folder where each of its processes writes the modules
@@ -721,6 +721,7 @@ class _Measuring:
         set of the first round, completed by the later rounds' for a benchmark it lacks."""
         try:
             self.in_turns = turns_wanted()  # read once: every round is measured the same way
+            self.pairs_at_once = pairs_at_once() if self.in_turns else 1
         except ValueError as exc:
             raise BaseError(f"{self.shown}: {exc}") from None
         self.head_modules = self.scratch / "modules-head"
@@ -731,8 +732,8 @@ class _Measuring:
         rounds = self.request.rounds
         # one side after the other, a pair does not share the machine's moments: all rounds
         self.rounds_at_once = at_once_rounds(rounds) if self.in_turns else rounds
-        for number in range(1, self.rounds_at_once + 1):
-            self._round(number, self.paths, self.child_paths, f"round {number} of {rounds}")
+        numbers = range(1, self.rounds_at_once + 1)
+        self._rounds(numbers, self.paths, self.child_paths, f" of {rounds}")
         if len(self.paired) < rounds:
             again = list(undecided(list(self.paired), True)) if undecided is not None else []
             what = f" of {rounds}, for the {len(again)} test(s) not unchanged at once"
@@ -759,13 +760,35 @@ class _Measuring:
             return
         mapped = [_map_path(test, self.toplevel, self.worktree) for test in tests]
         start = len(self.paired) + 1
-        for number in range(start, start + count):
-            self._round(number, tests, mapped, f"round {number}{what}")
+        self._rounds(range(start, start + count), tests, mapped, what)
 
-    def _round(
-        self, number: int, head_paths: Sequence[str], base_paths: Sequence[str], what: str
+    def _rounds(
+        self,
+        numbers: Sequence[int],
+        head_paths: Sequence[str],
+        base_paths: Sequence[str],
+        what: str,
     ) -> None:
-        """One alternated round: base and head, the base first in odd rounds."""
+        """Alternated rounds, as many at once as :attr:`pairs_at_once` (in turns, each pair on a
+        CPU of its own); ``what`` follows their numbers in the progress lines."""
+        for start in range(0, len(numbers), self.pairs_at_once):
+            batch = numbers[start : start + self.pairs_at_once]
+            pairs = [self._pair(number, head_paths, base_paths) for number in batch]
+            shown = f"round {batch[0]}" if len(batch) == 1 else f"rounds {batch[0]}-{batch[-1]}"
+            if self.in_turns:
+                _run_pairs([order for order, _ in pairs], self.progress, shown + what)
+            else:
+                for first, second in (order for order, _ in pairs):
+                    first.run(self.progress, shown + what)
+                    second.run(self.progress, shown + what)
+            for _, (base_child, head_child) in pairs:
+                self._round_done(base_child, head_child)
+
+    def _pair(
+        self, number: int, head_paths: Sequence[str], base_paths: Sequence[str]
+    ) -> tuple[tuple[_Child, _Child], tuple[_Child, _Child]]:
+        """Round ``number``'s children: (in the order they take turns: the base first in odd
+        rounds), (base, head)."""
         base_child = self._base_child(base_paths, self.scratch / f"r{number}-base")
         head_child = _Child(
             self.revision,
@@ -779,12 +802,12 @@ class _Measuring:
             self.request.cache_root,
             "head",
         )
-        first, second = (base_child, head_child) if number % 2 else (head_child, base_child)
-        if self.in_turns:
-            _run_pair(first, second, self.progress, what)
-        else:
-            first.run(self.progress, what)
-            second.run(self.progress, what)
+        base_child.round_number = head_child.round_number = number
+        order = (base_child, head_child) if number % 2 else (head_child, base_child)
+        return order, (base_child, head_child)
+
+    def _round_done(self, base_child: _Child, head_child: _Child) -> None:
+        """A round's results, checked, paired."""
         base_set, head_set = base_child.result(), head_child.result()
         self._base_failures(base_child)
         # before more rounds
@@ -939,6 +962,7 @@ class _Child:
     cache_root: Path
     side: str
     returncode: int | None = None
+    round_number: int = 0  # its round's, in the progress lines where rounds run at once
 
     @property
     def output_path(self) -> Path:
@@ -1060,7 +1084,7 @@ def _wait(
         progress.poll(
             what,
             [
-                (_side(child), child.progress_path)
+                (_side(child, len(children) > 2), child.progress_path)
                 for child, code in zip(children, codes)
                 if code is None
             ],
@@ -1070,32 +1094,42 @@ def _wait(
             running.wait(timeout=1.0)
 
 
-def _side(child: _Child) -> str:
-    return "base" if child.side == "base" else "this checkout"
+def _side(child: _Child, with_round: bool = False) -> str:
+    side = "base" if child.side == "base" else "this checkout"
+    return f"{side} (round {child.round_number})" if with_round else side
 
 
-def _run_pair(first: _Child, second: _Child, progress: ProgressLines, what: str) -> None:
-    """Both children at once, measuring in turns (``engines/duet.py``): ``first`` takes the
-    first turn; both measure on the same CPU. Each holds one end of a socket pair; when either
-    exits, the other measures alone."""
+def _run_pairs(pairs: Sequence[tuple[_Child, _Child]], progress: ProgressLines, what: str) -> None:
+    """Every pair's two children at once, measuring in turns (``engines/duet.py``): the first of
+    a pair takes the first turn; a pair's two measure on the same CPU, each pair on its own
+    (``duet.pair_cpus``). Each child holds one end of its pair's socket pair; when either exits,
+    the other measures alone."""
     import socket
 
-    cpu = duet.pair_cpu()
-    ends = socket.socketpair()
+    cpus: list[int | None] = [*duet.pair_cpus()] or [None]
     processes: list[subprocess.Popen[bytes]] = []
+    children: list[_Child] = []
+    ends_of_pairs = []
     try:
-        for child, end, goes_first in ((first, ends[0], True), (second, ends[1], False)):
-            pair = duet.describe(end.fileno(), os.getpid(), cpu, goes_first)
-            processes.append(child.start(pair, pass_fds=[end.fileno()]))
-            end.close()  # the child holds it: the end of file when one exits reaches the other
-        first.returncode, second.returncode = _wait(processes, [first, second], progress, what)
-    except BaseException:  # a child that could not start, or an interrupt: neither outlives this
+        for index, (first, second) in enumerate(pairs):
+            cpu = cpus[index % len(cpus)]
+            ends = socket.socketpair()
+            ends_of_pairs.append(ends)
+            for child, end, goes_first in ((first, ends[0], True), (second, ends[1], False)):
+                pair = duet.describe(end.fileno(), os.getpid(), cpu, goes_first)
+                processes.append(child.start(pair, pass_fds=[end.fileno()]))
+                children.append(child)
+                end.close()  # the child holds it: the end of file when one exits reaches the other
+        for child, code in zip(children, _wait(processes, children, progress, what)):
+            child.returncode = code
+    except BaseException:  # a child that could not start, or an interrupt: none outlives this
         for process in processes:
             stop(process)
         raise
     finally:
-        for end in ends:
-            end.close()
+        for ends in ends_of_pairs:
+            for end in ends:
+                end.close()
 
 
 def _load(folder: Path, revision: Revision) -> BaselineSet:

@@ -44,6 +44,47 @@ def measuring_share() -> float:
     return share if 0.0 < share <= 1.0 else 1.0
 
 
+#: ``TORCHBENCH_PAIRS=N``: at most N rounds' pairs measure at once, each on its own CPU (default:
+#: one per CPU this process may run on; 1 where CUDA is available, as the pairs would share the
+#: GPU).
+PAIRS_ENV = "TORCHBENCH_PAIRS"
+
+
+def pairs_at_once() -> int:
+    """How many rounds' pairs measure at once: one per CPU (``duet.pair_cpus``), at most
+    ``PAIRS_ENV``'s, 1 where CUDA is available. ValueError, with one line, for a value of
+    ``PAIRS_ENV`` that is no positive whole number.
+
+    Why: a pair in turns measures on one CPU, and everything else it does waits for its turn too,
+    so a second CPU stood idle; two pairs at once, one per CPU, took 1.1-1.2x one pair's time for
+    twice the rounds, and their paired ratios spread as one pair's did (docs/design/time-gate.md,
+    "Pairs at once")."""
+    value = os.environ.get(PAIRS_ENV, "").strip()
+    cap = None
+    if value:
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError(
+                f"{PAIRS_ENV}={safe_text(value)!r} is not a positive whole number; unset it "
+                "(one pair per CPU) or set 1 for one pair at a time"
+            )
+        cap = int(value)
+    count = max(len(duet.pair_cpus()), 1)
+    if _cuda_available():
+        count = 1
+    return min(count, cap) if cap is not None else count
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:  # a broken CUDA set-up: one pair at a time, as before
+        return True
+
+
 def turns_wanted() -> bool:
     """Whether rounds are measured in turns (the default) rather than one side after the other:
     not where the OS cannot pin a thread to a CPU (unpinned turns pair nothing: engines/duet.py).

@@ -126,7 +126,7 @@ def project(
 
 
 def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
-    pytester: pytest.Pytester, run_bench, project: Path
+    pytester: pytest.Pytester, run_bench, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     """The 3x slowdown fails, the unchanged benchmark passes (never a regression; on a loaded
     machine it may be called too noisy at the limit, which is not a failure either); the
@@ -146,7 +146,11 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     The calls busy-wait (see LIB): with real loops, a 2x slowdown passed as unchanged in CI once
     (exit 0, "2 unchanged": base rounds at the slow speed, head rounds at the fast one). What a
     change must exceed on such a machine: docs/design/time-gate.md, "Two speeds against the
-    limit"."""
+    limit".
+
+    With two CPUs or more, two rounds' pairs measure at once, each on its own CPU: the progress
+    lines name both rounds and each child's round."""
+    monkeypatch.setenv("TORCHBENCH_PROGRESS_SECONDS", "0.5")
     for _ in range(3):
         result = run_bench(
             *OPTIONS,
@@ -173,6 +177,10 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
         "benchmarks those found changed or could not decide"
     ) in out, out
 
+    if len(os.sched_getaffinity(0)) >= 2:
+        result.stdout.fnmatch_lines(
+            ["torchbench: rounds 1-2 of 4: *base (round 1) *this checkout (round 2) *; * so far"]
+        )
     document = json.loads((project / "out.json").read_text(encoding="utf-8"))
     again = document["base_rounds_again"]
     assert document["base_rounds"] == 4 and document["base_rounds_at_once"] == 2, document
@@ -209,12 +217,14 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
 
 @pytest.mark.slow
 def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(
-    pytester: pytest.Pytester, run_bench, project: Path
+    pytester: pytest.Pytester, run_bench, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     """Nothing regressed, but one benchmark could not be judged: it is named with its limit and
     the limit its rounds would decide at (not failed, not passed), its report says so, and in CI
     the run exits 6 (as when a baseline is not comparable), unless --bench-allow-incomparable
-    accepts it."""
+    accepts it. One pair at a time: the benchmark counts its side's processes in a file, in the
+    order the rounds run."""
+    monkeypatch.setenv("TORCHBENCH_PAIRS", "1")
     result = run_bench(*OPTIONS, "--bench-base=measure", "--bench-markdown=s.md", "test_noisy.py")
     out = result.stdout.str()
     assert result.ret == 6, out
@@ -223,13 +233,14 @@ def test_too_noisy_is_named_with_its_spread_and_exits_6_in_ci(
         "test_noisy.py::test_noisy [time]: too noisy at a 40% limit: " in out
         and "at a limit of" in out
     ), out
-    # the rounds that could not decide it, then those that still could not: a pass each
+    # the rounds that could not decide it, then those that still could not: passes of 2, up to
+    # 4 x the first rounds in turns (the steps' cycles go round again: never decided)
     assert (
         "in 2 rounds of fresh processes (each round's base and head at once, in 10 ms turns on "
         "one CPU; base first, then head first, ...), then 2 more rounds of the benchmarks "
-        "those found changed or could not decide and 2 more of those still undecided"
+        "those found changed or could not decide and 6 more of those still undecided"
     ) in out, out
-    assert "over 6 alternated rounds" in out, out
+    assert "over 10 alternated rounds" in out, out
     assert "in CI this fails the run (exit 6)" in out
     assert "Too noisy to judge (1)" in (project / "s.md").read_text(encoding="utf-8")
     accepted = run_bench(
