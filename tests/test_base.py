@@ -575,6 +575,46 @@ def test_the_order_of_a_rounds_two_children_is_read_from_the_environment(monkeyp
     assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
 
 
+def test_pairs_at_once_are_one_per_cpu_capped_by_the_variable_and_one_with_cuda(
+    monkeypatch,
+) -> None:  # type: ignore[no-untyped-def]
+    """Rounds in turns run one pair per CPU this process may use; ``TORCHBENCH_PAIRS`` caps that
+    (a bad value is one escaped line); where CUDA is available, one pair at a time (the pairs
+    would share the GPU)."""
+    import os
+
+    import pytest
+
+    from pytest_torchbench.engines import duet
+    from pytest_torchbench.pytest import turns
+
+    monkeypatch.setattr(duet, "pair_cpus", lambda: [3, 2, 1, 0])
+    monkeypatch.setattr(turns, "_cuda_available", lambda: False)
+    monkeypatch.delenv(turns.PAIRS_ENV, raising=False)
+    assert turns.pairs_at_once() == 4
+    monkeypatch.setenv(turns.PAIRS_ENV, " 2 ")
+    assert turns.pairs_at_once() == 2
+    monkeypatch.setenv(turns.PAIRS_ENV, "9")
+    assert turns.pairs_at_once() == 4
+    monkeypatch.setattr(turns, "_cuda_available", lambda: True)
+    assert turns.pairs_at_once() == 1
+    monkeypatch.setattr(duet, "pair_cpus", lambda: [])
+    monkeypatch.setattr(turns, "_cuda_available", lambda: False)
+    assert turns.pairs_at_once() == 1  # no pinning: one pair, as before
+    for bad in ("0", "-1", "two\x1b[31m"):
+        monkeypatch.setenv(turns.PAIRS_ENV, bad)
+        with pytest.raises(
+            ValueError, match=r"^TORCHBENCH_PAIRS='.*' is not a positive whole"
+        ) as caught:
+            turns.pairs_at_once()
+        assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
+    # this machine: one pair per CPU it may pin to
+    monkeypatch.delenv(turns.PAIRS_ENV)
+    monkeypatch.undo()
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    assert turns.pairs_at_once() in (1, cpus)
+
+
 def test_a_base_runs_report_is_read_defensively(tmp_path: Path) -> None:
     """What the base run's --bench-json says of tests that measured nothing: failed ones (any
     test: a crashed worker's report names no marker) and skipped benchmarks, one escaped line of at

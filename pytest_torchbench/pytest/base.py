@@ -183,6 +183,8 @@ class MeasuredBase:
     unmeasured: dict[str, str] = dataclasses.field(default_factory=dict)
     #: ``; whole output in PATH`` where the output of the base run with those tests was kept.
     failure_log: str = ""
+    #: The most rounds whose pairs measured at once, each on a CPU of its own.
+    pairs_at_once: int = 1
 
     @property
     def tests_failed(self) -> int:
@@ -673,6 +675,8 @@ class _Measuring:
         self.paired: list[tuple[BaselineSet, BaselineSet]] = []
         self.in_turns = False  # set by _alternated: a base not at REV measures no rounds
         self.rounds_at_once = 0
+        self.pairs_at_once = 1  # at most, by _alternated; then the most that ran at once
+        self.most_at_once = 1
         self.unmeasured: dict[str, str] = {}
         self.failure_log = ""
 
@@ -721,7 +725,9 @@ class _Measuring:
         set of the first round, completed by the later rounds' for a benchmark it lacks."""
         try:
             self.in_turns = turns_wanted()  # read once: every round is measured the same way
-            self.pairs_at_once = pairs_at_once() if self.in_turns else 1
+            # tests run in xdist workers hold the turn for the whole loop (unpinned): one pair
+            with_workers = worker_args(self.options, keep_xdist=True) != worker_args(self.options)
+            self.pairs_at_once = pairs_at_once() if self.in_turns and not with_workers else 1
         except ValueError as exc:
             raise BaseError(f"{self.shown}: {exc}") from None
         self.head_modules = self.scratch / "modules-head"
@@ -777,6 +783,7 @@ class _Measuring:
             shown = f"round {batch[0]}" if len(batch) == 1 else f"rounds {batch[0]}-{batch[-1]}"
             if self.in_turns:
                 _run_pairs([order for order, _ in pairs], self.progress, shown + what)
+                self.most_at_once = max(self.most_at_once, len(batch))
             else:
                 for first, second in (order for order, _ in pairs):
                     first.run(self.progress, shown + what)
@@ -858,6 +865,7 @@ class _Measuring:
                 self.rounds_at_once,
                 self.unmeasured,
                 self.failure_log,
+                self.most_at_once,
             )
         return MeasuredBase(
             self.revision,

@@ -502,8 +502,13 @@ def _how(measured: MeasuredBase) -> str:
             else ""
         )
         again += f" and {later} more of those still undecided" if later else ""
+        at_once = (
+            f", {measured.pairs_at_once} rounds at a time, each on a CPU of its own"
+            if measured.pairs_at_once > 1
+            else ""
+        )
         order = (
-            "each round's base and head at once, in 10 ms turns on one CPU; "
+            f"each round's base and head at once, in 10 ms turns on one CPU{at_once}; "
             "base first, then head first, ..."
             if measured.in_turns
             else "base, head; head, base; ..."

@@ -170,14 +170,16 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     assert "FAILED test_lib.py::test_slow" in out
     # two rounds of both; the slowdown is not unchanged at once, so it gets the other two first
     # rounds; then, a change, it is measured again, alone, in passes as long as the first two
+    two_at_a_time = len(os.sched_getaffinity(0)) >= 2
+    at_once = ", 2 rounds at a time, each on a CPU of its own" if two_at_a_time else ""
     assert (
         "measured alternately with this checkout in 2 rounds of fresh processes (each round's base "
-        "and head at once, in 10 ms turns on one CPU; base first, then head first, ...), 2 more "
-        "of the benchmarks those did not call unchanged at once, then 2 more rounds of the "
+        f"and head at once, in 10 ms turns on one CPU{at_once}; base first, then head first, ...), "
+        "2 more of the benchmarks those did not call unchanged at once, then 2 more rounds of the "
         "benchmarks those found changed or could not decide"
     ) in out, out
 
-    if len(os.sched_getaffinity(0)) >= 2:
+    if two_at_a_time:
         result.stdout.fnmatch_lines(
             ["torchbench: rounds 1-2 of 4: *base (round 1) *this checkout (round 2) *; * so far"]
         )
