@@ -576,7 +576,7 @@ def test_the_order_of_a_rounds_two_children_is_read_from_the_environment(monkeyp
 
 
 def test_pairs_at_once_are_one_per_cpu_capped_by_the_variable_and_one_with_cuda(
-    monkeypatch,
+    monkeypatch, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
     """Rounds in turns run one pair per CPU this process may use; ``TORCHBENCH_PAIRS`` caps that
     (a bad value is one escaped line); where CUDA is available, one pair at a time (the pairs
@@ -588,8 +588,14 @@ def test_pairs_at_once_are_one_per_cpu_capped_by_the_variable_and_one_with_cuda(
     from pytest_torchbench.engines import duet
     from pytest_torchbench.pytest import turns
 
+    cpu_quota = turns._cpu_quota
+    for text, quota in (("max 100000", None), ("150000 100000", 1), ("400000 100000", 4)):
+        (tmp_path / "cpu.max").write_text(text + "\n")
+        assert cpu_quota(str(tmp_path / "cpu.max")) == quota
+    assert cpu_quota(str(tmp_path / "absent")) is None
     monkeypatch.setattr(duet, "pair_cpus", lambda: [3, 2, 1, 0])
     monkeypatch.setattr(turns, "_cuda_available", lambda: False)
+    monkeypatch.setattr(turns, "_cpu_quota", lambda: None)
     monkeypatch.delenv(turns.PAIRS_ENV, raising=False)
     assert turns.pairs_at_once() == 4
     monkeypatch.setenv(turns.PAIRS_ENV, " 2 ")
@@ -601,6 +607,10 @@ def test_pairs_at_once_are_one_per_cpu_capped_by_the_variable_and_one_with_cuda(
     monkeypatch.setattr(duet, "pair_cpus", lambda: [])
     monkeypatch.setattr(turns, "_cuda_available", lambda: False)
     assert turns.pairs_at_once() == 1  # no pinning: one pair, as before
+    monkeypatch.setattr(duet, "pair_cpus", lambda: [3, 2, 1, 0])
+    monkeypatch.setattr(turns, "_cpu_quota", lambda: 2)
+    assert turns.pairs_at_once() == 2  # a container's quota of 2 CPUs of the 4 it sees
+    monkeypatch.setattr(turns, "_cpu_quota", lambda: None)
     for bad in ("0", "-1", "two\x1b[31m"):
         monkeypatch.setenv(turns.PAIRS_ENV, bad)
         with pytest.raises(
@@ -609,8 +619,8 @@ def test_pairs_at_once_are_one_per_cpu_capped_by_the_variable_and_one_with_cuda(
             turns.pairs_at_once()
         assert "\x1b" not in str(caught.value) and "\n" not in str(caught.value)
     # this machine: one pair per CPU it may pin to
-    monkeypatch.delenv(turns.PAIRS_ENV)
     monkeypatch.undo()
+    monkeypatch.delenv(turns.PAIRS_ENV, raising=False)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
     assert turns.pairs_at_once() in (1, cpus)
 

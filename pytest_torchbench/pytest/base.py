@@ -512,6 +512,10 @@ class BaseRequest:
     prepare: str | None = None
     option: str = "--bench-compare"
     rounds: int = 1
+    #: The session's tests run in xdist or launched workers (options, ini or ``PYTEST_ADDOPTS``;
+    #: the children's the same): a child then holds its turn for its whole loop, unpinned, so
+    #: rounds run one pair at a time.
+    in_workers: bool = False
 
     @property
     def shown(self) -> str:
@@ -725,9 +729,8 @@ class _Measuring:
         set of the first round, completed by the later rounds' for a benchmark it lacks."""
         try:
             self.in_turns = turns_wanted()  # read once: every round is measured the same way
-            # tests run in xdist workers hold the turn for the whole loop (unpinned): one pair
-            with_workers = worker_args(self.options, keep_xdist=True) != worker_args(self.options)
-            self.pairs_at_once = pairs_at_once() if self.in_turns and not with_workers else 1
+            at_once = self.in_turns and not self.request.in_workers
+            self.pairs_at_once = pairs_at_once() if at_once else 1
         except ValueError as exc:
             raise BaseError(f"{self.shown}: {exc}") from None
         self.head_modules = self.scratch / "modules-head"

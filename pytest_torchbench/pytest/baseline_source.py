@@ -319,6 +319,8 @@ class BaselineSource:
         alternate = any(
             getattr(registry.find(m, Judging), "alternates", False) for m in self.settings.modes
         )
+        option = self.config.option
+        in_workers = getattr(option, "dist", "no") != "no" and bool(getattr(option, "tx", None))
         return BaseRequest(
             revision=self.revision,
             modes=tuple(self.settings.modes),
@@ -328,6 +330,7 @@ class BaselineSource:
             else self.settings.rootdir / ".torchbench" / "bases",
             prepare=self.settings.base_prepare,
             rounds=self.settings.rounds if alternate else 1,
+            in_workers=in_workers,
         )
 
     def because(self) -> str:

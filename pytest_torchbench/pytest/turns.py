@@ -68,10 +68,22 @@ def pairs_at_once() -> int:
                 "(one pair per CPU) or set 1 for one pair at a time"
             )
         cap = int(value)
-    count = max(len(duet.pair_cpus()), 1)
+    count = max(min(len(duet.pair_cpus()), _cpu_quota() or len(duet.pair_cpus())), 1)
     if _cuda_available():
         count = 1
     return min(count, cap) if cap is not None else count
+
+
+def _cpu_quota(path: str = "/sys/fs/cgroup/cpu.max") -> int | None:
+    """The whole CPUs this process's cgroup (v2) may use, at least 1; None without a quota.
+    Why: in a container limited to fewer CPUs than it sees, pinned pairs past the quota are
+    throttled in periods longer than a turn, which one side of a pair takes alone."""
+    try:
+        with open(path, encoding="ascii") as file:
+            quota, _, period = file.read().strip().partition(" ")
+        return max(int(int(quota) / int(period)), 1)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None  # "max" (no quota), no cgroup v2, or unreadable
 
 
 def _cuda_available() -> bool:

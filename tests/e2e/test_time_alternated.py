@@ -151,6 +151,7 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     With two CPUs or more, two rounds' pairs measure at once, each on its own CPU: the progress
     lines name both rounds and each child's round."""
     monkeypatch.setenv("TORCHBENCH_PROGRESS_SECONDS", "0.5")
+    monkeypatch.setenv("TORCHBENCH_PAIRS", "2")  # two at a time where this machine allows it
     for _ in range(3):
         result = run_bench(
             *OPTIONS,
@@ -170,7 +171,9 @@ def test_alternated_rounds_catch_the_slowdown_and_pass_the_unchanged(
     assert "FAILED test_lib.py::test_slow" in out
     # two rounds of both; the slowdown is not unchanged at once, so it gets the other two first
     # rounds; then, a change, it is measured again, alone, in passes as long as the first two
-    two_at_a_time = len(os.sched_getaffinity(0)) >= 2
+    from pytest_torchbench.pytest.turns import pairs_at_once
+
+    two_at_a_time = pairs_at_once() == 2  # CPUs enough, no CUDA
     at_once = ", 2 rounds at a time, each on a CPU of its own" if two_at_a_time else ""
     assert (
         "measured alternately with this checkout in 2 rounds of fresh processes (each round's base "
