@@ -724,3 +724,22 @@ def test_the_session_reports_the_rounds_head_figures_and_measures_briefly_only_w
     fake.measured = SimpleNamespace(rounds=[])  # a one-shot base: the session's figures count
     assert not BaselineSource.judges_on_rounds_only(fake)  # type: ignore[arg-type]
     assert BaselineSource.head_measured(fake, mine) is mine  # type: ignore[arg-type]
+
+
+def test_a_session_runs_its_tests_in_workers_as_an_xdist_controller_only() -> None:
+    """``-n``/``--dist`` (or a launching mode) make a controller; its workers, and a session
+    without a distribution, are not one."""
+    from types import SimpleNamespace
+
+    from pytest_torchbench.pytest.workers import runs_tests_in_workers
+
+    def config(dist: str, tx: list[str] | None, worker: bool = False) -> object:
+        made = SimpleNamespace(option=SimpleNamespace(dist=dist, tx=tx))
+        if worker:
+            made.workerinput = {}  # type: ignore[attr-defined]
+        return made
+
+    assert runs_tests_in_workers(config("load", ["popen"]))  # type: ignore[arg-type]
+    assert not runs_tests_in_workers(config("no", None))  # type: ignore[arg-type]
+    assert not runs_tests_in_workers(config("load", None))  # type: ignore[arg-type]
+    assert not runs_tests_in_workers(config("load", ["popen"], worker=True))  # type: ignore[arg-type]

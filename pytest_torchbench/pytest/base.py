@@ -94,12 +94,11 @@ LEFT_OUT = {
 #: twice: a benchmark whose speed flips between states over a machine's windows of load is often
 #: still undecided after one where a second decides it (docs/design/time-gate.md).
 EXTRA_PASSES = 2
-#: In turns, :data:`EXTRA_PASSES` for rounds taken in turns: four times as many rounds again.
-#: Why more: a pass of 2 rounds in turns costs mostly its children's start, and a small call
-#: whose processes draw one of two speeds straddled the limit after 12 rounds in 2 of 13 A/A runs
-#: of an image library's suite; drawn again from those rounds, 20 rounds leave it too noisy less
-#: than half as often, and call no more changes unchanged (docs/design/time-gate.md, "Twenty
-#: rounds in turns").
+#: :data:`EXTRA_PASSES` for rounds taken in turns: four times as many rounds again. Why more: a
+#: pass of 2 rounds in turns costs mostly its children's start, and small calls whose processes
+#: draw one of two speeds straddled the limit after 12 rounds in A/A runs; their rounds drawn
+#: again were too noisy a third to a half less often at 20 rounds, and passed about as many real
+#: changes (docs/design/time-gate.md, "Twenty rounds in turns").
 EXTRA_PASSES_IN_TURNS = 4
 #: In turns, of the first ``--bench-rounds`` rounds every benchmark gets :func:`at_once_rounds`;
 #: the rest measure only the tests whose rounds so far do not call unchanged at this share of the
@@ -679,8 +678,8 @@ class _Measuring:
         self.paired: list[tuple[BaselineSet, BaselineSet]] = []
         self.in_turns = False  # set by _alternated: a base not at REV measures no rounds
         self.rounds_at_once = 0
-        self.pairs_at_once = 1  # at most, by _alternated; then the most that ran at once
-        self.most_at_once = 1
+        self.pairs_at_once = 1  # the most allowed (set by _alternated)
+        self.most_at_once = 1  # the most that ran
         self.unmeasured: dict[str, str] = {}
         self.failure_log = ""
 

@@ -33,6 +33,7 @@ from .children import invocation_of
 from .options import BenchSettings
 from .progress import ProgressLines
 from .session import BenchSession
+from .workers import runs_tests_in_workers
 
 
 class BaselineSource:
@@ -319,8 +320,6 @@ class BaselineSource:
         alternate = any(
             getattr(registry.find(m, Judging), "alternates", False) for m in self.settings.modes
         )
-        option = self.config.option
-        in_workers = getattr(option, "dist", "no") != "no" and bool(getattr(option, "tx", None))
         return BaseRequest(
             revision=self.revision,
             modes=tuple(self.settings.modes),
@@ -330,7 +329,7 @@ class BaselineSource:
             else self.settings.rootdir / ".torchbench" / "bases",
             prepare=self.settings.base_prepare,
             rounds=self.settings.rounds if alternate else 1,
-            in_workers=in_workers,
+            in_workers=runs_tests_in_workers(self.config),
         )
 
     def because(self) -> str:

@@ -56,6 +56,7 @@ from .options import BenchSettings
 from .progress import PROGRESS_ENV, ProgressFile
 from .session import BenchSession, IsolationGuard, Naming
 from .turns import join_pair
+from .workers import runs_tests_in_workers
 
 settings_key = pytest.StashKey[BenchSettings]()
 owns_key = pytest.StashKey[bool]()
@@ -96,14 +97,6 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
-
-
-def _is_xdist_controller(config: pytest.Config) -> bool:
-    return (
-        not _is_xdist_worker(config)
-        and getattr(config.option, "dist", "no") != "no"
-        and bool(getattr(config.option, "tx", None))
-    )
 
 
 def _pytest_benchmark_plugins(config: pytest.Config) -> list[tuple[str, object]]:
@@ -241,7 +234,7 @@ def pytest_configure(config: pytest.Config) -> None:
         _configure_controller(
             config, settings, baseline=baseline, session=session, revision=revision
         )
-        if _is_xdist_controller(config):  # (instructions mode made it one) its workers measure:
+        if runs_tests_in_workers(config):  # (instructions mode made it one) its workers measure:
             extensions.environment_facts(config)  # a bad hook here stops the run before they start
 
 
@@ -298,7 +291,7 @@ def _configure_controller(
         config.pluginmanager.register(
             ProgressFile(Path(os.environ[PROGRESS_ENV])), "torchbench-progress"
         )
-    if _is_xdist_controller(config) and "time" in settings.modes:
+    if runs_tests_in_workers(config) and "time" in settings.modes:
         config.issue_config_time_warning(
             TorchbenchWarning(
                 "wall time measured by parallel xdist workers shares the CPU with other tests: "

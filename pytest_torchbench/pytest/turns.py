@@ -17,6 +17,7 @@ import pytest
 
 from ..common.text import safe_text
 from ..engines import duet
+from .workers import runs_tests_in_workers
 
 #: Set by ``pytest/base.py`` in the environment of each child of a round: ``FD,PID,CPU,FIRST``
 #: (``duet.describe``). Read once and removed, so that no process this one starts can take it.
@@ -68,10 +69,10 @@ def pairs_at_once() -> int:
                 "(one pair per CPU) or set 1 for one pair at a time"
             )
         cap = int(value)
-    count = max(min(len(duet.pair_cpus()), _cpu_quota() or len(duet.pair_cpus())), 1)
     if _cuda_available():
-        count = 1
-    return min(count, cap) if cap is not None else count
+        return 1
+    count = max(len(duet.pair_cpus()), 1)
+    return min(count, _cpu_quota() or count, cap or count)
 
 
 def _cpu_quota(path: str = "/sys/fs/cgroup/cpu.max") -> int | None:
@@ -121,8 +122,7 @@ class PairPlugin:
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, None, object]:
         self.baton.tests = {item.nodeid for item in session.items}
         self.baton.start()
-        option = session.config.option
-        if getattr(option, "dist", "no") != "no" and getattr(option, "tx", None):
+        if runs_tests_in_workers(session.config):
             # the tests run in xdist or launched workers, which measure alone: this side keeps the
             # turn for its whole loop, and the other waits for it (one after the other)
             self.baton.hold_long()

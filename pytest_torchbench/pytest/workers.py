@@ -450,6 +450,17 @@ CONTROLLER_ONLY_OPTIONS = {
 XDIST_OPTIONS = {"-n": True, "--numprocesses": True, "--maxprocesses": True, "--dist": True}
 
 
+def runs_tests_in_workers(config: pytest.Config) -> bool:
+    """Whether this session's tests run in xdist or launched workers (it is their controller):
+    ``-n`` or ``--dist`` from the command line, ini ``addopts`` or ``PYTEST_ADDOPTS``, or a mode
+    that launches its workers (:func:`configure_controller`)."""
+    return (
+        not hasattr(config, "workerinput")
+        and getattr(config.option, "dist", "no") != "no"
+        and bool(getattr(config.option, "tx", None))
+    )
+
+
 def worker_args(args: Sequence[str], *, keep_xdist: bool = False) -> tuple[str, ...]:
     """``args`` without the controller-only options (``--opt=value`` and ``--opt value`` forms),
     and without xdist's (:data:`XDIST_OPTIONS`) unless ``keep_xdist``."""

@@ -266,3 +266,15 @@ def test_a_selection_the_base_revision_lacks_is_new_not_a_crash(
     assert result.ret == 0 and "INTERNALERROR" not in out, out
     document = json.loads((project / "out.json").read_text(encoding="utf-8"))
     assert {v["status"] for v in document["verdicts"]} == {"new"}, document["verdicts"]
+
+
+@pytest.mark.slow
+def test_under_xdist_rounds_run_one_pair_at_a_time(
+    pytester: pytest.Pytester, run_bench, project: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A session whose tests run in xdist workers measures its rounds one pair at a time: each
+    child holds its turn for its whole loop, unpinned, so a second pair would run beside it."""
+    result = run_bench(*OPTIONS, "-p", "xdist", "-n", "2", "--bench-base=measure", "test_lib.py")
+    out = result.stdout.str()
+    assert "measured alternately with this checkout in 2 rounds" in out, out
+    assert "rounds at a time" not in out and "rounds 1-2" not in out, out
