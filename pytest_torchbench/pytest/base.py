@@ -97,8 +97,8 @@ EXTRA_PASSES = 2
 #: :data:`EXTRA_PASSES` for rounds taken in turns: four times as many rounds again. Why more: a
 #: pass of 2 rounds in turns costs mostly its children's start, and small calls whose processes
 #: draw one of two speeds straddled the limit after 12 rounds in A/A runs; their rounds drawn
-#: again were too noisy a third to a half less often at 20 rounds, and passed about as many real
-#: changes (docs/design/time-gate.md, "Twenty rounds in turns").
+#: again were too noisy less often at 20 rounds, and passed about as many real changes
+#: (docs/design/time-gate.md, "Twenty rounds in turns").
 EXTRA_PASSES_IN_TURNS = 4
 #: In turns, of the first ``--bench-rounds`` rounds every benchmark gets :func:`at_once_rounds`;
 #: the rest measure only the tests whose rounds so far do not call unchanged at this share of the

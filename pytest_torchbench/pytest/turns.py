@@ -57,9 +57,8 @@ def pairs_at_once() -> int:
     ``PAIRS_ENV`` that is no positive whole number.
 
     Why: a pair in turns measures on one CPU, and everything else it does waits for its turn too,
-    so a second CPU stood idle; two pairs at once, one per CPU, took 1.1-1.2x one pair's time for
-    twice the rounds, and an unchanged suite stayed green in 20 of 20 runs, its paired ratios
-    spreading a little more (docs/design/time-gate.md, "Pairs at once")."""
+    so a second CPU stood idle; two pairs at once took little more than one pair's time for twice
+    the rounds, and an unchanged suite stayed green (docs/design/time-gate.md, "Pairs at once")."""
     value = os.environ.get(PAIRS_ENV, "").strip()
     cap = None
     if value:
