@@ -57,6 +57,29 @@ def test_imports_from_the_checkout_or_an_installed_copy_are_refused(tmp_path: Pa
     assert wrong_import(helper, worktree, checkout) == ("helpers", str(checkout / "helpers.py"))
 
 
+def test_imports_are_judged_by_their_real_paths(tmp_path: Path) -> None:
+    """A module's file is judged where it really lies: through a linked folder, a linked file, or
+    a ``..`` after a linked folder (each folder is resolved once, so each of these must still
+    resolve)."""
+    worktree, checkout = tmp_path / "wt", tmp_path / "checkout"
+    _tree(worktree, "src/mylib/__init__.py")
+    _tree(checkout, "helpers.py", "other/x.py")
+    (tmp_path / "to-checkout").symlink_to(checkout)
+    (tmp_path / "to-worktree").symlink_to(worktree)
+    (worktree / "linked.py").symlink_to(checkout / "helpers.py")
+    through_folder = str(tmp_path / "to-checkout" / "helpers.py")
+    assert wrong_import({"helpers": through_folder}, worktree, checkout) == (
+        "helpers",
+        through_folder,
+    )
+    linked_file = str(worktree / "linked.py")
+    assert wrong_import({"linked": linked_file}, worktree, checkout) == ("linked", linked_file)
+    up = str(tmp_path / "to-worktree" / ".." / "checkout" / "other" / "x.py")
+    assert wrong_import({"x": up}, worktree, checkout) == ("x", up)
+    mine = str(tmp_path / "to-worktree" / "src" / "mylib" / "__init__.py")
+    assert wrong_import({"mylib": mine}, worktree, checkout) is None
+
+
 def test_the_base_run_keeps_the_selection_and_drops_what_writes() -> None:
     args = [
         "tests/test_a.py",

@@ -65,7 +65,7 @@ from ..reports.shards import describe_origins
 from ..store.refs import Revision
 from ..store.storage import BaselineError, BaselineSet, load_set_from_folder
 from .children import RERUN_ENV, Invocation, passed_through, pytest_launcher, remove_options, stop
-from .importpath import first_import_outside, inside, map_pythonpath, tree_entries
+from .importpath import first_import_outside, map_pythonpath, tree_entries
 from .progress import PROGRESS_ENV, ProgressLines
 from .turns import PAIR_ENV, ROUND_SHARE, SHARE_ENV, pairs_at_once, turns_wanted
 from .workers import worker_args
@@ -334,25 +334,46 @@ def wrong_import(
 ) -> tuple[str, str] | None:
     """The first module of the project that the base run imported from elsewhere than the
     worktree, as (name, file); None when every one came from the worktree."""
-    worktree = worktree.resolve()
-    checkout = checkout.resolve()
-    own = project_packages(worktree)
-    interpreter = _interpreter_folders()
+    own = project_packages(worktree.resolve())
+    worktree_text, checkout_text = str(worktree.resolve()), str(checkout.resolve())
+    interpreter = [str(folder) for folder in _interpreter_folders()]
+    resolved = _Resolved()
     for name, file in sorted(modules.items()):
-        path = Path(file)
-        if not path.is_absolute():
+        if not os.path.isabs(file):
             continue  # not a file the module was loaded from (torch.classes says "_classes.py")
-        try:
-            path = path.resolve()
-        except OSError:
-            continue
-        if inside(path, worktree):
+        path = resolved(file)
+        if path is None or _within(path, worktree_text):
             continue
         if name.partition(".")[0] in own:
             return name, file
-        if inside(path, checkout) and not any(inside(path, f) for f in interpreter):
+        if _within(path, checkout_text) and not any(_within(path, f) for f in interpreter):
             return name, file
     return None
+
+
+class _Resolved:
+    """Files' real paths, each folder resolved once: a base run imports about 2,000 modules from
+    a few hundred folders, and resolving every file took most of a round's bookkeeping."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, str] = {}
+
+    def __call__(self, file: str) -> str | None:
+        """``file``'s real path (as ``os.path.realpath``), or None where it cannot be read."""
+        try:
+            folder, base = os.path.split(file)
+            if os.pardir in file.split(os.sep) or not base or os.path.islink(file):
+                return os.path.realpath(file)
+            if folder not in self._folders:
+                self._folders[folder] = os.path.realpath(folder)
+            return os.path.join(self._folders[folder], base)
+        except (OSError, ValueError):
+            return None
+
+
+def _within(path: str, folder: str) -> bool:
+    """Whether the real path ``path`` lies in the real folder ``folder`` (``inside`` on text)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def write_imported_modules() -> None:

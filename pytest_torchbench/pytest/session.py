@@ -81,7 +81,7 @@ class IsolationGuard:
 #: The share of its usual measuring time (``MeasureContext.share``) a time measurement takes in a
 #: session whose every benchmark is judged on alternated rounds: the rounds' head measured it, in
 #: turns with the base, and its figures replace this session's (``BaselineSource.head_measured``).
-BRIEF_SHARE = 0.1
+BRIEF_SHARE = 0.02
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,112 @@
+"""A metric's numbers as they come from a file (metrics/identity.py, ``invalid_number``): the one
+pass over a sound file and the checks that name what is wrong agree on every value."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from pytest_torchbench.metrics.identity import Identity
+from pytest_torchbench.metrics.registry import get
+from pytest_torchbench.metrics.time import TimeMetric
+
+#: Values a corrupt or hand-edited file can hold where a number belongs.
+WRONG: list[Any] = [
+    float("nan"),
+    float("inf"),
+    -1.0,
+    -1,
+    0.0,
+    0,
+    True,
+    None,
+    "1",
+    2**1100,  # too large for a float
+    [1.0, float("nan")],
+    {"nested": -1},
+    [True],
+]
+
+
+def _time_data() -> dict[str, Any]:
+    metric = TimeMetric(
+        number_per_run=4,
+        raw_times=[1e-3 * (1.0 + i / 100) for i in range(40)],
+        cpu_share=0.97,
+        load=1.5,
+        cpus=2,
+        reference={"probe": 1, "compute": 2e-3},
+    )
+    return metric.to_json()
+
+
+def _named(metric: Identity, data: dict[str, Any]) -> str | None:
+    """The checks that name the field, without the one pass in front of them."""
+    return (
+        metric._invalid_counts(data)
+        or metric._invalid_typed(data)
+        or metric._invalid_fractions(data)
+        or next(
+            (
+                f"{path}: {problem}"
+                for path, number, top in _numbers(data, metric.name)
+                if (problem := _problem(number, top in metric.positive_fields))
+            ),
+            None,
+        )
+    )
+
+
+def _numbers(data: dict[str, Any], name: str) -> Any:
+    from pytest_torchbench.metrics import identity
+
+    return identity._numbers(data, name, None)
+
+
+def _problem(number: Any, positive: bool) -> str | None:
+    from pytest_torchbench.metrics import identity
+
+    return identity._number_problem(number, positive)
+
+
+def test_a_sound_time_result_has_nothing_wrong() -> None:
+    assert get("time", Identity).invalid_number(_time_data()) is None
+
+
+@pytest.mark.parametrize("wrong", WRONG, ids=repr)
+@pytest.mark.parametrize(
+    "field",
+    ["raw_times", "raw_times[3]", "median", "iqr", "cpu_share", "load", "cpus", "reference.compute",
+     "label", "unknown"],
+)  # fmt: skip
+def test_the_one_pass_and_the_named_checks_agree(field: str, wrong: Any) -> None:
+    """Wherever a wrong value sits (a whole field, one raw time, inside an object, a field no
+    rule names), ``invalid_number`` finds a problem exactly where the named checks do, and then
+    says what they say."""
+    metric = get("time", Identity)
+    data = _time_data()
+    name, _, rest = field.partition("[")
+    if rest:
+        data[name][int(rest.rstrip("]"))] = copy.deepcopy(wrong)
+    elif "." in field:
+        outer, inner = field.split(".")
+        data[outer][inner] = copy.deepcopy(wrong)
+    else:
+        data[field] = copy.deepcopy(wrong)
+    found, named = metric.invalid_number(data), _named(metric, data)
+    assert (found is None) == (named is None)
+    if found is not None:
+        assert found.startswith("time.")
+
+
+@pytest.mark.parametrize("name", ["instructions", "memory", "ops", "calls", "compile", "kernels"])
+@pytest.mark.parametrize("wrong", WRONG, ids=repr)
+def test_every_metric_agrees_with_its_named_checks(name: str, wrong: Any) -> None:
+    metric = get(name, Identity)
+    fields = metric.number_fields + metric.positive_fields + metric.count_fields
+    for field in fields:
+        data: dict[str, Any] = {f: 1 for f in fields}
+        data[field] = copy.deepcopy(wrong)
+        assert (metric.invalid_number(data) is None) == (_named(metric, data) is None), field
