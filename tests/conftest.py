@@ -29,6 +29,13 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# torch is imported once, before any test: a first import inside a test that uses pytester is
+# undone by pytester's snapshot of sys.modules at its teardown, and the next import of torch in
+# that process fails ("SystemError: ... bad call flags", then a segfault in the xdist worker),
+# depending on which tests the worker drew.
+with contextlib.suppress(ImportError):
+    import torch  # noqa: F401
+
 # Test projects that end-to-end tests copy and run with pytester; not tests of this suite.
 collect_ignore = ["e2e/projects"]
 FAST = "--bench-min-run-time=0.02"
