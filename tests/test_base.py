@@ -766,3 +766,53 @@ def test_a_session_runs_its_tests_in_workers_as_an_xdist_controller_only() -> No
     assert not runs_tests_in_workers(config("no", None))  # type: ignore[arg-type]
     assert not runs_tests_in_workers(config("load", None))  # type: ignore[arg-type]
     assert not runs_tests_in_workers(config("load", ["popen"], worker=True))  # type: ignore[arg-type]
+
+
+def test_a_base_child_leaves_at_once_with_pytests_exit_status(tmp_path: Path) -> None:
+    """A child of a base measurement exits as soon as pytest returns (the user's atexit handlers
+    and the interpreter's teardown skipped), with pytest's own status and its output flushed;
+    where pytest itself failed, it exits as usual."""
+    import os
+    import subprocess
+    import sys
+
+    from pytest_torchbench.pytest import base as base_module
+    from pytest_torchbench.pytest.base import QUICK_EXIT_ENV
+
+    (tmp_path / "conftest.py").write_text(
+        "import atexit, pathlib\n"
+        "atexit.register(lambda: pathlib.Path('torn-down').write_text(''))\n"
+    )
+    (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    (tmp_path / "test_bad.py").write_text("def test_bad():\n    assert False\n")
+    (tmp_path / "broken.py").write_text(
+        "def pytest_unconfigure(config):\n    raise RuntimeError('broken plugin')\n"
+    )
+
+    def run(*args: str, quick: bool = True) -> subprocess.CompletedProcess[str]:
+        (tmp_path / "torn-down").unlink(missing_ok=True)
+        package_root = Path(base_module.__file__).parents[2]  # the copy under test
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(package_root)])}
+        env.pop(QUICK_EXIT_ENV, None)
+        if quick:
+            env[QUICK_EXIT_ENV] = "1"
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    passed = run("test_ok.py")
+    assert passed.returncode == 0 and "1 passed" in passed.stdout
+    assert not (tmp_path / "torn-down").exists()  # left before the teardown
+    failed = run("test_bad.py")
+    assert failed.returncode == 1 and "1 failed" in failed.stdout
+    assert not (tmp_path / "torn-down").exists()
+    usual = run("test_ok.py", quick=False)
+    assert usual.returncode == 0 and (tmp_path / "torn-down").exists()
+    broken = run("test_ok.py", "-p", "broken")
+    assert broken.returncode != 0 and "broken plugin" in broken.stdout + broken.stderr
+    assert (tmp_path / "torn-down").exists()  # pytest failed: the interpreter ends as usual

@@ -40,7 +40,7 @@ from ..store.refs import (
 from ..store.storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
 from . import children, extensions, importpath
 from . import options as options_module
-from .base import MODULES_ENV, write_imported_modules
+from .base import MODULES_ENV, leave_when_done, write_imported_modules
 from .controller import REPORT_ATTRIBUTE, Controller
 from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
 from .marker import (
@@ -690,9 +690,11 @@ profiler_key = pytest.StashKey[ProfilerFixture]()
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """In a base run (base.py), every process says which modules it imported, for the check that
-    the base was measured from REV's worktree and not from the checkout."""
+    the base was measured from REV's worktree and not from the checkout; and a child of a base
+    measurement leaves without tearing the interpreter down once pytest is done."""
     if os.environ.get(MODULES_ENV):
         write_imported_modules()
+    leave_when_done(session)
 
 
 def _warn(message: str) -> None:
