@@ -402,9 +402,10 @@ def write_imported_modules() -> None:
 def leave_when_done(session: Any) -> None:
     """In a child of a base measurement (``QUICK_EXIT_ENV`` set; its main process, not an xdist
     worker): once pytest has returned, exit with its status without tearing the interpreter
-    down. Why: with torch imported the teardown took about 0.6 s of CPU per process, and a gate
-    starts four children per batch of rounds, on the CPUs its pairs measure on. Where pytest
-    ended by an uncaught exception, the interpreter exits as usual."""
+    down. Why: with torch imported the teardown costs a sizeable share of a short child's CPU
+    time, and a gate starts four children per batch of rounds, on the CPUs its pairs measure on
+    (docs/design/time-gate.md, "Where a gate's time goes"). Where pytest ended by an uncaught
+    exception, the interpreter exits as usual."""
     if not os.environ.get(QUICK_EXIT_ENV) or hasattr(session.config, "workerinput"):
         return
     # what a failed test left (pytest keeps it for post-mortems); an uncaught exception replaces it
