@@ -769,9 +769,11 @@ def test_a_session_runs_its_tests_in_workers_as_an_xdist_controller_only() -> No
 
 
 def test_a_base_child_leaves_at_once_with_pytests_exit_status(tmp_path: Path) -> None:
-    """A child of a base measurement exits as soon as pytest returns (the user's atexit handlers
-    and the interpreter's teardown skipped), with pytest's own status and its output flushed;
-    where pytest itself failed, it exits as usual."""
+    """A child of a base measurement exits as soon as pytest returns: its atexit handlers run,
+    the interpreter's teardown does not (a module-level object's ``__del__``), with pytest's own
+    status and its output flushed; where something after the session decides the status (an
+    exit or a usage error in ``pytest_unconfigure``) it ends as usual, with that status; and the
+    processes its tests start do not inherit the request."""
     import os
     import subprocess
     import sys
@@ -780,17 +782,30 @@ def test_a_base_child_leaves_at_once_with_pytests_exit_status(tmp_path: Path) ->
     from pytest_torchbench.pytest.base import QUICK_EXIT_ENV
 
     (tmp_path / "conftest.py").write_text(
-        "import atexit, pathlib\n"
-        "atexit.register(lambda: pathlib.Path('torn-down').write_text(''))\n"
+        "import atexit, os\n"
+        "here = os.getcwd()\n"
+        "atexit.register(lambda: open(os.path.join(here, 'atexit-ran'), 'w').close())\n"
+        "class Teardown:\n"
+        "    def __del__(self, _open=open, _path=os.path.join(here, 'torn-down')):\n"
+        "        _open(_path, 'w').close()\n"
+        "teardown = Teardown()\n"
     )
-    (tmp_path / "test_ok.py").write_text("def test_ok():\n    pass\n")
+    (tmp_path / "test_ok.py").write_text(
+        "import os\n"
+        "def test_ok():\n"
+        f"    open('inherited', 'w').write(os.environ.get({QUICK_EXIT_ENV!r}, ''))\n"
+    )
     (tmp_path / "test_bad.py").write_text("def test_bad():\n    assert False\n")
-    (tmp_path / "broken.py").write_text(
-        "def pytest_unconfigure(config):\n    raise RuntimeError('broken plugin')\n"
+    (tmp_path / "exits.py").write_text(
+        "import sys\ndef pytest_unconfigure(config):\n    sys.exit(3)\n"
+    )
+    (tmp_path / "usage.py").write_text(
+        "import pytest\ndef pytest_unconfigure(config):\n    raise pytest.UsageError('late')\n"
     )
 
     def run(*args: str, quick: bool = True) -> subprocess.CompletedProcess[str]:
-        (tmp_path / "torn-down").unlink(missing_ok=True)
+        for name in ("torn-down", "atexit-ran", "inherited"):
+            (tmp_path / name).unlink(missing_ok=True)
         package_root = Path(base_module.__file__).parents[2]  # the copy under test
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(package_root)])}
         env.pop(QUICK_EXIT_ENV, None)
@@ -805,14 +820,18 @@ def test_a_base_child_leaves_at_once_with_pytests_exit_status(tmp_path: Path) ->
             timeout=120,
         )
 
-    passed = run("test_ok.py")
-    assert passed.returncode == 0 and "1 passed" in passed.stdout
-    assert not (tmp_path / "torn-down").exists()  # left before the teardown
-    failed = run("test_bad.py")
-    assert failed.returncode == 1 and "1 failed" in failed.stdout
-    assert not (tmp_path / "torn-down").exists()
+    def left_at_once() -> bool:
+        assert (tmp_path / "atexit-ran").exists()  # the handlers run either way
+        return not (tmp_path / "torn-down").exists()
+
     usual = run("test_ok.py", quick=False)
-    assert usual.returncode == 0 and (tmp_path / "torn-down").exists()
-    broken = run("test_ok.py", "-p", "broken")
-    assert broken.returncode != 0 and "broken plugin" in broken.stdout + broken.stderr
-    assert (tmp_path / "torn-down").exists()  # pytest failed: the interpreter ends as usual
+    assert usual.returncode == 0 and not left_at_once()
+    passed = run("test_ok.py")
+    assert passed.returncode == 0 and "1 passed" in passed.stdout and left_at_once()
+    assert (tmp_path / "inherited").read_text() == ""
+    failed = run("test_bad.py")
+    assert failed.returncode == 1 and "1 failed" in failed.stdout and left_at_once()
+    exits = run("test_ok.py", "-p", "exits")
+    assert exits.returncode == 3 and not left_at_once()
+    usage = run("test_ok.py", "-p", "usage")
+    assert usage.returncode == 4 and "late" in usage.stderr and not left_at_once()

@@ -123,19 +123,23 @@ _SOUND_INT = 2**1000
 def _sound(value: Any, positive: bool, typed: bool) -> bool:
     """Whether every number inside ``value`` is finite and >= 0 (> 0 where ``positive``) and,
     where ``typed``, every leaf is a number: :meth:`Identity.invalid_number`'s rules in one pass,
-    without naming paths (a baseline file holds tens of thousands of raw times)."""
-    kind = type(value)
-    if kind is float or kind is int:
+    without naming paths (a baseline file holds tens of thousands of raw times). What counts as
+    a number, an object or a list is what :func:`_numbers` and :func:`_leaves` count, subclasses
+    included (a numpy float from a metric's ``to_json``)."""
+    if isinstance(value, bool):
+        return not typed
+    if isinstance(value, (int, float)):
         return (0 < value if positive else 0 <= value) and value < math.inf and value <= _SOUND_INT
-    if kind is list:
-        if all(type(item) is float for item in value):  # raw times: a NaN fails every comparison
-            if positive:
-                return all(0.0 < item < math.inf for item in value)
-            return all(0.0 <= item < math.inf for item in value)
+    if type(value) is list and all(type(item) is float for item in value):
+        # raw times: a NaN fails every comparison
+        if positive:
+            return all(0.0 < item < math.inf for item in value)
+        return all(0.0 <= item < math.inf for item in value)
+    if isinstance(value, list):
         return all(_sound(item, positive, typed) for item in value)
     if isinstance(value, Mapping):
         return all(_sound(item, positive, typed) for item in value.values())
-    return not typed  # a bool, a string, None: not a number, which only typed fields refuse
+    return not typed  # a string, None: not a number, which only typed fields refuse
 
 
 def _numbers(value: Any, path: str, field: str | None) -> Iterator[tuple[str, Any, str | None]]:

@@ -55,7 +55,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -399,27 +399,63 @@ def write_imported_modules() -> None:
         pass
 
 
-def leave_when_done(session: Any) -> None:
-    """In a child of a base measurement (``QUICK_EXIT_ENV`` set; its main process, not an xdist
-    worker): once pytest has returned, exit with its status without tearing the interpreter
-    down. Why: with torch imported the teardown costs a sizeable share of a short child's CPU
-    time, and a gate starts four children per batch of rounds, on the CPUs its pairs measure on
-    (docs/design/time-gate.md, "Where a gate's time goes"). Where pytest ended by an uncaught
-    exception, the interpreter exits as usual."""
-    if not os.environ.get(QUICK_EXIT_ENV) or hasattr(session.config, "workerinput"):
+class _Leaving:
+    """This process's quick exit (:func:`leave_when_done`): whether it was asked for, how deep in
+    nested sessions the process is (a test may run pytest in-process), and whether the outermost
+    session finished."""
+
+    wanted = False
+    depth = 0
+    finished = False
+
+
+def take_quick_exit() -> None:
+    """At this process's start: take ``QUICK_EXIT_ENV`` out of the environment, so that neither
+    the processes its tests start nor its xdist workers leave early, and remember it."""
+    if os.environ.pop(QUICK_EXIT_ENV, None):
+        _Leaving.wanted = True
+
+
+@contextlib.contextmanager
+def session_depth() -> Iterator[None]:
+    """Around ``pytest_cmdline_main``: one session deeper."""
+    _Leaving.depth += 1
+    try:
+        yield
+    finally:
+        _Leaving.depth -= 1
+
+
+def session_finished() -> None:
+    """The outermost session's ``pytest_sessionfinish`` ran (pytest unconfigures after it)."""
+    if _Leaving.depth == 1:
+        _Leaving.finished = True
+
+
+def leave_when_done(status: object) -> None:
+    """In a child of a base measurement, once its session has returned ``status`` (after
+    ``pytest_sessionfinish`` and ``pytest_unconfigure``): run the ``atexit`` handlers, flush the
+    output and exit with that status at once, without the interpreter's teardown. Why: with
+    torch imported the teardown costs a sizeable share of a short child's CPU time, and a gate
+    starts four children per batch of rounds, on the CPUs its pairs measure on
+    (docs/design/time-gate.md, "Where a gate's time goes"). Anything else (a session that raised,
+    an inner session, a status that is no number) ends as usual."""
+    if not _Leaving.wanted or _Leaving.depth or not _Leaving.finished:
         return
-    # what a failed test left (pytest keeps it for post-mortems); an uncaught exception replaces it
-    last = (getattr(sys, "last_value", None), getattr(sys, "last_exc", None))
+    try:
+        code = int(status)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return
+    _flush()
+    atexit._run_exitfuncs()  # the handlers of the measured code, of multiprocessing, of logging
+    _flush()
+    os._exit(code)
 
-    def leave() -> None:
-        if (getattr(sys, "last_value", None), getattr(sys, "last_exc", None)) != last:
-            return  # pytest itself failed after the session: the interpreter ends as usual
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(int(session.exitstatus))
 
-    atexit.register(leave)
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
 
 
 def _read_imported_modules(folder: Path) -> dict[str, str]:

@@ -40,7 +40,14 @@ from ..store.refs import (
 from ..store.storage import BaselineError, BaselineSet, check_save_folder, load_set_from_folder
 from . import children, extensions, importpath
 from . import options as options_module
-from .base import MODULES_ENV, leave_when_done, write_imported_modules
+from .base import (
+    MODULES_ENV,
+    leave_when_done,
+    session_depth,
+    session_finished,
+    take_quick_exit,
+    write_imported_modules,
+)
 from .controller import REPORT_ATTRIBUTE, Controller
 from .fixtures import BenchmarkFixture, ItemRecorder, ProfilerFixture, make_timer_factory
 from .marker import (
@@ -123,9 +130,15 @@ def _take_over_from_pytest_benchmark(config: pytest.Config) -> None:
     config.pluginmanager.set_blocked(PYTEST_BENCHMARK_MODULE)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_cmdline_main(config: pytest.Config) -> None:
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> Generator[None, Any, Any]:
+    """Take over from pytest-benchmark; and a child of a base measurement leaves as soon as its
+    session returns (``base.leave_when_done``)."""
     _take_over_from_pytest_benchmark(config)
+    with session_depth():
+        status = yield
+    leave_when_done(status)
+    return status
 
 
 class BenchmarkFixturePlugin:
@@ -161,7 +174,9 @@ def pytest_load_initial_conftests(
 
     And: the project's own git tree goes first on the import path, before any conftest imports
     the project (``importpath``: the run measures the checkout's code, as a base run measures
-    its worktree's)."""
+    its worktree's). And a child of a base measurement takes its quick exit's variable out of
+    the environment before any test can start a process (``base.take_quick_exit``)."""
+    take_quick_exit()
     if (
         os.environ.get(MODULES_ENV) or children.in_rerun()
     ) and not early_config.pluginmanager.has_plugin("cacheprovider"):
@@ -694,7 +709,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     measurement leaves without tearing the interpreter down once pytest is done."""
     if os.environ.get(MODULES_ENV):
         write_imported_modules()
-    leave_when_done(session)
+    session_finished()
 
 
 def _warn(message: str) -> None:

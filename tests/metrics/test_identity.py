@@ -4,6 +4,7 @@ pass over a sound file and the checks that name what is wrong agree on every val
 from __future__ import annotations
 
 import copy
+import enum
 from typing import Any
 
 import pytest
@@ -12,8 +13,26 @@ from pytest_torchbench.metrics.identity import Identity
 from pytest_torchbench.metrics.registry import get
 from pytest_torchbench.metrics.time import TimeMetric
 
-#: Values a corrupt or hand-edited file can hold where a number belongs.
+
+class _Float(float):
+    """A float of another type, as numpy's float64 is."""
+
+
+class _List(list):  # type: ignore[type-arg]
+    pass
+
+
+class _Level(enum.IntEnum):
+    BELOW = -1
+
+
+#: Values a corrupt or hand-edited file can hold where a number belongs, and values a metric's
+#: ``to_json`` can hand over when saving (numbers and lists of other types).
 WRONG: list[Any] = [
+    _Float("nan"),
+    _Float(-2.0),
+    _Level.BELOW,
+    _List([1.0, float("nan")]),
     float("nan"),
     float("inf"),
     -1.0,
