@@ -63,6 +63,11 @@ class Identity:
             return None  # from_json reports the shape
         if self._sound(data):  # the common case, without naming every number's path
             return self._invalid_counts(data) or self._invalid_fractions(data)
+        return self._named_problem(data)
+
+    def _named_problem(self, data: Mapping[str, Any]) -> str | None:
+        """The first problem of ``data``, its field named; None where there is none (the checks
+        that :meth:`_sound` passes over in one go)."""
         return (
             self._invalid_counts(data)
             or self._invalid_typed(data)

@@ -338,8 +338,9 @@ def wrong_import(
 ) -> tuple[str, str] | None:
     """The first module of the project that the base run imported from elsewhere than the
     worktree, as (name, file); None when every one came from the worktree."""
-    own = project_packages(worktree.resolve())
-    worktree_text, checkout_text = str(worktree.resolve()), str(checkout.resolve())
+    worktree = worktree.resolve()
+    own = project_packages(worktree)
+    worktree_text, checkout_text = str(worktree), str(checkout.resolve())
     interpreter = [str(folder) for folder in _interpreter_folders()]
     resolved = _Resolved()
     for name, file in sorted(modules.items()):

@@ -61,35 +61,6 @@ def _time_data() -> dict[str, Any]:
     return metric.to_json()
 
 
-def _named(metric: Identity, data: dict[str, Any]) -> str | None:
-    """The checks that name the field, without the one pass in front of them."""
-    return (
-        metric._invalid_counts(data)
-        or metric._invalid_typed(data)
-        or metric._invalid_fractions(data)
-        or next(
-            (
-                f"{path}: {problem}"
-                for path, number, top in _numbers(data, metric.name)
-                if (problem := _problem(number, top in metric.positive_fields))
-            ),
-            None,
-        )
-    )
-
-
-def _numbers(data: dict[str, Any], name: str) -> Any:
-    from pytest_torchbench.metrics import identity
-
-    return identity._numbers(data, name, None)
-
-
-def _problem(number: Any, positive: bool) -> str | None:
-    from pytest_torchbench.metrics import identity
-
-    return identity._number_problem(number, positive)
-
-
 def test_a_sound_time_result_has_nothing_wrong() -> None:
     assert get("time", Identity).invalid_number(_time_data()) is None
 
@@ -114,7 +85,7 @@ def test_the_one_pass_and_the_named_checks_agree(field: str, wrong: Any) -> None
         data[outer][inner] = copy.deepcopy(wrong)
     else:
         data[field] = copy.deepcopy(wrong)
-    found, named = metric.invalid_number(data), _named(metric, data)
+    found, named = metric.invalid_number(data), metric._named_problem(data)
     assert (found is None) == (named is None)
     if found is not None:
         assert found.startswith("time.")
@@ -128,4 +99,4 @@ def test_every_metric_agrees_with_its_named_checks(name: str, wrong: Any) -> Non
     for field in fields:
         data: dict[str, Any] = {f: 1 for f in fields}
         data[field] = copy.deepcopy(wrong)
-        assert (metric.invalid_number(data) is None) == (_named(metric, data) is None), field
+        assert (metric.invalid_number(data) is None) == (metric._named_problem(data) is None), field
