@@ -203,9 +203,16 @@ def test_compare_with_revisions_end_to_end(  # type: ignore[no-untyped-def]
             line.startswith(("::", "##[")) for line in out.splitlines()
         )
         shown.stdout.fnmatch_lines(["*no changes beyond the limits against baseline 'HEAD*\\x*"])
-    worse = run_bench("--bench-mode=ops", "--bench-compare=lean")
+    worse = run_bench("--bench-mode=ops", "--bench-compare=lean", "--bench-base=stored")
     assert worse.ret == 1
     worse.stdout.fnmatch_lines(["*op counts changed*", "*delta vs baseline 'lean')*"])
+    # In auto mode what failed against lean's committed set is judged against lean measured
+    # here, whose code is this checkout's: the set claimed what lean's code does not do.
+    rechecked = run_bench("--bench-mode=ops", "--bench-compare=lean")
+    assert rechecked.ret == 0, rechecked.stdout.str()
+    rechecked.stdout.fnmatch_lines(
+        ["*test_a.py::*: judged against lean (*) measured here: it failed against its entry*"]
+    )
 
     missing = run_bench("--bench-mode=ops", "--bench-compare=HEAD~5")
     assert missing.ret == 4

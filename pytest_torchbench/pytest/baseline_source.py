@@ -65,8 +65,11 @@ class BaselineSource:
         self.notes = notes
         self.measured: MeasuredBase | None = None
         #: Why the base was measured in this job (auto mode: the first committed entry that could
-        #: not serve).
+        #: not serve, or the first result that failed against its committed entry).
         self.measure_reason = ""
+        #: Why REV could not be measured to judge again a result that failed against its
+        #: committed entry (``recheck``): not tried again in this session.
+        self.recheck_problem = ""
         #: Where each judged benchmark's baseline came from (key -> words), with a revision only.
         self.origins: dict[str, str] = {}
         self._exists_at_revision: dict[str, bool] = {}
@@ -119,11 +122,7 @@ class BaselineSource:
         if self.measured is None:
             self.measure_reason = why
         measured = self.measure()
-        entry = measured.entries.get(result.key)
-        if entry is not None:
-            self.baseline.entries[result.key] = entry
-            self.origins[result.key] = measured.origin()
-            self._take_rounds(result, measured)
+        if self._take_measured(result, measured):
             return
         if (
             self.settings.base == "auto"
@@ -137,6 +136,60 @@ class BaselineSource:
                 f"the base run of {self.revision.label} measured nothing "
                 f"for it: {unmeasured}{measured.failure_log}"
             )
+
+    def _take_measured(self, result: BenchmarkResult, measured: MeasuredBase) -> bool:
+        """Judge ``result`` against REV as measured here, where that measured it; whether it did."""
+        assert self.baseline is not None
+        entry = measured.entries.get(result.key)
+        if entry is None:
+            return False
+        self.baseline.entries[result.key] = entry
+        self.origins[result.key] = measured.origin()
+        self._take_rounds(result, measured)
+        return True
+
+    def recheck(self, result: BenchmarkResult) -> bool:
+        """In auto mode, take REV measured in this job for ``result``, which failed against the
+        entry committed at REV; whether its baseline changed. Why: a committed set can predate
+        REV's last change (its record job not run yet, or failed), and only REV measured says
+        what REV's code does; a passing benchmark keeps its committed entry, so the base is
+        measured only on a red run. A base that cannot be measured, or measured nothing for it,
+        leaves the committed entry, said in a note."""
+        label = self.revision.label if self.revision is not None else ""
+        if (
+            self.revision is None
+            or self.settings.base != "auto"
+            or self.recheck_problem
+            or self.origins.get(result.key) != f"committed at {label}"
+        ):
+            return False
+        if self.measured is None:
+            self.measure_reason = (
+                f"{result.key} failed against its committed baseline, which may predate the "
+                f"code of {label}"
+            )
+        try:
+            measured = self.measure()
+        except pytest.UsageError as exc:
+            self.measure_reason = ""
+            self.recheck_problem = str(exc)
+            self.notes.append(
+                f"the base {label} could not be measured here to judge again what failed "
+                f"against its committed baselines, so those stand: {exc}"
+            )
+            return False
+        key = safe_text(result.key)
+        if not self._take_measured(result, measured):
+            self.notes.append(
+                f"{key}: the base run of {label} measured nothing for it, so it is judged "
+                "against its committed entry"
+            )
+            return False
+        self.notes.append(
+            f"{key}: judged against {label} measured here: it failed against its entry "
+            f"committed there (a set committed before {label}'s code last changed: re-record it)"
+        )
+        return True
 
     def _take_rounds(self, result: BenchmarkResult, measured: MeasuredBase) -> None:
         """The alternated rounds of ``result``'s metrics that alternate, judged instead of one

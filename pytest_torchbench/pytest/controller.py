@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from ..common.text import safe_text
-from ..common.vocabulary import REGRESSION, Verdict
+from ..common.vocabulary import IMPROVEMENT, REGRESSION, Verdict
 from ..judging import gate
 from ..judging.accept import TRAILER, Acceptance, from_trailers
 from ..judging.judgement import failure_message
@@ -146,29 +146,40 @@ class Controller:
             self._acceptance = Acceptance([*self.settings.accepts, *specs], problems)
         return self._acceptance
 
+    def _gate_verdicts(self, result: BenchmarkResult) -> list[Verdict]:
+        """The gate's verdicts on ``result`` against the run's baselines (the user's hook comes
+        last, in _judge_report)."""
+        return self.source.not_judged_at_base(
+            result,
+            gate.judge(
+                result,
+                self.source.entries,
+                self.settings.policy,
+                None,
+                self.source.rounds.get(result.key),
+                self.source.rounds_unfinished(result.key),
+            ),
+        )
+
+    def _rechecked(self, result: BenchmarkResult, judged: list[Verdict]) -> bool:
+        """Whether ``result`` failed against an entry committed at REV (a regression, or an
+        improvement with ``--bench-fail-stale``) that the run's accepts do not accept, and now
+        has REV as measured here instead (``BaselineSource.recheck``)."""
+        changed = [v for v in judged if v.failed and v.status in (REGRESSION, IMPROVEMENT)]
+        if not any(v.failed for v in self._accepting().apply(changed)):
+            return False  # nothing failed, or accepted either way: nothing to measure for it
+        return self.source.recheck(result)
+
     def _judged(
         self, nodeid: str, results: list[BenchmarkResult]
     ) -> list[tuple[BenchmarkResult, list[Verdict]]]:
         """Each result with its verdicts: the gate's, settled by a confirmation and accepted by
         the run's accepts (``--bench-accept``, ``Bench-Accept:`` trailers); the user's hook has
         not seen them yet."""
-        baseline = self.source.entries
+        judged_results = [(result, self._gate_verdicts(result)) for result in results]
         judged_results = [
-            (
-                result,
-                self.source.not_judged_at_base(
-                    result,
-                    gate.judge(
-                        result,
-                        baseline,
-                        self.settings.policy,
-                        None,  # the user's hook comes last, in _judge_report
-                        self.source.rounds.get(result.key),
-                        self.source.rounds_unfinished(result.key),
-                    ),
-                ),
-            )
-            for result in results
+            (result, self._gate_verdicts(result) if self._rechecked(result, judged) else judged)
+            for result, judged in judged_results
         ]
         settled = self.children.confirm(nodeid, [v for _, j in judged_results for v in j])
         judged_results = [

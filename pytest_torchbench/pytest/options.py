@@ -108,7 +108,7 @@ def _add_base_options(group: pytest.OptionGroup) -> None:
         "committed at REV only; 'measure' measures REV in this job (a temporary git worktree, "
         "the same interpreter, environment, selection and modes); 'auto' (default) uses the "
         "committed ones where they are comparable and measures REV where they are missing "
-        "or not comparable",
+        "or not comparable, or where a benchmark failed against them",
     )
     group.addoption(
         "--bench-base-prepare",

@@ -420,13 +420,113 @@ def test_the_cache_plugins_options_in_addopts_do_not_stop_the_base_run(
 def test_comparable_committed_baselines_are_used_as_they_are(
     pytester: pytest.Pytester, run_bench, project, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
+    """A benchmark that passes against its committed entry is judged on it: nothing measured.
+    One that regresses is judged again against REV measured here, which confirms a real one."""
     project()
     monkeypatch.setenv("RUNNER", "laptop")
+    (pytester.path / "mylib/__init__.py").write_text(LIB_BEFORE)  # this checkout: as REV
+    result = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-json=out.json")
+    assert result.ret == 0, result.stdout.str()
+    assert "temporary git worktree" not in result.stdout.str()
+    rev = pytester.run("git", "rev-parse", "HEAD~1").stdout.str().strip()
+    assert _json(pytester)["baseline_origins"] == {KEY: f"committed at HEAD~1 ({rev[:12]})"}
+
+    (pytester.path / "mylib/__init__.py").write_text(LIB_AFTER)  # one more op per call
     result = run_bench("--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-json=out.json")
     assert result.ret == 1, result.stdout.str()
-    assert "temporary git worktree" not in result.stdout.str()
-    head = pytester.run("git", "rev-parse", "HEAD~1").stdout.str().strip()
-    assert _json(pytester)["baseline_origins"] == {KEY: f"committed at HEAD~1 ({head[:12]})"}
+    result.stdout.fnmatch_lines(
+        [
+            "torchbench: the base HEAD~1 (*): measuring it in a temporary git worktree (or taking "
+            f"it from the cache); because {KEY} failed against its committed baseline, which "
+            "may predate the code of HEAD~1 (*)",
+            "*aten::clone*",
+        ]
+    )
+    assert _json(pytester)["baseline_origins"] == {
+        KEY: f"measured from HEAD~1 ({rev[:12]}) in this job"
+    }
+
+
+def test_an_accepted_or_unmeasurable_recheck_keeps_the_committed_verdict(
+    pytester: pytest.Pytester, run_bench, project, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """A regression the run accepts is not measured again (nothing to gain); where REV cannot be
+    measured, the verdict against the committed entry stands (exit 1, not a usage error) and a
+    note says why."""
+    project()
+    monkeypatch.setenv("RUNNER", "laptop")
+    accepted = run_bench(
+        "--bench-mode=ops",
+        "--bench-compare=HEAD~1",
+        f"--bench-accept={KEY} ops -- the clone is needed",
+    )
+    assert accepted.ret == 0, accepted.stdout.str()
+    assert "temporary git worktree" not in accepted.stdout.str()
+
+    unmeasurable = run_bench(
+        "--bench-mode=ops", "--bench-compare=HEAD~1", "--bench-base-prepare=exit 3"
+    )
+    assert unmeasurable.ret == 1, unmeasurable.stdout.str() + unmeasurable.stderr.str()
+    unmeasurable.stdout.fnmatch_lines(
+        [
+            "*the base HEAD~1 (*) could not be measured here to judge again what failed against "
+            "its committed baselines, so those stand: *--bench-base-prepare='exit 3' failed*",
+        ]
+    )
+    unmeasurable.stdout.fnmatch_lines(["*1 failed*"])
+
+
+def test_a_stale_improvement_is_judged_again_with_fail_stale(
+    pytester: pytest.Pytester, run_bench, project, git, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """REV dropped the clone and its set was not re-recorded: with --bench-fail-stale this
+    checkout, which is REV, "improved" against the committed set; judged against REV measured
+    here it is unchanged (exit 0), where the committed set alone fails it."""
+    project()
+    monkeypatch.setenv("RUNNER", "laptop")
+    root = pytester.path
+    assert run_bench("--bench-mode=ops", "--bench-save=main").ret == 0  # with the clone
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "record baselines")
+    (root / "mylib/__init__.py").write_text(LIB_BEFORE)
+    git(root, "commit", "-q", "-am", "drop the clone; not re-recorded")
+    stale = ("--bench-mode=ops", "--bench-compare=HEAD", "--bench-fail-stale")
+    stored = run_bench(*stale, "--bench-base=stored")
+    assert stored.ret == 1, stored.stdout.str()
+    result = run_bench(*stale)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines([f"*{KEY}: judged against HEAD (*) measured here*"])
+
+
+def test_a_set_recorded_before_revs_last_change_fails_no_pull_request(
+    pytester: pytest.Pytester, run_bench, project, git, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    """main's last commit added an op and its record job has not committed the new set yet: a
+    pull request branched there that changes only its README regressed against the committed
+    set, but not against main's code, measured here (exit 0 in CI); one that adds an op more
+    still fails, against main as measured."""
+    project()
+    monkeypatch.setenv("RUNNER", "laptop")
+    monkeypatch.setenv("CI", "true")
+    root = pytester.path
+    git(root, "checkout", "-q", "-b", "pr")
+    (root / "README.md").write_text("docs only\n")
+    git(root, "add", "README.md")
+    git(root, "commit", "-q", "-m", "docs only")
+    main = pytester.run("git", "rev-parse", "main").stdout.str().strip()  # as CI's merge base
+    result = run_bench("--bench-mode=ops", f"--bench-compare={main}", "--bench-json=out.json")
+    assert result.ret == 0, result.stdout.str()
+    assert "failed against its committed baseline" in result.stdout.str()
+    document = _json(pytester)
+    assert document["baseline_origins"] == {KEY: f"measured from {main[:12]} in this job"}
+    assert [v["status"] for v in document["verdicts"]] == ["unchanged"]
+
+    (root / "mylib/__init__.py").write_text(
+        LIB_AFTER.replace(".clone()", ".clone().clone()")
+    )  # one more op than main
+    result = run_bench("--bench-mode=ops", f"--bench-compare={main}")
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*aten::clone 1 -> 2 per call*"])
 
 
 def test_missing_base_is_measured_with_a_build_step(
