@@ -166,7 +166,7 @@ class Controller:
         improvement with ``--bench-fail-stale``) that the run's accepts do not accept, and now
         has REV as measured here instead (``BaselineSource.recheck``)."""
         changed = [v for v in judged if v.failed and v.status in (REGRESSION, IMPROVEMENT)]
-        if not any(v.failed for v in self._accepting().apply(changed)):
+        if not changed or not any(v.failed for v in self._accepting().apply(changed)):
             return False  # nothing failed, or accepted either way: nothing to measure for it
         return self.source.recheck(result)
 
