@@ -111,7 +111,7 @@ class BaselineSource:
         for the whole selection, at the first result that needs it: :mod:`base`)."""
         if self.revision is None or self.baseline is None or result.key in self.origins:
             return
-        committed_words = f"committed at {self.revision.label}"
+        committed_words = self._committed_words()
         why = (
             self.needs_measuring(result) if self.settings.base == "auto" else "--bench-base=measure"
         )
@@ -137,6 +137,11 @@ class BaselineSource:
                 f"for it: {unmeasured}{measured.failure_log}"
             )
 
+    def _committed_words(self) -> str:
+        """The origin of an entry judged as committed at REV (``origins``)."""
+        assert self.revision is not None
+        return f"committed at {self.revision.label}"
+
     def _take_measured(self, result: BenchmarkResult, measured: MeasuredBase) -> bool:
         """Judge ``result`` against REV as measured here, where that measured it; whether it did."""
         assert self.baseline is not None
@@ -155,14 +160,14 @@ class BaselineSource:
         what REV's code does; a passing benchmark keeps its committed entry, so the base is
         measured only on a red run. A base that cannot be measured, or measured nothing for it,
         leaves the committed entry, said in a note."""
-        label = self.revision.label if self.revision is not None else ""
         if (
             self.revision is None
             or self.settings.base != "auto"
             or self.recheck_problem
-            or self.origins.get(result.key) != f"committed at {label}"
+            or self.origins.get(result.key) != self._committed_words()
         ):
             return False
+        label = self.revision.label
         if self.measured is None:
             self.measure_reason = (
                 f"{result.key} failed against its committed baseline, which may predate the "
